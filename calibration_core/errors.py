@@ -1,0 +1,34 @@
+"""The one error type raised for bad input anywhere in :mod:`calibration_core`."""
+
+from __future__ import annotations
+
+
+class CalibrationInputError(ValueError):
+    """Input that cannot be used as predictions, labels or settings.
+
+    The message always says *what* is wrong, *where* (file, column, first
+    offending rows) and *how to fix it*, so that it can be shown to a user
+    as it is, in a terminal or next to the upload in the dashboard.
+    """
+
+
+def describe_rows(rows, limit: int = 5) -> str:
+    """Format the first offending row indices for an error message.
+
+    Parameters
+    ----------
+    rows : array-like of int
+        Zero-based row indices.
+    limit : int
+        How many to list before summarising the rest.
+
+    Returns
+    -------
+    str
+        E.g. ``"rows 3, 17, 42 (and 12 more)"`` with 0-based indices.
+    """
+    rows = [int(r) for r in rows]
+    shown = ", ".join(str(r) for r in rows[:limit])
+    more = f" (and {len(rows) - limit} more)" if len(rows) > limit else ""
+    word = "row" if len(rows) == 1 else "rows"
+    return f"{word} {shown}{more}"

@@ -1,0 +1,84 @@
+"""The three calibration notions as (scores, targets) pairs for the binning engine.
+
+* ``"binary"``: the positive-class score ``probs[:, 1]`` against ``label == 1``
+  (K = 2 only).
+* ``"class"`` (one class vs rest, classwise): ``probs[:, k]`` against
+  ``label == k``.
+* ``"confidence"`` (top label): the largest probability of each row against
+  whether its class is the true one. Ties for the top class go to the lowest
+  class index, as ``numpy.argmax`` does.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import numpy as np
+
+from .errors import CalibrationInputError
+
+Notion = Literal["confidence", "class", "binary"]
+NOTIONS: tuple[str, ...] = ("confidence", "class", "binary")
+
+
+def top_label(probs: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Top-label confidence and correctness.
+
+    Parameters
+    ----------
+    probs : numpy.ndarray, shape (N, K)
+        Validated probability rows.
+    labels : numpy.ndarray, shape (N,)
+        Validated class indices.
+
+    Returns
+    -------
+    confidence : numpy.ndarray, shape (N,), float64
+        ``max_k probs[i, k]``.
+    correct : numpy.ndarray, shape (N,), intp
+        1 where ``argmax_k probs[i, k] == labels[i]``.
+    """
+    predicted = probs.argmax(axis=1)
+    confidence = np.take_along_axis(probs, predicted[:, None], axis=1)[:, 0]
+    correct = (predicted == labels).view(np.int8).astype(np.intp)
+    return confidence, correct
+
+
+def notion_scores(
+    probs: np.ndarray, labels: np.ndarray, notion: str, class_index: int | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Scores and 0/1 targets of one calibration notion.
+
+    Parameters
+    ----------
+    probs : numpy.ndarray, shape (N, K)
+    labels : numpy.ndarray, shape (N,)
+    notion : {"confidence", "class", "binary"}
+    class_index : int, optional
+        The class for ``notion="class"``.
+
+    Returns
+    -------
+    scores : numpy.ndarray, shape (N,)
+    targets : numpy.ndarray, shape (N,), intp in {0, 1}
+    """
+    k = probs.shape[1]
+    if notion == "confidence":
+        return top_label(probs, labels)
+    if notion == "binary":
+        if k != 2:
+            raise CalibrationInputError(
+                f"the binary notion needs exactly 2 classes, these predictions have {k}; "
+                "use 'confidence' or 'class' (one class vs rest)."
+            )
+        return np.ascontiguousarray(probs[:, 1]), (labels == 1).astype(np.intp)
+    if notion == "class":
+        if class_index is None or not 0 <= int(class_index) < k:
+            raise CalibrationInputError(
+                f"one-class-vs-rest needs a class index in 0..{k - 1}, got {class_index!r}."
+            )
+        j = int(class_index)
+        return np.ascontiguousarray(probs[:, j]), (labels == j).astype(np.intp)
+    raise CalibrationInputError(
+        f"unknown calibration notion {notion!r}; choose one of {', '.join(NOTIONS)}."
+    )

@@ -1,0 +1,272 @@
+"""`Predictions`: one model's probabilities (and logits) with the true labels.
+
+A `Predictions` is validated once, made read-only, and keeps the load-time
+precomputation that makes re-binning cheap: for each notion the scores sorted
+once with cumulative sums (:class:`~calibration_core.binning.SortedScores`),
+built lazily on first use and then reused by every bin count and scheme.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+
+import numpy as np
+from scipy.special import log_softmax
+
+from .binning import Binning, BinStatistics, SortedScores
+from .errors import CalibrationInputError, describe_rows
+from .notions import notion_scores, top_label
+from .validation import check_labels, check_prob_matrix, check_scores
+
+
+def _readonly(arr: np.ndarray) -> np.ndarray:
+    arr = np.ascontiguousarray(arr)
+    if arr.flags.writeable and arr.flags.owndata:
+        arr.flags.writeable = False
+    elif arr.flags.writeable:
+        arr = arr.copy()
+        arr.flags.writeable = False
+    return arr
+
+
+def _class_names(names, k: int) -> tuple[str, ...]:
+    if names is None:
+        return tuple(str(j) for j in range(k))
+    names = tuple(str(n) for n in names)
+    if len(names) != k:
+        raise CalibrationInputError(
+            f"{len(names)} class names were given for {k} probability columns; "
+            "give one name per column."
+        )
+    if len(set(names)) != k:
+        dup = sorted({n for n in names if names.count(n) > 1})
+        raise CalibrationInputError(f"class names must be unique; repeated: {', '.join(dup)}.")
+    return names
+
+
+def stable_softmax(logits: np.ndarray) -> np.ndarray:
+    """Row-wise softmax computed as ``exp(log_softmax(z))``.
+
+    Parameters
+    ----------
+    logits : numpy.ndarray, shape (N, K)
+
+    Returns
+    -------
+    numpy.ndarray, shape (N, K)
+        Rows on the simplex; no overflow for large logits.
+    """
+    return np.exp(log_softmax(logits, axis=1))
+
+
+@dataclass(frozen=True, eq=False)
+class Predictions:
+    """One model's predicted probabilities and the true labels.
+
+    Build it with :meth:`from_probs`, :meth:`from_logits` or
+    :meth:`from_scores` (which validate), or with
+    :func:`~calibration_core.load_predictions`.
+
+    Attributes
+    ----------
+    probs : numpy.ndarray, shape (N, K), float64, read-only
+        Rows on the probability simplex.
+    labels : numpy.ndarray, shape (N,), intp, read-only
+        True class indices in 0..K-1.
+    class_names : tuple of str, length K
+    logits : numpy.ndarray, shape (N, K), or None
+        Kept when the predictions were given as logits: maps such as
+        temperature scaling use them.
+    name : str
+        The model's name.
+    """
+
+    probs: np.ndarray
+    labels: np.ndarray
+    class_names: tuple[str, ...]
+    logits: np.ndarray | None = None
+    name: str = "model"
+    _sorted: dict = field(default_factory=dict, repr=False, compare=False)
+
+    # ------------------------------------------------------- constructors
+    @classmethod
+    def from_probs(
+        cls,
+        probs,
+        labels,
+        *,
+        class_names: Sequence[str] | None = None,
+        name: str = "model",
+        renormalize: bool = False,
+        where: str = "",
+    ) -> Predictions:
+        """Predictions from probability rows (or an (N,) binary score).
+
+        Parameters
+        ----------
+        probs : array-like, shape (N, K) or (N,)
+        labels : array-like, shape (N,)
+            Class indices in 0..K-1.
+        class_names : sequence of str, optional
+            Defaults to ``"0".."K-1"``.
+        name : str
+        renormalize : bool
+            Divide rows by their sum instead of rejecting rows that do not sum to 1.
+        where : str
+            Where the data came from, for error messages.
+        """
+        p = check_prob_matrix(probs, where=where, renormalize=renormalize)
+        return cls._build(p, labels, class_names, None, name, where)
+
+    @classmethod
+    def from_logits(
+        cls,
+        logits,
+        labels,
+        *,
+        class_names: Sequence[str] | None = None,
+        name: str = "model",
+        where: str = "",
+    ) -> Predictions:
+        """Predictions from logits, with a numerically stable softmax.
+
+        Parameters
+        ----------
+        logits : array-like, shape (N, K)
+            Unnormalised log-probabilities (any real values).
+        labels : array-like, shape (N,)
+        """
+        loc = f" in {where}" if where else ""
+        z = np.asarray(logits)
+        if z.dtype == object or z.dtype.kind not in "biuf":
+            raise CalibrationInputError(f"logits{loc} must be numbers, got dtype {z.dtype}.")
+        if z.ndim != 2 or z.shape[1] < 2 or z.shape[0] == 0:
+            raise CalibrationInputError(
+                f"logits{loc} must be a non-empty (N, K) array with K >= 2, got shape {z.shape}."
+            )
+        z = np.ascontiguousarray(z, dtype=np.float64)
+        bad = np.flatnonzero(~np.isfinite(z).all(axis=1))
+        if bad.size:
+            raise CalibrationInputError(
+                f"logits{loc} contain NaN or infinite values at {describe_rows(bad)}; "
+                "drop or fix those rows."
+            )
+        return cls._build(stable_softmax(z), labels, class_names, z, name, where)
+
+    @classmethod
+    def from_scores(
+        cls,
+        scores,
+        labels,
+        *,
+        class_names: Sequence[str] | None = None,
+        name: str = "model",
+        where: str = "",
+    ) -> Predictions:
+        """Binary predictions (K = 2) from one positive-class score column.
+
+        Parameters
+        ----------
+        scores : array-like, shape (N,)
+            Probability of class 1, in [0, 1].
+        labels : array-like, shape (N,)
+            0/1 labels.
+        """
+        s = check_scores(scores, where=where, name="scores")
+        return cls._build(np.column_stack([1.0 - s, s]), labels, class_names, None, name, where)
+
+    @classmethod
+    def _build(cls, probs, labels, class_names, logits, name, where) -> Predictions:
+        n, k = probs.shape
+        y = check_labels(labels, n, k, where=where)
+        return cls(
+            probs=_readonly(probs),
+            labels=_readonly(y),
+            class_names=_class_names(class_names, k),
+            logits=None if logits is None else _readonly(logits),
+            name=str(name),
+        )
+
+    # ------------------------------------------------------------- basics
+    @property
+    def n_samples(self) -> int:
+        """N."""
+        return int(self.probs.shape[0])
+
+    @property
+    def n_classes(self) -> int:
+        """K."""
+        return int(self.probs.shape[1])
+
+    def __len__(self) -> int:
+        return self.n_samples
+
+    def __repr__(self) -> str:
+        kind = "logits" if self.logits is not None else "probabilities"
+        return (
+            f"Predictions(name={self.name!r}, n_samples={self.n_samples}, "
+            f"n_classes={self.n_classes}, from {kind})"
+        )
+
+    def subset(self, rows, *, name: str | None = None) -> Predictions:
+        """The predictions of some rows (an index array or boolean mask)."""
+        rows = np.asarray(rows)
+        return Predictions(
+            probs=_readonly(self.probs[rows]),
+            labels=_readonly(self.labels[rows]),
+            class_names=self.class_names,
+            logits=None if self.logits is None else _readonly(self.logits[rows]),
+            name=self.name if name is None else name,
+        )
+
+    @cached_property
+    def log_probs(self) -> np.ndarray:
+        """Log-probabilities, shape (N, K): from the logits when kept, else ``ln p``."""
+        if self.logits is not None:
+            return log_softmax(self.logits, axis=1)
+        with np.errstate(divide="ignore"):
+            return np.log(self.probs)
+
+    @cached_property
+    def confidence(self) -> np.ndarray:
+        """Top-label confidence, shape (N,)."""
+        return top_label(self.probs, self.labels)[0]
+
+    @cached_property
+    def correct(self) -> np.ndarray:
+        """1 where the top class is the label, shape (N,)."""
+        return top_label(self.probs, self.labels)[1]
+
+    # ------------------------------------------------- precomputed binning
+    def sorted_scores(self, notion: str = "confidence", class_index: int | None = None):
+        """The load-time sorted scores of one notion (built once, then cached).
+
+        Parameters
+        ----------
+        notion : {"confidence", "class", "binary"}
+        class_index : int, optional
+            The class for ``notion="class"``.
+
+        Returns
+        -------
+        SortedScores
+        """
+        key = (notion, None if notion != "class" else int(class_index))
+        cached = self._sorted.get(key)
+        if cached is None:
+            scores, targets = notion_scores(self.probs, self.labels, notion, class_index)
+            cached = SortedScores(scores, targets)
+            self._sorted[key] = cached
+        return cached
+
+    def statistics(
+        self, binning: Binning, notion: str = "confidence", class_index: int | None = None
+    ) -> BinStatistics:
+        """Per-bin statistics of one notion, from the cached sorted scores."""
+        return binning.statistics_sorted(self.sorted_scores(notion, class_index))
+
+    def classwise_statistics(self, binning: Binning) -> list[BinStatistics]:
+        """One-vs-rest statistics of every class, from cached sorted scores."""
+        return [self.statistics(binning, "class", j) for j in range(self.n_classes)]

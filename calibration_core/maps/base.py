@@ -1,0 +1,264 @@
+"""The small base class every calibration map shares.
+
+A map is a scikit-learn classifier over *model outputs*: ``fit(X, y)``
+learns from held-out predictions and labels, ``predict_proba(X)`` returns
+calibrated probability rows of shape (N, K).
+
+Inputs
+------
+``input="probs"`` (default)
+    ``X`` is an (N, K) matrix of probability rows, or an (N,) positive-class
+    score of a binary problem. A matrix that is not on the simplex is an
+    error that suggests ``input="logits"``.
+``input="logits"``
+    ``X`` is an (N, K) matrix of logits. A matrix whose rows all lie on the
+    simplex is an error: passing probabilities where logits belong is the
+    classic temperature-scaling mistake.
+A :class:`~calibration_core.Predictions`
+    Its logits are used when it has them, its probabilities otherwise,
+    whatever ``input`` says.
+
+Subclasses implement ``_fit(X, y)`` and ``_predict_proba(X)`` on validated
+arrays (see :meth:`CalibrationMap._features`), and ``_fitted_state`` /
+``_load_fitted_state`` for JSON export.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any, ClassVar
+
+import numpy as np
+from scipy.special import log_softmax
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.utils.validation import check_is_fitted
+
+from ..errors import CalibrationInputError
+from ..predictions import Predictions, stable_softmax
+from ..validation import ROW_SUM_TOLERANCE, check_labels, check_prob_matrix
+
+#: Probabilities are clipped to [EPS, 1 - EPS] before logs and in outputs.
+EPS = 1e-12
+INPUTS = ("probs", "logits")
+JSON_FORMAT = "calibration-dashboard/map/v1"
+
+
+def clip_probs(p: np.ndarray, eps: float = EPS) -> np.ndarray:
+    """Clip probability rows to [eps, 1] and renormalise, shape preserved (N, K)."""
+    p = np.clip(p, eps, 1.0)
+    return p / p.sum(axis=1, keepdims=True)
+
+
+class CalibrationMap(ClassifierMixin, BaseEstimator):
+    """Base class of all calibration maps.
+
+    Parameters
+    ----------
+    input : {"probs", "logits"}
+        What ``X`` holds (see the module docstring).
+
+    Attributes
+    ----------
+    classes_ : numpy.ndarray, shape (K,)
+        ``0..K-1``.
+    n_classes_ : int
+        K.
+    converged_ : bool
+        Whether the optimiser reported convergence (True for closed-form fits).
+    fit_seconds_ : float
+        Wall time of the last ``fit``.
+    """
+
+    #: Registry name, e.g. "temperature".
+    name: ClassVar[str] = ""
+    #: "binary" maps work one-vs-rest on probabilities; "multiclass" on logits.
+    family: ClassVar[str] = ""
+
+    def __init__(self, input: str = "probs") -> None:
+        self.input = input
+
+    # ------------------------------------------------------------ inputs
+    def _input_kind(self) -> str:
+        if self.input not in INPUTS:
+            raise CalibrationInputError(f"input must be 'probs' or 'logits', got {self.input!r}.")
+        return self.input
+
+    def _features(self, X) -> tuple[np.ndarray, np.ndarray | None]:
+        """Validated ``(probs, logits)`` from ``X``; logits is None for probability input.
+
+        Returns
+        -------
+        probs : numpy.ndarray, shape (N, K)
+        logits : numpy.ndarray, shape (N, K) or None
+        """
+        if isinstance(X, Predictions):
+            return np.asarray(X.probs), (None if X.logits is None else np.asarray(X.logits))
+        kind = self._input_kind()
+        if kind == "probs":
+            arr = np.asarray(X)
+            if arr.ndim == 2 and arr.dtype.kind in "biuf" and arr.size:
+                finite = np.isfinite(arr).all()
+                on_simplex = (
+                    finite
+                    and arr.min() >= 0
+                    and arr.max() <= 1
+                    and np.all(np.abs(arr.sum(axis=1) - 1) <= ROW_SUM_TOLERANCE)
+                )
+                if finite and not on_simplex:
+                    raise CalibrationInputError(
+                        f"{type(self).__name__} expected probabilities (rows in [0, 1] summing "
+                        "to 1) but got values that are not on the simplex "
+                        f"(from {arr.min():.4g} to {arr.max():.4g}); if these are logits, "
+                        "build the map with input='logits'."
+                    )
+            return check_prob_matrix(X), None
+        z = np.asarray(X)
+        if z.dtype == object or z.dtype.kind not in "biuf" or z.ndim != 2 or z.shape[1] < 2:
+            raise CalibrationInputError(
+                f"{type(self).__name__}(input='logits') expected an (N, K) numeric logit "
+                f"matrix with K >= 2, got shape {z.shape} and dtype {z.dtype}."
+            )
+        z = np.ascontiguousarray(z, dtype=np.float64)
+        if not np.isfinite(z).all():
+            raise CalibrationInputError("logits contain NaN or infinite values; fix those rows.")
+        if z.min() >= 0 and z.max() <= 1 and np.all(np.abs(z.sum(axis=1) - 1) <= 1e-6):
+            raise CalibrationInputError(
+                f"{type(self).__name__}(input='logits') got rows that are all on the "
+                "probability simplex: these look like probabilities, not logits. Pass the "
+                "logits, or build the map with input='probs'."
+            )
+        return stable_softmax(z), z
+
+    @staticmethod
+    def _log_inputs(probs: np.ndarray, logits: np.ndarray | None) -> np.ndarray:
+        """Logits when known, else log-probabilities clipped at EPS, shape (N, K)."""
+        if logits is not None:
+            return log_softmax(logits, axis=1)
+        return np.log(np.clip(probs, EPS, 1.0))
+
+    # ------------------------------------------------------------- sklearn
+    def fit(self, X, y, sample_weight=None):
+        """Fit the map on held-out predictions.
+
+        Parameters
+        ----------
+        X : array-like (N, K) or (N,), or Predictions
+        y : array-like, shape (N,)
+            True class indices (taken from ``X`` when it is a Predictions and y is None).
+        sample_weight : None
+            Not supported; present for scikit-learn's signature.
+
+        Returns
+        -------
+        self
+        """
+        if sample_weight is not None:
+            raise CalibrationInputError("sample weights are not supported by calibration maps.")
+        if y is None and isinstance(X, Predictions):
+            y = X.labels
+        probs, logits = self._features(X)
+        n, k = probs.shape
+        labels = check_labels(y, n, k)
+        present = np.bincount(labels, minlength=k)
+        if np.count_nonzero(present) < 2:
+            raise CalibrationInputError(
+                f"{type(self).__name__} needs labels of at least two classes to fit; "
+                f"all {n} labels are class {int(labels[0])}."
+            )
+        self.classes_ = np.arange(k)
+        self.n_classes_ = k
+        self.converged_ = True
+        start = time.perf_counter()
+        self._fit(probs, logits, labels)
+        self.fit_seconds_ = time.perf_counter() - start
+        return self
+
+    def predict_proba(self, X) -> np.ndarray:
+        """Calibrated probabilities.
+
+        Parameters
+        ----------
+        X : array-like (N, K) or (N,), or Predictions
+
+        Returns
+        -------
+        numpy.ndarray, shape (N, K)
+            Rows on the simplex, every value finite and in [0, 1].
+        """
+        check_is_fitted(self, "classes_")
+        probs, logits = self._features(X)
+        if probs.shape[1] != self.n_classes_:
+            raise CalibrationInputError(
+                f"{type(self).__name__} was fitted on {self.n_classes_} classes but got "
+                f"{probs.shape[1]} columns."
+            )
+        out = self._predict_proba(probs, logits)
+        return out
+
+    def predict(self, X) -> np.ndarray:
+        """Class with the largest calibrated probability, shape (N,)."""
+        return self.predict_proba(X).argmax(axis=1)
+
+    # ---------------------------------------------------------- subclass API
+    def _fit(self, probs: np.ndarray, logits: np.ndarray | None, labels: np.ndarray) -> None:
+        raise NotImplementedError
+
+    def _predict_proba(self, probs: np.ndarray, logits: np.ndarray | None) -> np.ndarray:
+        raise NotImplementedError
+
+    def _fitted_state(self) -> dict[str, Any]:
+        """Fitted attributes as JSON-able values (lists, floats)."""
+        raise NotImplementedError
+
+    def _load_fitted_state(self, state: dict[str, Any]) -> None:
+        """Restore fitted attributes from :meth:`_fitted_state`'s output."""
+        raise NotImplementedError
+
+    # ------------------------------------------------------------------ JSON
+    def to_dict(self) -> dict[str, Any]:
+        """Parameters and fitted state as a JSON-able dict (no pickle)."""
+        check_is_fitted(self, "classes_")
+        return {
+            "format": JSON_FORMAT,
+            "map": self.name,
+            "params": self.get_params(deep=False),
+            "n_classes": int(self.n_classes_),
+            "converged": bool(self.converged_),
+            "state": self._fitted_state(),
+        }
+
+    def to_json(self, **kwargs) -> str:
+        """:meth:`to_dict` as a JSON string."""
+        return json.dumps(self.to_dict(), **kwargs)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> CalibrationMap:
+        """Rebuild a fitted map from :meth:`to_dict`'s output."""
+        from .registry import get_map_class
+
+        if not isinstance(data, dict) or data.get("format") != JSON_FORMAT:
+            raise CalibrationInputError(
+                f"not a calibration map export (expected format {JSON_FORMAT!r})."
+            )
+        klass = get_map_class(data.get("map"))
+        if cls is not CalibrationMap and not issubclass(klass, cls):
+            raise CalibrationInputError(
+                f"the export holds a {klass.__name__}, not a {cls.__name__}."
+            )
+        obj = klass(**data.get("params", {}))
+        obj.n_classes_ = int(data["n_classes"])
+        obj.classes_ = np.arange(obj.n_classes_)
+        obj.converged_ = bool(data.get("converged", True))
+        obj.fit_seconds_ = 0.0
+        obj._load_fitted_state(data["state"])
+        return obj
+
+    @classmethod
+    def from_json(cls, text: str) -> CalibrationMap:
+        """Rebuild a fitted map from :meth:`to_json`'s output."""
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise CalibrationInputError(f"the map export is not valid JSON: {exc}") from None
+        return cls.from_dict(data)

@@ -1,0 +1,44 @@
+"""Registry of calibration maps by name: histogram, isotonic, platt, beta,
+temperature, vector, matrix, dirichlet."""
+
+from __future__ import annotations
+
+from ..errors import CalibrationInputError
+
+#: Registry names in display order.
+MAP_NAMES: tuple[str, ...] = (
+    "histogram",
+    "isotonic",
+    "platt",
+    "beta",
+    "temperature",
+    "vector",
+    "matrix",
+    "dirichlet",
+)
+
+_REGISTRY: dict[str, type] = {}
+
+
+def register(cls: type) -> type:
+    """Class decorator: register a map under its ``name``."""
+    _REGISTRY[cls.name] = cls
+    return cls
+
+
+def get_map_class(name) -> type:
+    """The map class registered as ``name``."""
+    if name not in _REGISTRY:
+        known = ", ".join(n for n in MAP_NAMES if n in _REGISTRY)
+        raise CalibrationInputError(f"unknown calibration map {name!r}; choose from {known}.")
+    return _REGISTRY[name]
+
+
+def make_map(name: str, **params):
+    """A new, unfitted map by registry name, e.g. ``make_map("temperature")``."""
+    return get_map_class(name)(**params)
+
+
+def available_maps() -> tuple[str, ...]:
+    """Registry names of the maps that are implemented, in display order."""
+    return tuple(n for n in MAP_NAMES if n in _REGISTRY)

@@ -253,9 +253,15 @@ class Binning:
         -------
         BinStatistics
         """
-        if edges is None:
+        if edges is None and self.scheme == "width":
+            # The floor rule (not a search of the rounded linspace edges), so that
+            # this path and SortedScores put every score in the same bin.
+            idx = self.assign(scores)
             edges = self.edges(scores)
-        idx = self.assign(scores, edges)
+        else:
+            if edges is None:
+                edges = self.edges(scores)
+            idx = self.assign(scores, edges)
         return self.statistics_from_index(idx, scores, targets, edges)
 
     def statistics_from_index(

@@ -21,8 +21,19 @@ from .notions import notion_scores, top_label
 from .validation import check_labels, check_prob_matrix, check_scores
 
 
-def _readonly(arr: np.ndarray) -> np.ndarray:
+def _readonly(arr: np.ndarray, source=None) -> np.ndarray:
+    """A read-only contiguous array; copied when it is (or views) the caller's ``source``.
+
+    Freezing the caller's own array in place would both surprise them (their
+    array turns read-only) and let them thaw it and change our data.
+    """
     arr = np.ascontiguousarray(arr)
+    if (
+        isinstance(source, np.ndarray)
+        and source.flags.writeable
+        and np.may_share_memory(arr, source)
+    ):
+        arr = arr.copy()
     if arr.flags.writeable and arr.flags.owndata:
         arr.flags.writeable = False
     elif arr.flags.writeable:
@@ -118,7 +129,7 @@ class Predictions:
             Where the data came from, for error messages.
         """
         p = check_prob_matrix(probs, where=where, renormalize=renormalize)
-        return cls._build(p, labels, class_names, None, name, where)
+        return cls._build(_readonly(p, probs), labels, class_names, None, name, where)
 
     @classmethod
     def from_logits(
@@ -153,6 +164,7 @@ class Predictions:
                 f"logits{loc} contain NaN or infinite values at {describe_rows(bad)}; "
                 "drop or fix those rows."
             )
+        z = _readonly(z, logits)
         return cls._build(stable_softmax(z), labels, class_names, z, name, where)
 
     @classmethod
@@ -183,7 +195,7 @@ class Predictions:
         y = check_labels(labels, n, k, where=where)
         return cls(
             probs=_readonly(probs),
-            labels=_readonly(y),
+            labels=_readonly(y, labels),
             class_names=_class_names(class_names, k),
             logits=None if logits is None else _readonly(logits),
             name=str(name),

@@ -4,7 +4,9 @@ Plain numpy/scipy (never dash, plotly or flask). Definitions follow the survey
 "Classifier Calibration" (Silva Filho et al., arXiv 2112.10327).
 """
 
+from .bands import binomial_band, consistency_band, consistency_band_from_statistics
 from .binning import Binning, BinStatistics, SortedScores
+from .decomposition import Decomposition, brier_decomposition, log_loss_decomposition
 from .errors import CalibrationInputError
 from .metrics import (
     accuracy,
@@ -28,6 +30,7 @@ __all__ = [
     "BinStatistics",
     "Binning",
     "CalibrationInputError",
+    "Decomposition",
     "Predictions",
     "ReliabilityCurve",
     "SortedScores",
@@ -35,6 +38,8 @@ __all__ = [
     "binary_ece",
     "binary_mce",
     "binary_statistics",
+    "binomial_band",
+    "brier_decomposition",
     "brier_score",
     "classwise_ece",
     "classwise_mce",
@@ -42,7 +47,10 @@ __all__ = [
     "confidence_ece",
     "confidence_mce",
     "confidence_statistics",
+    "consistency_band",
+    "consistency_band_from_statistics",
     "log_loss",
+    "log_loss_decomposition",
     "notion_scores",
     "reliability_curve",
     "stable_softmax",

@@ -8,6 +8,7 @@ from .bands import binomial_band, consistency_band, consistency_band_from_statis
 from .binning import Binning, BinStatistics, SortedScores
 from .decomposition import Decomposition, brier_decomposition, log_loss_decomposition
 from .errors import CalibrationInputError
+from .io import load_predictions
 from .metrics import (
     accuracy,
     binary_ece,
@@ -49,6 +50,7 @@ __all__ = [
     "confidence_statistics",
     "consistency_band",
     "consistency_band_from_statistics",
+    "load_predictions",
     "log_loss",
     "log_loss_decomposition",
     "notion_scores",

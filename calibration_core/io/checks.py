@@ -1,0 +1,268 @@
+"""Checks of loaded values with messages that name the file, column and rows.
+
+Row numbers in messages: for delimited text they are *data rows, 1-based,
+after the header* (data row 1 is the line right below the header, as a
+spreadsheet shows it minus one); for Parquet they are 1-based rows; for npz
+arrays they are 0-based array indices (as ``numpy`` indexes them). Each
+message says which convention it uses.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from ..errors import CalibrationInputError, describe_rows
+from ..validation import ROW_SUM_TOLERANCE
+
+_ROW_STYLES = {
+    "data": ("data ", 1, " (1-based, after the header)"),
+    "table": ("", 1, " (1-based)"),
+    "array": ("", 0, " (0-based array indices)"),
+}
+
+
+@dataclass(frozen=True)
+class Context:
+    """Where values come from, for messages.
+
+    Attributes
+    ----------
+    display : str
+        The file, e.g. ``"'preds.csv'"``.
+    row_style : {"data", "table", "array"}
+        How rows are numbered in messages (see the module docstring).
+    offset : int
+        Added to row indices (the first row of a chunk).
+    """
+
+    display: str
+    row_style: str = "data"
+    offset: int = 0
+
+    def rows(self, indices) -> str:
+        """E.g. ``"data rows 3, 7 (1-based, after the header)"``."""
+        prefix, base, suffix = _ROW_STYLES[self.row_style]
+        shifted = np.asarray(indices, dtype=np.int64) + base + self.offset
+        return f"{prefix}{describe_rows(shifted)}{suffix}"
+
+
+def row_sum_tolerance(n_classes: int) -> float:
+    """Tolerated ``|row sum - 1|``: float32 rounding of K terms, at least 1e-6.
+
+    Probabilities saved as float32 (or printed from float32) sum to 1 only up
+    to about ``K * eps32``; rows within this tolerance are divided by their sum
+    in float64 (so that every loaded row sums to 1 up to float64 rounding), rows
+    beyond it are rejected unless renormalisation is asked for.
+    """
+    return max(ROW_SUM_TOLERANCE, n_classes * float(np.finfo(np.float32).eps))
+
+
+def _values(arr: np.ndarray, rows: np.ndarray, limit: int = 3) -> str:
+    return ", ".join(f"{v:.6g}" for v in arr[rows[:limit]])
+
+
+def check_finite(mat: np.ndarray, column: Callable[[int], str], what: str, ctx: Context):
+    """Reject NaN and infinite values in an (N, K) matrix, naming column and rows."""
+    if np.isfinite(mat.sum()):  # one cheap pass; NaN/inf propagate into the sum
+        return
+    finite = np.isfinite(mat)
+    for j in range(mat.shape[1]):
+        bad = np.flatnonzero(~finite[:, j])
+        if bad.size:
+            raise CalibrationInputError(
+                f"{column(j)} of {ctx.display} has NaN or infinite {what} at {ctx.rows(bad)}. "
+                "Every prediction needs finite values: drop or fix those rows."
+            )
+
+
+def check_probabilities(
+    mat: np.ndarray,
+    column: Callable[[int], str],
+    ctx: Context,
+    *,
+    renormalize: bool,
+    logit_hint: str,
+) -> np.ndarray:
+    """Range and row-sum checks of an (N, K) probability matrix (finite already).
+
+    With ``renormalize``, values above 1 are accepted (unnormalised
+    non-negative scores); negative values never are.
+
+    Returns
+    -------
+    numpy.ndarray, shape (N, K), float64
+        The rows, with those off by no more than :func:`row_sum_tolerance`
+        (or all off rows, when ``renormalize``) divided by their sums.
+    """
+    k = mat.shape[1]
+    lo, hi = mat.min(), mat.max()
+    if lo < 0 or (hi > 1 and not renormalize):
+        out = (mat < 0) | (mat > (np.inf if renormalize else 1))
+        j = int(np.flatnonzero(out.any(axis=0))[0])
+        bad = np.flatnonzero(out[:, j])
+        raise CalibrationInputError(
+            f"{column(j)} of {ctx.display} must hold probabilities in [0, 1]; found "
+            f"{_values(mat[:, j], bad)} at {ctx.rows(bad)} (the values range from "
+            f"{lo:.6g} to {hi:.6g}). They look like logits or scores: {logit_hint}"
+        )
+    sums = mat @ np.ones(k)
+    dev = np.abs(sums - 1.0)
+    tol = row_sum_tolerance(k)
+    exact = max(1e-12, 4 * k * float(np.finfo(np.float64).eps))
+    if dev.max() <= exact:
+        return mat
+    off = dev > tol
+    if off.any() and not renormalize:
+        bad = np.flatnonzero(off)
+        rounded = (
+            " The sums are close to 1, as if the values were rounded when saved: save more "
+            "decimals, or"
+            if dev.max() < 1e-2
+            else " Fix the export, or, if the rows are unnormalised scores,"
+        )
+        raise CalibrationInputError(
+            f"probability rows of {ctx.display} must sum to 1 (tolerance {tol:.2g}); found sums "
+            f"{_values(sums, bad)} at {ctx.rows(bad)}.{rounded} pass renormalize=True to "
+            "divide each row by its sum."
+        )
+    zero = np.flatnonzero(sums <= 0)
+    if zero.size:
+        raise CalibrationInputError(
+            f"probability rows of {ctx.display} at {ctx.rows(zero)} are all zero and cannot be "
+            "renormalised; drop or fix those rows."
+        )
+    fix = np.flatnonzero(dev > exact)
+    mat = np.array(mat, dtype=np.float64, copy=True)
+    mat[fix] /= sums[fix, None]
+    return mat
+
+
+def _known(class_names, limit: int = 10) -> str:
+    shown = ", ".join(repr(c) for c in class_names[:limit])
+    return shown + (f", ... ({len(class_names)} classes)" if len(class_names) > limit else "")
+
+
+def _unknown_labels(values, bad, ctx, label_desc, class_names, fix) -> CalibrationInputError:
+    distinct = list(dict.fromkeys(values[bad[:1000]].tolist()))[:5]
+    return CalibrationInputError(
+        f"{label_desc} of {ctx.display} holds labels that are not among the classes "
+        f"({_known(class_names)}): {', '.join(repr(v) for v in distinct)} at {ctx.rows(bad)}. "
+        f"{fix}"
+    )
+
+
+def labels_to_indices(values: np.ndarray, class_names, ctx: Context, label_desc: str):
+    """Map labels (ints, bools, whole floats or strings) to class indices.
+
+    Rules (no guessing):
+
+    * string labels map to classes by name (exact, case-sensitive);
+    * integer labels map by index when the class names are ``"0".."K-1"``, and
+      by name when every class name is a stringified integer (``p_1, p_2``);
+      integer labels with non-numeric class names are rejected;
+    * booleans are the integers 0/1, or match classes named false/true.
+
+    Returns
+    -------
+    numpy.ndarray, shape (N,), intp
+    """
+    names = [str(c) for c in class_names]
+    k = len(names)
+    if values.dtype.kind in "OUS":
+        idx = pd.Index(names).get_indexer(values.astype(object))
+        bad = np.flatnonzero(idx < 0)
+        if bad.size:
+            raise _unknown_labels(
+                values, bad, ctx, label_desc, names,
+                "String labels must equal a class name exactly (the part after p_/prob_/"
+                "logit_ in the column names); fix the labels or rename the columns.",
+            )  # fmt: skip
+        return idx.astype(np.intp)
+    if values.dtype.kind == "b":
+        lowered = [n.lower() for n in names]
+        if sorted(lowered) == ["false", "true"]:
+            return np.where(values, lowered.index("true"), lowered.index("false")).astype(np.intp)
+        values = values.astype(np.int64)
+    ints = values.astype(np.int64)
+    if names == [str(j) for j in range(k)]:
+        bad = np.flatnonzero((ints < 0) | (ints >= k))
+        if bad.size:
+            raise _unknown_labels(
+                values, bad, ctx, label_desc, names,
+                f"Integer labels are class indices 0..{k - 1}, one per probability column; "
+                "check that the label column matches the probability columns.",
+            )  # fmt: skip
+        return ints.astype(np.intp)
+    if all(_is_int_name(n) for n in names):
+        idx = pd.Index([int(n) for n in names]).get_indexer(ints)
+        bad = np.flatnonzero(idx < 0)
+        if bad.size:
+            raise _unknown_labels(
+                values, bad, ctx, label_desc, names,
+                "Integer labels must equal a class name (the number after p_/logit_); fix "
+                "the labels or rename the columns.",
+            )  # fmt: skip
+        return idx.astype(np.intp)
+    raise CalibrationInputError(
+        f"{label_desc} of {ctx.display} holds integer labels but the classes are named "
+        f"{_known(names)}, so which integer is which class is not stated. Write the class "
+        f"names in the label column, or name the columns p_0..p_{k - 1} in label order."
+    )
+
+
+def _is_int_name(name: str) -> bool:
+    try:
+        return str(int(name)) == name
+    except ValueError:
+        return False
+
+
+_TRUE = {"1", "true"}
+_FALSE = {"0", "false"}
+
+
+def binary_labels(values: np.ndarray, ctx: Context, label_desc: str) -> np.ndarray:
+    """0/1 labels of a binary score: {0, 1} or {false, true}; anything else is an error."""
+    if values.dtype.kind == "b":
+        return values.astype(np.intp)
+    if values.dtype.kind in "OUS":
+        low = np.char.lower(values.astype(str))
+        pos, neg = np.isin(low, list(_TRUE)), np.isin(low, list(_FALSE))
+        if (pos | neg).all():
+            return pos.astype(np.intp)
+        found = sorted(set(values.tolist()), key=str)
+    else:
+        if np.isin(values, (0, 1)).all():
+            return values.astype(np.intp)
+        found = sorted(set(values.tolist()))
+    shown = ", ".join(repr(v) for v in found[:5]) + (" ..." if len(found) > 5 else "")
+    if len(found) == 2:
+        how = (
+            f"recode the positive class (the one `score` is the probability of) as 1 and the "
+            f"other as 0, e.g. y = (y == {found[-1]!r}).astype(int)"
+        )
+        if found == [-1, 1]:
+            how = "recode the negative class -1 as 0"
+    else:
+        how = "a binary score column needs exactly two outcomes coded 0 and 1"
+    raise CalibrationInputError(
+        f"{label_desc} of {ctx.display} must hold 0/1 (or false/true) labels for a `score` "
+        f"column, but the labels are {{{shown}}}; {how}. The loader does not guess which "
+        "class is positive."
+    )
+
+
+def check_two_classes(labels: np.ndarray, class_names, ctx: Context, model: str | None):
+    """Reject a label set with a single class (calibration needs more than one outcome)."""
+    first = labels[0]
+    if (labels == first).all():
+        which = f" for model {model!r}" if model is not None else ""
+        raise CalibrationInputError(
+            f"every label in {ctx.display}{which} is class {class_names[first]!r}: with one "
+            "class only, the observed frequencies are all 0 or all 1 and calibration maps "
+            "cannot be fitted. Load predictions whose labels cover more than one class."
+        )

@@ -1,0 +1,244 @@
+"""Column conventions of CSV/TSV/Parquet tables -> :class:`Predictions`.
+
+* **Label column**: ``label``, ``y``, ``target``, ``true`` or ``ground_truth``
+  (case-insensitive), or the column named by ``label_column``. Exactly one
+  must be present; two candidates (``label`` and ``y``) are an error.
+* **Predictions**, exactly one of:
+
+  - probability columns ``p_<class>``, ``prob_<class>`` or ``proba_<class>``
+    (one prefix per file; at least two classes);
+  - logit columns ``logit_<class>`` (softmax applied, logits kept);
+  - a single ``score`` column: the probability of class 1 of a binary problem,
+    with labels 0/1 or false/true.
+
+  Prefixes are case-insensitive; the class name is the rest of the column name
+  as written (``p_cat`` -> class ``"cat"``), in column order.
+* **Model column** (optional): ``model`` splits the rows into one
+  :class:`Predictions` per value, named after it, in order of first appearance.
+* Soft-label columns ``h_<class>`` (annotator distributions) and any other
+  column are ignored.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..errors import CalibrationInputError
+from .checks import (
+    Context,
+)
+
+LABEL_CANDIDATES = ("label", "y", "target", "true", "ground_truth")
+PROB_PREFIXES = ("proba_", "prob_", "p_")
+LOGIT_PREFIX = "logit_"
+SOFT_PREFIX = "h_"
+SCORE_COLUMN = "score"
+MODEL_COLUMN = "model"
+_CONVENTIONS = (
+    "probability columns p_<class> (or prob_/proba_), logit columns logit_<class>, or one "
+    "`score` column for a binary problem"
+)
+
+
+def _decode(col: pa.ChunkedArray) -> pa.ChunkedArray:
+    if pa.types.is_dictionary(col.type):
+        return col.cast(col.type.value_type)
+    return col
+
+
+def _missing_error(desc, col, ctx, what) -> CalibrationInputError:
+    if pa.types.is_null(col.type):
+        rows = np.arange(len(col))
+    else:
+        rows = np.flatnonzero(col.is_null().to_numpy(zero_copy_only=False))
+    return CalibrationInputError(
+        f"{desc} of {ctx.display} has missing values (empty cells, or NaN/NA/null) at "
+        f"{ctx.rows(rows)}. Every row needs {what}: drop or fix those rows."
+    )
+
+
+def _encoding_error(desc, col, ctx) -> CalibrationInputError:
+    values = col.to_pylist()
+    bad = [i for i, v in enumerate(values) if v is not None and not _decodes(v)]
+    return CalibrationInputError(
+        f"{desc} of {ctx.display} holds text that is not valid UTF-8 at {ctx.rows(bad)}. "
+        "Re-save the file as UTF-8 (in Excel: 'CSV UTF-8'), or pass its real encoding, "
+        "e.g. encoding='latin-1'."
+    )
+
+
+def _decodes(value: bytes) -> bool:
+    try:
+        value.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def float_column(col: pa.ChunkedArray, desc: str, ctx: Context, what: str) -> np.ndarray:
+    """A numeric column as float64, rejecting missing and non-numeric values."""
+    col = _decode(col)
+    t = col.type
+    if pa.types.is_binary(t) or pa.types.is_large_binary(t):
+        raise _encoding_error(desc, col, ctx)
+    if col.null_count or pa.types.is_null(t):
+        raise _missing_error(desc, col, ctx, what)
+    if pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t):
+        return np.asarray(col.to_numpy(), dtype=np.float64)
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        text = np.asarray(col.to_numpy(zero_copy_only=False), dtype=object)
+        parsed = pd.to_numeric(pd.Series(text), errors="coerce").to_numpy(dtype=np.float64)
+        bad = np.flatnonzero(np.isnan(parsed))
+        shown = ", ".join(repr(v) for v in text[bad[:3]])
+        hint = ""
+        if any(re.fullmatch(r"\s*-?\d+,\d+\s*", str(v)) for v in text[bad[:20]]):
+            hint = " Decimal commas are not read: save with '.' as the decimal point."
+        raise CalibrationInputError(
+            f"{desc} of {ctx.display} must hold numbers; found {shown} at {ctx.rows(bad)}."
+            f"{hint} Fix those cells (numbers only, '.' decimal point)."
+        )
+    raise CalibrationInputError(
+        f"{desc} of {ctx.display} has type {t}, not numbers; store {what} as floats."
+    )
+
+
+def label_values(col: pa.ChunkedArray, desc: str, ctx: Context) -> np.ndarray:
+    """Labels as an int64, bool or object (str) array; missing labels are errors."""
+    col = _decode(col)
+    t = col.type
+    if pa.types.is_binary(t) or pa.types.is_large_binary(t):
+        raise _encoding_error(desc, col, ctx)
+    if col.null_count or pa.types.is_null(t):
+        raise _missing_error(desc, col, ctx, "a label")
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        empty = np.flatnonzero(pc.equal(pc.utf8_trim_whitespace(col), "").to_numpy())
+        if empty.size:
+            raise CalibrationInputError(
+                f"{desc} of {ctx.display} has empty labels at {ctx.rows(empty)}. Every row "
+                "needs a label: drop or fix those rows."
+            )
+        return np.asarray(col.to_numpy(zero_copy_only=False), dtype=object)
+    if pa.types.is_boolean(t):
+        return col.to_numpy(zero_copy_only=False).astype(bool)
+    if pa.types.is_integer(t):
+        return col.to_numpy().astype(np.int64)
+    if pa.types.is_floating(t) or pa.types.is_decimal(t):
+        v = np.asarray(col.to_numpy(), dtype=np.float64)
+        bad = np.flatnonzero(~np.isfinite(v) | (v != np.round(v)))
+        if bad.size:
+            raise CalibrationInputError(
+                f"{desc} of {ctx.display} must hold class labels (names or whole numbers); "
+                f"found {', '.join(repr(float(x)) for x in v[bad[:3]])} at {ctx.rows(bad)}. "
+                "Write the class of each row, not a probability."
+            )
+        return v.astype(np.int64)
+    raise CalibrationInputError(
+        f"{desc} of {ctx.display} has type {t}; labels must be class names or integers."
+    )
+
+
+def find_label_column(names, label_column, ctx) -> int:
+    if label_column is not None:
+        hits = [i for i, n in enumerate(names) if n == label_column]
+        if not hits:
+            hits = [i for i, n in enumerate(names) if n.lower() == str(label_column).lower()]
+        if not hits:
+            raise CalibrationInputError(
+                f"{ctx.display} has no column named {label_column!r} (the label column you "
+                f"asked for); its columns are {_list(names)}."
+            )
+        if len(hits) > 1:
+            raise CalibrationInputError(
+                f"{ctx.display} has {len(hits)} columns named {names[hits[0]]!r}; keep one "
+                "label column (rename or drop the others)."
+            )
+        return hits[0]
+    hits = [i for i, n in enumerate(names) if n.lower() in LABEL_CANDIDATES]
+    if not hits:
+        raise CalibrationInputError(
+            f"{ctx.display} has no label column: expected one named "
+            f"{', '.join(LABEL_CANDIDATES)} (any case), found columns {_list(names)}. Rename "
+            "the column of true classes, or name it with label_column=..."
+        )
+    if len(hits) > 1:
+        found = ", ".join(repr(names[i]) for i in hits)
+        raise CalibrationInputError(
+            f"{ctx.display} has more than one label column ({found}), so which one holds the "
+            "true classes is ambiguous. Drop or rename the others, or choose one with "
+            "label_column=..."
+        )
+    return hits[0]
+
+
+def _list(names, limit: int = 12) -> str:
+    shown = ", ".join(repr(n) for n in names[:limit])
+    return shown + (f", ... ({len(names)} columns)" if len(names) > limit else "") or "(none)"
+
+
+def prediction_columns(names, skip, ctx):
+    """(kind, column indices, class names) of the prediction columns."""
+    groups: dict[str, list[int]] = {}
+    for i, n in enumerate(names):
+        if i in skip:
+            continue
+        low = n.lower()
+        if low == SCORE_COLUMN:
+            groups.setdefault("score", []).append(i)
+        elif low.startswith(LOGIT_PREFIX):
+            groups.setdefault(LOGIT_PREFIX, []).append(i)
+        else:
+            prefix = next((p for p in PROB_PREFIXES if low.startswith(p)), None)
+            if prefix is not None:
+                groups.setdefault(prefix, []).append(i)
+    if not groups:
+        soft = [n for n in names if n.lower().startswith(SOFT_PREFIX)]
+        note = (
+            f" (h_<class> columns such as {soft[0]!r} are soft labels, not predictions)"
+            if soft
+            else ""
+        )
+        raise CalibrationInputError(
+            f"{ctx.display} has no prediction columns{note}: expected {_CONVENTIONS}; found "
+            f"columns {_list(names)}. Rename the columns to one of these conventions."
+        )
+    if len(groups) > 1:
+        found = "; ".join(
+            f"{names[idx[0]]!r} ({len(idx)} column{'s' * (len(idx) > 1)})"
+            for idx in groups.values()
+        )
+        raise CalibrationInputError(
+            f"{ctx.display} mixes kinds of prediction columns: {found}. Keep one kind: "
+            f"{_CONVENTIONS} (use a single prefix for all classes)."
+        )
+    (kind, idx), = groups.items()  # fmt: skip
+    if kind == "score":
+        if len(idx) > 1:
+            raise CalibrationInputError(
+                f"{ctx.display} has {len(idx)} `score` columns; keep one (the probability "
+                "of class 1)."
+            )
+        return "score", idx, ("0", "1")
+    classes = [names[i][len(kind) :] for i in idx]
+    if any(not c for c in classes):
+        raise CalibrationInputError(
+            f"{ctx.display} has a column named {kind!r} with no class name after the prefix; "
+            f"name it {kind}<class>."
+        )
+    dup = sorted({c for c in classes if classes.count(c) > 1})
+    if dup:
+        raise CalibrationInputError(
+            f"{ctx.display} has duplicated columns for class(es) {', '.join(map(repr, dup))} "
+            f"({kind}{dup[0]} appears more than once); keep one column per class."
+        )
+    if len(idx) < 2:
+        raise CalibrationInputError(
+            f"{ctx.display} has a single prediction column {names[idx[0]]!r}: give one "
+            f"{kind}<class> column per class (K >= 2), or, for a binary problem, one `score` "
+            "column holding the probability of class 1 with 0/1 labels."
+        )
+    return ("logits" if kind == LOGIT_PREFIX else "probs"), idx, tuple(classes)

@@ -1,0 +1,79 @@
+"""`load_predictions`: any supported file -> one :class:`Predictions` per model."""
+
+from __future__ import annotations
+
+from ..predictions import Predictions
+from .checks import Context
+from .npz import read_npz
+from .readers import read_parquet_table, read_text_table
+from .source import resolve_source
+from .tables import table_to_predictions
+
+
+def load_predictions(
+    source,
+    *,
+    label_column: str | None = None,
+    renormalize: bool = False,
+    name: str | None = None,
+    file_name: str | None = None,
+    encoding: str | None = None,
+) -> list[Predictions]:
+    """Load predictions and labels from a CSV/TSV (.gz), Parquet or npz file.
+
+    Parameters
+    ----------
+    source : str, os.PathLike, bytes or binary file-like
+        A path, or the content of a file (e.g. an upload).
+    label_column : str, optional
+        The column (or npz key) holding the true classes. Default: the one
+        of ``label, y, target, true, ground_truth`` present (any case).
+    renormalize : bool
+        Divide probability rows by their sums instead of rejecting rows whose
+        sum differs from 1 by more than ``max(1e-6, K * float32 eps)``. Rows
+        within that tolerance are always renormalised exactly (float32 exports).
+    name : str, optional
+        The model name when the file has no ``model`` column. Default: the
+        file name without extensions, else ``"model"``.
+    file_name : str, optional
+        The original name of bytes or a file-like: used to detect the format
+        (with the content's magic bytes) and in messages.
+    encoding : str, optional
+        Text encoding of CSV/TSV files. Default: UTF-8 (with or without a
+        byte-order mark) or UTF-16/32 with a byte-order mark; anything else
+        is an error, never a silent Latin-1 fallback.
+
+    Returns
+    -------
+    list of Predictions
+        One per model, in order of first appearance in the ``model`` column.
+
+    Raises
+    ------
+    CalibrationInputError
+        For anything that cannot be read as predictions, with a message that
+        says what is wrong, where (file, column, rows) and how to fix it. Rows
+        are numbered as data rows, 1-based after the header, for text files;
+        1-based for Parquet; 0-based array indices for npz.
+
+    Notes
+    -----
+    Column conventions (:mod:`calibration_core.io.columns`): a label column;
+    probability columns ``p_<class>``/``prob_<class>``/``proba_<class>``, or
+    logit columns ``logit_<class>``, or one binary ``score`` column (labels
+    0/1 or false/true); an optional ``model`` column; ``h_<class>`` soft
+    labels and other columns are ignored. String labels match class names;
+    integer labels are class indices when the classes are ``0..K-1``.
+    A model whose labels are all one class is rejected.
+    """
+    src = resolve_source(source, file_name)
+    model_name = name or src.stem or "model"
+    if src.kind == "npz":
+        return [read_npz(src, label_column=label_column, renormalize=renormalize, name=model_name)]
+    if src.kind == "parquet":
+        table, ctx = read_parquet_table(src), Context(src.display, "table")
+    else:
+        table, ctx = read_text_table(src, encoding=encoding), Context(src.display, "data")
+    return table_to_predictions(
+        table, ctx, label_column=label_column, renormalize=renormalize, name=model_name
+    )

@@ -1,0 +1,222 @@
+"""Where the data comes from: a path, bytes or a binary file-like, and its format.
+
+The format is decided by the file's *content* when its first bytes carry a
+magic number (``PAR1`` for Parquet, ``PK`` for a zip, i.e. ``.npz``, ``1f 8b``
+for gzip) and by its *name* otherwise. Magic numbers are definitive, so a
+gzipped CSV named ``.csv`` is decompressed and a Parquet file named ``.csv``
+is read as Parquet. A text file's delimiter follows its extension (``.csv``
+comma, ``.tsv`` tab) and is sniffed from the header line for ``.txt`` or a
+nameless upload. An unknown extension whose content has no magic number is an
+error (with the list of supported extensions), never a guess.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import os
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import CalibrationInputError
+
+#: Extensions read as delimited text (also with a trailing ``.gz``).
+TEXT_EXTENSIONS = {".csv": ",", ".tsv": "\t", ".txt": None}
+PARQUET_EXTENSIONS = (".parquet", ".pq")
+NPZ_EXTENSIONS = (".npz",)
+SUPPORTED = ".csv, .tsv, .txt (each also .gz), .parquet, .pq, .npz"
+
+_UNSUPPORTED_HINTS = {
+    ".xlsx": "Excel workbooks are not read; save the sheet as 'CSV UTF-8' instead.",
+    ".xls": "Excel workbooks are not read; save the sheet as 'CSV UTF-8' instead.",
+    ".npy": (
+        "a single .npy array cannot hold the labels too; save probabilities and labels "
+        "together with numpy.savez(path, probs=probs, labels=labels)."
+    ),
+    ".pkl": "pickles are never loaded (they can run arbitrary code); save as .npz or .parquet.",
+    ".pickle": "pickles are never loaded (they can run arbitrary code); save as .npz or .parquet.",
+    ".json": "JSON is not read; save a table as .csv or .parquet.",
+}
+
+_SNIFF_BYTES = 1 << 16
+
+
+@dataclass(frozen=True)
+class Source:
+    """A resolved input: its bytes (or path), display name and format.
+
+    Attributes
+    ----------
+    display : str
+        How messages name the input (the file name, or ``"the uploaded data"``).
+    stem : str
+        Default model name: the file name without its extensions.
+    kind : {"text", "parquet", "npz"}
+    gzipped : bool
+        Whether the (text) content is gzip-compressed.
+    delimiter : str or None
+        The text delimiter implied by the extension; None means sniff it.
+    path : Path or None
+        The file on disk, when the source is a path.
+    data : bytes or None
+        The content, when the source is bytes or a file-like object.
+    """
+
+    display: str
+    stem: str
+    kind: str
+    gzipped: bool
+    delimiter: str | None
+    path: Path | None
+    data: bytes | None
+
+    def head(self, n: int = _SNIFF_BYTES) -> bytes:
+        """The first ``n`` bytes of the (decompressed) content."""
+        try:
+            if self.gzipped:
+                raw = self.path.open("rb") if self.path is not None else io.BytesIO(self.data)
+                with gzip.GzipFile(fileobj=raw) as fh:
+                    return _read_some(fh, n)
+            if self.path is not None:
+                with self.path.open("rb") as fh:
+                    return fh.read(n)
+            return self.data[:n]
+        except (OSError, EOFError, zlib.error) as exc:
+            raise CalibrationInputError(
+                f"{self.display} looks gzip-compressed but cannot be decompressed ({exc}); "
+                "the file is corrupt or truncated: export or upload it again."
+            ) from None
+
+    def file_arg(self):
+        """What readers open: the path, or a file-like over the bytes."""
+        return str(self.path) if self.path is not None else io.BytesIO(self.data)
+
+
+def _read_some(fh, n: int) -> bytes:
+    """Read up to ``n`` bytes, tolerating a stream that ends early (truncated gzip)."""
+    chunks, total = [], 0
+    while total < n:
+        try:
+            chunk = fh.read(min(n - total, 1 << 14))
+        except EOFError:
+            if not chunks:
+                raise
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+        total += len(chunk)
+    return b"".join(chunks)
+
+
+def _split_name(file_name: str) -> tuple[str, str, bool]:
+    """(stem, extension without .gz, gzipped-by-name) of a file name, lower-case ext."""
+    base = os.path.basename(file_name)
+    lower = base.lower()
+    gz = lower.endswith(".gz")
+    if gz:
+        base, lower = base[:-3], lower[:-3]
+    stem, ext = os.path.splitext(base)
+    return (stem or base), ext.lower(), gz
+
+
+def _magic(head: bytes, tail: bytes) -> str | None:
+    if head[:2] == b"\x1f\x8b":
+        return "gzip"
+    if head[:4] == b"PAR1" and tail[-4:] == b"PAR1":
+        return "parquet"
+    if head[:4] in (b"PK\x03\x04", b"PK\x05\x06"):
+        return "zip"
+    if head[:1] == b"\x80" and head[1:2] in (b"\x02", b"\x03", b"\x04", b"\x05"):
+        return "pickle"
+    return None
+
+
+def resolve_source(source, file_name: str | None = None) -> Source:
+    """Turn a path, bytes or binary file-like into a :class:`Source`.
+
+    Parameters
+    ----------
+    source : str, os.PathLike, bytes, bytearray, memoryview or binary file-like
+    file_name : str, optional
+        The original file name of bytes or a file-like (e.g. an upload): used
+        for the format and for messages.
+
+    Returns
+    -------
+    Source
+    """
+    path = data = None
+    if isinstance(source, (str, os.PathLike)):
+        path = Path(source)
+        if not path.is_file():
+            what = "a folder" if path.is_dir() else "not found"
+            raise CalibrationInputError(
+                f"cannot read '{path}': {what}. Give the path of a prediction file ({SUPPORTED})."
+            )
+        file_name = file_name or path.name
+        size = path.stat().st_size
+        with path.open("rb") as fh:
+            head = fh.read(8)
+            fh.seek(max(size - 4, 0))
+            tail = fh.read(4)
+    elif isinstance(source, (bytes, bytearray, memoryview)):
+        data = bytes(source)
+    elif hasattr(source, "read"):
+        data = source.read()
+        if isinstance(data, str):
+            raise CalibrationInputError(
+                "the file object was opened in text mode; open it in binary mode ('rb')."
+            )
+        data = bytes(data)
+    else:
+        raise CalibrationInputError(
+            f"cannot read predictions from a {type(source).__name__}; pass a file path, "
+            "bytes or a binary file object."
+        )
+    if data is not None:
+        head, tail = data[:8], data[-4:]
+    display = f"'{os.path.basename(file_name)}'" if file_name else "the uploaded data"
+    stem, ext, gz_name = _split_name(file_name) if file_name else ("", "", False)
+    magic = _magic(head, tail)
+    empty = (path.stat().st_size if path is not None else len(data)) == 0
+
+    def make(kind, gzipped=False, delimiter=None):
+        return Source(display, stem, kind, gzipped, delimiter, path, data)
+
+    if empty:
+        raise CalibrationInputError(
+            f"{display} is empty (0 bytes); export the predictions again or pick another file."
+        )
+    if magic == "pickle" or ext in (".pkl", ".pickle"):
+        raise CalibrationInputError(f"{display} is a Python pickle: {_UNSUPPORTED_HINTS['.pkl']}")
+    if magic == "parquet":
+        return make("parquet")
+    if magic == "zip":
+        if ext in (".xlsx", ".xls"):
+            raise CalibrationInputError(f"{display}: {_UNSUPPORTED_HINTS[ext]}")
+        return make("npz")
+    if magic == "gzip":
+        return make("text", True, TEXT_EXTENSIONS.get(ext))
+    if ext in PARQUET_EXTENSIONS or ext in NPZ_EXTENSIONS:
+        kind = "Parquet" if ext in PARQUET_EXTENSIONS else ".npz (zip)"
+        raise CalibrationInputError(
+            f"{display} is named {ext} but is not a {kind} file (its first bytes are "
+            f"{head[:4]!r}); it is corrupt or was saved in another format. Save it again, or "
+            "rename it after its real format."
+        )
+    if gz_name:
+        raise CalibrationInputError(
+            f"{display} is named .gz but is not gzip-compressed; rename it without .gz."
+        )
+    if ext in TEXT_EXTENSIONS:
+        return make("text", False, TEXT_EXTENSIONS[ext])
+    if not file_name:
+        return make("text", False, None)
+    if ext in _UNSUPPORTED_HINTS:
+        raise CalibrationInputError(f"{display}: {_UNSUPPORTED_HINTS[ext]}")
+    raise CalibrationInputError(
+        f"{display} has an unknown extension '{ext or '(none)'}' and its content is not "
+        f"Parquet, npz or gzip. Supported: {SUPPORTED}; rename the file after its format."
+    )

@@ -1,0 +1,159 @@
+"""Assemble :class:`Predictions` from a table, following :mod:`.columns` conventions."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..errors import CalibrationInputError
+from ..predictions import Predictions
+from .checks import (
+    Context,
+    binary_labels,
+    check_finite,
+    check_probabilities,
+    check_two_classes,
+    labels_to_indices,
+)
+from .columns import (
+    MODEL_COLUMN,
+    find_label_column,
+    float_column,
+    label_values,
+    prediction_columns,
+)
+
+_WHAT = {"probs": "probabilities", "logits": "logits", "score": "scores"}
+_LOGIT_HINT = (
+    "if they are logits, name the columns logit_<class> (a softmax is applied); if they are "
+    "unnormalised non-negative scores, rescale them or pass renormalize=True."
+)
+
+
+def _model_groups(table, model_i, ctx, default_name):
+    """[(name, rows or None)] of the model column, in order of first appearance."""
+    if model_i is None:
+        return [(default_name, None)]
+    name = table.column_names[model_i]
+    col = table.column(model_i)
+    if pa.types.is_dictionary(col.type):
+        col = col.cast(col.type.value_type)
+    if pa.types.is_null(col.type):
+        missing = np.ones(len(col), dtype=bool)
+    else:
+        missing = col.is_null().to_numpy(zero_copy_only=False)
+        if pa.types.is_string(col.type) or pa.types.is_large_string(col.type):
+            blank = pc.equal(pc.utf8_trim_whitespace(col.fill_null("")), "")
+            missing |= blank.to_numpy(zero_copy_only=False)
+    if missing.any():
+        rows = np.flatnonzero(missing)
+        raise CalibrationInputError(
+            f"model column {name!r} of {ctx.display} is empty at {ctx.rows(rows)}; name the "
+            "model of every row, or drop the model column for a single model."
+        )
+    values = np.asarray(col.to_numpy(zero_copy_only=False), dtype=object)
+    codes, uniques = pd.factorize(values, sort=False)
+    order = np.argsort(codes, kind="stable")
+    bounds = np.searchsorted(codes[order], np.arange(len(uniques) + 1))
+    return [(str(u), order[bounds[c] : bounds[c + 1]]) for c, u in enumerate(uniques)]
+
+
+def _check_scores(scores, desc, ctx):
+    lo, hi = scores.min(), scores.max()
+    if lo < 0 or hi > 1:
+        bad = np.flatnonzero((scores < 0) | (scores > 1))
+        shown = ", ".join(f"{v:.6g}" for v in scores[bad[:3]])
+        raise CalibrationInputError(
+            f"{desc} of {ctx.display} must hold probabilities of class 1 in [0, 1]; found "
+            f"{shown} at {ctx.rows(bad)}. They look like logits or decision scores: apply "
+            "a sigmoid first (score = 1 / (1 + exp(-z))), or write them as two columns "
+            "logit_0 = 0 and logit_1 = z."
+        )
+
+
+def table_to_predictions(
+    table: pa.Table,
+    ctx: Context,
+    *,
+    label_column: str | None = None,
+    renormalize: bool = False,
+    name: str = "model",
+    require_two_classes: bool = True,
+) -> list[Predictions]:
+    """Turn a table into one :class:`Predictions` per model.
+
+    Parameters
+    ----------
+    table : pyarrow.Table
+        Columns as read (duplicate names allowed; they are reported).
+    ctx : Context
+        The file and the row numbering for messages.
+    label_column : str, optional
+        The label column's name; default: the one of ``label, y, target, true,
+        ground_truth`` (any case) present.
+    renormalize : bool
+        Divide probability rows by their sums instead of rejecting rows that
+        do not sum to 1.
+    name : str
+        The model name when there is no model column.
+    require_two_classes : bool
+        Reject a model whose labels are all one class (off for chunks).
+
+    Returns
+    -------
+    list of Predictions
+    """
+    names = [str(n) for n in table.column_names]
+    if not names:
+        raise CalibrationInputError(f"{ctx.display} has no columns; export the predictions again.")
+    label_i = find_label_column(names, label_column, ctx)
+    models = [i for i, n in enumerate(names) if n.lower() == MODEL_COLUMN and i != label_i]
+    if len(models) > 1:
+        raise CalibrationInputError(
+            f"{ctx.display} has {len(models)} model columns ({', '.join(names[i] for i in models)}"
+            "); keep one."
+        )
+    kind, idx, classes = prediction_columns(names, {label_i, *models}, ctx)
+    n = table.num_rows
+    if n == 0:
+        raise CalibrationInputError(
+            f"{ctx.display} has a header but no data rows; export the predictions again "
+            "with one row per prediction."
+        )
+    what = _WHAT[kind]
+    mat = np.empty((n, len(idx)), dtype=np.float64)
+    for j, i in enumerate(idx):
+        mat[:, j] = float_column(table.column(i), f"column {names[i]!r}", ctx, what)
+
+    def column(j):
+        return f"column {names[idx[j]]!r}"
+
+    check_finite(mat, column, what, ctx)
+    if kind == "probs":
+        mat = check_probabilities(mat, column, ctx, renormalize=renormalize, logit_hint=_LOGIT_HINT)
+    elif kind == "score":
+        _check_scores(mat[:, 0], column(0), ctx)
+
+    label_desc = f"label column {names[label_i]!r}"
+    values = label_values(table.column(label_i), label_desc, ctx)
+    if kind == "score":
+        labels = binary_labels(values, ctx, label_desc)
+    else:
+        labels = labels_to_indices(values, classes, ctx, label_desc)
+
+    out = []
+    groups = _model_groups(table, models[0] if models else None, ctx, name)
+    for model, rows in groups:
+        m, y = (mat, labels) if rows is None else (mat[rows], labels[rows])
+        if require_two_classes:
+            check_two_classes(y, classes, ctx, model if rows is not None else None)
+        common = {"class_names": classes, "name": model, "where": ctx.display}
+        if kind == "probs":
+            out.append(Predictions.from_probs(m, y, **common))
+        elif kind == "logits":
+            out.append(Predictions.from_logits(m, y, **common))
+        else:
+            out.append(Predictions.from_scores(m[:, 0], y, **common))
+    return out

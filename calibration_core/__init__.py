@@ -6,6 +6,7 @@ Plain numpy/scipy (never dash, plotly or flask). Definitions follow the survey
 
 from .bands import binomial_band, consistency_band, consistency_band_from_statistics
 from .binning import Binning, BinStatistics, SortedScores
+from .compare import Comparison, ComparisonCancelled, compare_maps
 from .decomposition import Decomposition, brier_decomposition, log_loss_decomposition
 from .errors import CalibrationInputError
 from .io import load_predictions
@@ -31,6 +32,8 @@ __all__ = [
     "BinStatistics",
     "Binning",
     "CalibrationInputError",
+    "Comparison",
+    "ComparisonCancelled",
     "Decomposition",
     "Predictions",
     "ReliabilityCurve",
@@ -45,6 +48,7 @@ __all__ = [
     "classwise_ece",
     "classwise_mce",
     "classwise_statistics",
+    "compare_maps",
     "confidence_ece",
     "confidence_mce",
     "confidence_statistics",

@@ -1,0 +1,1 @@
+"""calibration-dashboard: the Dash web app and the command line (app.cli)."""

@@ -3,8 +3,16 @@
 Each resample draws N rows with replacement (uniform row indices; the
 number of copies of each row is then Multinomial(N, 1/N)), the metric is
 recomputed on it, and the interval is the ``(1 - level)/2`` and
-``(1 + level)/2`` quantiles of the R resampled values (numpy's default linear
-interpolation). The estimate is the metric on the original rows.
+``(1 + level)/2`` quantiles ``q_lo, q_hi`` of the R resampled values (numpy's
+default linear interpolation). The estimate is the metric on the original rows.
+
+Binned calibration errors are biased upwards, and a resample (with its
+duplicated rows) is noisier still, so their bootstrap distribution sits
+*above* the estimate: with small per-bin counts (e.g. classwise ECE of 100
+classes) the percentile interval can even exclude the estimate.
+``interval="basic"`` gives the basic (reverse-percentile) bootstrap interval
+``[2 estimate - q_hi, 2 estimate - q_lo]``, which corrects for that shift
+(Davison & Hinkley 1997, §5.2); the samples are returned either way.
 
 How resamples are computed (all exact; chosen from the metric's name)
 ----------------------------------------------------------------------
@@ -85,7 +93,9 @@ class BootstrapResult:
     seed : int or None
     method : str
         How resamples were computed: "row-mean", "sorted-counts",
-        "sparse-counts" or "loop" (module docstring).
+        "sparse-counts", "sparse-counts-fixed-edges" or "loop" (module docstring).
+    interval : str
+        "percentile" or "basic".
     """
 
     metric: str
@@ -97,6 +107,7 @@ class BootstrapResult:
     n_resamples: int
     seed: int | None
     method: str
+    interval: str = "percentile"
 
 
 def _blocks(rng, n_resamples, n):
@@ -253,6 +264,7 @@ def bootstrap_ci(
     level: float = 0.95,
     n_resamples: int = 1000,
     seed: int | None = None,
+    interval: str = "percentile",
     **metric_kwargs,
 ) -> BootstrapResult:
     """Percentile bootstrap interval of a metric, resampling rows with replacement.
@@ -271,6 +283,9 @@ def bootstrap_ci(
         R.
     seed : int, optional
         Seed of ``numpy.random.default_rng``.
+    interval : {"percentile", "basic"}
+        Percentile interval ``[q_lo, q_hi]``, or the basic bootstrap interval
+        ``[2 estimate - q_hi, 2 estimate - q_lo]`` (module docstring).
     **metric_kwargs
         Passed to the metric (e.g. ``n_bins``, ``scheme``, ``notion``).
 
@@ -292,6 +307,8 @@ def bootstrap_ci(
         raise CalibrationInputError(f"metric must be a name or a function, got {metric!r}.")
     if not isinstance(level, (float, int)) or not 0 < level < 1:
         raise CalibrationInputError(f"level must lie strictly between 0 and 1, got {level!r}.")
+    if interval not in ("percentile", "basic"):
+        raise CalibrationInputError(f"interval must be 'percentile' or 'basic', got {interval!r}.")
     r = check_positive_int(n_resamples, "n_resamples")
     p, y = probs_and_labels(probs, labels)
     estimate = float(function(p, y, **metric_kwargs))
@@ -308,6 +325,8 @@ def bootstrap_ci(
     else:
         samples, method = fast
     lower, upper = np.quantile(samples, [(1 - level) / 2, (1 + level) / 2])
+    if interval == "basic":
+        lower, upper = 2 * estimate - upper, 2 * estimate - lower
     return BootstrapResult(
         metric=name,
         estimate=estimate,
@@ -318,4 +337,5 @@ def bootstrap_ci(
         n_resamples=r,
         seed=seed,
         method=method,
+        interval=interval,
     )

@@ -106,6 +106,20 @@ def test_loop_for_callables_seeded_and_predictions():
     assert bootstrap_ci(accuracy, p, y, n_resamples=3).method == "loop"
 
 
+def test_basic_interval_reflects_the_percentiles():
+    p, y = _data(300, 4, seed=8)
+    pct = bootstrap_ci("classwise_ece", p, y, n_resamples=400, seed=2)
+    basic = bootstrap_ci("classwise_ece", p, y, n_resamples=400, seed=2, interval="basic")
+    np.testing.assert_array_equal(pct.samples, basic.samples)
+    assert basic.lower == pytest.approx(2 * pct.estimate - pct.upper)
+    assert basic.upper == pytest.approx(2 * pct.estimate - pct.lower)
+    # ECE is biased upwards and resamples more so: the percentile interval sits higher.
+    assert np.median(pct.samples) > pct.estimate
+    assert basic.lower < pct.lower and basic.interval == "basic"
+    with pytest.raises(CalibrationInputError, match="interval"):
+        bootstrap_ci("accuracy", p, y, interval="bca")
+
+
 def test_blocks_cover_every_resample(monkeypatch):
     monkeypatch.setattr(boot, "BLOCK_ELEMENTS", 3 * 50)
     p, y = _data(50, 3, seed=6)

@@ -1,0 +1,149 @@
+"""Built-in demo: real models' real held-out predictions on data shipped with scikit-learn.
+
+Two data sets that come with scikit-learn (nothing is downloaded):
+
+* ``breast cancer`` (569 rows, K = 2, classes ``malignant`` / ``benign``);
+* ``digits`` (1797 rows, K = 10, classes ``"0"``..``"9"``).
+
+On each, four classifiers with well-known calibration behaviour:
+
+* Gaussian naive Bayes: over-confident (probabilities pushed to 0 and 1);
+* a random forest: under-confident (averaged votes shy away from 0 and 1);
+* a logistic regression: close to calibrated;
+* a small multi-layer perceptron.
+
+The predictions are **out-of-fold**: every row is predicted by a model fitted
+on the other folds (stratified, seeded), so each data set gives held-out
+predictions for all of its rows. The logistic regression keeps its decision
+function as logits, and the MLP its log-probabilities, so logit-based maps
+(temperature, vector, matrix scaling) can use them.
+
+The result is computed once per process and then reused; call
+:func:`demo_predictions` freely.
+"""
+
+from __future__ import annotations
+
+import warnings
+from functools import lru_cache
+
+import numpy as np
+
+from .predictions import Predictions
+
+#: Folds of the out-of-fold predictions.
+DEMO_FOLDS = 3
+
+
+def _model_factories(seed: int) -> dict[str, object]:
+    from sklearn.ensemble import RandomForestClassifier
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.naive_bayes import GaussianNB
+    from sklearn.neural_network import MLPClassifier
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    return {
+        "naive Bayes": lambda: GaussianNB(),
+        "random forest": lambda: RandomForestClassifier(
+            n_estimators=30, min_samples_leaf=3, random_state=seed, n_jobs=1
+        ),
+        "logistic regression": lambda: make_pipeline(
+            StandardScaler(), LogisticRegression(C=1.0, max_iter=300)
+        ),
+        "MLP": lambda: make_pipeline(
+            StandardScaler(),
+            MLPClassifier(
+                hidden_layer_sizes=(16,), learning_rate_init=0.01, max_iter=40, random_state=seed
+            ),
+        ),
+    }
+
+
+def _out_of_fold(factory, X: np.ndarray, y: np.ndarray, k: int, seed: int, kind: str):
+    """Out-of-fold outputs, shape (N, K): probabilities, logits or log-probabilities."""
+    from sklearn.model_selection import StratifiedKFold
+
+    out = np.empty((X.shape[0], k), dtype=np.float64)
+    folds = StratifiedKFold(n_splits=DEMO_FOLDS, shuffle=True, random_state=seed)
+    for train, test in folds.split(X, y):
+        model = factory()
+        with warnings.catch_warnings():
+            # The small MLP stops early on purpose (a realistic, imperfect model).
+            warnings.simplefilter("ignore")
+            model.fit(X[train], y[train])
+        if kind == "logits":
+            z = model.decision_function(X[test])
+            out[test] = np.column_stack([np.zeros_like(z), z]) if z.ndim == 1 else z
+        elif kind == "log_probs":
+            out[test] = np.log(np.clip(model.predict_proba(X[test]), 1e-12, 1.0))
+        else:
+            out[test] = model.predict_proba(X[test])
+    return out
+
+
+_OUTPUT_KIND = {
+    "naive Bayes": "probs",
+    "random forest": "probs",
+    "logistic regression": "logits",
+    "MLP": "log_probs",
+}
+
+
+@lru_cache(maxsize=4)
+def _demo(seed: int) -> tuple[Predictions, ...]:
+    from threadpoolctl import threadpool_limits
+
+    # Tiny problems: one BLAS thread is several times faster than contended threads.
+    with threadpool_limits(limits=1):
+        return _fit_demo(seed)
+
+
+def _fit_demo(seed: int) -> tuple[Predictions, ...]:
+    from sklearn.datasets import load_breast_cancer, load_digits
+
+    datasets = {
+        "breast cancer": load_breast_cancer(),
+        "digits": load_digits(),
+    }
+    result = []
+    for data_name, bunch in datasets.items():
+        X = np.asarray(bunch.data, dtype=np.float64)
+        y = np.asarray(bunch.target, dtype=np.intp)
+        class_names = [str(c) for c in bunch.target_names]
+        k = len(class_names)
+        for model_name, factory in _model_factories(seed).items():
+            kind = _OUTPUT_KIND[model_name]
+            out = _out_of_fold(factory, X, y, k, seed, kind)
+            name = f"{data_name} · {model_name}"
+            if kind == "probs":
+                pred = Predictions.from_probs(
+                    out, y, class_names=class_names, name=name, renormalize=True
+                )
+            else:
+                pred = Predictions.from_logits(out, y, class_names=class_names, name=name)
+            result.append(pred)
+    return tuple(result)
+
+
+def demo_predictions(seed: int = 0) -> list[Predictions]:
+    """The built-in demo predictions (computed once per process and seed).
+
+    Parameters
+    ----------
+    seed : int
+        Seeds the folds and the random models; the same seed gives the same
+        predictions.
+
+    Returns
+    -------
+    list of Predictions
+        Eight models: for ``breast cancer`` (K = 2) then ``digits`` (K = 10),
+        ``naive Bayes``, ``random forest``, ``logistic regression`` and
+        ``MLP``, named ``"<data set> · <model>"``. The logistic regression
+        and the MLP carry logits; the others only probabilities.
+    """
+    return list(_demo(int(seed)))
+
+
+__all__ = ["DEMO_FOLDS", "demo_predictions"]

@@ -1,0 +1,47 @@
+# calibration-dashboard: one instance for a whole team.
+#   docker build -t calibration-dashboard .
+#   docker run -p 8050:8050 -e SECRET_KEY=... calibration-dashboard
+# Configuration by environment variables: see README.md ("Hosting for a team").
+
+ARG PYTHON_IMAGE=python:3.11.14-slim-bookworm
+
+# ---- build stage: a virtualenv with the project and its dependencies --------
+FROM ${PYTHON_IMAGE} AS build
+ENV PIP_NO_CACHE_DIR=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    PYTHONDONTWRITEBYTECODE=1
+WORKDIR /srv/app
+RUN python -m venv /opt/venv
+ENV PATH=/opt/venv/bin:$PATH
+# Dependencies come from the project's own metadata (pyproject.toml).
+COPY pyproject.toml README.md ./
+COPY calibration_core ./calibration_core
+COPY app ./app
+COPY assets ./assets
+RUN pip install --no-cache-dir --editable . \
+    && python -c "import app.wsgi" \
+    && find /opt/venv -name '__pycache__' -prune -exec rm -rf {} +
+
+# ---- runtime stage: no compilers, no pip cache, a non-root user -------------
+FROM ${PYTHON_IMAGE} AS runtime
+ENV PATH=/opt/venv/bin:$PATH \
+    PYTHONUNBUFFERED=1 \
+    PYTHONDONTWRITEBYTECODE=1 \
+    APP_ENV=production \
+    PORT=8050 \
+    WEB_CONCURRENCY=2 \
+    THREADS=4 \
+    CACHE_DIR=/var/cache/calibration-dashboard \
+    MPLCONFIGDIR=/tmp
+RUN groupadd --system --gid 10001 app \
+    && useradd --system --uid 10001 --gid app --home-dir /srv/app --shell /usr/sbin/nologin app \
+    && mkdir -p /var/cache/calibration-dashboard \
+    && chown app:app /var/cache/calibration-dashboard
+COPY --from=build /opt/venv /opt/venv
+COPY --from=build --chown=root:root /srv/app /srv/app
+WORKDIR /srv/app
+USER 10001:10001
+EXPOSE 8050
+HEALTHCHECK --interval=30s --timeout=5s --start-period=30s --retries=3 \
+    CMD ["python", "-c", "import os, urllib.request; urllib.request.urlopen('http://127.0.0.1:%s/healthz' % os.environ.get('PORT', '8050'), timeout=4)"]
+CMD ["gunicorn", "--config", "python:app.gunicorn_conf", "app.wsgi:server"]

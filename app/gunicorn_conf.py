@@ -1,0 +1,47 @@
+"""Gunicorn settings from environment variables (used by the Docker image).
+
+``gunicorn --config python:app.gunicorn_conf app.wsgi:server``
+
+=====================  =========================================  =========
+Variable               Meaning                                    Default
+=====================  =========================================  =========
+``PORT``               Port to listen on (all interfaces)         8050
+``BIND``               Full bind address, overrides ``PORT``      -
+``WEB_CONCURRENCY``    Worker processes                           2
+``THREADS``            Threads per worker                         4
+``TIMEOUT``            Seconds before a silent worker is killed   120
+``LOG_LEVEL``          Gunicorn log level                         info
+=====================  =========================================  =========
+"""
+
+from __future__ import annotations
+
+import os
+
+
+def _int(name: str, default: int) -> int:
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    value = int(raw)
+    if value < 1:
+        raise ValueError(f"{name} must be at least 1, got {value}")
+    return value
+
+
+bind = os.environ.get("BIND") or f"0.0.0.0:{_int('PORT', 8050)}"
+workers = _int("WEB_CONCURRENCY", 2)
+threads = _int("THREADS", 4)
+worker_class = "gthread"
+timeout = _int("TIMEOUT", 120)
+graceful_timeout = 30
+loglevel = os.environ.get("LOG_LEVEL", "info")
+accesslog = "-"
+errorlog = "-"
+# Each worker builds its own app (and its own in-process caches); all of them
+# share the disk store in CACHE_DIR. Preloading would share one import of the
+# app across forks, which the background-callback manager does not need.
+preload_app = False
+# Limit request-line and header sizes (uploads stream through the body).
+limit_request_line = 8190
+limit_request_fields = 100

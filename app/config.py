@@ -1,0 +1,168 @@
+"""Configuration of the dashboard from environment variables.
+
+=========================  ============================================  ===================
+Variable                   Meaning                                       Default
+=========================  ============================================  ===================
+``APP_ENV``                ``development`` or ``production``             ``development``
+``SECRET_KEY``             Signs session cookies and background-job      required in
+                           handles; share it between all workers.        production; else a
+                                                                         random key kept in
+                                                                         ``CACHE_DIR``
+``MAX_UPLOAD_MB``          Largest accepted upload, per file (HTTP 413   200
+                           above it, before anything is parsed).
+``CACHE_DIR``              Disk store shared by all workers: parsed      ``<tmp>/calibration-
+                           uploads, fitted maps, background jobs.        dashboard``
+``CACHE_SIZE_LIMIT_MB``    Size bound of the disk store (least recently  4096
+                           used entries are evicted).
+``MEMORY_CACHE_MB``        Per-process cache of parsed predictions       1024
+                           (with their sorted scores).
+``SESSION_TTL_SECONDS``    Idle time after which a session's uploads     86400
+                           expire.
+``MAX_MODELS_PER_SESSION`` Uploaded models kept per session.             20
+``SESSION_COOKIE_SECURE``  Send the session cookie over HTTPS only.      1 in production
+``DEBUG``                  Dash debug mode (never in production).        0
+=========================  ============================================  ===================
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ENVIRONMENTS = ("development", "production")
+MB = 1024 * 1024
+
+
+class ConfigError(ValueError):
+    """A configuration that cannot be used; the message says which variable and why."""
+
+
+def _int_env(env: Mapping[str, str], name: str, default: int, minimum: int = 1) -> int:
+    raw = env.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    try:
+        value = int(raw.strip())
+    except ValueError:
+        raise ConfigError(f"{name} must be a whole number, got {raw!r}.") from None
+    if value < minimum:
+        raise ConfigError(f"{name} must be at least {minimum}, got {value}.")
+    return value
+
+
+def _bool_env(env: Mapping[str, str], name: str, default: bool) -> bool:
+    raw = env.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    value = raw.strip().lower()
+    if value in ("1", "true", "yes", "on"):
+        return True
+    if value in ("0", "false", "no", "off"):
+        return False
+    raise ConfigError(f"{name} must be 1/0, true/false, yes/no or on/off, got {raw!r}.")
+
+
+def default_cache_dir() -> Path:
+    """``<system temp dir>/calibration-dashboard``."""
+    return Path(tempfile.gettempdir()) / "calibration-dashboard"
+
+
+@dataclass(frozen=True)
+class AppConfig:
+    """Settings of one dashboard instance (see the module docstring for the variables).
+
+    Build it with :meth:`from_env`, or directly in tests.
+    """
+
+    app_env: str = "development"
+    secret_key: str | None = None
+    max_upload_mb: int = 200
+    cache_dir: Path = field(default_factory=default_cache_dir)
+    cache_size_limit_mb: int = 4096
+    memory_cache_mb: int = 1024
+    session_ttl_seconds: int = 86_400
+    max_models_per_session: int = 20
+    session_cookie_secure: bool | None = None
+    debug: bool = False
+
+    def __post_init__(self) -> None:
+        if self.app_env not in ENVIRONMENTS:
+            raise ConfigError(
+                f"APP_ENV must be one of {', '.join(ENVIRONMENTS)}, got {self.app_env!r}."
+            )
+        object.__setattr__(self, "cache_dir", Path(self.cache_dir))
+        if self.production and not self.secret_key:
+            raise ConfigError(
+                "SECRET_KEY is required when APP_ENV=production: set it to a long random "
+                "string shared by all workers (e.g. python -c 'import secrets; "
+                "print(secrets.token_hex(32))')."
+            )
+        if self.production and self.debug:
+            raise ConfigError("DEBUG must be off when APP_ENV=production.")
+        if self.secret_key is not None and len(self.secret_key) < 16:
+            raise ConfigError("SECRET_KEY must be at least 16 characters long.")
+
+    @property
+    def production(self) -> bool:
+        """True when ``APP_ENV=production``."""
+        return self.app_env == "production"
+
+    @property
+    def max_upload_bytes(self) -> int:
+        """The per-file upload limit in bytes."""
+        return self.max_upload_mb * MB
+
+    @property
+    def cookie_secure(self) -> bool:
+        """Whether the session cookie carries the ``Secure`` flag."""
+        if self.session_cookie_secure is None:
+            return self.production
+        return self.session_cookie_secure
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> AppConfig:
+        """Read the configuration from ``env`` (default: ``os.environ``)."""
+        env = os.environ if env is None else env
+        cache_dir = env.get("CACHE_DIR", "").strip()
+        secure = env.get("SESSION_COOKIE_SECURE")
+        return cls(
+            app_env=env.get("APP_ENV", "development").strip().lower() or "development",
+            secret_key=env.get("SECRET_KEY") or None,
+            max_upload_mb=_int_env(env, "MAX_UPLOAD_MB", 200),
+            cache_dir=Path(cache_dir) if cache_dir else default_cache_dir(),
+            cache_size_limit_mb=_int_env(env, "CACHE_SIZE_LIMIT_MB", 4096),
+            memory_cache_mb=_int_env(env, "MEMORY_CACHE_MB", 1024, minimum=0),
+            session_ttl_seconds=_int_env(env, "SESSION_TTL_SECONDS", 86_400, minimum=60),
+            max_models_per_session=_int_env(env, "MAX_MODELS_PER_SESSION", 20),
+            session_cookie_secure=None
+            if secure is None or not secure.strip()
+            else _bool_env(env, "SESSION_COOKIE_SECURE", False),
+            debug=_bool_env(env, "DEBUG", False),
+        )
+
+    def resolved_secret_key(self) -> str:
+        """The secret key; in development without one, a random key kept in ``cache_dir``.
+
+        The generated key is written once (a 0600 file hard-linked into place) so
+        that every worker sharing ``cache_dir`` signs with the same key.
+        """
+        if self.secret_key:
+            return self.secret_key
+        self.cache_dir.mkdir(parents=True, exist_ok=True)
+        path = self.cache_dir / "dev-secret-key"
+        if not path.exists():
+            # Write a complete file, then link it into place: readers never see half a key.
+            fd, tmp = tempfile.mkstemp(dir=self.cache_dir, prefix=".key-")
+            try:
+                with os.fdopen(fd, "w") as fh:
+                    fh.write(secrets.token_hex(32))
+                os.link(tmp, path)
+            except FileExistsError:
+                pass
+            finally:
+                os.unlink(tmp)
+        return path.read_text().strip()

@@ -1,0 +1,393 @@
+"""Server-side, disk-backed store of parsed predictions and fitted results.
+
+Everything a session uploads is parsed once and kept here, on disk
+(:mod:`diskcache`, shared by all gunicorn workers and by background jobs),
+keyed by opaque handles; the browser only ever holds those handles. A small
+per-process LRU keeps recently used :class:`~calibration_core.Predictions`
+in memory together with their load-time sorted scores, so re-binning does
+not touch the disk.
+
+Keys
+----
+``session:<sid>``
+    The session's uploaded models (a list of :class:`ModelInfo` dicts).
+``pred:<handle>``
+    A Predictions (arrays and, when warmed, its sorted scores).
+``fit:<data handle>:<map>:<held-out key>``
+    One fitted map's result (:class:`FitRecord` as a dict); its calibrated
+    predictions live under ``pred:<variant handle>``.
+``demo:v1:<seed>``
+    The built-in demo, computed by the first process that needs it.
+
+Access control: a handle is usable by a session only when it is a demo
+handle or one of the session's own uploads (:meth:`DataStore.resolve`).
+Entries expire after the session TTL of inactivity; the whole store is
+bounded in size, least recently used entries first.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+import threading
+from collections import OrderedDict
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import diskcache
+import numpy as np
+
+from calibration_core import CalibrationInputError, Predictions
+from calibration_core.demo import demo_predictions
+
+from .settings import HeldOut
+
+DEMO_PREFIX = "demo-"
+UPLOAD_PREFIX = "up-"
+VARIANT_PREFIX = "var-"
+#: Sorted scores of every notion are precomputed when N * K is at most this.
+WARM_LIMIT = 20_000_000
+
+
+class DataUnavailable(CalibrationInputError):
+    """A handle the session cannot use (expired, evicted or not its own)."""
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    """What the browser may know about a usable model."""
+
+    handle: str
+    name: str
+    n_samples: int
+    n_classes: int
+    class_names: tuple[str, ...]
+    source: str
+    has_logits: bool
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-able dict."""
+        out = asdict(self)
+        out["class_names"] = list(self.class_names)
+        return out
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> ModelInfo:
+        """Inverse of :meth:`to_json`."""
+        return cls(**{**data, "class_names": tuple(data["class_names"])})
+
+    @classmethod
+    def of(cls, handle: str, pred: Predictions, source: str) -> ModelInfo:
+        """The info of a Predictions stored under ``handle``."""
+        return cls(
+            handle=handle,
+            name=pred.name,
+            n_samples=pred.n_samples,
+            n_classes=pred.n_classes,
+            class_names=tuple(pred.class_names),
+            source=source,
+            has_logits=pred.logits is not None,
+        )
+
+
+@dataclass
+class FitRecord:
+    """The result of fitting one map on one model with one held-out scheme."""
+
+    map: str
+    heldout: str
+    variant: str | None
+    fit_seconds: float = 0.0
+    converged: bool | None = None
+    error: str | None = None
+    warnings: list[str] = field(default_factory=list)
+    params: list[dict] = field(default_factory=list)
+    n_scored: int = 0
+
+
+def warm(pred: Predictions, limit: int = WARM_LIMIT) -> Predictions:
+    """Build the sorted scores of every notion now (when N * K <= ``limit``)."""
+    if pred.n_samples * pred.n_classes <= limit:
+        pred.sorted_scores("confidence")
+        for k in range(pred.n_classes):
+            pred.sorted_scores("class", k)
+    return pred
+
+
+def _readonly(pred: Predictions) -> Predictions:
+    for arr in (pred.probs, pred.labels, pred.logits):
+        if arr is not None:
+            arr.flags.writeable = False
+    return pred
+
+
+def _nbytes(pred: Predictions) -> int:
+    n = pred.probs.nbytes + pred.labels.nbytes
+    if pred.logits is not None:
+        n += pred.logits.nbytes
+    for s in pred._sorted.values():
+        n += s.scores.nbytes + s.cum_score.nbytes + s.cum_target.nbytes
+    return n
+
+
+class _MemoryLRU:
+    """A thread-safe LRU of Predictions bounded by their size in bytes."""
+
+    def __init__(self, max_bytes: int) -> None:
+        self.max_bytes = max_bytes
+        self._items: OrderedDict[str, tuple[Predictions, int]] = OrderedDict()
+        self._bytes = 0
+        self._lock = threading.Lock()
+
+    def get(self, key: str) -> Predictions | None:
+        with self._lock:
+            item = self._items.get(key)
+            if item is None:
+                return None
+            self._items.move_to_end(key)
+            return item[0]
+
+    def put(self, key: str, pred: Predictions) -> None:
+        size = _nbytes(pred)
+        with self._lock:
+            old = self._items.pop(key, None)
+            if old is not None:
+                self._bytes -= old[1]
+            if size > self.max_bytes:
+                return
+            self._items[key] = (pred, size)
+            self._bytes += size
+            while self._bytes > self.max_bytes and self._items:
+                _, (_, dropped) = self._items.popitem(last=False)
+                self._bytes -= dropped
+
+
+class DataStore:
+    """The disk-backed store of one dashboard instance (see the module docstring).
+
+    Parameters
+    ----------
+    directory : path
+        Shared by every worker of the instance.
+    size_limit_bytes : int
+        Bound of the disk store (LRU eviction).
+    ttl_seconds : int
+        Inactivity after which a session's data expires.
+    memory_bytes : int
+        Bound of the per-process cache of Predictions.
+    max_models_per_session : int
+    demo_seed : int
+    """
+
+    def __init__(
+        self,
+        directory,
+        *,
+        size_limit_bytes: int = 4 << 30,
+        ttl_seconds: int = 86_400,
+        memory_bytes: int = 1 << 30,
+        max_models_per_session: int = 20,
+        demo_seed: int = 0,
+    ) -> None:
+        self.directory = Path(directory)
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self.cache = diskcache.Cache(
+            str(self.directory),
+            size_limit=int(size_limit_bytes),
+            eviction_policy="least-recently-used",
+        )
+        self.ttl = int(ttl_seconds)
+        self.max_models = int(max_models_per_session)
+        self.demo_seed = int(demo_seed)
+        self._memory = _MemoryLRU(int(memory_bytes))
+        self._memo: OrderedDict[tuple, Any] = OrderedDict()
+        self._memo_lock = threading.Lock()
+        self._demo_lock = threading.Lock()
+        self._demo_infos: list[ModelInfo] | None = None
+
+    # ------------------------------------------------------------------ demo
+    def demo_models(self) -> list[ModelInfo]:
+        """The built-in demo models (fitted once per store, then read from disk)."""
+        with self._demo_lock:
+            if self._demo_infos is None:
+                key = f"demo:v1:{self.demo_seed}"
+                preds = self.cache.get(key)
+                if preds is None:
+                    preds = [warm(p) for p in demo_predictions(self.demo_seed)]
+                    self.cache.set(key, preds)
+                infos = []
+                for i, pred in enumerate(preds):
+                    handle = f"{DEMO_PREFIX}{i}"
+                    self._memory.put(handle, _readonly(pred))
+                    infos.append(ModelInfo.of(handle, pred, "built-in demo"))
+                self._demo_infos = infos
+            return list(self._demo_infos)
+
+    # -------------------------------------------------------------- sessions
+    def _session_key(self, sid: str) -> str:
+        return f"session:{sid}"
+
+    def uploaded_models(self, sid: str | None) -> list[ModelInfo]:
+        """The session's uploaded models (empty for an unknown or expired session)."""
+        if not sid:
+            return []
+        records = self.cache.get(self._session_key(sid), default=None)
+        if records is None:
+            return []
+        self.cache.touch(self._session_key(sid), expire=self.ttl)
+        return [ModelInfo.from_json(r) for r in records]
+
+    def session_models(self, sid: str | None) -> list[ModelInfo]:
+        """Demo models, then the session's uploads."""
+        return self.demo_models() + self.uploaded_models(sid)
+
+    def add_models(self, sid: str, preds: list[Predictions], source: str) -> list[ModelInfo]:
+        """Store parsed predictions for a session; returns their infos.
+
+        Names already used in the session get `` (2)``, `` (3)``, ... appended.
+
+        Raises
+        ------
+        DataUnavailable
+            When the session would hold more than ``max_models_per_session`` models.
+        """
+        if not sid:
+            raise DataUnavailable("no session: reload the page and upload again.")
+        key = self._session_key(sid)
+        with self.cache.transact():
+            records = list(self.cache.get(key, default=[]))
+            if len(records) + len(preds) > self.max_models:
+                raise DataUnavailable(
+                    f"this session already holds {len(records)} uploaded models and at most "
+                    f"{self.max_models} are kept; reload the page to start a new session."
+                )
+            used = {r["name"] for r in records} | {m.name for m in self.demo_models()}
+            infos = []
+            for pred in preds:
+                name, n = pred.name, 2
+                while name in used:
+                    name, n = f"{pred.name} ({n})", n + 1
+                used.add(name)
+                if name != pred.name:
+                    pred = Predictions(
+                        probs=pred.probs,
+                        labels=pred.labels,
+                        class_names=pred.class_names,
+                        logits=pred.logits,
+                        name=name,
+                        _sorted=pred._sorted,
+                    )
+                handle = UPLOAD_PREFIX + secrets.token_urlsafe(18)
+                self.put_predictions(handle, pred)
+                info = ModelInfo.of(handle, pred, source)
+                records.append(info.to_json())
+                infos.append(info)
+            self.cache.set(key, records, expire=self.ttl)
+        return infos
+
+    def resolve(self, sid: str | None, handle: str) -> ModelInfo:
+        """The info of ``handle`` if this session may use it.
+
+        Raises
+        ------
+        DataUnavailable
+            With "your data expired, please upload again" when the handle is
+            not (or no longer) one of the session's models.
+        """
+        for info in self.session_models(sid):
+            if info.handle == handle:
+                return info
+        raise DataUnavailable(
+            "A selected model is no longer available: your data expired, please upload again."
+        )
+
+    # ----------------------------------------------------------- predictions
+    def put_predictions(self, handle: str, pred: Predictions) -> None:
+        """Store predictions (with warmed sorted scores) under a handle."""
+        warm(pred)
+        self.cache.set(f"pred:{handle}", pred, expire=self.ttl)
+        self._memory.put(handle, _readonly(pred))
+
+    def predictions(self, handle: str) -> Predictions:
+        """The predictions stored under ``handle`` (memory first, then disk)."""
+        pred = self._memory.get(handle)
+        if pred is not None:
+            return pred
+        if handle.startswith(DEMO_PREFIX):
+            self._demo_infos = None
+            self.demo_models()
+            pred = self._memory.get(handle)
+            if pred is not None:
+                return pred
+        pred = self.cache.get(f"pred:{handle}", default=None)
+        if pred is None:
+            raise DataUnavailable("your data expired, please upload again.")
+        self.cache.touch(f"pred:{handle}", expire=self.ttl)
+        _readonly(pred)
+        self._memory.put(handle, pred)
+        return pred
+
+    # ------------------------------------------------------------------ fits
+    @staticmethod
+    def fit_key(handle: str, map_name: str, heldout: HeldOut) -> str:
+        """Cache key of one map fitted on one model with one held-out scheme."""
+        return f"fit:{handle}:{map_name}:{heldout.key}"
+
+    @staticmethod
+    def variant_handle(handle: str, map_name: str, heldout: HeldOut) -> str:
+        """The deterministic handle of calibrated predictions."""
+        digest = hashlib.sha256(f"{handle}|{map_name}|{heldout.key}".encode()).hexdigest()
+        return VARIANT_PREFIX + digest[:32]
+
+    def get_fit(self, handle: str, map_name: str, heldout: HeldOut) -> FitRecord | None:
+        """The cached fit, or None (also when its predictions were evicted)."""
+        key = self.fit_key(handle, map_name, heldout)
+        data = self.cache.get(key, default=None)
+        if data is None:
+            return None
+        record = FitRecord(**data)
+        if record.variant is not None and self._memory.get(record.variant) is None:
+            if f"pred:{record.variant}" not in self.cache:
+                return None
+        self.cache.touch(key, expire=self.ttl)
+        return record
+
+    def put_fit(self, handle: str, record: FitRecord, calibrated: Predictions | None) -> None:
+        """Store a fit and its calibrated predictions."""
+        if calibrated is not None and record.variant is not None:
+            self.put_predictions(record.variant, calibrated)
+        heldout_key = record.heldout
+        key = f"fit:{handle}:{record.map}:{heldout_key}"
+        self.cache.set(key, asdict(record), expire=self.ttl)
+
+    def put_rows(self, variant: str, rows) -> None:
+        """Store which input rows a split-mode variant holds (indices, shape (n_scored,))."""
+        self.cache.set(f"rows:{variant}", np.asarray(rows, dtype=np.int64), expire=self.ttl)
+
+    def scored_rows(self, handle: str, heldout: HeldOut):
+        """Input row of each scored row, shape (n_scored,); None when all rows, in order."""
+        if heldout.mode == "folds":
+            return None
+        record = self.get_fit(handle, "uncalibrated", heldout)
+        if record is None or record.variant is None:
+            return None
+        return self.cache.get(f"rows:{record.variant}", default=None)
+
+    # ------------------------------------------------------------------ memo
+    def memo(self, key: tuple, compute):
+        """A small per-process cache of derived values (metrics), keyed by handles."""
+        with self._memo_lock:
+            if key in self._memo:
+                self._memo.move_to_end(key)
+                return self._memo[key]
+        value = compute()
+        with self._memo_lock:
+            self._memo[key] = value
+            while len(self._memo) > 4096:
+                self._memo.popitem(last=False)
+        return value
+
+    def close(self) -> None:
+        """Close the disk store."""
+        self.cache.close()

@@ -1,0 +1,125 @@
+"""The disk-backed store: parsed once, shared by workers, isolated per session, bounded."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+
+from app.session import new_session_id
+from app.settings import HeldOut
+from app.store import DEMO_PREFIX, DataStore, DataUnavailable, FitRecord
+from calibration_core import Predictions
+
+
+def _pred(n=300, k=3, seed=0, name="model") -> Predictions:
+    rng = np.random.default_rng(seed)
+    p = rng.dirichlet(np.ones(k), size=n)
+    return Predictions.from_probs(p, rng.integers(0, k, n), name=name)
+
+
+def test_demo_models_are_listed_for_everyone(tmp_path):
+    store = DataStore(tmp_path)
+    demo = store.demo_models()
+    assert len(demo) == 8 and all(m.handle.startswith(DEMO_PREFIX) for m in demo)
+    assert store.session_models(None) == demo
+    assert store.resolve(new_session_id(), demo[0].handle) == demo[0]
+    np.testing.assert_array_equal(
+        store.predictions(demo[5].handle).labels, store.predictions(demo[5].handle).labels
+    )
+
+
+def test_uploads_are_isolated_between_sessions(tmp_path):
+    store = DataStore(tmp_path)
+    alice, bob = new_session_id(), new_session_id()
+    (info,) = store.add_models(alice, [_pred(name="alice-model")], source="a.csv")
+    assert info.handle in {m.handle for m in store.session_models(alice)}
+    assert info.handle not in {m.handle for m in store.session_models(bob)}
+    assert store.uploaded_models(bob) == []
+    with pytest.raises(DataUnavailable, match="expired, please upload again"):
+        store.resolve(bob, info.handle)
+    with pytest.raises(DataUnavailable):
+        store.resolve(None, info.handle)
+
+
+def test_parsed_once_and_shared_with_another_worker(tmp_path):
+    pred = _pred(n=500, k=4, seed=3)
+    sid = new_session_id()
+    (info,) = DataStore(tmp_path).add_models(sid, [pred], source="x.csv")
+    other_worker = DataStore(tmp_path)  # same directory, empty memory
+    assert other_worker.resolve(sid, info.handle).n_classes == 4
+    loaded = other_worker.predictions(info.handle)
+    np.testing.assert_array_equal(loaded.probs, pred.probs)
+    np.testing.assert_array_equal(loaded.labels, pred.labels)
+    assert not loaded.probs.flags.writeable
+    # The load-time sorted scores travel with the data: no re-sorting in the new worker.
+    assert ("confidence", None) in loaded._sorted and ("class", 3) in loaded._sorted
+
+
+def test_duplicate_names_get_a_suffix_and_the_quota_holds(tmp_path):
+    store = DataStore(tmp_path, max_models_per_session=3)
+    sid = new_session_id()
+    names = [i.name for i in store.add_models(sid, [_pred(name="m"), _pred(name="m")], "a.csv")]
+    assert names == ["m", "m (2)"]
+    assert (
+        store.add_models(sid, [_pred(name="digits · MLP")], "b.csv")[0].name == "digits · MLP (2)"
+    )
+    with pytest.raises(DataUnavailable, match="at most 3"):
+        store.add_models(sid, [_pred(name="one more")], "c.csv")
+    assert len(store.uploaded_models(sid)) == 3  # nothing lost
+
+
+def test_sessions_expire(tmp_path):
+    store = DataStore(tmp_path, ttl_seconds=1)
+    sid = new_session_id()
+    (info,) = store.add_models(sid, [_pred()], "a.csv")
+    time.sleep(1.3)
+    assert store.uploaded_models(sid) == []
+    with pytest.raises(DataUnavailable, match="expired"):
+        store.resolve(sid, info.handle)
+
+
+def test_fit_records_round_trip_and_need_their_predictions(tmp_path):
+    store = DataStore(tmp_path)
+    heldout = HeldOut("folds", folds=3)
+    variant = DataStore.variant_handle("up-abc", "temperature", heldout)
+    assert variant == DataStore.variant_handle("up-abc", "temperature", heldout)
+    assert variant != DataStore.variant_handle("up-abc", "temperature", HeldOut("folds", folds=4))
+    record = FitRecord(
+        "temperature",
+        heldout.key,
+        variant,
+        fit_seconds=0.5,
+        converged=True,
+        params=[{"state": {"t": 1.5}}],
+        n_scored=300,
+    )
+    calibrated = _pred(seed=9)
+    store.put_fit("up-abc", record, calibrated)
+    assert store.get_fit("up-abc", "temperature", heldout) == record
+    assert store.get_fit("up-abc", "isotonic", heldout) is None
+    np.testing.assert_array_equal(DataStore(tmp_path).predictions(variant).probs, calibrated.probs)
+    # If the calibrated predictions were evicted, the fit counts as missing (refit), not broken.
+    fresh = DataStore(tmp_path)
+    fresh.cache.delete(f"pred:{variant}")
+    assert fresh.get_fit("up-abc", "temperature", heldout) is None
+
+
+def test_memory_cache_is_bounded_and_disk_serves_the_rest(tmp_path):
+    store = DataStore(tmp_path, memory_bytes=200_000)
+    sid = new_session_id()
+    infos = store.add_models(sid, [_pred(n=2000, seed=s, name=f"m{s}") for s in range(4)], "a.csv")
+    assert store._memory._bytes <= 200_000
+    for info, seed in zip(infos, range(4), strict=True):
+        np.testing.assert_array_equal(
+            store.predictions(info.handle).probs, _pred(n=2000, seed=seed).probs
+        )
+
+
+def test_memo_caches_by_key(tmp_path):
+    store = DataStore(tmp_path)
+    calls = []
+    assert store.memo(("k", 1), lambda: calls.append(1) or 42) == 42
+    assert store.memo(("k", 1), lambda: calls.append(1) or 43) == 42
+    assert calls == [1]

@@ -1,0 +1,258 @@
+"""From stored predictions and validated settings to curves, bands and metric rows.
+
+This is the only place where the dashboard computes anything; it calls the
+core and nothing else (no Dash, no Plotly), so its numbers are the core's:
+
+* reliability curves are :class:`~calibration_core.ReliabilityCurve` read
+  off ``Predictions.statistics(Binning(scheme, n), notion, k)``, which
+  re-bins from the load-time sorted scores in O(M log N);
+* bands are :func:`calibration_core.bands.binomial_band` or
+  :func:`calibration_core.bands.consistency_band_from_statistics`;
+* the metrics are those statistics' ``ece()``/``mce()`` and the core's
+  ``brier_score``, ``log_loss`` and ``accuracy`` (cached per predictions).
+
+Nothing here fits a map: fitted (calibrated) predictions are read from the
+store, where the background fit put them (:mod:`app.callbacks.fit`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from calibration_core import (
+    Binning,
+    BinStatistics,
+    CalibrationInputError,
+    Predictions,
+    ReliabilityCurve,
+    accuracy,
+    brier_score,
+    log_loss,
+)
+from calibration_core.bands import binomial_band, consistency_band_from_statistics
+
+from .settings import BANDS, CONSISTENCY_RESAMPLES, HeldOut, ViewSettings
+from .store import DataStore, DataUnavailable, ModelInfo
+
+UNCALIBRATED = "uncalibrated"
+#: Equal-width bins of the score histogram when the chosen scheme is equal-frequency.
+HISTOGRAM_BINS = 40
+
+
+@dataclass
+class Panel:
+    """One reliability diagram: a calibrator (and class) of one model."""
+
+    calibrator: str
+    class_label: str | None
+    curve: ReliabilityCurve | None = None
+    band: tuple[np.ndarray, np.ndarray] | None = None
+    message: str | None = None
+    #: Score histogram: statistics of equal-width bins (the chosen ones when equal-width).
+    histogram: BinStatistics | None = None
+
+
+@dataclass
+class ModelView:
+    """Everything drawn for one model."""
+
+    info: ModelInfo
+    panels: list[Panel] = field(default_factory=list)
+    n_scored: int | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class ViewResult:
+    """The whole view: per-model panels, metric rows and messages."""
+
+    view: ViewSettings
+    heldout: HeldOut
+    maps: tuple[str, ...]
+    models: list[ModelView] = field(default_factory=list)
+    rows: list[dict] = field(default_factory=list)
+    messages: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Variant:
+    """Predictions of one calibrator (or the uncalibrated ones) of a model."""
+
+    calibrator: str
+    handle: str | None
+    pred: Predictions | None
+    fit_seconds: float | None = None
+    converged: bool | None = None
+    message: str | None = None
+
+
+def targets(info: ModelInfo, view: ViewSettings) -> list[tuple[int | None, str | None]]:
+    """``(class index, class label)`` of every panel row of a model for the notion.
+
+    Raises
+    ------
+    CalibrationInputError
+        Binary notion on K != 2, or a class the model does not have.
+    """
+    if view.notion == "confidence":
+        return [(None, None)]
+    if view.notion == "binary":
+        if info.n_classes != 2:
+            raise CalibrationInputError(
+                f"the binary notion needs 2 classes; {info.name} has {info.n_classes}. "
+                "Use confidence or one class vs rest."
+            )
+        return [(None, info.class_names[1])]
+    if view.all_classes:
+        return list(enumerate(info.class_names))
+    if view.class_name not in info.class_names:
+        raise CalibrationInputError(f"{info.name} has no class named {view.class_name!r}.")
+    return [(info.class_names.index(view.class_name), view.class_name)]
+
+
+def variants(
+    store: DataStore, info: ModelInfo, maps: tuple[str, ...], heldout: HeldOut
+) -> list[Variant]:
+    """The uncalibrated predictions (first) and every selected map's, from the store."""
+    out: list[Variant] = []
+    if heldout.mode == "folds":
+        out.append(Variant(UNCALIBRATED, info.handle, store.predictions(info.handle)))
+    else:
+        record = store.get_fit(info.handle, UNCALIBRATED, heldout)
+        if record is None or record.variant is None:
+            out.append(Variant(UNCALIBRATED, None, None, message="splitting… (see progress)"))
+        else:
+            out.append(Variant(UNCALIBRATED, record.variant, store.predictions(record.variant)))
+    for name in maps:
+        record = store.get_fit(info.handle, name, heldout)
+        if record is None:
+            out.append(Variant(name, None, None, message="fitting… (see progress)"))
+        elif record.error is not None or record.variant is None:
+            out.append(Variant(name, None, None, message=f"failed: {record.error}"))
+        else:
+            out.append(
+                Variant(
+                    name,
+                    record.variant,
+                    store.predictions(record.variant),
+                    fit_seconds=record.fit_seconds,
+                    converged=record.converged,
+                )
+            )
+    return out
+
+
+def band_of(stats, curve: ReliabilityCurve, view: ViewSettings):
+    """``(lower, upper)`` of the selected band, or None."""
+    kind, method = BANDS[view.band]
+    if kind == "binomial":
+        return binomial_band(curve, method=method, level=view.level)
+    if kind == "consistency":
+        return consistency_band_from_statistics(
+            stats, n_resamples=CONSISTENCY_RESAMPLES, level=view.level, seed=0
+        )
+    return None
+
+
+def scoring_rules(store: DataStore, variant: Variant) -> dict[str, float]:
+    """Accuracy, Brier score and log-loss of a variant (binning-free, cached)."""
+    pred = variant.pred
+
+    def compute():
+        return {
+            "accuracy": accuracy(pred.probs, pred.labels),
+            "brier_score": brier_score(pred.probs, pred.labels),
+            "log_loss": log_loss(pred.probs, pred.labels),
+        }
+
+    if variant.handle is None:
+        return compute()
+    return store.memo(("rules", variant.handle), compute)
+
+
+def classwise_ece(store: DataStore, variant: Variant, binning: Binning) -> float:
+    """Classwise ECE (mean of one-vs-rest ECEs) from the sorted scores, cached."""
+    pred = variant.pred
+
+    def compute():
+        per_class = [pred.statistics(binning, "class", k).ece() for k in range(pred.n_classes)]
+        return float(np.mean(per_class))
+
+    key = ("classwise", variant.handle, binning.scheme, binning.n_bins)
+    return compute() if variant.handle is None else store.memo(key, compute)
+
+
+def model_view(
+    store: DataStore,
+    info: ModelInfo,
+    maps: tuple[str, ...],
+    heldout: HeldOut,
+    view: ViewSettings,
+) -> tuple[ModelView, list[dict]]:
+    """Panels and metric rows of one model."""
+    mv = ModelView(info)
+    rows: list[dict] = []
+    binning = Binning(view.scheme, view.n_bins)
+    hist_binning = binning if view.scheme == "width" else Binning("width", HISTOGRAM_BINS)
+    rows_of_classes = targets(info, view)
+    for variant in variants(store, info, maps, heldout):
+        row = {"model": info.name, "map": variant.calibrator}
+        if variant.pred is None:
+            for _, label in rows_of_classes:
+                mv.panels.append(Panel(variant.calibrator, label, message=variant.message))
+            row["status"] = variant.message
+            rows.append(row)
+            continue
+        pred = variant.pred
+        if variant.calibrator == UNCALIBRATED:
+            mv.n_scored = pred.n_samples
+        eces, mces = [], []
+        for k, label in rows_of_classes:
+            stats = pred.statistics(binning, view.notion, k)
+            curve = ReliabilityCurve.from_statistics(stats, binning)
+            hist = (
+                stats if hist_binning is binning else pred.statistics(hist_binning, view.notion, k)
+            )
+            band = band_of(stats, curve, view)
+            mv.panels.append(Panel(variant.calibrator, label, curve, band, histogram=hist))
+            eces.append(stats.ece())
+            mces.append(stats.mce())
+        row.update(
+            n=pred.n_samples,
+            ece=float(np.mean(eces)),
+            mce=float(np.max(mces)),
+            classwise_ece=classwise_ece(store, variant, binning),
+            **scoring_rules(store, variant),
+            fit_seconds=variant.fit_seconds,
+            status="ok" if variant.converged in (True, None) else "did not converge",
+        )
+        rows.append(row)
+    return mv, rows
+
+
+def build_view(
+    store: DataStore,
+    sid: str | None,
+    handles: tuple[str, ...],
+    maps: tuple[str, ...],
+    heldout: HeldOut,
+    view: ViewSettings,
+) -> ViewResult:
+    """The whole view of the selected models (problems become messages, never exceptions)."""
+    result = ViewResult(view=view, heldout=heldout, maps=maps)
+    for handle in handles:
+        try:
+            info = store.resolve(sid, handle)
+            mv, rows = model_view(store, info, maps, heldout, view)
+        except DataUnavailable as exc:
+            if str(exc) not in result.messages:
+                result.messages.append(str(exc))
+            continue
+        except CalibrationInputError as exc:
+            result.messages.append(str(exc))
+            continue
+        result.models.append(mv)
+        result.rows.extend(rows)
+    return result

@@ -1,0 +1,121 @@
+"""The metrics table (dash-ag-grid): column definitions, rows and best-value flags.
+
+One row per model and calibrator. ECE and MCE are those of the chosen notion
+and binning (the column headers say which); classwise ECE uses the same
+binning. The best value of each metric column *within each model* is flagged
+(``best_<field>``) and highlighted by a ``cellClassRules`` rule; dash-ag-grid
+evaluates such rules with its own expression parser, not ``eval``.
+Cells render as text (no HTML renderer anywhere).
+"""
+
+from __future__ import annotations
+
+import math
+
+from .settings import NOTION_LABELS, ViewSettings
+
+#: Metric field -> (header, True if larger is better).
+METRICS: dict[str, tuple[str, bool]] = {
+    "ece": ("ECE", False),
+    "mce": ("MCE", False),
+    "classwise_ece": ("classwise ECE", False),
+    "brier_score": ("Brier", False),
+    "log_loss": ("log-loss", False),
+    "accuracy": ("accuracy", True),
+}
+NUMBER_FORMAT = "params.value == null ? '' : d3.format('.4f')(params.value)"
+COUNT_FORMAT = "params.value == null ? '' : d3.format(',')(params.value)"
+SECONDS_FORMAT = "params.value == null ? '' : d3.format('.2f')(params.value)"
+
+
+def notion_short(view: ViewSettings) -> str:
+    """The notion for a column header."""
+    if view.notion == "class":
+        return "all classes" if view.all_classes else f"class {view.class_name}"
+    return {"confidence": "confidence", "binary": "binary"}[view.notion]
+
+
+def caption(view: ViewSettings) -> str:
+    """What the ECE/MCE columns measure, e.g. for the table's caption."""
+    extra = " (mean of the classes' ECE, largest MCE)" if view.all_classes else ""
+    notion = NOTION_LABELS[view.notion]
+    if view.notion == "class":
+        notion = f"{notion}, {notion_short(view)}"
+    return (
+        f"ECE and MCE: {notion}{extra}; "
+        f"classwise ECE: mean over classes. Binning: {view.describe_binning()}. "
+        "Brier score summed over classes. Highlighted: best value per column within each model."
+    )
+
+
+def column_defs(view: ViewSettings) -> list[dict]:
+    """ag-grid column definitions for the current view."""
+    binning = view.describe_binning()
+    cols: list[dict] = [
+        {"field": "model", "headerName": "model", "minWidth": 130, "flex": 2},
+        {"field": "map", "headerName": "calibrator", "minWidth": 104, "flex": 1},
+        {
+            "field": "n",
+            "headerName": "N scored",
+            "type": "numericColumn",
+            "valueFormatter": {"function": COUNT_FORMAT},
+            "minWidth": 64,
+            "flex": 1,
+        },
+    ]
+    for field, (header, _) in METRICS.items():
+        tip = None
+        if field in ("ece", "mce"):
+            header = f"{header} ({notion_short(view)})"
+            tip = f"{NOTION_LABELS[view.notion]}; {binning}"
+        elif field == "classwise_ece":
+            tip = binning
+        col = {
+            "field": field,
+            "headerName": header,
+            "type": "numericColumn",
+            "valueFormatter": {"function": NUMBER_FORMAT},
+            "cellClassRules": {"cell-best": f"params.data.best_{field} === true"},
+            "minWidth": 76,
+            "flex": 1,
+        }
+        if tip:
+            col["headerTooltip"] = tip
+        cols.append(col)
+    cols.append(
+        {
+            "field": "fit_seconds",
+            "headerName": "fit s",
+            "type": "numericColumn",
+            "valueFormatter": {"function": SECONDS_FORMAT},
+            "minWidth": 52,
+            "flex": 1,
+        }
+    )
+    cols.append({"field": "status", "headerName": "status", "minWidth": 80, "flex": 1})
+    return cols
+
+
+def _finite(value) -> bool:
+    return isinstance(value, (int, float)) and math.isfinite(value)
+
+
+def row_data(rows: list[dict]) -> list[dict]:
+    """Rows with ``best_<field>`` flags (per model) and JSON-safe numbers (NaN -> None)."""
+    out = [dict(r) for r in rows]
+    for r in out:
+        r["id"] = f"{r['model']}\u241f{r['map']}"
+        for key, value in list(r.items()):
+            if isinstance(value, float) and not math.isfinite(value):
+                r[key] = None
+    for model in dict.fromkeys(r["model"] for r in out):
+        group = [r for r in out if r["model"] == model]
+        for field, (_, larger) in METRICS.items():
+            values = [r[field] for r in group if _finite(r.get(field))]
+            if len(values) < 2:
+                continue
+            best = max(values) if larger else min(values)
+            for r in group:
+                if _finite(r.get(field)) and r[field] == best:
+                    r[f"best_{field}"] = True
+    return out

@@ -1,0 +1,210 @@
+"""Export buttons: metrics CSV/JSON, fitted maps JSON and the HTML report through
+``dcc.Download``; calibrated predictions (possibly millions of rows) as a
+streamed CSV from ``GET /api/export/<token>``.
+
+The token is created by the button's callback for the current session and
+view, kept server-side for ten minutes, and only honoured for that session;
+a small clientside function (``assets/downloads.js``) opens its URL.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import uuid
+
+from dash import ClientsideFunction, Input, Output, State, no_update
+from dash import ctx as dash_ctx
+from flask import Flask, Response, abort, stream_with_context
+
+from calibration_core import CalibrationInputError
+
+from .. import ids
+from ..analysis import variants
+from ..context import AppContext
+from ..exports import (
+    calibrated_csv_chunks,
+    download_name,
+    html_report,
+    metrics_csv,
+    metrics_json,
+    params_json,
+)
+from ..figures import reliability_figure, view_title
+from ..settings import ViewSettings
+from ..tables import caption
+from .view import RawSettings, compute_view
+
+log = logging.getLogger("calibration_dashboard.exports")
+EXPORT_TTL_SECONDS = 600
+EXPORT_PATH = "/api/export/"
+
+SETTINGS_STATES = [
+    State(ids.MODEL_SELECT, "value"),
+    State(ids.MAPS, "value"),
+    State(ids.HELDOUT, "value"),
+    State(ids.FOLDS, "value"),
+    State(ids.TEST_FRACTION, "value"),
+    State(ids.NOTION, "value"),
+    State(ids.CLASS_SELECT, "value"),
+    State(ids.SCHEME, "value"),
+    State(ids.N_BINS, "value"),
+    State(ids.BAND, "value"),
+    State(ids.BAND_LEVEL, "value"),
+]
+
+
+def settings_dict(result) -> dict:
+    """The settings of a view, for export headers."""
+    view: ViewSettings = result.view
+    return {
+        "models": [mv.info.name for mv in result.models],
+        "maps": list(result.maps),
+        "heldout": result.heldout.describe(),
+        "notion": view.notion,
+        "class": view.class_name,
+        "binning": {"scheme": view.scheme, "n_bins": view.n_bins},
+        "band": {"kind": view.band, "level": view.level},
+    }
+
+
+def fitted_params(ctx: AppContext, result) -> dict:
+    """Model name -> map -> one exported map per fold, from the store."""
+    out: dict = {}
+    for mv in result.models:
+        maps = {}
+        for name in result.maps:
+            record = ctx.store.get_fit(mv.info.handle, name, result.heldout)
+            if record is not None and record.error is None:
+                maps[name] = record.params
+        out[mv.info.name] = maps
+    return out
+
+
+def small_export(ctx: AppContext, sid, which: str, raw: RawSettings) -> dict:
+    """``dcc.Download`` data for one of the small exports (raises SettingsError)."""
+    result = compute_view(ctx, sid, raw)
+    settings = settings_dict(result)
+    if which == ids.EXPORT_METRICS_CSV:
+        return {
+            "content": metrics_csv(result.rows),
+            "filename": download_name("metrics", "csv"),
+            "type": "text/csv",
+        }
+    if which == ids.EXPORT_METRICS_JSON:
+        return {
+            "content": metrics_json(result.rows, settings),
+            "filename": download_name("metrics", "json"),
+            "type": "application/json",
+        }
+    if which == ids.EXPORT_PARAMS_JSON:
+        return {
+            "content": params_json(fitted_params(ctx, result), settings),
+            "filename": download_name("fitted-maps", "json"),
+            "type": "application/json",
+        }
+    figures = [reliability_figure(mv, result.view, result.heldout) for mv in result.models]
+    text = html_report(
+        "Calibration report",
+        f"{view_title(result.view)} · {result.heldout.describe()}",
+        figures,
+        result.rows,
+        caption(result.view),
+    )
+    return {"content": text, "filename": download_name("report", "html"), "type": "text/html"}
+
+
+def create_calibrated_export(ctx: AppContext, sid, raw: RawSettings) -> str:
+    """Register a streamed export of the view's calibrated predictions; returns its URL."""
+    result = compute_view(ctx, sid, raw)
+    items = []
+    for mv in result.models:
+        for v in variants(ctx.store, mv.info, result.maps, result.heldout):
+            if v.handle is not None:
+                items.append((mv.info.handle, mv.info.name, v.calibrator, v.handle))
+    if not items:
+        raise CalibrationInputError("nothing to export yet: pick a model (and wait for fits).")
+    token = secrets.token_urlsafe(24)
+    record = {"sid": sid, "items": items, "heldout": result.heldout}
+    ctx.store.cache.set(f"export:{token}", record, expire=EXPORT_TTL_SECONDS)
+    return EXPORT_PATH + token
+
+
+def register_export_route(server: Flask, ctx: AppContext) -> None:
+    """``GET /api/export/<token>``: the streamed calibrated-predictions CSV."""
+
+    @server.get(EXPORT_PATH + "<token>")
+    def export_calibrated(token: str):
+        if len(token) > 64:
+            abort(404)
+        record = ctx.store.cache.get(f"export:{token}", default=None)
+        if record is None or record["sid"] != ctx.session_id():
+            abort(404)
+        items = []
+        for handle, name, calibrator, variant in record["items"]:
+            try:
+                pred = ctx.store.predictions(variant)
+            except CalibrationInputError:
+                abort(410)
+            rows = ctx.store.scored_rows(handle, record["heldout"])
+            items.append((name, calibrator, pred, rows))
+        headers = {
+            "Content-Disposition": f'attachment; filename="{download_name("calibrated", "csv")}"',
+            "X-Content-Type-Options": "nosniff",
+        }
+        return Response(
+            stream_with_context(calibrated_csv_chunks(items)), mimetype="text/csv", headers=headers
+        )
+
+
+def register(app, ctx: AppContext) -> None:
+    """Export callbacks (and the clientside opener of streamed exports)."""
+
+    @app.callback(
+        Output(ids.DOWNLOAD, "data"),
+        Output(ids.EXPORT_MESSAGE, "children", allow_duplicate=True),
+        Input(ids.EXPORT_METRICS_CSV, "n_clicks"),
+        Input(ids.EXPORT_METRICS_JSON, "n_clicks"),
+        Input(ids.EXPORT_PARAMS_JSON, "n_clicks"),
+        Input(ids.EXPORT_REPORT_HTML, "n_clicks"),
+        *SETTINGS_STATES,
+        prevent_initial_call=True,
+    )
+    def download_small(_a, _b, _c, _d, *values):
+        which = dash_ctx.triggered_id
+        try:
+            return small_export(ctx, ctx.session_id(), which, RawSettings(*values)), ""
+        except CalibrationInputError as exc:
+            return no_update, str(exc)
+        except Exception:
+            request_id = uuid.uuid4().hex[:12]
+            log.exception("export failed (request id %s)", request_id)
+            return no_update, f"The export failed (request id {request_id})."
+
+    @app.callback(
+        Output(ids.DOWNLOAD_URL, "data"),
+        Output(ids.EXPORT_MESSAGE, "children", allow_duplicate=True),
+        Input(ids.EXPORT_CALIBRATED_CSV, "n_clicks"),
+        *SETTINGS_STATES,
+        prevent_initial_call=True,
+    )
+    def download_calibrated(_n, *values):
+        try:
+            url = create_calibrated_export(ctx, ctx.session_id(), RawSettings(*values))
+        except CalibrationInputError as exc:
+            return no_update, str(exc)
+        except Exception:
+            request_id = uuid.uuid4().hex[:12]
+            log.exception("export failed (request id %s)", request_id)
+            return no_update, f"The export failed (request id {request_id})."
+        return {
+            "url": url,
+            "nonce": secrets.token_hex(4),
+        }, "Calibrated predictions: download started."
+
+    app.clientside_callback(
+        ClientsideFunction(namespace="calibration", function_name="openDownload"),
+        Output(ids.DOWNLOAD_URL, "clear_data"),
+        Input(ids.DOWNLOAD_URL, "data"),
+        prevent_initial_call=True,
+    )

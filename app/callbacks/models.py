@@ -1,0 +1,129 @@
+"""Models and dependent controls: after an upload, the class picker, the held-out fields.
+
+The upload itself is a Flask route (:mod:`app.upload`); the page script posts
+the files there and then writes the JSON answer into the ``upload-result``
+store, which triggers :func:`after_upload`. The list of models always comes
+from the server-side store (the answer is only used for messages and to
+pre-select what was just loaded).
+"""
+
+from __future__ import annotations
+
+from dash import Input, Output, State, html
+
+from .. import ids
+from ..context import AppContext
+from ..layout import model_options
+from ..settings import ALL_CLASSES, MAX_SELECTED_MODELS
+from ..store import DataStore, ModelInfo
+
+
+def upload_messages(result, known: set[str]) -> list[tuple[str, str]]:
+    """``(kind, text)`` lines from the upload script's result (plain text, never HTML).
+
+    Only models whose handles the session really owns (``known``) are
+    reported as loaded: the result comes from the browser.
+    """
+    lines: list[tuple[str, str]] = []
+    if not isinstance(result, dict):
+        return lines
+    for item in result.get("results", [])[:20]:
+        if not isinstance(item, dict):
+            continue
+        file = str(item.get("file", "file"))[:200]
+        error = item.get("error")
+        if error:
+            lines.append(("error", str(error)[:2000]))
+            continue
+        names = [
+            str(m.get("name", ""))
+            for m in item.get("models", [])
+            if isinstance(m, dict) and m.get("handle") in known
+        ]
+        if names:
+            shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+            lines.append(("ok", f"{file}: loaded {shown}."))
+    return lines
+
+
+def after_upload(store: DataStore, sid, result, selected) -> tuple:
+    """The models store, dropdown options and selection, and the upload message.
+
+    Newly uploaded models (those the session owns and the result names) are
+    added to the selection; previously selected models stay selected.
+    """
+    infos = store.session_models(sid)
+    known = {i.handle for i in infos}
+    selection = [h for h in (selected or []) if isinstance(h, str) and h in known]
+    if isinstance(result, dict):
+        for item in result.get("results", []):
+            for m in item.get("models", []) if isinstance(item, dict) else []:
+                handle = m.get("handle") if isinstance(m, dict) else None
+                if handle in known and handle not in selection:
+                    selection.append(handle)
+    selection = selection[-MAX_SELECTED_MODELS:]
+    message = [
+        html.Div(text, className=f"upload-line {kind}")
+        for kind, text in upload_messages(result, known)
+    ]
+    return [i.to_json() for i in infos], model_options(infos), selection, message
+
+
+def class_choices(models_json, selected, notion, current) -> tuple[list[dict], object, dict]:
+    """Class picker options (union of the selected models' classes), value and visibility."""
+    infos = [ModelInfo.from_json(m) for m in (models_json or []) if isinstance(m, dict)]
+    chosen = [i for i in infos if i.handle in (selected or [])]
+    names: list[str] = []
+    for info in chosen:
+        for c in info.class_names:
+            if c not in names:
+                names.append(c)
+    options = [{"label": "all classes (small multiples)", "value": ALL_CLASSES}]
+    options += [{"label": f"class {c}", "value": c} for c in names[:1000]]
+    valid = {o["value"] for o in options}
+    value = current if current in valid else (names[0] if names else ALL_CLASSES)
+    style = {} if notion == "class" else {"display": "none"}
+    return options, value, style
+
+
+def register(app, ctx: AppContext) -> None:
+    """Upload follow-up, class picker and held-out field callbacks."""
+
+    @app.callback(
+        Output(ids.MODELS_STORE, "data"),
+        Output(ids.MODEL_SELECT, "options"),
+        Output(ids.MODEL_SELECT, "value"),
+        Output(ids.UPLOAD_MESSAGE, "children"),
+        Input(ids.UPLOAD_RESULT, "data"),
+        State(ids.MODEL_SELECT, "value"),
+        prevent_initial_call=True,
+    )
+    def on_upload(result, selected):
+        return after_upload(ctx.store, ctx.session_id(), result, selected)
+
+    @app.callback(
+        Output(ids.CLASS_SELECT, "options"),
+        Output(ids.CLASS_SELECT, "value"),
+        Output(ids.CLASS_FIELD, "style"),
+        Input(ids.MODELS_STORE, "data"),
+        Input(ids.MODEL_SELECT, "value"),
+        Input(ids.NOTION, "value"),
+        State(ids.CLASS_SELECT, "value"),
+    )
+    def on_models_or_notion(models_json, selected, notion, current):
+        return class_choices(models_json, selected, notion, current)
+
+    @app.callback(Output(ids.FIT_SUMMARY, "children"), Input(ids.FIT_STATE, "data"))
+    def on_fit_state(state):
+        if isinstance(state, dict):
+            return str(state.get("error") or state.get("summary") or "")
+        return ""
+
+    @app.callback(
+        Output(ids.FOLDS_FIELD, "style"),
+        Output(ids.SPLIT_FIELD, "style"),
+        Input(ids.HELDOUT, "value"),
+    )
+    def on_heldout(mode):
+        hidden = {"display": "none"}
+        return ({}, hidden) if mode != "split" else (hidden, {})

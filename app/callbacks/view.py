@@ -1,0 +1,155 @@
+"""Drawing the view: validate -> core (re-binning stored predictions) -> figures and table.
+
+Every setting change lands here, cheap or not; nothing here fits a map.
+Fitted predictions that are not in the store yet show as "fitting…" panels
+until the background fit (:mod:`app.callbacks.fit`) stores them and bumps
+the fit-state store, which triggers this callback again.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from dataclasses import dataclass
+
+from dash import Input, Output, dcc, html
+
+from calibration_core import CalibrationInputError
+
+from .. import ids
+from ..analysis import ViewResult, build_view
+from ..context import AppContext
+from ..figures import empty_figure, graph_config, reliability_figure_dict, view_title
+from ..settings import parse_handles, parse_heldout, parse_maps, parse_view
+from ..tables import caption, column_defs, row_data
+
+log = logging.getLogger("calibration_dashboard.view")
+
+
+@dataclass
+class RawSettings:
+    """The raw values of every control, as a callback receives them."""
+
+    handles: object = None
+    maps: object = None
+    heldout: object = "folds"
+    folds: object = 5
+    fraction: object = 0.5
+    notion: object = "confidence"
+    class_value: object = None
+    scheme: object = "width"
+    n_bins: object = 15
+    band: object = "wilson"
+    level: object = 0.95
+
+    def parse(self):
+        """Validated ``(handles, maps, heldout, view)``; raises SettingsError."""
+        return (
+            parse_handles(self.handles),
+            parse_maps(self.maps),
+            parse_heldout(self.heldout, self.folds, self.fraction),
+            parse_view(
+                self.notion, self.class_value, self.scheme, self.n_bins, self.band, self.level
+            ),
+        )
+
+
+def compute_view(ctx: AppContext, sid, raw: RawSettings) -> ViewResult:
+    """The validated view of a session (raises SettingsError on a bad setting)."""
+    handles, maps, heldout, view = raw.parse()
+    return build_view(ctx.store, sid, handles, maps, heldout, view)
+
+
+def graphs(result: ViewResult, fmt: str = "png") -> list:
+    """One ``dcc.Graph`` per model (pattern id ``{"type": GRAPH_TYPE, "index": i}``)."""
+    out = []
+    for i, mv in enumerate(result.models):
+        out.append(
+            dcc.Graph(
+                id={"type": ids.GRAPH_TYPE, "index": i},
+                figure=reliability_figure_dict(mv, result.view, result.heldout),
+                config=graph_config(mv.info.name, fmt),
+                className="reliability-graph",
+            )
+        )
+    return out
+
+
+def render(ctx: AppContext, sid, raw: RawSettings, fit_state=None, fmt="png") -> tuple:
+    """Everything the view shows; the plain function behind the callback.
+
+    Returns
+    -------
+    tuple
+        (grid children, rowData, columnDefs, caption, title, message)
+    """
+    messages = []
+    if isinstance(fit_state, dict) and isinstance(fit_state.get("error"), str):
+        messages.append(fit_state["error"])
+    try:
+        result = compute_view(ctx, sid, raw)
+    except CalibrationInputError as exc:
+        return (
+            [dcc.Graph(figure=empty_figure("Nothing to show: fix the setting on the left."))],
+            [],
+            [],
+            "",
+            "",
+            [*messages, str(exc)],
+        )
+    messages.extend(result.messages)
+    if not result.models:
+        children = [
+            dcc.Graph(figure=empty_figure("Pick a model on the left, or drop a file to upload."))
+        ]
+    else:
+        children = graphs(result, fmt if fmt in ("png", "svg") else "png")
+    return (
+        children,
+        row_data(result.rows),
+        column_defs(result.view),
+        caption(result.view),
+        view_title(result.view),
+        messages,
+    )
+
+
+def message_children(messages: list[str]):
+    """The message area: one line per message, as text."""
+    return [html.Div(m, className="message-line") for m in dict.fromkeys(messages)]
+
+
+def register(app, ctx: AppContext) -> None:
+    """The view callback."""
+
+    @app.callback(
+        Output(ids.RELIABILITY_GRID, "children"),
+        Output(ids.METRICS_GRID, "rowData"),
+        Output(ids.METRICS_GRID, "columnDefs"),
+        Output(ids.METRICS_CAPTION, "children"),
+        Output(ids.VIEW_TITLE, "children"),
+        Output(ids.MESSAGE, "children"),
+        Input(ids.MODEL_SELECT, "value"),
+        Input(ids.MAPS, "value"),
+        Input(ids.HELDOUT, "value"),
+        Input(ids.FOLDS, "value"),
+        Input(ids.TEST_FRACTION, "value"),
+        Input(ids.NOTION, "value"),
+        Input(ids.CLASS_SELECT, "value"),
+        Input(ids.SCHEME, "value"),
+        Input(ids.N_BINS, "value"),
+        Input(ids.BAND, "value"),
+        Input(ids.BAND_LEVEL, "value"),
+        Input(ids.FIT_STATE, "data"),
+        Input(ids.FIGURE_FORMAT, "value"),
+    )
+    def update_view(*values):
+        raw = RawSettings(*values[:11])
+        try:
+            out = render(ctx, ctx.session_id(), raw, values[11], values[12])
+        except Exception:  # never a traceback in the page
+            request_id = uuid.uuid4().hex[:12]
+            log.exception("drawing the view failed (request id %s)", request_id)
+            msg = f"Something went wrong while drawing this view (request id {request_id})."
+            return [], [], [], "", "", message_children([msg])
+        return (*out[:5], message_children(out[5]))

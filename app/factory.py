@@ -1,0 +1,93 @@
+"""``create_app(config) -> dash.Dash``: the whole dashboard, with no module-level state.
+
+Each call builds its own disk store, session manager, background-callback
+manager, Flask routes and callbacks, so tests can create isolated apps and
+gunicorn workers that share ``CACHE_DIR`` share uploads, fits and jobs.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import dash
+import diskcache
+from dash import Dash
+from flask import jsonify
+
+from .callbacks import register_callbacks
+from .callbacks.exports import register_export_route
+from .config import MB, AppConfig
+from .context import AppContext
+from .layout import build_layout
+from .session import SessionManager
+from .store import DataStore
+from .upload import make_request_class, register_upload_route
+
+#: The top-level ``assets/`` folder (CSS and the upload script).
+ASSETS_DIR = Path(__file__).resolve().parents[1] / "assets"
+TITLE = "Calibration dashboard"
+
+log = logging.getLogger("calibration_dashboard")
+
+
+def create_app(config: AppConfig | None = None) -> Dash:
+    """Build a dashboard instance.
+
+    Parameters
+    ----------
+    config : AppConfig, optional
+        Default: :meth:`AppConfig.from_env`.
+
+    Returns
+    -------
+    dash.Dash
+        ``app.server`` is the Flask (WSGI) application. The app's shared
+        objects are at ``app.server.extensions["calibration_dashboard"]``
+        (an :class:`~app.context.AppContext`).
+    """
+    config = AppConfig.from_env() if config is None else config
+    secret_key = config.resolved_secret_key()
+    cache_dir = Path(config.cache_dir)
+    store = DataStore(
+        cache_dir / "store",
+        size_limit_bytes=config.cache_size_limit_mb * MB,
+        ttl_seconds=config.session_ttl_seconds,
+        memory_bytes=config.memory_cache_mb * MB,
+        max_models_per_session=config.max_models_per_session,
+    )
+    sessions = SessionManager(secret_key, config.session_ttl_seconds, secure=config.cookie_secure)
+    ctx = AppContext(config=config, store=store, sessions=sessions)
+    jobs = diskcache.Cache(str(cache_dir / "jobs"), size_limit=256 * MB)
+
+    app = Dash(
+        __name__,
+        title=TITLE,
+        assets_folder=str(ASSETS_DIR),
+        background_callback_manager=dash.DiskcacheManager(jobs),
+        suppress_callback_exceptions=False,
+        serve_locally=True,
+        update_title=None,
+    )
+    server = app.server
+    server.secret_key = secret_key
+    server.request_class = make_request_class(cache_dir / "uploads")
+    server.extensions["calibration_dashboard"] = ctx
+    sessions.install(server)
+    register_upload_route(
+        server, store=store, sessions=sessions, max_upload_mb=config.max_upload_mb
+    )
+    register_export_route(server, ctx)
+
+    @server.get("/healthz")
+    def healthz():
+        return jsonify({"status": "ok"})
+
+    def serve_layout():
+        return build_layout(
+            store.session_models(sessions.current()), max_upload_mb=config.max_upload_mb
+        )
+
+    app.layout = serve_layout
+    register_callbacks(app, ctx)
+    return app

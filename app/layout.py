@@ -1,0 +1,343 @@
+"""The page: a control sidebar (upload, models, notion, binning, band, maps,
+held-out scheme, exports) and the results (reliability grid, metrics table).
+
+All ids come from :mod:`app.ids`. The layout is a function so that each page
+load lists the demo plus the uploads of *its* session.
+"""
+
+from __future__ import annotations
+
+import dash_ag_grid as dag
+from dash import dcc, html
+
+from calibration_core.maps import MAP_NAMES, available_maps
+
+from . import ids
+from .settings import (
+    BAND_LABELS,
+    LEVELS,
+    MAX_BINS,
+    MAX_FOLDS,
+    MAX_SELECTED_MODELS,
+    MAX_TEST_FRACTION,
+    MIN_BINS,
+    MIN_FOLDS,
+    MIN_TEST_FRACTION,
+)
+from .store import ModelInfo
+
+DEFAULT_MODELS = ("digits · naive Bayes", "digits · random forest")
+DEFAULT_MAPS = ("temperature", "isotonic")
+MAP_LABELS = {
+    "histogram": "histogram binning",
+    "isotonic": "isotonic regression",
+    "platt": "Platt scaling",
+    "beta": "beta calibration",
+    "temperature": "temperature scaling",
+    "vector": "vector scaling",
+    "matrix": "matrix scaling",
+    "dirichlet": "Dirichlet calibration",
+}
+ACCEPT = ".csv,.tsv,.txt,.gz,.parquet,.pq,.npz"
+
+
+def model_label(info: ModelInfo) -> str:
+    """Dropdown label of a model: name, size, classes (plain text)."""
+    return f"{info.name} ({info.n_samples:,} × {info.n_classes})"
+
+
+def model_options(infos: list[ModelInfo]) -> list[dict]:
+    """Dropdown options (labels are strings: Dash renders them as text)."""
+    return [{"label": model_label(i), "value": i.handle} for i in infos]
+
+
+def default_selection(infos: list[ModelInfo]) -> list[str]:
+    """The demo models shown first."""
+    chosen = [i.handle for i in infos if i.name in DEFAULT_MODELS]
+    return chosen or [i.handle for i in infos[:1]]
+
+
+def _field(label: str, *children, field_id: str | None = None, hint: str | None = None):
+    kids = [html.Div(label, className="field-label"), *children]
+    if hint:
+        kids.append(html.Div(hint, className="field-hint"))
+    props = {"id": field_id} if field_id else {}
+    return html.Div(kids, className="field", **props)
+
+
+def _upload_panel(max_upload_mb: int) -> html.Div:
+    return html.Div(
+        [
+            html.Div(
+                [
+                    html.Div("Drop prediction files here", className="upload-title"),
+                    html.Div(
+                        f"or press to browse · CSV, TSV, Parquet, NPZ · up to {max_upload_mb} MB "
+                        "each",
+                        className="upload-hint",
+                    ),
+                ],
+                id=ids.UPLOAD_ZONE,
+                className="upload-zone",
+                tabIndex="0",
+                role="button",
+                **{
+                    "aria-label": "Upload prediction files",
+                    "data-max-bytes": str(max_upload_mb * 1024 * 1024),
+                    "data-accept": ACCEPT,
+                },
+            ),
+            html.Div(id=ids.UPLOAD_STATUS, className="upload-status", role="status"),
+            html.Div(id=ids.UPLOAD_MESSAGE, className="upload-message", role="alert"),
+            dcc.Store(id=ids.UPLOAD_RESULT),
+        ],
+        className="panel",
+    )
+
+
+def _controls(infos: list[ModelInfo]) -> html.Div:
+    known = set(available_maps())
+    map_options = [
+        {
+            "label": MAP_LABELS.get(n, n) + ("" if n in known else " (not available)"),
+            "value": n,
+            "disabled": n not in known,
+        }
+        for n in MAP_NAMES
+    ]
+    return html.Div(
+        [
+            _field(
+                "Models",
+                dcc.Checklist(
+                    id=ids.MODEL_SELECT,
+                    options=model_options(infos),
+                    value=default_selection(infos),
+                    className="checklist models",
+                ),
+                hint=f"shown side by side; at most {MAX_SELECTED_MODELS} at a time",
+            ),
+            _field(
+                "Calibration notion",
+                dcc.RadioItems(
+                    id=ids.NOTION,
+                    options=[
+                        {"label": "confidence (top label)", "value": "confidence"},
+                        {"label": "one class vs rest", "value": "class"},
+                        {"label": "binary (K = 2)", "value": "binary"},
+                    ],
+                    value="confidence",
+                    className="radio",
+                ),
+            ),
+            _field(
+                "Class",
+                dcc.Dropdown(id=ids.CLASS_SELECT, options=[], value=None, clearable=False),
+                field_id=ids.CLASS_FIELD,
+                hint="“all classes” draws one panel per class.",
+            ),
+            _field(
+                "Binning",
+                dcc.RadioItems(
+                    id=ids.SCHEME,
+                    options=[
+                        {"label": "equal width", "value": "width"},
+                        {"label": "equal frequency", "value": "frequency"},
+                    ],
+                    value="width",
+                    className="radio inline",
+                ),
+                dcc.Slider(
+                    id=ids.N_BINS,
+                    min=MIN_BINS,
+                    max=MAX_BINS,
+                    step=1,
+                    value=15,
+                    marks={v: str(v) for v in (2, 25, 50, 75, 100)},
+                ),
+                hint=f"number of bins, {MIN_BINS} to {MAX_BINS}",
+            ),
+            _field(
+                "Band",
+                html.Div(
+                    [
+                        dcc.Dropdown(
+                            id=ids.BAND,
+                            options=[{"label": v, "value": k} for k, v in BAND_LABELS.items()],
+                            value="wilson",
+                            clearable=False,
+                            className="grow",
+                        ),
+                        dcc.Dropdown(
+                            id=ids.BAND_LEVEL,
+                            options=[{"label": f"{v:.0%}", "value": v} for v in LEVELS],
+                            value=0.95,
+                            clearable=False,
+                            className="level",
+                        ),
+                    ],
+                    className="row",
+                ),
+            ),
+            _field(
+                "Calibration maps",
+                dcc.Checklist(
+                    id=ids.MAPS,
+                    options=map_options,
+                    value=[m for m in DEFAULT_MAPS if m in known],
+                    className="checklist",
+                ),
+            ),
+            _field(
+                "Held-out scheme",
+                dcc.RadioItems(
+                    id=ids.HELDOUT,
+                    options=[
+                        {"label": "k-fold cross-fitting", "value": "folds"},
+                        {"label": "train/test split", "value": "split"},
+                    ],
+                    value="folds",
+                    className="radio",
+                ),
+                html.Div(
+                    dcc.Slider(
+                        id=ids.FOLDS,
+                        min=MIN_FOLDS,
+                        max=MAX_FOLDS,
+                        step=1,
+                        value=5,
+                        marks={v: str(v) for v in (2, 5, 10, 20)},
+                    ),
+                    id=ids.FOLDS_FIELD,
+                ),
+                html.Div(
+                    dcc.Slider(
+                        id=ids.TEST_FRACTION,
+                        min=MIN_TEST_FRACTION,
+                        max=MAX_TEST_FRACTION,
+                        step=0.05,
+                        value=0.5,
+                        marks={0.1: "10%", 0.5: "50%", 0.9: "90%"},
+                    ),
+                    id=ids.SPLIT_FIELD,
+                    style={"display": "none"},
+                ),
+                hint="maps are always scored on rows they were not fitted on",
+            ),
+        ],
+        className="panel",
+    )
+
+
+def _exports() -> html.Div:
+    def button(id_, text):
+        return html.Button(text, id=id_, className="button secondary", n_clicks=0)
+
+    return html.Div(
+        [
+            html.Div("Export", className="field-label"),
+            html.Div(
+                [
+                    button(ids.EXPORT_METRICS_CSV, "Metrics CSV"),
+                    button(ids.EXPORT_METRICS_JSON, "Metrics JSON"),
+                    button(ids.EXPORT_PARAMS_JSON, "Fitted maps JSON"),
+                    button(ids.EXPORT_CALIBRATED_CSV, "Calibrated CSV"),
+                    button(ids.EXPORT_REPORT_HTML, "HTML report"),
+                ],
+                className="button-row",
+            ),
+            _field(
+                "Figure download format (camera icon on each figure)",
+                dcc.RadioItems(
+                    id=ids.FIGURE_FORMAT,
+                    options=[{"label": "PNG", "value": "png"}, {"label": "SVG", "value": "svg"}],
+                    value="png",
+                    className="radio inline",
+                ),
+            ),
+            html.Div(id=ids.EXPORT_MESSAGE, className="export-message", role="status"),
+            dcc.Download(id=ids.DOWNLOAD),
+            dcc.Store(id=ids.DOWNLOAD_URL),
+        ],
+        className="panel",
+    )
+
+
+def _fit_bar() -> html.Div:
+    return html.Div(
+        [
+            html.Progress(id=ids.FIT_PROGRESS, value="0", max="1", className="progress idle"),
+            html.Span(id=ids.FIT_STATUS, className="fit-status", role="status"),
+            html.Span(id=ids.FIT_SUMMARY, className="fit-summary"),
+            html.Button(
+                "Cancel", id=ids.FIT_CANCEL, className="button secondary", n_clicks=0, disabled=True
+            ),
+        ],
+        className="fit-bar",
+    )
+
+
+def build_layout(infos: list[ModelInfo], *, max_upload_mb: int) -> html.Div:
+    """The whole page for a session whose usable models are ``infos``."""
+    return html.Div(
+        [
+            html.Header(
+                [
+                    html.H1("Calibration dashboard"),
+                    html.P(
+                        "How far can you trust your classifier's probabilities? Reliability "
+                        "diagrams, calibration errors and post-hoc calibration maps, side by side.",
+                        className="tagline",
+                    ),
+                ],
+                className="app-header",
+            ),
+            html.Div(
+                [
+                    html.Aside(
+                        [_upload_panel(max_upload_mb), _controls(infos), _exports()],
+                        className="sidebar",
+                    ),
+                    html.Main(
+                        [
+                            _fit_bar(),
+                            html.Div(id=ids.MESSAGE, className="message", role="alert"),
+                            html.H2(id=ids.VIEW_TITLE, className="view-title"),
+                            dcc.Loading(
+                                html.Div(id=ids.RELIABILITY_GRID, className="reliability-grid"),
+                                type="dot",
+                                delay_show=400,
+                            ),
+                            html.H2("Metrics", className="section-title"),
+                            html.P(id=ids.METRICS_CAPTION, className="caption"),
+                            dag.AgGrid(
+                                id=ids.METRICS_GRID,
+                                rowData=[],
+                                columnDefs=[],
+                                defaultColDef={
+                                    "sortable": True,
+                                    "resizable": True,
+                                    "filter": False,
+                                    "wrapHeaderText": True,
+                                    "autoHeaderHeight": True,
+                                },
+                                dashGridOptions={
+                                    "domLayout": "autoHeight",
+                                    "tooltipShowDelay": 300,
+                                    "animateRows": False,
+                                },
+                                getRowId="params.data.id",
+                                className="ag-theme-quartz metrics-grid",
+                                style={"width": "100%"},
+                            ),
+                        ],
+                        className="results",
+                    ),
+                ],
+                className="app-body",
+            ),
+            dcc.Store(id=ids.MODELS_STORE, data=[i.to_json() for i in infos]),
+            dcc.Store(id=ids.FIT_STATE),
+        ],
+        className="app",
+    )

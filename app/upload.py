@@ -1,0 +1,163 @@
+"""``POST /api/upload``: multipart upload of prediction files, parsed once, kept server-side.
+
+Request
+    ``multipart/form-data`` with one or more parts named ``file`` (the
+    browser script sends one file per request). The session cookie decides
+    where the models go; the browser never names a session.
+Limits (checked before anything is parsed)
+    A request whose ``Content-Length`` exceeds ``MAX_UPLOAD_MB`` (plus a
+    little multipart overhead) is refused with HTTP 413 without reading its
+    body; a body that turns out longer is cut off by Werkzeug with 413 too;
+    each received file is checked against the limit before the loader sees it.
+    Files are streamed to temporary files in ``CACHE_DIR/uploads``, never
+    held in memory whole.
+Response (JSON)
+    ``200 {"models": [ModelInfo...], "files": [{"file", "models"}], "errors": [...]}``
+    once the files were received: a file the loader rejects is listed in
+    ``errors`` (``{"file", "error"}``, the loader's message) and summarised in
+    ``error``; ``413`` when too large, ``400`` for a request without files.
+    A file that fails never removes models already loaded.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import tempfile
+import unicodedata
+import uuid
+from pathlib import Path
+
+from flask import Flask, Request, jsonify, request
+
+from calibration_core import CalibrationInputError
+from calibration_core.io import load_predictions
+
+from .session import SessionManager
+from .store import DataStore
+
+UPLOAD_PATH = "/api/upload"
+#: Room for multipart boundaries and part headers on top of the file limit.
+MULTIPART_SLACK = 64 * 1024
+MAX_FILES_PER_REQUEST = 10
+MAX_NAME_LENGTH = 120
+
+log = logging.getLogger("calibration_dashboard.upload")
+
+
+def clean_file_name(raw) -> str:
+    """A display name for an uploaded file: no path, no control or bidi characters.
+
+    ``"../../etc/passwd"`` becomes ``"passwd"``; right-to-left overrides and
+    other invisible formatting characters are dropped; the result is at most
+    120 characters (keeping the extension) and never empty.
+    """
+    name = str(raw or "")
+    name = re.split(r"[\\/]", name)[-1]
+    name = "".join(ch for ch in name if unicodedata.category(ch)[0] != "C")
+    name = re.sub(r"\s+", " ", name).strip().lstrip(".")
+    if len(name) > MAX_NAME_LENGTH:
+        _, dot, ext = name.rpartition(".")
+        ext = ext if dot and len(ext) <= 10 else ""
+        name = name[: MAX_NAME_LENGTH - len(ext) - 2] + "…" + ("." + ext if ext else "")
+    return name or "upload"
+
+
+def make_request_class(upload_dir: Path) -> type[Request]:
+    """A Flask Request class that streams uploaded files to ``upload_dir``."""
+    upload_dir.mkdir(parents=True, exist_ok=True)
+
+    class UploadRequest(Request):
+        def _get_file_stream(
+            self, total_content_length, content_type, filename=None, content_length=None
+        ):
+            return tempfile.TemporaryFile(dir=upload_dir, prefix="upload-")
+
+    return UploadRequest
+
+
+def _too_large(limit_mb: int, what: str = "the upload"):
+    body = {
+        "error": f"{what} is larger than the {limit_mb} MB limit; "
+        "split it into smaller files or ask the operator to raise MAX_UPLOAD_MB.",
+        "models": [],
+        "errors": [],
+    }
+    return jsonify(body), 413
+
+
+def _file_size(stream) -> int:
+    stream.seek(0, 2)
+    size = stream.tell()
+    stream.seek(0)
+    return size
+
+
+def register_upload_route(
+    server: Flask, *, store: DataStore, sessions: SessionManager, max_upload_mb: int
+) -> None:
+    """Add ``POST /api/upload`` (and a JSON 413 handler for ``/api/``) to the Flask server."""
+    limit = max_upload_mb * 1024 * 1024
+    server.config["MAX_CONTENT_LENGTH"] = limit + MULTIPART_SLACK
+
+    def handle_413(exc):
+        if request.path.startswith("/api/"):
+            return _too_large(max_upload_mb)
+        return exc
+
+    server.register_error_handler(413, handle_413)
+
+    @server.post(UPLOAD_PATH)
+    def upload_predictions():
+        length = request.content_length
+        if length is not None and length > limit + MULTIPART_SLACK:
+            return _too_large(max_upload_mb)
+        sid = sessions.current()
+        files = request.files.getlist("file")
+        if not files:
+            return jsonify(
+                {
+                    "error": "no file received: send the file in a form field named 'file'.",
+                    "models": [],
+                    "errors": [],
+                }
+            ), 400
+        if len(files) > MAX_FILES_PER_REQUEST:
+            return jsonify(
+                {
+                    "error": f"send at most {MAX_FILES_PER_REQUEST} files per request.",
+                    "models": [],
+                    "errors": [],
+                }
+            ), 400
+        loaded, per_file, errors = [], [], []
+        for part in files:
+            name = clean_file_name(part.filename)
+            try:
+                if _file_size(part.stream) > limit:
+                    return _too_large(max_upload_mb, f"{name}")
+                preds = load_predictions(part.stream, file_name=name)
+                infos = store.add_models(sid, preds, source=name)
+            except CalibrationInputError as exc:
+                errors.append({"file": name, "error": f"{name}: {exc}"})
+                continue
+            except Exception:
+                request_id = uuid.uuid4().hex[:12]
+                log.exception("upload of %r failed (request id %s)", name, request_id)
+                errors.append(
+                    {
+                        "file": name,
+                        "error": f"{name}: could not be read as predictions (unexpected error; "
+                        f"request id {request_id}).",
+                    }
+                )
+                continue
+            finally:
+                part.close()
+            per_file.append({"file": name, "models": [i.handle for i in infos]})
+            loaded.extend(i.to_json() for i in infos)
+        body = {"models": loaded, "files": per_file, "errors": errors}
+        if errors:
+            body["error"] = " ".join(e["error"] for e in errors)
+        # File-level problems are answers, not failed requests: 200 with the messages.
+        return jsonify(body), 200

@@ -1,0 +1,18 @@
+/* Clientside callbacks of the calibration dashboard (namespace "calibration"). */
+window.dash_clientside = Object.assign({}, window.dash_clientside, {
+  calibration: {
+    /* Open a streamed export (a same-origin /api/export/<token> URL) as a download. */
+    openDownload: function (data) {
+      if (data && typeof data.url === "string" && data.url.indexOf("/api/export/") === 0) {
+        var link = document.createElement("a");
+        link.href = data.url;
+        link.download = "";
+        link.rel = "noopener";
+        document.body.appendChild(link);
+        link.click();
+        link.remove();
+      }
+      return true;
+    }
+  }
+});

@@ -1,0 +1,165 @@
+/*
+ * Drag-and-drop upload for the calibration dashboard.
+ *
+ * Files dropped on #upload-zone (or picked with the hidden #upload-input,
+ * opened by clicking the zone or pressing Enter/Space on it) are posted one
+ * by one to POST /api/upload as multipart/form-data (field "file"), with the
+ * session cookie. Progress goes to #upload-status; when all files are done,
+ * the JSON answers are written to the dcc.Store #upload-result with
+ * dash_clientside.set_props, which triggers the Dash callback that refreshes
+ * the model list and shows the messages. Files are never base64-encoded or
+ * re-sent with callbacks.
+ */
+(function () {
+  "use strict";
+
+  var ZONE = "upload-zone";
+  var INPUT = "upload-input";
+  var STATUS = "upload-status";
+  var RESULT = "upload-result";
+  var URL = "/api/upload";
+  var busy = false;
+
+  function setProps(id, props) {
+    if (window.dash_clientside && window.dash_clientside.set_props) {
+      window.dash_clientside.set_props(id, props);
+    }
+  }
+
+  function zone() {
+    return document.getElementById(ZONE);
+  }
+
+  function humanSize(bytes) {
+    if (bytes >= 1048576) return (bytes / 1048576).toFixed(1) + " MB";
+    if (bytes >= 1024) return (bytes / 1024).toFixed(0) + " kB";
+    return bytes + " B";
+  }
+
+  function fileInput() {
+    var input = document.getElementById(INPUT);
+    if (!input) {
+      input = document.createElement("input");
+      input.type = "file";
+      input.id = INPUT;
+      input.multiple = true;
+      input.hidden = true;
+      input.setAttribute("aria-hidden", "true");
+      input.addEventListener("change", function () {
+        var files = Array.prototype.slice.call(input.files || []);
+        input.value = "";
+        uploadAll(files);
+      });
+      document.body.appendChild(input);
+    }
+    var z = zone();
+    if (z && z.dataset.accept) input.accept = z.dataset.accept;
+    return input;
+  }
+
+  function postFile(file) {
+    return new Promise(function (resolve) {
+      var form = new FormData();
+      form.append("file", file, file.name);
+      var xhr = new XMLHttpRequest();
+      xhr.open("POST", URL);
+      xhr.withCredentials = true;
+      xhr.responseType = "text";
+      xhr.upload.onprogress = function (event) {
+        if (event.lengthComputable) {
+          var pct = Math.round((100 * event.loaded) / event.total);
+          setProps(STATUS, {children: "Uploading " + file.name + " … " + pct + "%"});
+        }
+      };
+      xhr.upload.onload = function () {
+        setProps(STATUS, {children: "Reading " + file.name + " …"});
+      };
+      xhr.onload = function () {
+        var body = null;
+        try {
+          body = JSON.parse(xhr.responseText);
+        } catch (e) {
+          body = null;
+        }
+        if (body && typeof body === "object") {
+          resolve({
+            file: file.name,
+            status: xhr.status,
+            models: body.models || [],
+            error: xhr.status >= 400 || (body.errors && body.errors.length) ? body.error || null : null
+          });
+        } else {
+          resolve({file: file.name, status: xhr.status, models: [],
+                   error: file.name + ": the server answered with HTTP " + xhr.status + "."});
+        }
+      };
+      xhr.onerror = function () {
+        resolve({file: file.name, status: 0, models: [],
+                 error: file.name + ": the upload failed (network error)."});
+      };
+      xhr.send(form);
+    });
+  }
+
+  function uploadAll(files) {
+    if (!files.length || busy) return;
+    busy = true;
+    var z = zone();
+    var maxBytes = z ? parseInt(z.dataset.maxBytes || "0", 10) : 0;
+    var results = [];
+    var chain = Promise.resolve();
+    files.forEach(function (file) {
+      chain = chain.then(function () {
+        if (maxBytes && file.size > maxBytes) {
+          results.push({file: file.name, status: 413, models: [],
+                        error: file.name + " is " + humanSize(file.size) + ", larger than the " +
+                               humanSize(maxBytes) + " limit."});
+          return null;
+        }
+        setProps(STATUS, {children: "Uploading " + file.name + " (" + humanSize(file.size) + ") …"});
+        return postFile(file).then(function (r) { results.push(r); });
+      });
+    });
+    chain.then(function () {
+      busy = false;
+      setProps(STATUS, {children: ""});
+      setProps(RESULT, {data: {nonce: Date.now(), results: results}});
+    });
+  }
+
+  function inZone(event) {
+    return event.target && event.target.closest && event.target.closest("#" + ZONE);
+  }
+
+  document.addEventListener("dragover", function (event) {
+    event.preventDefault();  // never let the browser open a dropped file
+    var z = inZone(event);
+    if (z) z.classList.add("dragging");
+  });
+  document.addEventListener("dragleave", function (event) {
+    var z = inZone(event);
+    if (z && !z.contains(event.relatedTarget)) z.classList.remove("dragging");
+  });
+  document.addEventListener("drop", function (event) {
+    event.preventDefault();
+    var z = inZone(event);
+    if (!z) return;
+    z.classList.remove("dragging");
+    var files = Array.prototype.slice.call((event.dataTransfer && event.dataTransfer.files) || []);
+    uploadAll(files);
+  });
+  document.addEventListener("click", function (event) {
+    if (inZone(event)) fileInput().click();
+  });
+  document.addEventListener("keydown", function (event) {
+    if ((event.key === "Enter" || event.key === " ") && inZone(event)) {
+      event.preventDefault();
+      fileInput().click();
+    }
+  });
+  if (document.readyState === "loading") {
+    document.addEventListener("DOMContentLoaded", fileInput);
+  } else {
+    fileInput();
+  }
+})();

@@ -1,0 +1,320 @@
+"""Callback functions as plain functions: validation, numbers equal to the core's, no refits."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+import numpy as np
+import pytest
+
+import app.callbacks.fit as fit_module
+from app import ids
+from app.callbacks.exports import create_calibrated_export, small_export
+from app.callbacks.fit import run_fits
+from app.callbacks.models import after_upload, class_choices
+from app.callbacks.view import RawSettings, render
+from app.exports import safe_cell
+from app.settings import ALL_CLASSES
+from calibration_core import (
+    Predictions,
+    brier_score,
+    classwise_ece,
+    confidence_ece,
+    confidence_mce,
+    log_loss,
+)
+from calibration_core.compare import compare_maps
+from calibration_core.maps.base import CalibrationMap
+
+from .conftest import make_config, prediction_csv
+
+
+def _demo(ctx, name):
+    return next(m for m in ctx.store.demo_models() if m.name == name)
+
+
+def _rows(out):
+    return {(r["model"], r["map"]): r for r in out[1]}
+
+
+def test_uncalibrated_rows_equal_the_core(ctx, sid):
+    nb = _demo(ctx, "digits · naive Bayes")
+    pred = ctx.store.predictions(nb.handle)
+    for scheme, n_bins in (("width", 15), ("frequency", 7), ("width", 100)):
+        raw = RawSettings(handles=[nb.handle], maps=[], scheme=scheme, n_bins=n_bins)
+        out = render(ctx, sid, raw)
+        assert out[5] == []
+        row = _rows(out)[(nb.name, "uncalibrated")]
+        kw = {"n_bins": n_bins, "scheme": scheme}
+        assert row["ece"] == pytest.approx(confidence_ece(pred.probs, pred.labels, **kw), abs=1e-12)
+        assert row["mce"] == pytest.approx(confidence_mce(pred.probs, pred.labels, **kw), abs=1e-12)
+        assert row["classwise_ece"] == pytest.approx(
+            classwise_ece(pred.probs, pred.labels, **kw), abs=1e-12
+        )
+        assert row["brier_score"] == pytest.approx(brier_score(pred.probs, pred.labels))
+        assert row["log_loss"] == pytest.approx(log_loss(pred.probs, pred.labels))
+        assert row["n"] == 1797
+        assert f"{n_bins} equal-{scheme}" in out[3]  # the caption states the binning
+
+
+def test_one_class_and_binary_notions(ctx, sid):
+    bc = _demo(ctx, "breast cancer · naive Bayes")
+    pred = ctx.store.predictions(bc.handle)
+    out = render(ctx, sid, RawSettings(handles=[bc.handle], notion="binary", n_bins=10))
+    row = _rows(out)[(bc.name, "uncalibrated")]
+    from calibration_core import binary_ece
+
+    assert row["ece"] == pytest.approx(binary_ece(pred.probs[:, 1], pred.labels, n_bins=10))
+    # The binary notion on a 10-class model is a readable message, not a crash.
+    digits = _demo(ctx, "digits · MLP")
+    out = render(ctx, sid, RawSettings(handles=[digits.handle], notion="binary"))
+    assert any("needs 2 classes" in m for m in out[5])
+    # All classes: mean of the classes' ECE (= classwise ECE), one panel per class.
+    dpred = ctx.store.predictions(digits.handle)
+    out = render(
+        ctx,
+        sid,
+        RawSettings(handles=[digits.handle], notion="class", class_value=ALL_CLASSES, n_bins=12),
+    )
+    row = _rows(out)[(digits.name, "uncalibrated")]
+    assert row["ece"] == pytest.approx(classwise_ece(dpred.probs, dpred.labels, n_bins=12))
+    assert len(out[0]) == 1  # one graph per model
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "needle"),
+    [
+        ("n_bins", 10**9, "number of bins"),
+        ("n_bins", -3, "number of bins"),
+        ("n_bins", 1, "number of bins"),
+        ("n_bins", "15", "number of bins"),
+        ("n_bins", 2.5, "number of bins"),
+        ("n_bins", True, "number of bins"),
+        ("n_bins", float("nan"), "number of bins"),
+        ("scheme", "quantile", "binning scheme"),
+        ("notion", "<script>", "notion"),
+        ("band", "bootstrap", "band"),
+        ("level", 1.5, "band level"),
+        ("level", "high", "band level"),
+        ("maps", ["temperature", "rm -rf"], "unknown calibration map"),
+        ("maps", "temperature", "list of map names"),
+        ("handles", ["../../etc/passwd"], "not valid"),
+        ("handles", ["demo-0"] * 3 + [f"demo-{i}" for i in range(8)], "at most"),
+        ("heldout", "bootstrap", "held-out"),
+        ("folds", 10**6, "folds"),
+        ("fraction", 0.99, "test fraction"),
+    ],
+)
+def test_crafted_payloads_are_rejected_server_side(ctx, sid, field, value, needle):
+    raw = RawSettings(handles=["demo-4"], maps=[])
+    if field == "fraction":
+        raw.heldout = "split"
+    setattr(raw, field, value)
+    _grid, rows, cols, _caption, _title, messages = render(ctx, sid, raw)
+    assert rows == [] and cols == []
+    assert any(needle in m for m in messages), messages
+    assert not any("Traceback" in m for m in messages)
+
+
+def test_someone_elses_handle_reads_as_expired(ctx, sid):
+    other = "up-" + "A" * 24
+    out = render(ctx, sid, RawSettings(handles=[other]))
+    assert out[1] == []
+    assert any("expired, please upload again" in m for m in out[5])
+
+
+def test_fit_then_cheap_changes_never_refit(ctx, sid, monkeypatch):
+    rf = _demo(ctx, "digits · random forest")
+    progress = []
+    state = run_fits(
+        ctx, sid, [rf.handle], ["temperature", "isotonic"], "folds", 3, 0.5, progress.append
+    )
+    assert state["error"] is None and len(state["fitted"]) == 2
+    assert progress and all(len(p) == 3 for p in progress)
+    assert progress[-1][0] == progress[-1][1] == "6"  # 2 maps x 3 folds
+
+    # The dashboard's numbers are compare_maps' numbers for the same held-out folds.
+    pred = ctx.store.predictions(rf.handle)
+    reference = compare_maps(pred, ["temperature", "isotonic"], folds=3, seed=0, n_bins=15)
+
+    def no_fitting(*args, **kwargs):
+        raise AssertionError("a cheap change refitted a map")
+
+    monkeypatch.setattr(CalibrationMap, "fit", no_fitting)
+    monkeypatch.setattr(fit_module, "compare_maps", no_fitting)
+    again = run_fits(
+        ctx, sid, [rf.handle], ["temperature", "isotonic"], "folds", 3, 0.5, progress.append
+    )
+    assert again["fitted"] == [] and again["summary"] == "All selected maps are fitted."
+
+    raw = RawSettings(handles=[rf.handle], maps=["temperature", "isotonic"], folds=3)
+    rows = _rows(render(ctx, sid, raw))
+    for name in ("uncalibrated", "temperature", "isotonic"):
+        expected = reference.table.loc[name]
+        row = rows[(rf.name, name)]
+        assert row["ece"] == pytest.approx(expected["confidence_ece"], abs=1e-12)
+        assert row["classwise_ece"] == pytest.approx(expected["classwise_ece"], abs=1e-12)
+        assert row["brier_score"] == pytest.approx(expected["brier_score"], abs=1e-12)
+        assert row["accuracy"] == pytest.approx(expected["accuracy"])
+    calibrated = reference.calibrated["temperature"]
+    for change in (
+        {"n_bins": 40},
+        {"scheme": "frequency"},
+        {"band": "consistency"},
+        {"notion": "class", "class_value": "3"},
+        {"level": 0.8},
+    ):
+        raw = RawSettings(handles=[rf.handle], maps=["temperature", "isotonic"], folds=3, **change)
+        out = render(ctx, sid, raw)
+        assert out[5] == []
+        assert len(out[1]) == 3
+    out = render(
+        ctx,
+        sid,
+        RawSettings(
+            handles=[rf.handle], maps=["temperature"], folds=3, n_bins=40, scheme="frequency"
+        ),
+    )
+    row = _rows(out)[(rf.name, "temperature")]
+    assert row["ece"] == pytest.approx(
+        confidence_ece(calibrated.probs, calibrated.labels, n_bins=40, scheme="frequency")
+    )
+
+
+def test_unfitted_maps_show_as_pending_not_as_errors(ctx, sid):
+    nb = _demo(ctx, "breast cancer · naive Bayes")
+    out = render(ctx, sid, RawSettings(handles=[nb.handle], maps=["platt"]))
+    row = _rows(out)[(nb.name, "platt")]
+    assert row["status"].startswith("fitting")
+    assert out[5] == []
+
+
+def test_split_mode_scores_everything_on_the_test_rows(ctx, sid):
+    lr = _demo(ctx, "breast cancer · logistic regression")
+    state = run_fits(ctx, sid, [lr.handle], ["platt"], "split", 5, 0.4, lambda p: None)
+    assert state["error"] is None
+    out = render(
+        ctx, sid, RawSettings(handles=[lr.handle], maps=["platt"], heldout="split", fraction=0.4)
+    )
+    rows = _rows(out)
+    n_test = rows[(lr.name, "uncalibrated")]["n"]
+    assert n_test == rows[(lr.name, "platt")]["n"] == round(0.4 * 569)
+    reference = compare_maps(ctx.store.predictions(lr.handle), ["platt"], test_fraction=0.4, seed=0)
+    assert rows[(lr.name, "platt")]["ece"] == pytest.approx(
+        reference.table.loc["platt", "confidence_ece"]
+    )
+
+
+def test_after_upload_refreshes_from_the_server(ctx, sid):
+    rng = np.random.default_rng(0)
+    pred = Predictions.from_probs(rng.dirichlet([1, 1], 50), rng.integers(0, 2, 50), name="new")
+    (info,) = ctx.store.add_models(sid, [pred], "new.csv")
+    result = {
+        "results": [
+            {"file": "new.csv", "models": [{"handle": info.handle, "name": "new"}]},
+            {"file": "bad.csv", "error": "bad.csv: no label column"},
+            {"file": "forged.csv", "models": [{"handle": "up-notmine", "name": "x"}]},
+        ]
+    }
+    models, options, selection, message = after_upload(ctx.store, sid, result, ["demo-1"])
+    assert selection == ["demo-1", info.handle]  # own new model added, forged handle ignored
+    assert [o["value"] for o in options][-1] == info.handle
+    assert len(models) == 9
+    texts = [m.children for m in message]
+    assert texts == ["new.csv: loaded new.", "bad.csv: no label column"]
+
+
+def test_class_choices_union_and_visibility():
+    models = [
+        {
+            "handle": "demo-0",
+            "name": "a",
+            "n_samples": 1,
+            "n_classes": 2,
+            "class_names": ["x", "y"],
+            "source": "",
+            "has_logits": False,
+        },
+        {
+            "handle": "demo-1",
+            "name": "b",
+            "n_samples": 1,
+            "n_classes": 2,
+            "class_names": ["y", "z"],
+            "source": "",
+            "has_logits": False,
+        },
+    ]
+    options, value, style = class_choices(models, ["demo-0", "demo-1"], "class", None)
+    assert [o["value"] for o in options] == [ALL_CLASSES, "x", "y", "z"]
+    assert value == "x" and style == {}
+    assert class_choices(models, ["demo-1"], "confidence", "z")[1:] == ("z", {"display": "none"})
+
+
+def test_small_exports(ctx, sid):
+    rng = np.random.default_rng(1)
+    pred = Predictions.from_probs(
+        rng.dirichlet([1, 1, 1], 300),
+        rng.integers(0, 3, 300),
+        name='=HYPERLINK("http://x")',
+        class_names=["-a", "b", "c"],
+    )
+    (info,) = ctx.store.add_models(sid, [pred], "evil.csv")
+    raw = RawSettings(handles=[info.handle, "demo-4"], maps=[])
+    data = small_export(ctx, sid, ids.EXPORT_METRICS_CSV, raw)
+    assert data["filename"].startswith("calibration-metrics-") and data["filename"].endswith(".csv")
+    table = list(csv.DictReader(io.StringIO(data["content"])))
+    assert table[0]["model"] == '\'=HYPERLINK("http://x")'
+    assert float(table[0]["ece"]) == pytest.approx(confidence_ece(pred.probs, pred.labels))
+    doc = json.loads(small_export(ctx, sid, ids.EXPORT_METRICS_JSON, raw)["content"])
+    assert doc["rows"][1]["model"] == "digits · naive Bayes"
+    assert doc["settings"]["binning"] == {"scheme": "width", "n_bins": 15}
+    report = small_export(ctx, sid, ids.EXPORT_REPORT_HTML, raw)["content"]
+    assert report.startswith("<!DOCTYPE html>") and "plotly" in report.lower()
+    assert '<script src="http' not in report  # plotly.js inlined: opens offline
+    assert "&lt;" not in report or "<img" not in report
+    assert safe_cell(-0.5) == -0.5 and safe_cell("-0.5") == "'-0.5" and safe_cell("@x") == "'@x"
+    assert safe_cell("\tx") == "'\tx" and safe_cell("\rx") == "'\rx" and safe_cell("ok") == "ok"
+
+
+def test_params_export_after_fitting(ctx, sid):
+    lr = _demo(ctx, "breast cancer · logistic regression")
+    run_fits(ctx, sid, [lr.handle], ["temperature"], "folds", 2, 0.5, lambda p: None)
+    raw = RawSettings(handles=[lr.handle], maps=["temperature"], folds=2)
+    doc = json.loads(small_export(ctx, sid, ids.EXPORT_PARAMS_JSON, raw)["content"])
+    folds = doc["models"][lr.name]["temperature"]
+    assert len(folds) == 2 and all(f["map"] == "temperature" for f in folds)
+
+
+def test_calibrated_csv_is_streamed_to_its_session_only(tmp_path):
+    from app.factory import create_app
+    from app.session import COOKIE_NAME
+
+    dash_app = create_app(make_config(tmp_path))
+    ctx = dash_app.server.extensions["calibration_dashboard"]
+    owner, stranger = dash_app.server.test_client(), dash_app.server.test_client()
+    owner.get("/healthz")
+    stranger.get("/healthz")
+    sid = ctx.sessions.verify(owner.get_cookie(COOKIE_NAME).value)[0]
+    data = {"file": [(io.BytesIO(prediction_csv(n=120, k=2, class_names=["no", "=yes"])), "m.csv")]}
+    handle = owner.post("/api/upload", data=data, content_type="multipart/form-data").json[
+        "models"
+    ][0]["handle"]
+    run_fits(ctx, sid, [handle], ["platt"], "folds", 2, 0.5, lambda p: None)
+    url = create_calibrated_export(ctx, sid, RawSettings(handles=[handle], maps=["platt"], folds=2))
+    assert stranger.get(url).status_code == 404
+    response = owner.get(url)
+    assert response.status_code == 200
+    assert "attachment" in response.headers["Content-Disposition"]
+    rows = list(csv.reader(io.StringIO(response.get_data(as_text=True))))
+    assert rows[0] == ["model", "calibrator", "row", "label", "p_no", "p_=yes"]
+    assert len(rows) == 1 + 2 * 120
+    assert {r[1] for r in rows[1:]} == {"uncalibrated", "platt"}
+    assert {r[3] for r in rows[1:]} <= {"no", "'=yes"}
+    cal = ctx.store.predictions(
+        ctx.store.get_fit(handle, "platt", RawSettings(folds=2).parse()[2]).variant
+    )
+    platt_rows = [r for r in rows[1:] if r[1] == "platt"]
+    np.testing.assert_allclose([float(r[5]) for r in platt_rows], cal.probs[:, 1])

@@ -1,0 +1,140 @@
+"""POST /api/upload with Flask's test client: multipart, 413 before parsing, messages, isolation."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+
+import app.upload as upload_module
+from app.factory import create_app
+from app.upload import UPLOAD_PATH, clean_file_name
+
+from .conftest import make_config, prediction_csv
+
+
+@pytest.fixture(scope="module")
+def dash_app(tmp_path_factory):
+    return create_app(make_config(tmp_path_factory.mktemp("upload"), max_upload_mb=1))
+
+
+@pytest.fixture
+def client(dash_app):
+    client = dash_app.server.test_client()
+    client.get("/healthz")  # gets a session cookie
+    return client
+
+
+def _store(dash_app):
+    return dash_app.server.extensions["calibration_dashboard"].store
+
+
+def _post(client, *files):
+    data = {"file": [(io.BytesIO(content), name) for name, content in files]}
+    return client.post(UPLOAD_PATH, data=data, content_type="multipart/form-data")
+
+
+def test_upload_a_csv_becomes_a_model(client, dash_app):
+    response = _post(client, ("scores.csv", prediction_csv(n=300, k=3)))
+    assert response.status_code == 200
+    body = response.json
+    assert body["errors"] == []
+    (model,) = body["models"]
+    assert model["name"] == "scores" and model["n_samples"] == 300 and model["n_classes"] == 3
+    assert model["class_names"] == ["c0", "c1", "c2"]
+    assert model["handle"].startswith("up-")
+    # The page of this session now lists it; the browser only ever saw the handle.
+    assert model["handle"] in client.get("/_dash-layout").get_data(as_text=True)
+
+
+def test_one_file_with_several_models(client):
+    content = (
+        prediction_csv(n=200, k=2, model="a")
+        + prediction_csv(n=150, k=2, model="b").split(b"\n", 1)[1]
+    )
+    body = _post(client, ("two.csv", content)).json
+    assert [m["name"] for m in body["models"]] == ["a", "b"]
+    assert [m["n_samples"] for m in body["models"]] == [200, 150]
+
+
+def test_bad_file_gives_the_loaders_message_and_models_stay(client, dash_app):
+    good = _post(client, ("first.csv", prediction_csv(n=100))).json["models"][0]
+    response = _post(client, ("broken.csv", b"a,b\n1,2\nx,y\n"))
+    assert response.status_code == 200
+    body = response.json
+    assert body["models"] == []
+    (error,) = body["errors"]
+    assert error["file"] == "broken.csv"
+    assert "broken.csv" in error["error"] and "label" in error["error"]
+    assert "Traceback" not in error["error"]
+    page = client.get("/_dash-layout").get_data(as_text=True)
+    assert good["handle"] in page
+
+
+def test_too_large_is_refused_before_parsing(client, monkeypatch):
+    def must_not_parse(*args, **kwargs):
+        raise AssertionError("the loader ran on an oversized upload")
+
+    monkeypatch.setattr(upload_module, "load_predictions", must_not_parse)
+    big = b"x" * (1024 * 1024 + 100_000)
+    response = _post(client, ("big.csv", big))
+    assert response.status_code == 413
+    assert "1 MB limit" in response.json["error"]
+    # A lying Content-Length is refused from the header alone.
+    response = client.post(
+        UPLOAD_PATH,
+        data=b"--x--",
+        content_type="multipart/form-data; boundary=x",
+        environ_overrides={"CONTENT_LENGTH": str(10**9)},
+    )
+    assert response.status_code == 413
+
+
+def test_file_just_over_the_limit_inside_the_multipart_slack(client, monkeypatch):
+    monkeypatch.setattr(
+        upload_module, "load_predictions", lambda *a, **k: pytest.fail("parsed an oversized file")
+    )
+    response = _post(client, ("edge.csv", b"y" * (1024 * 1024 + 10)))
+    assert response.status_code == 413
+
+
+def test_request_without_files(client):
+    response = client.post(UPLOAD_PATH, data={"other": "x"}, content_type="multipart/form-data")
+    assert response.status_code == 400
+    assert "form field named 'file'" in response.json["error"]
+
+
+def test_sessions_do_not_see_each_others_uploads(dash_app):
+    alice, bob = dash_app.server.test_client(), dash_app.server.test_client()
+    handle = _post(alice, ("alice.csv", prediction_csv(n=120))).json["models"][0]["handle"]
+    assert handle in alice.get("/_dash-layout").get_data(as_text=True)
+    assert handle not in bob.get("/_dash-layout").get_data(as_text=True)
+
+
+def test_hostile_file_names_are_cleaned(client):
+    body = _post(client, ("../../etc/evil\u202ename.csv", prediction_csv(n=80))).json
+    (model,) = body["models"]
+    assert model["source"] == "evilname.csv"
+    assert "/" not in model["name"] and "\u202e" not in model["name"]
+
+
+@pytest.mark.parametrize(
+    ("raw", "clean"),
+    [
+        ("scores.csv", "scores.csv"),
+        ("..\\..\\win\\x.csv", "x.csv"),
+        ("/abs/path/y.parquet", "y.parquet"),
+        ("\u202egpj.csv", "gpj.csv"),
+        ("a\x00b\nc.csv", "abc.csv"),
+        ("", "upload"),
+        ("...", "upload"),
+        (None, "upload"),
+    ],
+)
+def test_clean_file_name(raw, clean):
+    assert clean_file_name(raw) == clean
+
+
+def test_long_names_are_shortened_keeping_the_extension():
+    name = clean_file_name("a" * 500 + ".parquet")
+    assert len(name) <= 120 and name.endswith(".parquet")

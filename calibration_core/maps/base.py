@@ -96,23 +96,27 @@ class CalibrationMap(ClassifierMixin, BaseEstimator):
             return np.asarray(X.probs), (None if X.logits is None else np.asarray(X.logits))
         kind = self._input_kind()
         if kind == "probs":
-            arr = np.asarray(X)
-            if arr.ndim == 2 and arr.dtype.kind in "biuf" and arr.size:
-                finite = np.isfinite(arr).all()
-                on_simplex = (
-                    finite
-                    and arr.min() >= 0
-                    and arr.max() <= 1
-                    and np.all(np.abs(arr.sum(axis=1) - 1) <= ROW_SUM_TOLERANCE)
-                )
-                if finite and not on_simplex:
-                    raise CalibrationInputError(
-                        f"{type(self).__name__} expected probabilities (rows in [0, 1] summing "
-                        "to 1) but got values that are not on the simplex "
-                        f"(from {arr.min():.4g} to {arr.max():.4g}); if these are logits, "
-                        "build the map with input='logits'."
+            try:
+                return check_prob_matrix(X), None
+            except CalibrationInputError:
+                # Say which input was expected when finite values are off the simplex.
+                arr = np.asarray(X)
+                if arr.ndim == 2 and arr.dtype.kind in "biuf" and arr.size:
+                    finite = np.isfinite(arr).all()
+                    on_simplex = (
+                        finite
+                        and arr.min() >= 0
+                        and arr.max() <= 1
+                        and np.all(np.abs(arr.sum(axis=1) - 1) <= ROW_SUM_TOLERANCE)
                     )
-            return check_prob_matrix(X), None
+                    if finite and not on_simplex:
+                        raise CalibrationInputError(
+                            f"{type(self).__name__} expected probabilities (rows in [0, 1] "
+                            "summing to 1) but got values that are not on the simplex "
+                            f"(from {arr.min():.4g} to {arr.max():.4g}); if these are logits, "
+                            "build the map with input='logits'."
+                        ) from None
+                raise
         z = np.asarray(X)
         if z.dtype == object or z.dtype.kind not in "biuf" or z.ndim != 2 or z.shape[1] < 2:
             raise CalibrationInputError(

@@ -1,0 +1,176 @@
+"""Empirical histogram binning (survey §5.3, eq. 3-4), one-vs-rest for K > 2.
+
+The score range [0, 1] is cut into ``n_bins`` bins by the core
+:class:`~calibration_core.binning.Binning` engine (equal width, or equal
+frequency with edges taken from the fit scores; its conventions for edges and
+ties apply), and every score in bin ``m`` is mapped to the bin value::
+
+    a_m = (positives_m + alpha) / (count_m + 2 alpha)
+
+``alpha = 0`` (default) is the survey's empirical frequency of positives in
+the bin; ``alpha > 0`` is Laplace smoothing towards 1/2 (PyCalib uses
+``alpha = 1``).
+
+Empty bins (no fit score fell in them)
+    With ``alpha > 0`` the formula gives 1/2, the prior mean of the smoothing.
+    With ``alpha = 0`` the bin takes the value of the nearest non-empty bin
+    (by bin index; the mean of both neighbours when they are equally near),
+    which keeps the map as monotone as the data allow. A pooled base rate or
+    1/2 would put an arbitrary step into the reliability curve where the fit
+    had no data (for example between two high-confidence bins).
+
+Outputs are clipped to ``[eps, 1 - eps]``: an empirical bin of negatives
+only would otherwise predict exactly 0.
+"""
+
+from __future__ import annotations
+
+from numbers import Real
+from typing import Any
+
+import numpy as np
+
+from ..binning import Binning
+from ..errors import CalibrationInputError
+from .onevsrest import BinaryColumns, OneVsRestMap, _warn_few_rows
+from .registry import register
+
+__all__ = ["HistogramBinning"]
+
+
+def fill_empty_bins(values: np.ndarray, count: np.ndarray) -> np.ndarray:
+    """Give every empty bin the value of the nearest non-empty bin, shape (C, M).
+
+    Parameters
+    ----------
+    values : numpy.ndarray, shape (C, M)
+        Bin values (anything where ``count == 0``).
+    count : numpy.ndarray, shape (C, M)
+        Scores per bin; every row has a non-empty bin.
+    """
+    n_cols, m = values.shape
+    idx = np.broadcast_to(np.arange(m), (n_cols, m))
+    full = count > 0
+    left = np.maximum.accumulate(np.where(full, idx, -1), axis=1)
+    right = np.minimum.accumulate(np.where(full, idx, m)[:, ::-1], axis=1)[:, ::-1]
+    d_left = np.where(left >= 0, idx - left, np.iinfo(np.int64).max)
+    d_right = np.where(right < m, right - idx, np.iinfo(np.int64).max)
+    v_left = np.take_along_axis(values, np.clip(left, 0, m - 1), axis=1)
+    v_right = np.take_along_axis(values, np.clip(right, 0, m - 1), axis=1)
+    nearest = np.where(
+        d_left < d_right, v_left, np.where(d_right < d_left, v_right, 0.5 * (v_left + v_right))
+    )
+    return np.where(full, values, nearest)
+
+
+@register
+class HistogramBinning(OneVsRestMap):
+    """Histogram binning, one-vs-rest for K > 2 (registry name ``"histogram"``).
+
+    Parameters
+    ----------
+    n_bins : int
+        Number of bins M.
+    scheme : {"width", "frequency"}
+        Equal-width bins, or equal-frequency bins whose edges are order
+        statistics of each column's fit scores.
+    alpha : float
+        Laplace smoothing ``>= 0`` (0: the empirical frequency).
+    eps : float
+        Outputs are clipped to ``[eps, 1 - eps]``.
+    input : {"probs", "logits"}
+        What ``X`` holds; logits are turned into probabilities by a softmax.
+
+    Attributes
+    ----------
+    edges_ : numpy.ndarray, shape (C, M + 1)
+        Bin edges per fitted column (C = 1 for K = 2, the positive class; else K).
+    values_ : numpy.ndarray, shape (C, M)
+        Bin values ``a_m`` (empty bins filled, see the module docstring).
+    counts_ : numpy.ndarray, shape (C, M)
+        Fit scores per bin.
+    """
+
+    name = "histogram"
+
+    def __init__(
+        self,
+        n_bins: int = 10,
+        scheme: str = "width",
+        alpha: float = 0.0,
+        eps: float = 1e-7,
+        input: str = "probs",
+    ) -> None:
+        self.n_bins = n_bins
+        self.scheme = scheme
+        self.alpha = alpha
+        self.eps = eps
+        self.input = input
+
+    def _binning(self) -> Binning:
+        return Binning(scheme=self.scheme, n_bins=self.n_bins)
+
+    def _check_params(self) -> None:
+        if (
+            isinstance(self.alpha, bool)
+            or not isinstance(self.alpha, Real)
+            or not (0.0 <= float(self.alpha) < np.inf)
+        ):
+            raise CalibrationInputError(
+                f"HistogramBinning alpha (Laplace smoothing) must be a number >= 0, "
+                f"got {self.alpha!r}."
+            )
+        _check_eps(self.eps, "HistogramBinning")
+
+    def _output_eps(self) -> float:
+        return float(self.eps)
+
+    def _fit_columns(self, columns: BinaryColumns) -> None:
+        binning = self._binning()
+        self._check_params()
+        _warn_few_rows(type(self).__name__, columns.n_rows, binning.n_bins)
+        columns.warn_one_sided(type(self).__name__)
+        if columns.n_classes == 2:
+            scores = np.ascontiguousarray(columns.scores[0])
+            stats = binning.statistics(scores, columns.targets(0))
+        else:
+            stats = binning.classwise_statistics(columns.probs, columns.labels)
+        count = np.atleast_2d(stats.count)
+        positives = np.atleast_2d(stats.sum_target)
+        alpha = float(self.alpha)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            values = (positives + alpha) / (count + 2.0 * alpha)
+        if alpha == 0.0:
+            values = fill_empty_bins(values, count)
+        self.edges_ = np.array(np.atleast_2d(stats.edges), dtype=np.float64)
+        self.values_ = values
+        self.counts_ = count.astype(np.int64)
+
+    def _predict_columns(self, scores: np.ndarray) -> np.ndarray:
+        binning = self._binning()
+        if binning.scheme == "width":
+            idx = binning.assign(scores)
+        else:
+            idx = np.empty(scores.shape, np.intp)
+            for c in range(scores.shape[0]):
+                idx[c] = binning.assign(scores[c], self.edges_[c])
+        return np.take_along_axis(self.values_, idx, axis=1)
+
+    def _fitted_state(self) -> dict[str, Any]:
+        return {
+            "edges": self.edges_.tolist(),
+            "values": self.values_.tolist(),
+            "counts": self.counts_.tolist(),
+        }
+
+    def _load_fitted_state(self, state: dict[str, Any]) -> None:
+        self.edges_ = np.asarray(state["edges"], dtype=np.float64)
+        self.values_ = np.asarray(state["values"], dtype=np.float64)
+        self.counts_ = np.asarray(state["counts"], dtype=np.int64)
+
+
+def _check_eps(eps, who: str) -> None:
+    if isinstance(eps, bool) or not isinstance(eps, Real) or not (0.0 <= float(eps) < 0.5):
+        raise CalibrationInputError(
+            f"{who} eps (output clip) must be a number in [0, 0.5), got {eps!r}."
+        )

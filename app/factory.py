@@ -17,9 +17,10 @@ from flask import jsonify
 
 from .callbacks import register_callbacks
 from .callbacks.exports import register_export_route
+from .callbacks.view import render
 from .config import MB, AppConfig
 from .context import AppContext
-from .layout import build_layout
+from .layout import build_layout, default_settings
 from .session import SessionManager
 from .store import DataStore
 from .upload import make_request_class, register_upload_route
@@ -84,9 +85,15 @@ def create_app(config: AppConfig | None = None) -> Dash:
         return jsonify({"status": "ok"})
 
     def serve_layout():
-        return build_layout(
-            store.session_models(sessions.current()), max_upload_mb=config.max_upload_mb
-        )
+        sid = sessions.current()
+        infos = store.session_models(sid)
+        raw = default_settings(infos)
+        try:
+            view = render(ctx, sid, raw)
+        except Exception:  # the page must load; the controls can redraw the view
+            log.exception("drawing the initial view failed")
+            view = None
+        return build_layout(infos, max_upload_mb=config.max_upload_mb, raw=raw, view=view)
 
     app.layout = serve_layout
     register_callbacks(app, ctx)

@@ -13,6 +13,7 @@ from dash import dcc, html
 from calibration_core.maps import MAP_NAMES, available_maps
 
 from . import ids
+from .options import class_choices, default_selection, model_options
 from .settings import (
     BAND_LABELS,
     LEVELS,
@@ -23,10 +24,10 @@ from .settings import (
     MIN_BINS,
     MIN_FOLDS,
     MIN_TEST_FRACTION,
+    RawSettings,
 )
 from .store import ModelInfo
 
-DEFAULT_MODELS = ("digits · naive Bayes", "digits · random forest")
 DEFAULT_MAPS = ("temperature", "isotonic")
 MAP_LABELS = {
     "histogram": "histogram binning",
@@ -41,27 +42,19 @@ MAP_LABELS = {
 ACCEPT = ".csv,.tsv,.txt,.gz,.parquet,.pq,.npz"
 
 
-def model_label(info: ModelInfo) -> str:
-    """Dropdown label of a model: name, size, classes (plain text)."""
-    return f"{info.name} ({info.n_samples:,} × {info.n_classes})"
-
-
-def model_options(infos: list[ModelInfo]) -> list[dict]:
-    """Dropdown options (labels are strings: Dash renders them as text)."""
-    return [{"label": model_label(i), "value": i.handle} for i in infos]
-
-
-def default_selection(infos: list[ModelInfo]) -> list[str]:
-    """The demo models shown first."""
-    chosen = [i.handle for i in infos if i.name in DEFAULT_MODELS]
-    return chosen or [i.handle for i in infos[:1]]
-
-
-def _field(label: str, *children, field_id: str | None = None, hint: str | None = None):
+def _field(
+    label: str,
+    *children,
+    field_id: str | None = None,
+    hint: str | None = None,
+    style: dict | None = None,
+):
     kids = [html.Div(label, className="field-label"), *children]
     if hint:
         kids.append(html.Div(hint, className="field-hint"))
     props = {"id": field_id} if field_id else {}
+    if style is not None:
+        props["style"] = style
     return html.Div(kids, className="field", **props)
 
 
@@ -95,8 +88,19 @@ def _upload_panel(max_upload_mb: int) -> html.Div:
     )
 
 
-def _controls(infos: list[ModelInfo]) -> html.Div:
+def default_settings(infos: list[ModelInfo]) -> RawSettings:
+    """What the page starts with: the default demo models and maps, 15 equal-width bins."""
     known = set(available_maps())
+    return RawSettings(
+        handles=default_selection(infos), maps=[m for m in DEFAULT_MAPS if m in known]
+    )
+
+
+def _controls(infos: list[ModelInfo], raw: RawSettings) -> html.Div:
+    known = set(available_maps())
+    class_options, class_value, class_style = class_choices(
+        [i.to_json() for i in infos], raw.handles, raw.notion, raw.class_value
+    )
     map_options = [
         {
             "label": MAP_LABELS.get(n, n) + ("" if n in known else " (not available)"),
@@ -112,7 +116,7 @@ def _controls(infos: list[ModelInfo]) -> html.Div:
                 dcc.Checklist(
                     id=ids.MODEL_SELECT,
                     options=model_options(infos),
-                    value=default_selection(infos),
+                    value=list(raw.handles or []),
                     className="checklist models",
                 ),
                 hint=f"shown side by side; at most {MAX_SELECTED_MODELS} at a time",
@@ -126,15 +130,21 @@ def _controls(infos: list[ModelInfo]) -> html.Div:
                         {"label": "one class vs rest", "value": "class"},
                         {"label": "binary (K = 2)", "value": "binary"},
                     ],
-                    value="confidence",
+                    value=raw.notion,
                     className="radio",
                 ),
             ),
             _field(
                 "Class",
-                dcc.Dropdown(id=ids.CLASS_SELECT, options=[], value=None, clearable=False),
+                dcc.Dropdown(
+                    id=ids.CLASS_SELECT,
+                    options=class_options,
+                    value=class_value,
+                    clearable=False,
+                ),
                 field_id=ids.CLASS_FIELD,
                 hint="“all classes” draws one panel per class.",
+                style=class_style,
             ),
             _field(
                 "Binning",
@@ -144,7 +154,7 @@ def _controls(infos: list[ModelInfo]) -> html.Div:
                         {"label": "equal width", "value": "width"},
                         {"label": "equal frequency", "value": "frequency"},
                     ],
-                    value="width",
+                    value=raw.scheme,
                     className="radio inline",
                 ),
                 dcc.Slider(
@@ -152,7 +162,7 @@ def _controls(infos: list[ModelInfo]) -> html.Div:
                     min=MIN_BINS,
                     max=MAX_BINS,
                     step=1,
-                    value=15,
+                    value=raw.n_bins,
                     marks={v: str(v) for v in (2, 25, 50, 75, 100)},
                 ),
                 hint=f"number of bins, {MIN_BINS} to {MAX_BINS}",
@@ -164,14 +174,14 @@ def _controls(infos: list[ModelInfo]) -> html.Div:
                         dcc.Dropdown(
                             id=ids.BAND,
                             options=[{"label": v, "value": k} for k, v in BAND_LABELS.items()],
-                            value="wilson",
+                            value=raw.band,
                             clearable=False,
                             className="grow",
                         ),
                         dcc.Dropdown(
                             id=ids.BAND_LEVEL,
                             options=[{"label": f"{v:.0%}", "value": v} for v in LEVELS],
-                            value=0.95,
+                            value=raw.level,
                             clearable=False,
                             className="level",
                         ),
@@ -184,7 +194,7 @@ def _controls(infos: list[ModelInfo]) -> html.Div:
                 dcc.Checklist(
                     id=ids.MAPS,
                     options=map_options,
-                    value=[m for m in DEFAULT_MAPS if m in known],
+                    value=list(raw.maps or []),
                     className="checklist",
                 ),
             ),
@@ -196,7 +206,7 @@ def _controls(infos: list[ModelInfo]) -> html.Div:
                         {"label": "k-fold cross-fitting", "value": "folds"},
                         {"label": "train/test split", "value": "split"},
                     ],
-                    value="folds",
+                    value=raw.heldout,
                     className="radio",
                 ),
                 html.Div(
@@ -205,7 +215,7 @@ def _controls(infos: list[ModelInfo]) -> html.Div:
                         min=MIN_FOLDS,
                         max=MAX_FOLDS,
                         step=1,
-                        value=5,
+                        value=raw.folds,
                         marks={v: str(v) for v in (2, 5, 10, 20)},
                     ),
                     id=ids.FOLDS_FIELD,
@@ -216,7 +226,7 @@ def _controls(infos: list[ModelInfo]) -> html.Div:
                         min=MIN_TEST_FRACTION,
                         max=MAX_TEST_FRACTION,
                         step=0.05,
-                        value=0.5,
+                        value=raw.fraction,
                         marks={0.1: "10%", 0.5: "50%", 0.9: "90%"},
                     ),
                     id=ids.SPLIT_FIELD,
@@ -277,8 +287,26 @@ def _fit_bar() -> html.Div:
     )
 
 
-def build_layout(infos: list[ModelInfo], *, max_upload_mb: int) -> html.Div:
-    """The whole page for a session whose usable models are ``infos``."""
+def build_layout(
+    infos: list[ModelInfo],
+    *,
+    max_upload_mb: int,
+    raw: RawSettings | None = None,
+    view: tuple | None = None,
+) -> html.Div:
+    """The whole page for a session whose usable models are ``infos``.
+
+    Parameters
+    ----------
+    raw : RawSettings, optional
+        The controls' initial values (default: :func:`default_settings`).
+    view : tuple, optional
+        The initial view, :func:`app.callbacks.view.render`'s output for
+        ``raw``: drawn with the page itself, so the first diagrams need no
+        callback round trip.
+    """
+    raw = default_settings(infos) if raw is None else raw
+    grid, rows, cols, table_caption, title, messages = view or ([], [], [], "", "", [])
     return html.Div(
         [
             html.Header(
@@ -295,25 +323,32 @@ def build_layout(infos: list[ModelInfo], *, max_upload_mb: int) -> html.Div:
             html.Div(
                 [
                     html.Aside(
-                        [_upload_panel(max_upload_mb), _controls(infos), _exports()],
+                        [_upload_panel(max_upload_mb), _controls(infos, raw), _exports()],
                         className="sidebar",
                     ),
                     html.Main(
                         [
                             _fit_bar(),
-                            html.Div(id=ids.MESSAGE, className="message", role="alert"),
-                            html.H2(id=ids.VIEW_TITLE, className="view-title"),
+                            html.Div(
+                                [html.Div(m, className="message-line") for m in messages],
+                                id=ids.MESSAGE,
+                                className="message",
+                                role="alert",
+                            ),
+                            html.H2(title, id=ids.VIEW_TITLE, className="view-title"),
                             dcc.Loading(
-                                html.Div(id=ids.RELIABILITY_GRID, className="reliability-grid"),
+                                html.Div(
+                                    grid, id=ids.RELIABILITY_GRID, className="reliability-grid"
+                                ),
                                 type="dot",
                                 delay_show=400,
                             ),
                             html.H2("Metrics", className="section-title"),
-                            html.P(id=ids.METRICS_CAPTION, className="caption"),
+                            html.P(table_caption, id=ids.METRICS_CAPTION, className="caption"),
                             dag.AgGrid(
                                 id=ids.METRICS_GRID,
-                                rowData=[],
-                                columnDefs=[],
+                                rowData=rows,
+                                columnDefs=cols,
                                 defaultColDef={
                                     "sortable": True,
                                     "resizable": True,

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import logging
 
-from .config import AppConfig
+from .config import AppConfig, ConfigError
 from .factory import create_app
 
 
@@ -16,7 +16,10 @@ def serve(host: str = "127.0.0.1", port: int = 8050, debug: bool = False) -> Non
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
-    config = AppConfig.from_env()
+    try:
+        config = AppConfig.from_env()
+    except ConfigError as exc:
+        raise SystemExit(f"calibration-dashboard: configuration error: {exc}") from None
     app = create_app(config)
     # Compute (or read) the demo before the first request, so the first page is quick.
     app.server.extensions["calibration_dashboard"].store.demo_models()

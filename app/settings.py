@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from calibration_core import CalibrationInputError
 from calibration_core.maps import MAP_NAMES, available_maps
@@ -226,3 +226,31 @@ def parse_handles(values) -> tuple[str, ...]:
         if v not in out:
             out.append(v)
     return tuple(out)
+
+
+@dataclass
+class RawSettings:
+    """The raw values of every control, as a callback receives them."""
+
+    handles: object = None
+    maps: object = field(default_factory=list)
+    heldout: object = "folds"
+    folds: object = 5
+    fraction: object = 0.5
+    notion: object = "confidence"
+    class_value: object = None
+    scheme: object = "width"
+    n_bins: object = 15
+    band: object = "wilson"
+    level: object = 0.95
+
+    def parse(self):
+        """Validated ``(handles, maps, heldout, view)``; raises SettingsError."""
+        return (
+            parse_handles(self.handles),
+            parse_maps(self.maps),
+            parse_heldout(self.heldout, self.folds, self.fraction),
+            parse_view(
+                self.notion, self.class_value, self.scheme, self.n_bins, self.band, self.level
+            ),
+        )

@@ -11,8 +11,10 @@ Keys
 ----
 ``session:<sid>``
     The session's uploaded models (a list of :class:`ModelInfo` dicts).
-``pred:<handle>``
-    A Predictions (arrays and, when warmed, its sorted scores).
+``pred:<handle>`` and ``arr:<handle>:...``
+    A Predictions: a small record naming its arrays, and each array (with
+    the load-time sorted scores of every notion) as a raw ``.npy`` file that
+    readers memory-map, so workers share one copy in the page cache.
 ``fit:<data handle>:<map>:<held-out key>``
     One fitted map's result (:class:`FitRecord` as a dict); its calibrated
     predictions live under ``pred:<variant handle>``.
@@ -28,8 +30,11 @@ bounded in size, least recently used entries first.
 from __future__ import annotations
 
 import hashlib
+import io
+import os
 import secrets
 import threading
+import time
 from collections import OrderedDict
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -38,7 +43,7 @@ from typing import Any
 import diskcache
 import numpy as np
 
-from calibration_core import CalibrationInputError, Predictions
+from calibration_core import CalibrationInputError, Predictions, SortedScores
 from calibration_core.demo import demo_predictions
 
 from .settings import HeldOut
@@ -46,6 +51,8 @@ from .settings import HeldOut
 DEMO_PREFIX = "demo-"
 UPLOAD_PREFIX = "up-"
 VARIANT_PREFIX = "var-"
+#: Layout version of the disk store (a new version starts in a new subdirectory).
+STORE_FORMAT = 2
 #: Sorted scores of every notion are precomputed when N * K is at most this.
 WARM_LIMIT = 20_000_000
 
@@ -122,12 +129,19 @@ def _readonly(pred: Predictions) -> Predictions:
     return pred
 
 
+def _slot_arrays(obj) -> dict[str, np.ndarray] | None:
+    """The array attributes of a ``__slots__`` object (a SortedScores), or None."""
+    slots = getattr(type(obj), "__slots__", ())
+    out = {name: getattr(obj, name, None) for name in slots}
+    return out if out and all(isinstance(a, np.ndarray) for a in out.values()) else None
+
+
 def _nbytes(pred: Predictions) -> int:
     n = pred.probs.nbytes + pred.labels.nbytes
     if pred.logits is not None:
         n += pred.logits.nbytes
-    for s in pred._sorted.values():
-        n += s.scores.nbytes + s.cum_score.nbytes + s.cum_target.nbytes
+    for sorted_scores in pred._sorted.values():
+        n += sum(a.nbytes for a in (_slot_arrays(sorted_scores) or {}).values())
     return n
 
 
@@ -169,7 +183,7 @@ class DataStore:
     Parameters
     ----------
     directory : path
-        Shared by every worker of the instance.
+        Shared by every worker of the instance (data goes to ``v<STORE_FORMAT>/`` in it).
     size_limit_bytes : int
         Bound of the disk store (LRU eviction).
     ttl_seconds : int
@@ -190,7 +204,7 @@ class DataStore:
         max_models_per_session: int = 20,
         demo_seed: int = 0,
     ) -> None:
-        self.directory = Path(directory)
+        self.directory = Path(directory) / f"v{STORE_FORMAT}"
         self.directory.mkdir(parents=True, exist_ok=True)
         self.cache = diskcache.Cache(
             str(self.directory),
@@ -205,6 +219,7 @@ class DataStore:
         self._memo_lock = threading.Lock()
         self._demo_lock = threading.Lock()
         self._demo_infos: list[ModelInfo] | None = None
+        self._touched: dict[str, float] = {}
 
     # ------------------------------------------------------------------ demo
     def demo_models(self) -> list[ModelInfo]:
@@ -303,14 +318,91 @@ class DataStore:
         )
 
     # ----------------------------------------------------------- predictions
+    def _put_array(self, key: str, arr: np.ndarray) -> None:
+        buf = io.BytesIO()
+        np.save(buf, np.ascontiguousarray(arr), allow_pickle=False)
+        buf.seek(0)
+        # read=True: diskcache stores the raw .npy bytes as a file (no pickle).
+        self.cache.set(key, buf, read=True, expire=self.ttl)
+
+    def _get_array(self, key: str) -> np.ndarray:
+        handle = self.cache.get(key, default=None, read=True)
+        if handle is None:
+            raise DataUnavailable("your data expired, please upload again.")
+        with handle:
+            path = getattr(handle, "name", None)
+            if isinstance(path, str) and os.path.isfile(path):
+                # Memory-mapped: no copy, and the page cache is shared by all workers.
+                return np.load(path, mmap_mode="r", allow_pickle=False)
+            return np.load(io.BytesIO(handle.read()), allow_pickle=False)
+
     def put_predictions(self, handle: str, pred: Predictions) -> None:
-        """Store predictions (with warmed sorted scores) under a handle."""
+        """Store predictions, with the sorted scores of every notion, under a handle.
+
+        Arrays are kept as ``.npy`` files in the disk store (one key each) and
+        memory-mapped when read; the small ``pred:<handle>`` record that lists
+        them is written last, so a reader never sees half a model.
+        """
         warm(pred)
-        self.cache.set(f"pred:{handle}", pred, expire=self.ttl)
+        arrays = {"probs": pred.probs, "labels": pred.labels}
+        if pred.logits is not None:
+            arrays["logits"] = pred.logits
+        record = {
+            "name": pred.name,
+            "class_names": list(pred.class_names),
+            "arrays": [],
+            "sorted": [],
+        }
+        for field_name, arr in arrays.items():
+            self._put_array(f"arr:{handle}:{field_name}", arr)
+            record["arrays"].append(field_name)
+        for key, sorted_scores in pred._sorted.items():
+            slots = _slot_arrays(sorted_scores)
+            if slots is None:
+                continue
+            tag = f"{key[0]}:{key[1]}"
+            for slot, arr in slots.items():
+                self._put_array(f"arr:{handle}:sorted:{tag}:{slot}", arr)
+            record["sorted"].append((list(key), list(slots)))
+        self.cache.set(f"pred:{handle}", record, expire=self.ttl)
         self._memory.put(handle, _readonly(pred))
 
+    def _load_predictions(self, handle: str) -> Predictions:
+        record = self.cache.get(f"pred:{handle}", default=None)
+        if not isinstance(record, dict):
+            raise DataUnavailable("your data expired, please upload again.")
+        arrays = {name: self._get_array(f"arr:{handle}:{name}") for name in record["arrays"]}
+        pred = Predictions(
+            probs=arrays["probs"],
+            labels=arrays["labels"],
+            class_names=tuple(record["class_names"]),
+            logits=arrays.get("logits"),
+            name=record["name"],
+        )
+        for key, slots in record["sorted"]:
+            tag = f"{key[0]}:{key[1]}"
+            sorted_scores = SortedScores.__new__(SortedScores)
+            for slot in slots:
+                setattr(sorted_scores, slot, self._get_array(f"arr:{handle}:sorted:{tag}:{slot}"))
+            pred._sorted[(key[0], key[1])] = sorted_scores
+        self._touch(handle, record)
+        return pred
+
+    def _touch(self, handle: str, record: dict) -> None:
+        """Extend the expiry of a model's record and arrays (at most once a minute)."""
+        now = time.monotonic()
+        if now - self._touched.get(handle, -1e9) < 60:
+            return
+        self._touched[handle] = now
+        self.cache.touch(f"pred:{handle}", expire=self.ttl)
+        for name in record["arrays"]:
+            self.cache.touch(f"arr:{handle}:{name}", expire=self.ttl)
+        for key, slots in record["sorted"]:
+            for slot in slots:
+                self.cache.touch(f"arr:{handle}:sorted:{key[0]}:{key[1]}:{slot}", expire=self.ttl)
+
     def predictions(self, handle: str) -> Predictions:
-        """The predictions stored under ``handle`` (memory first, then disk)."""
+        """The predictions stored under ``handle`` (memory first, then the disk store)."""
         pred = self._memory.get(handle)
         if pred is not None:
             return pred
@@ -320,11 +412,7 @@ class DataStore:
             pred = self._memory.get(handle)
             if pred is not None:
                 return pred
-        pred = self.cache.get(f"pred:{handle}", default=None)
-        if pred is None:
-            raise DataUnavailable("your data expired, please upload again.")
-        self.cache.touch(f"pred:{handle}", expire=self.ttl)
-        _readonly(pred)
+        pred = self._load_predictions(handle)
         self._memory.put(handle, pred)
         return pred
 
@@ -348,7 +436,9 @@ class DataStore:
             return None
         record = FitRecord(**data)
         if record.variant is not None and self._memory.get(record.variant) is None:
-            if f"pred:{record.variant}" not in self.cache:
+            try:
+                self.predictions(record.variant)
+            except DataUnavailable:
                 return None
         self.cache.touch(key, expire=self.ttl)
         return record

@@ -13,9 +13,9 @@ from dash import Input, Output, State, html
 
 from .. import ids
 from ..context import AppContext
-from ..layout import model_options
-from ..settings import ALL_CLASSES, MAX_SELECTED_MODELS
-from ..store import DataStore, ModelInfo
+from ..options import class_choices, model_options
+from ..settings import MAX_SELECTED_MODELS
+from ..store import DataStore
 
 
 def upload_messages(result, known: set[str]) -> list[tuple[str, str]]:
@@ -69,23 +69,6 @@ def after_upload(store: DataStore, sid, result, selected) -> tuple:
     return [i.to_json() for i in infos], model_options(infos), selection, message
 
 
-def class_choices(models_json, selected, notion, current) -> tuple[list[dict], object, dict]:
-    """Class picker options (union of the selected models' classes), value and visibility."""
-    infos = [ModelInfo.from_json(m) for m in (models_json or []) if isinstance(m, dict)]
-    chosen = [i for i in infos if i.handle in (selected or [])]
-    names: list[str] = []
-    for info in chosen:
-        for c in info.class_names:
-            if c not in names:
-                names.append(c)
-    options = [{"label": "all classes (small multiples)", "value": ALL_CLASSES}]
-    options += [{"label": f"class {c}", "value": c} for c in names[:1000]]
-    valid = {o["value"] for o in options}
-    value = current if current in valid else (names[0] if names else ALL_CLASSES)
-    style = {} if notion == "class" else {"display": "none"}
-    return options, value, style
-
-
 def register(app, ctx: AppContext) -> None:
     """Upload follow-up, class picker and held-out field callbacks."""
 
@@ -109,6 +92,7 @@ def register(app, ctx: AppContext) -> None:
         Input(ids.MODEL_SELECT, "value"),
         Input(ids.NOTION, "value"),
         State(ids.CLASS_SELECT, "value"),
+        prevent_initial_call=True,  # the layout starts with these options
     )
     def on_models_or_notion(models_json, selected, notion, current):
         return class_choices(models_json, selected, notion, current)

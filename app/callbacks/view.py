@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import logging
 import uuid
-from dataclasses import dataclass
 
 from dash import Input, Output, dcc, html
 
@@ -20,38 +19,10 @@ from .. import ids
 from ..analysis import ViewResult, build_view
 from ..context import AppContext
 from ..figures import empty_figure, graph_config, reliability_figure_dict, view_title
-from ..settings import parse_handles, parse_heldout, parse_maps, parse_view
+from ..settings import RawSettings
 from ..tables import caption, column_defs, row_data
 
 log = logging.getLogger("calibration_dashboard.view")
-
-
-@dataclass
-class RawSettings:
-    """The raw values of every control, as a callback receives them."""
-
-    handles: object = None
-    maps: object = None
-    heldout: object = "folds"
-    folds: object = 5
-    fraction: object = 0.5
-    notion: object = "confidence"
-    class_value: object = None
-    scheme: object = "width"
-    n_bins: object = 15
-    band: object = "wilson"
-    level: object = 0.95
-
-    def parse(self):
-        """Validated ``(handles, maps, heldout, view)``; raises SettingsError."""
-        return (
-            parse_handles(self.handles),
-            parse_maps(self.maps),
-            parse_heldout(self.heldout, self.folds, self.fraction),
-            parse_view(
-                self.notion, self.class_value, self.scheme, self.n_bins, self.band, self.level
-            ),
-        )
 
 
 def compute_view(ctx: AppContext, sid, raw: RawSettings) -> ViewResult:
@@ -73,6 +44,9 @@ def graphs(result: ViewResult, fmt: str = "png") -> list:
             )
         )
     return out
+
+
+__all__ = ["RawSettings", "compute_view", "graphs", "register", "render"]
 
 
 def render(ctx: AppContext, sid, raw: RawSettings, fit_state=None, fmt="png") -> tuple:
@@ -142,6 +116,8 @@ def register(app, ctx: AppContext) -> None:
         Input(ids.BAND_LEVEL, "value"),
         Input(ids.FIT_STATE, "data"),
         Input(ids.FIGURE_FORMAT, "value"),
+        # The page arrives with the initial view drawn (app.factory.serve_layout).
+        prevent_initial_call=True,
     )
     def update_view(*values):
         raw = RawSettings(*values[:11])

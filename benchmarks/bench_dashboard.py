@@ -1,0 +1,260 @@
+"""Dashboard speed (issue 4): server time per interaction, first paint, a 200 MB upload.
+
+    python benchmarks/bench_dashboard.py                  # everything
+    python benchmarks/bench_dashboard.py --only interactions --rows 1000000 --classes 10
+
+Sections
+--------
+interactions
+    Drives the view callback's plain function (:func:`app.callbacks.view.render`)
+    plus the JSON encoding Dash does, on N x K predictions stored the way an
+    upload stores them, with one fitted map (temperature, 2-fold) next to the
+    uncalibrated panel. Prints the median server time of changing the bin
+    count, the scheme, the band and the notion. Target: < 300 ms each.
+upload
+    Writes a CSV of about 200 MB (N x K probabilities and a label), starts
+    the dashboard, POSTs the file to ``/api/upload`` as multipart and prints
+    the time until the parsed model is stored.
+paint
+    Starts the dashboard (cold: empty cache directory, the demo is fitted;
+    warm: the demo is read from the cache) and measures, with Chromium driven
+    by Playwright, the time from process start until the first reliability
+    diagram is drawn. Target: < 3 s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+
+
+def synthetic_logits(n: int, k: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Over-confident logits and labels drawn from a tempered softmax, shapes (N, K), (N,)."""
+    rng = np.random.default_rng(seed)
+    z = rng.normal(size=(n, k)) * 3.0
+    z[np.arange(n), rng.integers(0, k, n)] += 2.0
+    p = np.exp(z / 2.0 - (z / 2.0).max(axis=1, keepdims=True))
+    p /= p.sum(axis=1, keepdims=True)
+    u = rng.random(n)[:, None]
+    labels = (p.cumsum(axis=1) < u).sum(axis=1).clip(0, k - 1)
+    return z, labels
+
+
+# ----------------------------------------------------------------- interactions
+def bench_interactions(n: int, k: int, repeats: int) -> None:
+    import plotly.io as pio
+
+    from app.callbacks.fit import run_fits
+    from app.callbacks.view import RawSettings, render
+    from app.config import AppConfig
+    from app.context import AppContext
+    from app.session import SessionManager, new_session_id
+    from app.store import DataStore
+    from calibration_core import Predictions
+
+    print(f"\n== interactions on {n:,} x {k} predictions ==")
+    tmp = Path(tempfile.mkdtemp(prefix="bench-dash-"))
+    config = AppConfig(cache_dir=tmp, secret_key="bench-secret-key-0123456789")
+    store = DataStore(tmp / "store", memory_bytes=4 << 30, size_limit_bytes=16 << 30)
+    ctx = AppContext(config, store, SessionManager(config.secret_key, 3600))
+    sid = new_session_id()
+    z, y = synthetic_logits(n, k)
+    t0 = time.perf_counter()
+    pred = Predictions.from_logits(z, y, name="bench")
+    t1 = time.perf_counter()
+    (info,) = store.add_models(sid, [pred], "bench.csv")
+    t2 = time.perf_counter()
+    print(
+        f"validate + softmax: {t1 - t0:.2f} s; store with sorted scores of every notion: "
+        f"{t2 - t1:.2f} s (once, at upload)"
+    )
+    t0 = time.perf_counter()
+    state = run_fits(ctx, sid, [info.handle], ["temperature"], "folds", 2, 0.5, lambda p: None)
+    print(
+        f"fit temperature scaling, 2-fold cross-fitting (background job): "
+        f"{time.perf_counter() - t0:.2f} s {state['error'] or ''}"
+    )
+    # A fresh worker: the fitted predictions come from disk once, then from memory.
+    base = {"handles": [info.handle], "maps": ["temperature"], "folds": 2}
+    t0 = time.perf_counter()
+    render(ctx, sid, RawSettings(**base))
+    print(f"first view (reads the fitted predictions): {time.perf_counter() - t0:.3f} s")
+
+    def serve(raw):
+        out = render(ctx, sid, raw)
+        # What Dash does with the outputs before sending them.
+        pio.json.to_json_plotly([c.to_plotly_json() for c in out[0]] + list(out[1:]))
+        return out
+
+    cases = {
+        "bins 15 -> 37": [{"n_bins": 15}, {"n_bins": 37}],
+        "bins -> 100": [{"n_bins": 60}, {"n_bins": 100}],
+        "scheme width -> frequency": [{"scheme": "width"}, {"scheme": "frequency"}],
+        "band -> Clopper-Pearson": [{"band": "wilson"}, {"band": "clopper-pearson"}],
+        "band -> consistency": [{"band": "jeffreys"}, {"band": "consistency"}],
+        "level 95% -> 80%": [{"level": 0.95}, {"level": 0.8}],
+        "notion -> class 3": [{"notion": "confidence"}, {"notion": "class", "class_value": "3"}],
+        "notion -> all classes": [
+            {"notion": "confidence"},
+            {"notion": "class", "class_value": "__all__"},
+        ],
+        "notion -> confidence": [{"notion": "class", "class_value": "3"}, {"notion": "confidence"}],
+    }
+    print(f"{'interaction':32s} {'median ms':>10s} {'max ms':>8s}  target < 300 ms")
+    worst = 0.0
+    for label, (before, after) in cases.items():
+        times = []
+        for _ in range(repeats):
+            serve(RawSettings(**base, **before))
+            start = time.perf_counter()
+            out = serve(RawSettings(**base, **after))
+            times.append((time.perf_counter() - start) * 1000)
+            assert out[5] == [], out[5]
+        med = statistics.median(times)
+        worst = max(worst, med)
+        print(f"{label:32s} {med:10.1f} {max(times):8.1f}  {'ok' if med < 300 else 'SLOW'}")
+    print(f"worst median: {worst:.1f} ms")
+
+
+# ----------------------------------------------------------------------- server
+def start_server(cache_dir: Path, port: int, extra_env: dict | None = None):
+    env = dict(os.environ, CACHE_DIR=str(cache_dir), PYTHONPATH=str(REPO))
+    env.update(extra_env or {})
+    code = f"from app.server import serve; serve(port={port})"
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    return proc
+
+
+def wait_healthy(port: int, timeout: float = 120.0) -> None:
+    import urllib.request
+
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=2):
+                return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError("the server did not start")
+
+
+def bench_paint(port: int) -> None:
+    from playwright.sync_api import sync_playwright
+
+    print("\n== first paint of the demo ==")
+    cache = Path(tempfile.mkdtemp(prefix="bench-paint-"))
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
+        for label in ("cold (demo fitted, empty cache)", "warm (demo read from the cache)"):
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            start = time.perf_counter()
+            proc = start_server(cache, port)
+            try:
+                wait_healthy(port)
+                up = time.perf_counter() - start
+                page.goto(f"http://127.0.0.1:{port}/")
+                page.wait_for_selector(
+                    ".reliability-graph .main-svg .scatterlayer .trace", timeout=60_000
+                )
+                painted = time.perf_counter() - start
+            finally:
+                proc.terminate()
+                proc.wait(timeout=30)
+                page.close()
+            print(
+                f"{label:34s} server up {up:5.2f} s, first diagram {painted:5.2f} s (target < 3 s)"
+            )
+        browser.close()
+
+
+def bench_upload(port: int, n: int, k: int) -> None:
+    import pandas as pd
+    import requests
+
+    print("\n== 200 MB CSV upload ==")
+    tmp = Path(tempfile.mkdtemp(prefix="bench-upload-"))
+    path = tmp / "big.csv"
+    z, y = synthetic_logits(n, k, seed=1)
+    p = np.exp(z - z.max(axis=1, keepdims=True))
+    p /= p.sum(axis=1, keepdims=True)
+    frame = pd.DataFrame(p, columns=[f"p_{j}" for j in range(k)])
+    frame["label"] = y
+    t0 = time.perf_counter()
+    frame.to_csv(path, index=False, float_format="%.17g")
+    size_mb = path.stat().st_size / 2**20
+    print(f"wrote {size_mb:.0f} MB ({n:,} rows x {k} classes) in {time.perf_counter() - t0:.1f} s")
+    proc = start_server(tmp / "cache", port, {"MAX_UPLOAD_MB": str(int(size_mb) + 16)})
+    try:
+        wait_healthy(port)
+        session = requests.Session()
+        session.get(f"http://127.0.0.1:{port}/healthz")
+        t0 = time.perf_counter()
+        with path.open("rb") as fh:
+            response = session.post(
+                f"http://127.0.0.1:{port}/api/upload",
+                files={"file": ("big.csv", fh)},
+                timeout=600,
+            )
+        seconds = time.perf_counter() - t0
+        body = response.json()
+        models = body.get("models", [])
+        print(
+            f"HTTP {response.status_code}: {len(models)} model(s) "
+            f"{[(m['name'], m['n_samples'], m['n_classes']) for m in models]} "
+            f"{body.get('error') or ''}"
+        )
+        print(f"upload + parse + store: {seconds:.1f} s ({size_mb / seconds:.0f} MB/s)")
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--only", choices=("interactions", "upload", "paint"), action="append")
+    parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--classes", type=int, default=10)
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--port", type=int, default=8157)
+    args = parser.parse_args(argv)
+    only = set(args.only or ("interactions", "upload", "paint"))
+    print(
+        f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs, "
+        f"load average {os.getloadavg()[0]:.1f}"
+    )
+    if "interactions" in only:
+        bench_interactions(args.rows, args.classes, args.repeats)
+    if "paint" in only:
+        bench_paint(args.port)
+    if "upload" in only:
+        bench_upload(args.port, args.rows, args.classes)
+
+
+if __name__ == "__main__":
+    main()

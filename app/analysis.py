@@ -37,6 +37,10 @@ from .settings import BANDS, CONSISTENCY_RESAMPLES, HeldOut, ViewSettings
 from .store import DataStore, DataUnavailable, ModelInfo
 
 UNCALIBRATED = "uncalibrated"
+#: Panel text of a map that is not fitted yet (the background fit is running).
+PENDING = "fitting… (see the progress bar)"
+#: Panel text of a map whose fit was cancelled.
+CANCELLED = "not fitted: cancelled (press Fit to resume)"
 #: Equal-width bins of the score histogram when the chosen scheme is equal-frequency.
 HISTOGRAM_BINS = 40
 
@@ -113,7 +117,11 @@ def targets(info: ModelInfo, view: ViewSettings) -> list[tuple[int | None, str |
 
 
 def variants(
-    store: DataStore, info: ModelInfo, maps: tuple[str, ...], heldout: HeldOut
+    store: DataStore,
+    info: ModelInfo,
+    maps: tuple[str, ...],
+    heldout: HeldOut,
+    pending: str = PENDING,
 ) -> list[Variant]:
     """The uncalibrated predictions (first) and every selected map's, from the store."""
     out: list[Variant] = []
@@ -122,13 +130,13 @@ def variants(
     else:
         record = store.get_fit(info.handle, UNCALIBRATED, heldout)
         if record is None or record.variant is None:
-            out.append(Variant(UNCALIBRATED, None, None, message="splitting… (see progress)"))
+            out.append(Variant(UNCALIBRATED, None, None, message=pending))
         else:
             out.append(Variant(UNCALIBRATED, record.variant, store.predictions(record.variant)))
     for name in maps:
         record = store.get_fit(info.handle, name, heldout)
         if record is None:
-            out.append(Variant(name, None, None, message="fitting… (see progress)"))
+            out.append(Variant(name, None, None, message=pending))
         elif record.error is not None or record.variant is None:
             out.append(Variant(name, None, None, message=f"failed: {record.error}"))
         else:
@@ -190,14 +198,15 @@ def model_view(
     maps: tuple[str, ...],
     heldout: HeldOut,
     view: ViewSettings,
+    pending: str = PENDING,
 ) -> tuple[ModelView, list[dict]]:
-    """Panels and metric rows of one model."""
+    """Panels and metric rows of one model (``pending``: text of maps not fitted yet)."""
     mv = ModelView(info)
     rows: list[dict] = []
     binning = Binning(view.scheme, view.n_bins)
     hist_binning = binning if view.scheme == "width" else Binning("width", HISTOGRAM_BINS)
     rows_of_classes = targets(info, view)
-    for variant in variants(store, info, maps, heldout):
+    for variant in variants(store, info, maps, heldout, pending):
         row = {"model": info.name, "map": variant.calibrator}
         if variant.pred is None:
             for _, label in rows_of_classes:
@@ -239,13 +248,14 @@ def build_view(
     maps: tuple[str, ...],
     heldout: HeldOut,
     view: ViewSettings,
+    pending: str = PENDING,
 ) -> ViewResult:
     """The whole view of the selected models (problems become messages, never exceptions)."""
     result = ViewResult(view=view, heldout=heldout, maps=maps)
     for handle in handles:
         try:
             info = store.resolve(sid, handle)
-            mv, rows = model_view(store, info, maps, heldout, view)
+            mv, rows = model_view(store, info, maps, heldout, view, pending)
         except DataUnavailable as exc:
             if str(exc) not in result.messages:
                 result.messages.append(str(exc))

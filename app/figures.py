@@ -24,6 +24,7 @@ from __future__ import annotations
 import html
 import math
 import re
+import textwrap
 
 import numpy as np
 import plotly.graph_objects as go
@@ -53,6 +54,14 @@ FONT = "system-ui, -apple-system, 'Segoe UI', Roboto, 'Helvetica Neue', Arial, s
 def plot_text(value) -> str:
     """A user-supplied string made safe for Plotly text (tags show literally)."""
     return html.escape(str(value), quote=False)
+
+
+def wrapped_text(value, width: int = 26, max_lines: int = 6) -> str:
+    """A user-visible message for a small panel: escaped, wrapped with ``<br>``."""
+    lines = textwrap.wrap(str(value), width=width) or [""]
+    if len(lines) > max_lines:
+        lines = [*lines[: max_lines - 1], lines[max_lines - 1] + " …"]
+    return "<br>".join(plot_text(line) for line in lines)
 
 
 def safe_file_stem(value, default: str = "figure") -> str:
@@ -324,7 +333,7 @@ def reliability_figure_dict(mv: ModelView, view: ViewSettings, heldout: HeldOut)
         if panel.curve is None:
             annotations.append(
                 {
-                    "text": plot_text(panel.message or "no data"),
+                    "text": wrapped_text(panel.message or "no data"),
                     "x": 0.5,
                     "y": 0.5,
                     "xref": f"{rel_ref} domain",

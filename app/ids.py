@@ -36,6 +36,7 @@ FIT_STATE = "fit-state"  # dcc.Store: summary of the last fit (triggers re-rende
 FIT_PROGRESS = "fit-progress"  # html.Progress
 FIT_STATUS = "fit-status"  # text next to the progress bar
 FIT_CANCEL = "fit-cancel"  # button
+FIT_START = "fit-start"  # button: fit what is missing (e.g. after a cancel)
 FIT_SUMMARY = "fit-summary"  # outcome of the last fit (shown when idle)
 
 # -- results -----------------------------------------------------------------

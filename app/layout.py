@@ -279,6 +279,7 @@ def _fit_bar() -> html.Div:
             html.Progress(id=ids.FIT_PROGRESS, value="0", max="1", className="progress idle"),
             html.Span(id=ids.FIT_STATUS, className="fit-status", role="status"),
             html.Span(id=ids.FIT_SUMMARY, className="fit-summary"),
+            html.Button("Fit", id=ids.FIT_START, className="button", n_clicks=0, disabled=True),
             html.Button(
                 "Cancel", id=ids.FIT_CANCEL, className="button secondary", n_clicks=0, disabled=True
             ),

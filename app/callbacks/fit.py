@@ -150,20 +150,23 @@ def register(app, ctx: AppContext) -> None:
         Input(ids.HELDOUT, "value"),
         Input(ids.FOLDS, "value"),
         Input(ids.TEST_FRACTION, "value"),
+        Input(ids.FIT_START, "n_clicks"),
         background=True,
         progress=[
             Output(ids.FIT_PROGRESS, "value"),
             Output(ids.FIT_PROGRESS, "max"),
             Output(ids.FIT_STATUS, "children"),
         ],
+        progress_default=["0", "1", ""],
         running=[
             (Output(ids.FIT_CANCEL, "disabled"), False, True),
+            (Output(ids.FIT_START, "disabled"), True, False),
             (Output(ids.FIT_PROGRESS, "className"), "progress", "progress idle"),
             (Output(ids.FIT_SUMMARY, "className"), "fit-summary hidden", "fit-summary"),
         ],
         cancel=[Input(ids.FIT_CANCEL, "n_clicks")],
     )
-    def fit_maps(set_progress, handles, maps, mode, folds, fraction):
+    def fit_maps(set_progress, handles, maps, mode, folds, fraction, _start_clicks):
         try:
             return run_fits(
                 ctx, ctx.session_id(), handles, maps, mode, folds, fraction, set_progress
@@ -176,3 +179,18 @@ def register(app, ctx: AppContext) -> None:
                 "fitted": [],
                 "error": f"fitting failed unexpectedly (request id {request_id}).",
             }
+
+    @app.callback(
+        Output(ids.FIT_STATE, "data", allow_duplicate=True),
+        Input(ids.FIT_CANCEL, "n_clicks"),
+        prevent_initial_call=True,
+    )
+    def fit_cancelled(_clicks):
+        # Dash stops the job; maps finished before the cancel stay in the store.
+        return {
+            "nonce": uuid.uuid4().hex,
+            "fitted": [],
+            "error": None,
+            "cancelled": True,
+            "summary": "Fitting cancelled; maps fitted before that are kept. Press Fit to resume.",
+        }

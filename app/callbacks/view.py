@@ -16,7 +16,7 @@ from dash import Input, Output, dcc, html
 from calibration_core import CalibrationInputError
 
 from .. import ids
-from ..analysis import ViewResult, build_view
+from ..analysis import CANCELLED, PENDING, ViewResult, build_view
 from ..context import AppContext
 from ..figures import empty_figure, graph_config, reliability_figure_dict, view_title
 from ..settings import RawSettings
@@ -25,10 +25,10 @@ from ..tables import caption, column_defs, row_data
 log = logging.getLogger("calibration_dashboard.view")
 
 
-def compute_view(ctx: AppContext, sid, raw: RawSettings) -> ViewResult:
+def compute_view(ctx: AppContext, sid, raw: RawSettings, pending: str = PENDING) -> ViewResult:
     """The validated view of a session (raises SettingsError on a bad setting)."""
     handles, maps, heldout, view = raw.parse()
-    return build_view(ctx.store, sid, handles, maps, heldout, view)
+    return build_view(ctx.store, sid, handles, maps, heldout, view, pending)
 
 
 def graphs(result: ViewResult, fmt: str = "png") -> list:
@@ -58,10 +58,14 @@ def render(ctx: AppContext, sid, raw: RawSettings, fit_state=None, fmt="png") ->
         (grid children, rowData, columnDefs, caption, title, message)
     """
     messages = []
-    if isinstance(fit_state, dict) and isinstance(fit_state.get("error"), str):
-        messages.append(fit_state["error"])
+    pending = PENDING
+    if isinstance(fit_state, dict):
+        if isinstance(fit_state.get("error"), str):
+            messages.append(fit_state["error"])
+        if fit_state.get("cancelled") is True:
+            pending = CANCELLED
     try:
-        result = compute_view(ctx, sid, raw)
+        result = compute_view(ctx, sid, raw, pending)
     except CalibrationInputError as exc:
         return (
             [dcc.Graph(figure=empty_figure("Nothing to show: fix the setting on the left."))],

@@ -189,6 +189,11 @@ def test_unfitted_maps_show_as_pending_not_as_errors(ctx, sid):
     row = _rows(out)[(nb.name, "platt")]
     assert row["status"].startswith("fitting")
     assert out[5] == []
+    # After a cancel, the same panels say so instead of promising a fit.
+    out = render(
+        ctx, sid, RawSettings(handles=[nb.handle], maps=["platt"]), fit_state={"cancelled": True}
+    )
+    assert "cancelled" in _rows(out)[(nb.name, "platt")]["status"]
 
 
 def test_split_mode_scores_everything_on_the_test_rows(ctx, sid):

@@ -14,6 +14,7 @@ from app.figures import (
     reliability_figure,
     reliability_figure_dict,
     safe_file_stem,
+    wrapped_text,
 )
 from app.settings import HeldOut, parse_view
 from app.store import ModelInfo
@@ -128,6 +129,9 @@ def test_pending_panels_show_their_message():
     fig = reliability_figure_dict(ModelView(_info(pred), panels), view, HeldOut())
     assert "fitting…" in [a["text"] for a in fig["layout"]["annotations"]]
     assert len(_traces(fig, "observed frequency at mean score")) == 1
+    long = wrapped_text("failed: <b>" + " word" * 60)
+    assert "<br>" in long and "&lt;b&gt;" in long and "<b>" not in long
+    assert long.count("<br>") <= 5 and long.endswith("…")
 
 
 def test_title_states_notion_binning_band_and_heldout():

@@ -22,27 +22,47 @@ from __future__ import annotations
 
 import numpy as np
 
-from .binning import Binning, BinStatistics
-from .notions import top_label
-from .validation import check_labels, check_prob_matrix, check_scores
+from .binning import Binning, BinStatistics, stack_statistics
+from .notions import top_label_block
+from .validation import (
+    check_labels,
+    check_scores,
+    prob_array,
+    prob_blocks,
+    raise_prob_error,
+)
 
 #: Default lower clip for the log-loss.
 LOG_LOSS_EPS = 1e-15
 
+# Every function below reads its input once, in cache-sized blocks that are
+# validated and used while they are in cache (see validation.prob_blocks).
 
-def _probs_labels(probs, labels) -> tuple[np.ndarray, np.ndarray]:
-    p = check_prob_matrix(probs)
-    y = check_labels(labels, p.shape[0], p.shape[1])
-    return p, y
+
+def _probs_labels(probs, labels) -> tuple[np.ndarray, np.ndarray, int]:
+    """Shape-checked probabilities (not yet value-checked), checked labels, and K."""
+    arr = prob_array(probs)
+    k = 2 if arr.ndim == 1 else arr.shape[1]
+    return arr, check_labels(labels, arr.shape[0], k), k
 
 
 def _binary_inputs(scores, labels) -> tuple[np.ndarray, np.ndarray]:
     arr = np.asarray(scores)
     if arr.ndim == 2 and arr.shape[1] == 2:
-        s = check_prob_matrix(arr)[:, 1].copy()
+        for _ in prob_blocks(arr):  # validate the rows, then keep the positive column
+            pass
+        s = np.ascontiguousarray(arr[:, 1], dtype=np.float64)
     else:
         s = check_scores(arr)
     return s, check_labels(labels, s.shape[0], 2)
+
+
+def _column(arr: np.ndarray, j: int) -> np.ndarray:
+    """Class ``j``'s column as contiguous float64 (``1 - s`` or ``s`` for binary scores)."""
+    if arr.ndim == 1:
+        s = arr.astype(np.float64, copy=False)
+        return 1.0 - s if j == 0 else s
+    return np.ascontiguousarray(arr[:, j], dtype=np.float64)
 
 
 # ----------------------------------------------------------- bin statistics
@@ -72,9 +92,28 @@ def confidence_statistics(
     probs : array-like, shape (N, K) or (N,)
     labels : array-like, shape (N,)
     """
-    p, y = _probs_labels(probs, labels)
-    confidence, correct = top_label(p, y)
-    return Binning(scheme, n_bins).statistics(confidence, correct)
+    arr, y, _ = _probs_labels(probs, labels)
+    binning = Binning(scheme, n_bins)
+    n = arr.shape[0]
+    if scheme == "width":
+        counter = binning.counter()
+    else:  # the edges need every confidence first
+        confidence = np.empty(n)
+        correct = np.empty(n, dtype=np.bool_)
+    # The row maximum is the confidence: check it instead of a separate max pass.
+    for start, block in prob_blocks(arr, check_max=False):
+        stop = start + block.shape[0]
+        conf, ok = top_label_block(block, y[start:stop])
+        if not conf.max() <= 1.0:
+            raise_prob_error(arr)
+        if scheme == "width":
+            counter.add(conf, ok)
+        else:
+            confidence[start:stop] = conf
+            correct[start:stop] = ok
+    if scheme == "width":
+        return counter.statistics(binning.edges(None))
+    return binning.statistics(confidence, correct)
 
 
 def classwise_statistics(
@@ -87,8 +126,16 @@ def classwise_statistics(
     probs : array-like, shape (N, K) or (N,)
     labels : array-like, shape (N,)
     """
-    p, y = _probs_labels(probs, labels)
-    return Binning(scheme, n_bins).classwise_statistics(p, y)
+    arr, y, k = _probs_labels(probs, labels)
+    binning = Binning(scheme, n_bins)
+    if scheme == "width":
+        counter = binning.classwise_counter(k)
+        for start, block in prob_blocks(arr):
+            counter.add(block, y[start : start + block.shape[0]])
+        return counter.statistics()
+    for _ in prob_blocks(arr):  # validate; each class's column is then binned on its own
+        pass
+    return stack_statistics([binning.statistics(_column(arr, j), y == j) for j in range(k)])
 
 
 # ------------------------------------------------------------------ errors
@@ -175,8 +222,9 @@ def confidence_mce(probs, labels, *, n_bins: int = 15, scheme: str = "width") ->
 
 
 # ----------------------------------------------------------- scoring rules
-def _true_class_prob(p: np.ndarray, y: np.ndarray) -> np.ndarray:
-    return np.take_along_axis(p, y[:, None], axis=1)[:, 0]
+def _true_class_prob(block: np.ndarray, y: np.ndarray) -> np.ndarray:
+    n, k = block.shape
+    return block.reshape(-1).take(y + np.arange(0, n * k, k))
 
 
 def brier_score(probs, labels) -> float:
@@ -194,9 +242,16 @@ def brier_score(probs, labels) -> float:
     -------
     float
     """
-    p, y = _probs_labels(probs, labels)
-    squares = np.einsum("ij,ij->i", p, p)
-    return float(np.mean(squares - 2.0 * _true_class_prob(p, y) + 1.0))
+    arr, y, _ = _probs_labels(probs, labels)
+    total = 0.0
+    for start, block in prob_blocks(arr):
+        # sum_j (p_j - y_j)^2 = sum_j p_j^2 - 2 p_true + 1, summed over the block's rows
+        p_true = _true_class_prob(block, y[start : start + block.shape[0]])
+        per_row = np.einsum("ij,ij->i", block, block)
+        per_row -= 2.0 * p_true
+        per_row += 1.0
+        total += float(per_row.sum())
+    return total / arr.shape[0]
 
 
 def log_loss(probs, labels, *, eps: float = LOG_LOSS_EPS) -> float:
@@ -214,11 +269,18 @@ def log_loss(probs, labels, *, eps: float = LOG_LOSS_EPS) -> float:
     -------
     float
     """
-    p, y = _probs_labels(probs, labels)
-    return float(-np.mean(np.log(np.clip(_true_class_prob(p, y), eps, 1.0))))
+    arr, y, _ = _probs_labels(probs, labels)
+    total = 0.0
+    for start, block in prob_blocks(arr):
+        p_true = _true_class_prob(block, y[start : start + block.shape[0]])
+        total += float(np.log(np.clip(p_true, eps, 1.0, out=p_true), out=p_true).sum())
+    return -total / arr.shape[0]
 
 
 def accuracy(probs, labels) -> float:
     """Share of rows whose top class (ties to the lowest index) is the label."""
-    p, y = _probs_labels(probs, labels)
-    return float(np.mean(p.argmax(axis=1) == y))
+    arr, y, _ = _probs_labels(probs, labels)
+    hits = 0
+    for start, block in prob_blocks(arr):
+        hits += int(np.count_nonzero(top_label_block(block, y[start : start + block.shape[0]])[1]))
+    return hits / arr.shape[0]

@@ -3,18 +3,36 @@
 Every public function of the core funnels its array inputs through these
 checks, so that bad input raises :class:`CalibrationInputError` with a message
 that says what is wrong, where, and how to fix it. The checks are written to
-touch each value as few times as possible (a min, a max and a BLAS row sum),
-because the metrics are benchmarked against a plain ``np.bincount`` pass.
+touch each value as few times as possible (a min, a max and a row sum per
+cache-sized block, see :func:`prob_blocks`), because the metrics are
+benchmarked against a plain ``np.bincount`` pass. Only when a cheap check
+fails is the input scanned again, to name the offending rows.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from .binning import BLOCK_ELEMENTS, block_rows
 from .errors import CalibrationInputError, describe_rows
 
 #: Largest tolerated ``|row sum - 1|`` for a probability row.
 ROW_SUM_TOLERANCE = 1e-6
+#: Bit pattern of 1.0: non-negative float64 values order like their bits, and
+#: negative values (sign bit) and NaN sort above it as unsigned integers.
+_ONE_BITS = np.float64(1.0).view(np.uint64)
+
+
+def in_unit_interval(values: np.ndarray) -> bool:
+    """True when every value is in [0, 1] (no NaN), in one pass for float64.
+
+    As unsigned integers, the bits of float64 values in [+0, 1] are exactly
+    those ``<= bits(1.0)``, so one integer ``max`` replaces a ``min`` and a
+    ``max``; ``-0.0`` and non-float64 input take the two-pass check.
+    """
+    if values.dtype == np.float64 and values.view(np.uint64).max() <= _ONE_BITS:
+        return True
+    return bool(values.min() >= 0.0 and values.max() <= 1.0)
 
 
 def _numeric_array(values, what: str, where: str) -> np.ndarray:
@@ -68,6 +86,8 @@ def check_scores(scores, *, where: str = "", name: str = "scores") -> np.ndarray
     if arr.size == 0:
         raise CalibrationInputError(f"{name}{loc} is empty: there are no predictions to score.")
     arr = arr.astype(np.float64, copy=False)
+    if in_unit_interval(arr):
+        return arr
     lo, hi = arr.min(), arr.max()
     if not (lo >= 0.0 and hi <= 1.0):  # also catches NaN, which fails every comparison
         bad = _nonfinite_rows(arr)
@@ -88,6 +108,160 @@ def check_scores(scores, *, where: str = "", name: str = "scores") -> np.ndarray
             f"outside at {describe_rows(bad)}.{hint}"
         )
     return arr
+
+
+def prob_array(probs, *, where: str = "") -> np.ndarray:
+    """Shape and dtype checks of probability input, without looking at the values.
+
+    Returns
+    -------
+    numpy.ndarray, shape (N, K) with K >= 2 and N >= 1, or (N,) binary scores
+        The input as an array (not converted, not copied).
+    """
+    loc = _loc(where)
+    arr = _numeric_array(probs, "probabilities", loc)
+    if arr.ndim == 1:
+        if arr.size == 0:
+            raise CalibrationInputError(
+                f"probabilities{loc} are empty: there are no predictions to score."
+            )
+        return arr
+    if arr.ndim != 2:
+        raise CalibrationInputError(
+            f"probabilities{loc} must be (N, K) rows or an (N,) binary score, "
+            f"got shape {arr.shape}."
+        )
+    n, k = arr.shape
+    if n == 0:
+        raise CalibrationInputError(f"probabilities{loc} are empty: there are no rows to score.")
+    if k < 2:
+        raise CalibrationInputError(
+            f"probabilities{loc} have {k} column; give one column per class (K >= 2), "
+            "or pass an (N,) vector of positive-class scores for a binary problem."
+        )
+    return arr
+
+
+def row_sums(block: np.ndarray) -> np.ndarray:
+    """Row sums of an (n, K) float64 block, shape (n,) (the cheapest way for each K)."""
+    if block.shape[1] == 2:
+        return block[:, 0] + block[:, 1]
+    return np.einsum("ij->i", block)
+
+
+def _block_values_ok(block: np.ndarray, tol: float, check_max: bool) -> bool:
+    """Cheap checks of one block: min, (max) and the largest ``|row sum - 1|``.
+
+    NaN fails every comparison, so it is caught without a separate pass.
+    """
+    if check_max:
+        if not in_unit_interval(block):
+            return False
+    elif not block.min() >= 0.0:
+        return False
+    sums = row_sums(block)
+    return bool(sums.min() >= 1.0 - tol and sums.max() <= 1.0 + tol)
+
+
+def raise_prob_error(probs, *, where: str = "", tol: float = ROW_SUM_TOLERANCE) -> None:
+    """Raise the specific error of probability input that failed a cheap check."""
+    loc = _loc(where)
+    arr = np.asarray(prob_array(probs, where=where), dtype=np.float64)
+    if arr.ndim == 1:
+        check_scores(arr, where=where, name="probabilities")
+        arr = np.column_stack([1.0 - arr, arr])
+    _diagnose_values(arr, loc, tol)
+    raise CalibrationInputError(  # pragma: no cover - the diagnosis always finds it
+        f"probabilities{loc} must be rows in [0, 1] that sum to 1 (tolerance {tol:g})."
+    )
+
+
+def _diagnose_values(arr: np.ndarray, loc: str, tol: float) -> np.ndarray:
+    """Raise the detailed message for bad values; return the row sums when fine."""
+    lo, hi = arr.min(), arr.max()
+    if not (lo >= 0.0 and hi <= 1.0):
+        bad = _nonfinite_rows(arr)
+        if bad.size:
+            raise CalibrationInputError(
+                f"probabilities{loc} contain NaN or infinite values at {describe_rows(bad)}; "
+                "drop or fix those rows."
+            )
+        bad = np.flatnonzero(((arr < 0) | (arr > 1)).any(axis=1))
+        raise CalibrationInputError(
+            f"probabilities{loc} must lie in [0, 1]; found values from {lo:.6g} to {hi:.6g} "
+            f"at {describe_rows(bad)}. They look like logits: load them as logits "
+            "(logit_<class> columns, or Predictions.from_logits), which applies a softmax."
+        )
+    sums = row_sums(arr)
+    off = ~((sums >= 1.0 - tol) & (sums <= 1.0 + tol))  # the comparisons of the fast check
+    if off.any():
+        bad = np.flatnonzero(off)
+        raise CalibrationInputError(
+            f"probability rows{loc} must sum to 1 (tolerance {tol:g}); "
+            f"{describe_rows(bad)} sum to {', '.join(f'{s:.6g}' for s in sums[bad[:3]])}. "
+            "Fix the export, or ask for renormalisation (renormalize=True / "
+            "--renormalize) if the rows are unnormalised scores."
+        )
+    return sums
+
+
+def prob_blocks(
+    probs,
+    *,
+    where: str = "",
+    tol: float = ROW_SUM_TOLERANCE,
+    check_max: bool = True,
+    rows: int | None = None,
+):
+    """Validate probability rows block by block, yielding ``(start, block)``.
+
+    Each block is checked while it is in cache (min, max and row sums), and
+    handed on as float64 C-contiguous rows of shape (n, K) for the caller's
+    own pass, so validation and computation read the input from memory once.
+    An (N,) binary score becomes ``[1 - s, s]`` rows one block at a time.
+    On the first bad block the whole input is diagnosed and the specific
+    :class:`CalibrationInputError` of :func:`check_prob_matrix` is raised
+    (results of earlier blocks are discarded by the caller).
+
+    Parameters
+    ----------
+    probs : array-like, shape (N, K) or (N,)
+    where : str
+        Where the values came from, for messages.
+    tol : float
+        Tolerated ``|row sum - 1|``.
+    check_max : bool
+        Check ``max <= 1`` here; a caller that computes each row's maximum
+        anyway (the top-label confidence) may check it itself and call
+        :func:`raise_prob_error` when it exceeds 1.
+    rows : int, optional
+        Rows per block; by default :func:`~calibration_core.binning.block_rows`.
+
+    Yields
+    ------
+    start : int
+        Index of the block's first row.
+    block : numpy.ndarray, shape (n, K), float64
+    """
+    arr = prob_array(probs, where=where)
+    if arr.ndim == 1:
+        step = rows or BLOCK_ELEMENTS // 2
+        for start in range(0, arr.shape[0], step):
+            s = arr[start : start + step]
+            if not in_unit_interval(s):
+                raise_prob_error(arr, where=where, tol=tol)
+            block = np.empty((s.shape[0], 2))
+            block[:, 1] = s
+            np.subtract(1.0, block[:, 1], out=block[:, 0])
+            yield start, block
+        return
+    k = arr.shape[1]
+    step = rows or block_rows(k)
+    for start in range(0, arr.shape[0], step):
+        block = np.ascontiguousarray(arr[start : start + step], dtype=np.float64)
+        if not _block_values_ok(block, tol, check_max):
+            raise_prob_error(arr, where=where, tol=tol)
+        yield start, block
 
 
 def check_prob_matrix(
@@ -113,57 +287,32 @@ def check_prob_matrix(
     numpy.ndarray, shape (N, K), float64, C-contiguous
     """
     loc = _loc(where)
-    arr = _numeric_array(probs, "probabilities", loc)
+    arr = prob_array(probs, where=where)
     if arr.ndim == 1:
         scores = check_scores(arr, where=where, name="probabilities")
         return np.column_stack([1.0 - scores, scores])
-    if arr.ndim != 2:
-        raise CalibrationInputError(
-            f"probabilities{loc} must be (N, K) rows or an (N,) binary score, "
-            f"got shape {arr.shape}."
-        )
-    n, k = arr.shape
-    if n == 0:
-        raise CalibrationInputError(f"probabilities{loc} are empty: there are no rows to score.")
-    if k < 2:
-        raise CalibrationInputError(
-            f"probabilities{loc} have {k} column; give one column per class (K >= 2), "
-            "or pass an (N,) vector of positive-class scores for a binary problem."
-        )
     arr = np.ascontiguousarray(arr, dtype=np.float64)
-    lo, hi = arr.min(), arr.max()
-    if not (lo >= 0.0 and hi <= 1.0):
-        bad = _nonfinite_rows(arr)
-        if bad.size:
-            raise CalibrationInputError(
-                f"probabilities{loc} contain NaN or infinite values at {describe_rows(bad)}; "
-                "drop or fix those rows."
-            )
-        bad = np.flatnonzero(((arr < 0) | (arr > 1)).any(axis=1))
-        raise CalibrationInputError(
-            f"probabilities{loc} must lie in [0, 1]; found values from {lo:.6g} to {hi:.6g} "
-            f"at {describe_rows(bad)}. They look like logits: load them as logits "
-            "(logit_<class> columns, or Predictions.from_logits), which applies a softmax."
-        )
-    sums = arr @ np.ones(k)
-    off = np.abs(sums - 1.0) > tol
-    if off.any():
-        bad = np.flatnonzero(off)
-        if not renormalize:
-            raise CalibrationInputError(
-                f"probability rows{loc} must sum to 1 (tolerance {tol:g}); "
-                f"{describe_rows(bad)} sum to {', '.join(f'{s:.6g}' for s in sums[bad[:3]])}. "
-                "Fix the export, or ask for renormalisation (renormalize=True / "
-                "--renormalize) if the rows are unnormalised scores."
-            )
+    # Fast path: cache-sized blocks, each read once for its min, max and row sums.
+    step = block_rows(arr.shape[1])
+    if all(
+        _block_values_ok(arr[start : start + step], tol, True)
+        for start in range(0, arr.shape[0], step)
+    ):
+        return arr
+    if renormalize and arr.min() >= 0.0 and arr.max() <= 1.0:
+        sums = row_sums(arr)
         zero = np.flatnonzero(sums <= 0)
         if zero.size:
             raise CalibrationInputError(
                 f"probability rows{loc} at {describe_rows(zero)} are all zero and cannot be "
                 "renormalised; drop or fix them."
             )
-        arr = arr / sums[:, None]
-    return arr
+        return arr / sums[:, None]
+    _diagnose_values(arr, loc, tol)  # raises with the offending rows
+    raise CalibrationInputError(  # pragma: no cover - a row sum right at the tolerance
+        f"probability rows{loc} must sum to 1 (tolerance {tol:g}); fix the export or ask "
+        "for renormalisation."
+    )
 
 
 def check_labels(labels, n: int, n_classes: int, *, where: str = "") -> np.ndarray:
@@ -205,9 +354,12 @@ def check_labels(labels, n: int, n_classes: int, *, where: str = "") -> np.ndarr
                 f"labels{loc} must be whole class indices; {describe_rows(bad)} hold "
                 f"{', '.join(repr(float(v)) for v in arr[bad[:3]])}."
             )
-    if arr.dtype.kind == "b":
-        arr = arr.astype(np.intp)
-    elif arr.dtype != np.intp:
+    if arr.dtype.kind in "iu" and arr.size:
+        # Negative labels wrap to huge unsigned values: one max checks both ends.
+        unsigned = arr.view(arr.dtype.str.replace("i", "u"))
+        if unsigned.max() < n_classes:
+            return arr.astype(np.intp, copy=False)
+    if arr.dtype != np.intp:
         arr = arr.astype(np.intp)
     if arr.size:
         lo, hi = arr.min(), arr.max()

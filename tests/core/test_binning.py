@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from calibration_core import Binning, BinStatistics, CalibrationInputError, SortedScores
-from calibration_core.binning import width_thresholds
+from calibration_core.binning import BLOCK_ELEMENTS, block_rows, width_thresholds
 
 
 def floor_rule(scores, n_bins):
@@ -361,3 +361,74 @@ def test_unknown_scheme_is_rejected():
 def test_str_names_the_scheme():
     assert str(Binning("frequency", 10)) == "10 equal-frequency bins"
     assert str(Binning("width", 15)) == "15 equal-width bins"
+
+
+# ----------------------------------------------------- block counters
+def test_counter_over_many_blocks_folds_ones_into_the_last_bin():
+    rng = np.random.default_rng(6)
+    n = 3 * BLOCK_ELEMENTS + 17
+    s = rng.random(n)
+    s[::1000] = 1.0
+    s[5::1000] = 0.0
+    y = rng.integers(0, 2, n)
+    b = Binning("width", 15)
+    stats = b.statistics(s, y)
+    expected = counts_of(floor_rule(s, 15), 15)
+    np.testing.assert_array_equal(stats.count, expected)
+    np.testing.assert_array_equal(stats.sum_target, np.bincount(floor_rule(s, 15), y, 15))
+    np.testing.assert_allclose(stats.sum_score, np.bincount(floor_rule(s, 15), s, 15), rtol=1e-12)
+    # Streaming blocks of any size through one counter gives the same statistics.
+    counter = b.counter()
+    for start in range(0, n, 10_007):
+        counter.add(s[start : start + 10_007], y[start : start + 10_007])
+    assert_stats_equal(counter.statistics(b.edges(s)), stats)
+
+
+def test_float_targets_are_used_as_weights():
+    s = np.array([0.1, 0.15, 0.7, 1.0])
+    b = Binning("width", 2)
+    stats = b.statistics(s, np.array([0.0, 1.0, 1.0, 0.0]))
+    np.testing.assert_array_equal(stats.count, [2, 2])
+    np.testing.assert_array_equal(stats.sum_target, [1.0, 1.0])
+    soft = b.statistics(s, np.array([0.25, 0.5, 0.75, 1.0]))
+    np.testing.assert_allclose(soft.sum_target, [0.75, 1.75])
+    np.testing.assert_allclose(soft.sum_score, [0.25, 1.7])
+    np.testing.assert_array_equal(soft.count, [2, 2])
+
+
+def test_bool_targets_equal_integer_targets():
+    s, y = random_data(2000, seed=7)
+    for scheme in ("width", "frequency"):
+        b = Binning(scheme, 9)
+        assert_stats_equal(b.statistics(s, y.astype(bool)), b.statistics(s, y))
+
+
+def test_frequency_counters_need_edges():
+    with pytest.raises(CalibrationInputError, match="need their edges"):
+        Binning("frequency", 5).counter()
+    with pytest.raises(CalibrationInputError, match="needs equal-width bins"):
+        Binning("frequency", 5).classwise_counter(3)
+    s, y = random_data(1000, seed=8)
+    b = Binning("frequency", 5)
+    edges = b.edges(s)
+    counter = b.counter(edges).add(s[:400], y[:400]).add(s[400:], y[400:])
+    assert_stats_equal(counter.statistics(edges), b.statistics(s, y))
+
+
+def test_block_rows_keep_blocks_cache_sized_but_not_tiny():
+    assert block_rows(1) == BLOCK_ELEMENTS
+    assert block_rows(2) == BLOCK_ELEMENTS // 2
+    for k in (10, 100, 1000, 10**6):
+        rows = block_rows(k)
+        assert rows >= 1
+        assert rows * k <= max(BLOCK_ELEMENTS, 1 << 19, k)
+    assert block_rows(100) >= 1000  # wide rows: enough rows per Python call
+
+
+def test_classwise_counter_folds_probability_one_per_class():
+    p = np.array([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.5, 0.25, 0.25], [0.0, 0.0, 1.0]])
+    y = np.array([0, 1, 2, 2])
+    stats = Binning("width", 4).classwise_statistics(p, y)
+    np.testing.assert_array_equal(stats.count, [[2, 0, 1, 1], [2, 1, 0, 1], [2, 1, 0, 1]])
+    np.testing.assert_array_equal(stats.sum_target, [[0, 0, 0, 1], [0, 0, 0, 1], [0, 1, 0, 1]])
+    np.testing.assert_allclose(stats.sum_score, [[0, 0, 0.5, 1], [0, 0.25, 0, 1], [0, 0.25, 0, 1]])

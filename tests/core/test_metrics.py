@@ -79,7 +79,8 @@ def random_probs(n, k, seed, alpha=0.7):
     p = rng.dirichlet(np.full(k, alpha), size=n)
     # Labels drawn from a sharpened version: miscalibrated on purpose.
     q = p**2 / (p**2).sum(axis=1, keepdims=True)
-    y = np.array([rng.choice(k, p=row) for row in q])
+    u = rng.random((n, 1))
+    y = np.minimum((np.cumsum(q, axis=1) < u).sum(axis=1), k - 1)  # inverse CDF draw
     return p, y
 
 
@@ -469,3 +470,86 @@ def test_unknown_scheme_is_rejected_by_every_metric(fn):
 def test_errors_are_value_errors():
     with pytest.raises(ValueError, match="NaN"):
         binary_ece([np.nan], [1])
+
+
+# ------------------------------------------- block-wise validation paths
+def big_probs(n=40_000, k=3, seed=11):
+    """More rows than one validation block, so later blocks are exercised too."""
+    return random_probs(n, k, seed=seed, alpha=1.0)
+
+
+@pytest.mark.parametrize("fn", ALL_FUNCTIONS)
+def test_bad_value_in_a_late_block_is_named_with_its_global_row(fn):
+    p, y = big_probs()
+    if fn in (binary_ece, binary_mce):
+        p, y = p[:, :2] / p[:, :2].sum(axis=1, keepdims=True), (y == 1).astype(int)
+    for value, message in ((np.nan, "NaN or infinite"), (1.5, r"must lie in \[0, 1\]")):
+        bad = p.copy()
+        bad[35_123, 1] = value
+        with pytest.raises(CalibrationInputError, match=rf"{message}.*row 35123"):
+            fn(bad, y)
+    bad = p.copy()
+    bad[39_999] *= 1.01
+    with pytest.raises(CalibrationInputError, match=r"must sum to 1 .*row 39999 sum to 1\.01"):
+        fn(bad, y)
+
+
+@pytest.mark.parametrize("fn", ALL_FUNCTIONS)
+def test_a_value_just_above_one_is_rejected(fn):
+    # Rows sum to 1 within tolerance, but one probability exceeds 1.
+    probs = np.array([[1.0 + 5e-7, 0.0], [0.3, 0.7], [0.5, 0.5]])
+    with pytest.raises(CalibrationInputError, match=r"must lie in \[0, 1\].*row 0"):
+        fn(probs, [0, 1, 1])
+
+
+@pytest.mark.parametrize("fn", ALL_FUNCTIONS)
+def test_negative_zero_is_a_valid_probability(fn):
+    probs = np.array([[1.0, -0.0], [0.3, 0.7], [-0.0, 1.0]])
+    labels = [0, 1, 1]
+    assert fn(probs, labels) == pytest.approx(fn(np.abs(probs), labels))
+
+
+@pytest.mark.parametrize("fn", ALL_FUNCTIONS)
+def test_float32_and_strided_inputs_give_the_float64_results(fn):
+    p, y = big_probs(n=20_000, k=4, seed=12)
+    p32 = p.astype(np.float32).astype(np.float64)
+    p32 /= p32.sum(axis=1, keepdims=True)
+    if fn in (binary_ece, binary_mce):
+        two = np.column_stack([1 - p32[:, 0], p32[:, 0]])
+        expected = fn(two, (y == 0).astype(int))
+        assert fn(np.asfortranarray(two), (y == 0).astype(int)) == pytest.approx(
+            expected, abs=1e-14
+        )
+        return
+    expected = fn(p32, y)
+    assert fn(p32.astype(np.float32), y) == pytest.approx(expected, abs=1e-6)
+    assert fn(np.asfortranarray(p32), y) == pytest.approx(expected, abs=1e-14)
+    wide = np.zeros((p32.shape[0], 8))
+    wide[:, ::2] = p32
+    assert fn(wide[:, ::2], y) == pytest.approx(expected, abs=1e-14)
+
+
+@pytest.mark.parametrize(
+    "fn", [classwise_ece, classwise_mce, confidence_ece, confidence_mce, brier_score, log_loss]
+)
+@pytest.mark.parametrize("scheme", ["width", "frequency"])
+def test_binary_scores_over_many_blocks_equal_two_columns(fn, scheme):
+    rng = np.random.default_rng(13)
+    s = rng.random(70_000)
+    s[:100] = 0.5  # ties between the two classes
+    y = (rng.random(70_000) < s).astype(int)
+    two = np.column_stack([1 - s, s])
+    kwargs = {} if fn in (brier_score, log_loss) else {"scheme": scheme}
+    assert fn(s, y, **kwargs) == pytest.approx(fn(two, y, **kwargs), abs=1e-13)
+
+
+def test_multi_block_results_match_the_naive_loop():
+    p, y = big_probs(n=30_000, k=5, seed=14)
+    conf, correct = naive_top_label(p, y)
+    assert confidence_ece(p, y) == pytest.approx(naive_ece(conf, correct, 15, "width"), abs=1e-12)
+    assert classwise_ece(p, y, n_bins=10) == pytest.approx(
+        np.mean([naive_ece(p[:, j], y == j, 10, "width") for j in range(5)]), abs=1e-12
+    )
+    assert accuracy(p, y) == pytest.approx(np.mean(correct))
+    onehot = np.eye(5)[y]
+    assert brier_score(p, y) == pytest.approx(((p - onehot) ** 2).sum(axis=1).mean(), rel=1e-12)

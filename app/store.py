@@ -35,6 +35,7 @@ import os
 import secrets
 import threading
 import time
+import weakref
 from collections import OrderedDict
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -220,6 +221,15 @@ class DataStore:
         self._demo_lock = threading.Lock()
         self._demo_infos: list[ModelInfo] | None = None
         self._touched: dict[str, float] = {}
+        # Background jobs are forked from (multi-threaded) workers: a lock held by another
+        # thread at fork time would never be released in the child, so renew the locks.
+        ref = weakref.ref(self)
+        os.register_at_fork(after_in_child=lambda: (s := ref()) is not None and s._new_locks())
+
+    def _new_locks(self) -> None:
+        self._memo_lock = threading.Lock()
+        self._demo_lock = threading.Lock()
+        self._memory._lock = threading.Lock()
 
     # ------------------------------------------------------------------ demo
     def demo_models(self) -> list[ModelInfo]:

@@ -123,3 +123,22 @@ def test_memo_caches_by_key(tmp_path):
     assert store.memo(("k", 1), lambda: calls.append(1) or 42) == 42
     assert store.memo(("k", 1), lambda: calls.append(1) or 43) == 42
     assert calls == [1]
+
+
+def test_forked_background_jobs_do_not_inherit_held_locks(tmp_path):
+    import os
+
+    store = DataStore(tmp_path)
+    store._memory._lock.acquire()  # as if another worker thread held it at fork time
+    try:
+        pid = os.fork()
+        if pid == 0:  # the background job
+            try:
+                store._memory.get("anything")
+                store.memo(("k",), lambda: 1)
+            finally:
+                os._exit(0)
+        _, status = os.waitpid(pid, 0)
+    finally:
+        store._memory._lock.release()
+    assert os.waitstatus_to_exitcode(status) == 0

@@ -138,7 +138,15 @@ def test_forked_background_jobs_do_not_inherit_held_locks(tmp_path):
                 store.memo(("k",), lambda: 1)
             finally:
                 os._exit(0)
-        _, status = os.waitpid(pid, 0)
+        for _ in range(200):  # a deadlocked child must fail the test, not hang it
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                break
+            time.sleep(0.05)
+        else:
+            os.kill(pid, 9)
+            os.waitpid(pid, 0)
+            pytest.fail("the forked job deadlocked on a lock held at fork time")
     finally:
         store._memory._lock.release()
     assert os.waitstatus_to_exitcode(status) == 0

@@ -78,9 +78,9 @@ def _rgba(hex_colour: str, alpha: float) -> str:
 def score_axis_label(view: ViewSettings) -> str:
     """x-axis title of the notion."""
     if view.notion == "confidence":
-        return "confidence (top probability)"
+        return "confidence"
     if view.notion == "binary":
-        return "P(positive class)"
+        return "P(positive)"
     return "P(class)"
 
 

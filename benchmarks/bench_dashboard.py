@@ -195,7 +195,6 @@ def bench_paint(port: int) -> None:
 
 def bench_upload(port: int, n: int, k: int) -> None:
     import pandas as pd
-    import requests
 
     print("\n== 200 MB CSV upload ==")
     tmp = Path(tempfile.mkdtemp(prefix="bench-upload-"))
@@ -212,20 +211,12 @@ def bench_upload(port: int, n: int, k: int) -> None:
     proc = start_server(tmp / "cache", port, {"MAX_UPLOAD_MB": str(int(size_mb) + 16)})
     try:
         wait_healthy(port)
-        session = requests.Session()
-        session.get(f"http://127.0.0.1:{port}/healthz")
         t0 = time.perf_counter()
-        with path.open("rb") as fh:
-            response = session.post(
-                f"http://127.0.0.1:{port}/api/upload",
-                files={"file": ("big.csv", fh)},
-                timeout=600,
-            )
+        status, body = post_file(port, path)
         seconds = time.perf_counter() - t0
-        body = response.json()
         models = body.get("models", [])
         print(
-            f"HTTP {response.status_code}: {len(models)} model(s) "
+            f"HTTP {status}: {len(models)} model(s) "
             f"{[(m['name'], m['n_samples'], m['n_classes']) for m in models]} "
             f"{body.get('error') or ''}"
         )
@@ -233,6 +224,41 @@ def bench_upload(port: int, n: int, k: int) -> None:
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+def post_file(port: int, path: Path) -> tuple[int, dict]:
+    """POST one file to /api/upload as multipart/form-data, streamed (standard library only)."""
+    import http.client
+    import json
+
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
+    conn.request("GET", "/healthz")
+    response = conn.getresponse()
+    response.read()
+    cookie = (response.getheader("Set-Cookie") or "").split(";")[0]
+    boundary = "benchboundary7d93b1"
+    head = (
+        f'--{boundary}\r\nContent-Disposition: form-data; name="file"; filename="{path.name}"'
+        "\r\nContent-Type: text/csv\r\n\r\n"
+    ).encode()
+    tail = f"\r\n--{boundary}--\r\n".encode()
+
+    def chunks():
+        yield head
+        with path.open("rb") as fh:
+            while block := fh.read(1 << 20):
+                yield block
+        yield tail
+
+    length = len(head) + path.stat().st_size + len(tail)
+    headers = {
+        "Content-Type": f"multipart/form-data; boundary={boundary}",
+        "Content-Length": str(length),
+        "Cookie": cookie,
+    }
+    conn.request("POST", "/api/upload", body=chunks(), headers=headers)
+    response = conn.getresponse()
+    return response.status, json.loads(response.read())
 
 
 def main(argv=None) -> None:

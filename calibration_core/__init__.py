@@ -4,41 +4,8 @@ Plain numpy/scipy (never dash, plotly or flask). Definitions follow the survey
 "Classifier Calibration" (Silva Filho et al., arXiv 2112.10327).
 """
 
-from .bands import binomial_band, consistency_band, consistency_band_from_statistics
 from .binning import Binning, BinStatistics, SortedScores
-from .bootstrap import BootstrapResult, bootstrap_ci
-from .compare import Comparison, ComparisonCancelled, compare_maps
-from .decision import (
-    DecisionComparison,
-    adjust_scores_for_prior,
-    compare_expected_costs,
-    cost_curve,
-    cost_threshold,
-    expected_cost,
-    prior_shift_threshold,
-)
-from .decomposition import Decomposition, brier_decomposition, log_loss_decomposition
-from .ece_variants import (
-    adaptive_classwise_ece,
-    adaptive_ece,
-    debiased_ece,
-    plugin_calibration_error,
-)
 from .errors import CalibrationInputError
-from .hosmer_lemeshow import (
-    HosmerLemeshowResult,
-    HosmerLemeshowTable,
-    SmallSampleWarning,
-    hosmer_lemeshow,
-)
-from .human_uncertainty import (
-    HumanUncertaintyResult,
-    distribution_calibration_error,
-    entropy_calibration_error,
-    human_uncertainty_calibration,
-    rank_calibration_score,
-)
-from .io import load_predictions
 from .metrics import (
     accuracy,
     binary_ece,
@@ -56,8 +23,68 @@ from .metrics import (
 from .notions import notion_scores, top_label
 from .predictions import Predictions, stable_softmax
 from .reliability import ReliabilityCurve, reliability_curve
-from .sensitivity import EceSensitivity, ece_sensitivity
-from .significance import CalibrationTestResult, calibration_test
+
+# Heavier modules (scipy.stats, scikit-learn, pandas) load on first use, so that
+# ``import calibration_core`` stays fast for the CLI and the dashboard's start.
+_LAZY: dict[str, str] = {
+    **dict.fromkeys(
+        ("binomial_band", "consistency_band", "consistency_band_from_statistics"), "bands"
+    ),
+    **dict.fromkeys(("BootstrapResult", "bootstrap_ci"), "bootstrap"),
+    **dict.fromkeys(("Comparison", "ComparisonCancelled", "compare_maps"), "compare"),
+    **dict.fromkeys(
+        (
+            "DecisionComparison",
+            "adjust_scores_for_prior",
+            "compare_expected_costs",
+            "cost_curve",
+            "cost_threshold",
+            "expected_cost",
+            "prior_shift_threshold",
+        ),
+        "decision",
+    ),
+    **dict.fromkeys(
+        ("Decomposition", "brier_decomposition", "log_loss_decomposition"), "decomposition"
+    ),
+    **dict.fromkeys(
+        ("adaptive_classwise_ece", "adaptive_ece", "debiased_ece", "plugin_calibration_error"),
+        "ece_variants",
+    ),
+    **dict.fromkeys(
+        ("HosmerLemeshowResult", "HosmerLemeshowTable", "SmallSampleWarning", "hosmer_lemeshow"),
+        "hosmer_lemeshow",
+    ),
+    **dict.fromkeys(
+        (
+            "HumanUncertaintyResult",
+            "distribution_calibration_error",
+            "entropy_calibration_error",
+            "human_uncertainty_calibration",
+            "rank_calibration_score",
+        ),
+        "human_uncertainty",
+    ),
+    **dict.fromkeys(("load_predictions",), "io"),
+    **dict.fromkeys(("EceSensitivity", "ece_sensitivity"), "sensitivity"),
+    **dict.fromkeys(("CalibrationTestResult", "calibration_test"), "significance"),
+}
+
+
+def __getattr__(name: str):
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
 
 __all__ = [
     "BinStatistics",

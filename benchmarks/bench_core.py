@@ -153,10 +153,11 @@ def multiclass_data(n, k, seed=0):
 
 
 # ------------------------------------------------------------ measuring
-def paired_medians(fn, ref, repeats):
-    """Median times of ``fn`` and ``ref``, called alternately ``repeats`` times."""
-    fn()
-    ref()  # warm-up: page in the inputs, import paths, caches
+def paired_times(fn, ref, repeats):
+    """Times of ``fn`` and ``ref`` (lists), called alternately ``repeats`` times."""
+    for _ in range(3):  # warm-up: page in the inputs and buffers, fill caches
+        fn()
+        ref()
     t_fn, t_ref = [], []
     for i in range(repeats):
         order = (fn, ref) if i % 2 == 0 else (ref, fn)
@@ -166,7 +167,11 @@ def paired_medians(fn, ref, repeats):
             f()
             dt = time.perf_counter() - t0
             (t_fn if f is fn else t_ref).append(dt)
-    return statistics.median(t_fn), statistics.median(t_ref)
+    return t_fn, t_ref
+
+
+def lower_decile(times):
+    return float(np.percentile(times, 10))
 
 
 def median_time(fn, repeats):
@@ -202,7 +207,8 @@ def metric_rows(name, n, k, x, y, repeats, with_memory):
     def add(metric, scheme, fn, ref, arg, target):
         if ONLY_METRIC and ONLY_METRIC not in f"{metric} {scheme}":
             return
-        t_fn, t_ref = paired_medians(fn, ref, repeats)
+        times_fn, times_ref = paired_times(fn, ref, repeats)
+        t_fn, t_ref = statistics.median(times_fn), statistics.median(times_ref)
         row = {
             "case": name,
             "n": n,
@@ -212,6 +218,11 @@ def metric_rows(name, n, k, x, y, repeats, with_memory):
             "time_s": t_fn,
             "ref_time_s": t_ref,
             "ratio": t_fn / t_ref,
+            # the lower deciles show how much of the spread is noise of a busy machine
+            "time_p10_s": lower_decile(times_fn),
+            "ref_time_p10_s": lower_decile(times_ref),
+            "ratio_p10": lower_decile(times_fn) / lower_decile(times_ref),
+            "repeats": repeats,
             "target_ratio": target,
         }
         if with_memory:
@@ -350,6 +361,7 @@ def format_metric_row(r):
     line = (
         f"{r['case']:<22} {r['metric']:<15} {r['scheme']:<9} "
         f"{1e3 * r['time_s']:>10.2f} ms {1e3 * r['ref_time_s']:>10.2f} ms {r['ratio']:>6.2f}x"
+        f" (p10 {r['ratio_p10']:.2f}x)"
     )
     if r["target_ratio"] is not None:
         line += f"  [<= {r['target_ratio']:.1f}x {verdict(r['ratio'] <= r['target_ratio'])}]"

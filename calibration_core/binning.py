@@ -142,6 +142,7 @@ class ScoreBinCounter:
         self._count2 = np.zeros(2 * self._bins, dtype=np.int64)
         self._sum2 = np.zeros(2 * self._bins)
         self._sum_target = None
+        self._weighted = None  # float targets (weights) or 0/1 integers, fixed by the first add
         self._fbuf = self._ibuf = np.empty(0)
 
     def _keys(self, scores: np.ndarray, n: int) -> np.ndarray:
@@ -164,7 +165,12 @@ class ScoreBinCounter:
             t = targets[start : start + BLOCK_ELEMENTS]
             n = s.shape[0]
             key = self._keys(s, n)
-            if t.dtype.kind in "biu":
+            weighted = t.dtype.kind not in "biu"
+            if self._weighted is None:
+                self._weighted = weighted
+            elif weighted != self._weighted:
+                raise TypeError("mix of 0/1 integer and float targets in one ScoreBinCounter")
+            if not weighted:
                 np.left_shift(key, 1, out=key)
                 np.add(key, t, out=key, casting="unsafe")
                 self._count2 += np.bincount(key, minlength=2 * self._bins)

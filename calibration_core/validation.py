@@ -150,7 +150,7 @@ def row_sums(block: np.ndarray) -> np.ndarray:
 
 
 def _block_values_ok(block: np.ndarray, tol: float, check_max: bool) -> bool:
-    """Cheap checks of one block: min, (max) and the largest ``|row sum - 1|``.
+    """Cheap checks of one block: min (and max) of the values, min and max of the row sums.
 
     NaN fails every comparison, so it is caught without a separate pass.
     """

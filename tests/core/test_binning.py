@@ -432,3 +432,9 @@ def test_classwise_counter_folds_probability_one_per_class():
     np.testing.assert_array_equal(stats.count, [[2, 0, 1, 1], [2, 1, 0, 1], [2, 1, 0, 1]])
     np.testing.assert_array_equal(stats.sum_target, [[0, 0, 0, 1], [0, 0, 0, 1], [0, 1, 0, 1]])
     np.testing.assert_allclose(stats.sum_score, [[0, 0, 0.5, 1], [0, 0.25, 0, 1], [0, 0.25, 0, 1]])
+
+
+def test_a_counter_refuses_to_mix_integer_and_float_targets():
+    counter = Binning("width", 4).counter().add(np.array([0.1, 0.9]), np.array([0, 1]))
+    with pytest.raises(TypeError, match="mix of 0/1 integer and float targets"):
+        counter.add(np.array([0.5]), np.array([0.5]))

@@ -229,7 +229,8 @@ def prediction_columns(names, skip, ctx):
             f"{ctx.display} has a column named {kind!r} with no class name after the prefix; "
             f"name it {kind}<class>."
         )
-    dup = sorted({c for c in classes if classes.count(c) > 1})
+    seen: set[str] = set()
+    dup = sorted({c for c in classes if c in seen or seen.add(c)})  # linear: 1e5 columns
     if dup:
         raise CalibrationInputError(
             f"{ctx.display} has duplicated columns for class(es) {', '.join(map(repr, dup))} "

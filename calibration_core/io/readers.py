@@ -82,6 +82,25 @@ def sniff_delimiter(src: Source, head: bytes, encoding: str) -> str:
     return best if counts[best] else (src.delimiter or ",")
 
 
+#: Widest text table read (fields in the header line): parsing 1e5 columns takes minutes.
+MAX_TEXT_COLUMNS = 25_000
+_HEADER_SCAN_BYTES = 8 << 20
+
+
+def check_width(src: Source, head: bytes, encoding: str, delimiter: str) -> None:
+    """Refuse a header line with more than :data:`MAX_TEXT_COLUMNS` fields, before parsing."""
+    if b"\n" not in head and len(head) >= 1 << 16:  # a long header: read on
+        head = src.head(_HEADER_SCAN_BYTES)
+    text = codecs.getincrementaldecoder(encoding)(errors="replace").decode(head, final=False)
+    fields = text.split("\n", 1)[0].count(delimiter) + 1
+    if fields > MAX_TEXT_COLUMNS:
+        raise CalibrationInputError(
+            f"{src.display} has {fields:,} columns in its header line; at most "
+            f"{MAX_TEXT_COLUMNS:,} are read from text (one per class plus the label). Check the "
+            "delimiter, or save wide predictions as .npz."
+        )
+
+
 def open_stream(src: Source):
     base = pa.memory_map(str(src.path)) if src.path is not None else pa.BufferReader(src.data)
     return pa.CompressedInputStream(base, "gzip") if src.gzipped else base
@@ -119,6 +138,7 @@ def text_options(src: Source, encoding: str | None = None, block_size: int | Non
     head = src.head()
     enc = detect_encoding(src, head, encoding)
     delimiter = sniff_delimiter(src, head, enc)
+    check_width(src, head, enc, delimiter)
     read_options = pacsv.ReadOptions(encoding=enc, use_threads=True)
     if block_size is not None:
         read_options.block_size = block_size
@@ -189,6 +209,12 @@ def arrow_error(src, exc, read_options, parse_options) -> CalibrationInputError:
         return CalibrationInputError(
             f"{src.display} is empty: it has no header line and no data. Export the predictions "
             "again (a header line, then one row per prediction)."
+        )
+    if "straddling object" in msg:
+        return CalibrationInputError(
+            f"{src.display} has a single field longer than {read_options.block_size >> 20} MB "
+            "(or an unbalanced quote that runs on); prediction files hold short numbers and "
+            "class names: check the quotes and that this is the predictions table."
         )
     if "Expected" in msg and "columns" in msg:
         detail = _locate_bad_row(src, read_options, parse_options)

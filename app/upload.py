@@ -34,6 +34,7 @@ from calibration_core import CalibrationInputError
 from calibration_core.io import load_predictions
 
 from .session import SessionManager
+from .soft_labels import read_upload_soft_labels, store_soft_labels
 from .store import DataStore
 
 UPLOAD_PATH = "/api/upload"
@@ -137,7 +138,9 @@ def register_upload_route(
                 if _file_size(part.stream) > limit:
                     return _too_large(max_upload_mb, f"{name}")
                 preds = load_predictions(part.stream, file_name=name)
+                soft = read_upload_soft_labels(part.stream, name, preds)
                 infos = store.add_models(sid, preds, source=name)
+                store_soft_labels(store, infos, preds, soft)
             except CalibrationInputError as exc:
                 errors.append({"file": name, "error": f"{name}: {exc}"})
                 continue

@@ -1,0 +1,74 @@
+"""Soft labels (``h_<class>`` columns) of uploaded models, kept next to their predictions.
+
+At upload, :func:`read_upload_soft_labels` reads the file's soft-label
+columns with :func:`calibration_core.io.soft_labels.load_soft_labels` (a file
+without any costs one header read), and :func:`store_soft_labels` stores each
+model's (N, K) array as a raw ``.npy`` file in the disk store under
+``soft:<handle>`` (no pickle; it expires with the session like the model).
+The diagnostics read it back with :func:`get_soft_labels`.
+"""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+
+from calibration_core import Predictions
+from calibration_core.io.soft_labels import load_soft_labels
+
+from .store import DataStore, ModelInfo
+
+
+def soft_key(handle: str) -> str:
+    """Disk-store key of a model's soft labels."""
+    return f"soft:{handle}"
+
+
+def read_upload_soft_labels(stream, file_name: str, preds: list[Predictions]) -> dict:
+    """Soft labels of an uploaded file, by model name (empty when it has none).
+
+    Parameters
+    ----------
+    stream : binary file-like
+        The uploaded file (rewound here).
+    file_name : str
+    preds : list of Predictions
+        What :func:`calibration_core.io.load_predictions` returned for the file.
+
+    Raises
+    ------
+    CalibrationInputError
+        Soft-label columns that are present but unusable.
+    """
+    if not preds:
+        return {}
+    stream.seek(0)
+    soft = load_soft_labels(stream, file_name=file_name, class_names=preds[0].class_names)
+    return {p.name: soft[p.name] for p in preds if p.name in soft}
+
+
+def store_soft_labels(
+    store: DataStore, infos: list[ModelInfo], preds: list[Predictions], soft: dict
+) -> None:
+    """Store the soft labels of each newly added model (``infos`` in ``preds`` order)."""
+    for info, pred in zip(infos, preds, strict=True):
+        arr = soft.get(pred.name)
+        if arr is None:
+            continue
+        buf = io.BytesIO()
+        np.save(buf, np.ascontiguousarray(arr, dtype=np.float64), allow_pickle=False)
+        buf.seek(0)
+        store.cache.set(soft_key(info.handle), buf, read=True, expire=store.ttl)
+
+
+def get_soft_labels(store: DataStore, handle: str) -> np.ndarray | None:
+    """The soft labels stored for a model, shape (N, K), or None (none given, or expired)."""
+    key = soft_key(handle)
+    reader = store.cache.get(key, default=None, read=True)
+    if reader is None:
+        return None
+    with reader:
+        arr = np.load(io.BytesIO(reader.read()), allow_pickle=False)
+    store.cache.touch(key, expire=store.ttl)
+    return arr

@@ -13,6 +13,7 @@ from dash import dcc, html
 from calibration_core.maps import MAP_NAMES, available_maps
 
 from . import ids
+from .diagnostics_layout import diagnostics_section
 from .options import class_choices, default_selection, model_options
 from .settings import (
     BAND_LABELS,
@@ -366,6 +367,7 @@ def build_layout(
                                 className="ag-theme-quartz metrics-grid",
                                 style={"width": "100%"},
                             ),
+                            diagnostics_section(infos, raw.handles),
                         ],
                         className="results",
                     ),

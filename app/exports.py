@@ -130,7 +130,12 @@ def calibrated_csv_chunks(
 
 
 def html_report(
-    title: str, subtitle: str, figures: list[go.Figure], rows: list[dict], caption: str
+    title: str,
+    subtitle: str,
+    figures: list[go.Figure],
+    rows: list[dict],
+    caption: str,
+    extra_html: str = "",
 ) -> str:
     """A standalone HTML report that opens offline (plotly.js is embedded).
 
@@ -141,6 +146,9 @@ def html_report(
     figures : list of plotly Figure
     rows : list of dict
         Metric rows (:data:`METRIC_FIELDS`).
+    extra_html : str
+        Trusted, already escaped HTML appended after the metrics (the
+        diagnostics, :func:`app.diagnostics_report.diagnostics_html`).
     """
     parts = []
     for i, fig in enumerate(figures):
@@ -179,5 +187,6 @@ th {{ background: #f6f8fa; }} td:first-child, td:nth-child(2) {{ text-align: lef
 <h2>Metrics</h2>
 <p class="caption">{html.escape(caption)}</p>
 <table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>
+{extra_html}
 </body></html>
 """

@@ -22,6 +22,7 @@ from calibration_core import CalibrationInputError
 from .. import ids
 from ..analysis import variants
 from ..context import AppContext
+from ..diagnostics_report import diagnostics_html
 from ..exports import (
     calibrated_csv_chunks,
     download_name,
@@ -110,6 +111,7 @@ def small_export(ctx: AppContext, sid, which: str, raw: RawSettings) -> dict:
         figures,
         result.rows,
         caption(result.view),
+        extra_html=diagnostics_html(ctx, sid, result),
     )
     return {"content": text, "filename": download_name("report", "html"), "type": "text/html"}
 

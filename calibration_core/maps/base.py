@@ -74,6 +74,9 @@ class CalibrationMap(ClassifierMixin, BaseEstimator):
     name: ClassVar[str] = ""
     #: "binary" maps work one-vs-rest on probabilities; "multiclass" on logits.
     family: ClassVar[str] = ""
+    #: False for maps that read only the logits when they are known: ``_features``
+    #: then returns ``probs=None`` for logit input instead of computing a softmax.
+    needs_probs_with_logits: ClassVar[bool] = True
 
     def __init__(self, input: str = "probs") -> None:
         self.input = input
@@ -89,7 +92,8 @@ class CalibrationMap(ClassifierMixin, BaseEstimator):
 
         Returns
         -------
-        probs : numpy.ndarray, shape (N, K)
+        probs : numpy.ndarray, shape (N, K), or None for logit input when
+            ``needs_probs_with_logits`` is False
         logits : numpy.ndarray, shape (N, K) or None
         """
         if isinstance(X, Predictions):
@@ -132,7 +136,7 @@ class CalibrationMap(ClassifierMixin, BaseEstimator):
                 "probability simplex: these look like probabilities, not logits. Pass the "
                 "logits, or build the map with input='probs'."
             )
-        return stable_softmax(z), z
+        return (stable_softmax(z) if self.needs_probs_with_logits else None), z
 
     @staticmethod
     def _log_inputs(probs: np.ndarray, logits: np.ndarray | None) -> np.ndarray:
@@ -162,7 +166,7 @@ class CalibrationMap(ClassifierMixin, BaseEstimator):
         if y is None and isinstance(X, Predictions):
             y = X.labels
         probs, logits = self._features(X)
-        n, k = probs.shape
+        n, k = (logits if probs is None else probs).shape
         labels = check_labels(y, n, k)
         present = np.bincount(labels, minlength=k)
         if np.count_nonzero(present) < 2:
@@ -192,10 +196,11 @@ class CalibrationMap(ClassifierMixin, BaseEstimator):
         """
         check_is_fitted(self, "classes_")
         probs, logits = self._features(X)
-        if probs.shape[1] != self.n_classes_:
+        k = (logits if probs is None else probs).shape[1]
+        if k != self.n_classes_:
             raise CalibrationInputError(
                 f"{type(self).__name__} was fitted on {self.n_classes_} classes but got "
-                f"{probs.shape[1]} columns."
+                f"{k} columns."
             )
         out = self._predict_proba(probs, logits)
         return out

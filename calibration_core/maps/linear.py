@@ -11,7 +11,10 @@ per-class input features ``x`` (logits, or log-probabilities):
 They are fitted by minimising the mean softmax log-loss (negative
 log-likelihood of the true class) plus a quadratic penalty, with the analytic
 gradient, through ``scipy.optimize.minimize(method="L-BFGS-B", jac=True)``,
-starting from the identity map (``W = I`` or ``w = 1``, ``b = 0``).
+starting from the identity map (``W = I`` or ``w = 1``, ``b = 0``). Fits report
+``converged_`` and ``n_iter_``, warn (:class:`CalibrationFitWarning`) when there
+are fewer rows than parameters or the classes are separable, and warn
+(``ConvergenceWarning``) when L-BFGS-B stops at ``max_iter``.
 
 Penalties (``lam`` and ``mu`` are the user's strengths)
 -----------------------------------------------------
@@ -27,9 +30,19 @@ It leaves the diagonal free, so a strong penalty leaves a per-class scaling.
 
 A strong penalty turns vector scaling into temperature scaling.
 
-The objective is computed in float64 over row blocks of at most
-:data:`BLOCK_ELEMENTS` values, so memory stays bounded for large N * K, with
-two matrix products per block for the full kind.
+Speed
+-----
+* The objective is computed in float64 over class-major row blocks of at most
+  :data:`BLOCK_ELEMENTS` values (bounded memory), with one ``exp`` pass and,
+  for the full kind, two matrix products per block; the true-class terms are
+  linear in the parameters and come from per-class feature totals computed once.
+* L-BFGS-B runs on parameters rescaled by the Hessian diagonal at the start
+  (about 30x fewer iterations for ODIR at K = 100, where penalised
+  off-diagonal weights and free diagonal ones differ in curvature by 1e3).
+* Fits use one BLAS thread (small products; measured up to 10x slower with
+  two threads on a busy 2-core machine).
+* With many rows, a fit starts from the fit on a strided subsample
+  (:data:`SUBSAMPLE_ROWS`); strength selection warm-starts along the grid.
 """
 
 from __future__ import annotations
@@ -56,7 +69,10 @@ DEFAULT_REG_GRID: tuple[float, ...] = (1e-2, 1e-1, 1.0, 10.0, 1e2, 1e3, 1e4, 1e5
 VALIDATION_FRACTION = 0.2
 #: Looser L-BFGS-B ``ftol`` while choosing strengths: held-out log-losses are
 #: then within about 1e-4 of their converged values, at half the iterations.
-SELECTION_FTOL = 1e-8
+SELECTION_FTOL = 1e-7
+#: Above 4x this many rows, a fit without strength selection starts from the fit on a
+#: strided subsample of this many rows.
+SUBSAMPLE_ROWS = 16384
 #: A training log-loss below this means the classes are (nearly) separable.
 SEPARABLE_LOSS = 1e-4
 KINDS = ("vector", "full")
@@ -66,12 +82,14 @@ class CalibrationFitWarning(UserWarning):
     """A fit that ran but may be unreliable (too few rows, separable classes)."""
 
 
-def map_features(probs: np.ndarray, logits: np.ndarray | None, *, raw_logits: bool) -> np.ndarray:
+def map_features(
+    probs: np.ndarray | None, logits: np.ndarray | None, *, raw_logits: bool
+) -> np.ndarray:
     """Input features of a linear map, shape (N, K), float64.
 
     Parameters
     ----------
-    probs : numpy.ndarray, shape (N, K)
+    probs : numpy.ndarray, shape (N, K), or None when logits are given
     logits : numpy.ndarray, shape (N, K), or None
     raw_logits : bool
         Use the logits as given when known (vector and matrix scaling, as in
@@ -158,10 +176,17 @@ class SoftmaxLinearObjective:
         self.reg_lambda = float(reg_lambda)
         self.reg_mu = float(reg_mu)
         cols = max(1, BLOCK_ELEMENTS // self.k)
-        self._blocks = [
-            (np.ascontiguousarray(x[i : i + cols].T), labels[i : i + cols])
-            for i in range(0, self.n, cols)
-        ]
+        self._blocks = [np.ascontiguousarray(x[i : i + cols].T) for i in range(0, self.n, cols)]
+        # The true-class outputs are linear in the parameters, so their sum is computed from
+        # per-class totals of the features, once: sum_n out[y_n, n] = <coef, S> + <b, C>.
+        self._class_counts = np.bincount(labels, minlength=self.k).astype(np.float64)
+        if kind == "vector":  # S_j = sum of x_nj over rows of class j
+            self._class_sums = np.bincount(
+                labels, weights=x[np.arange(self.n), labels], minlength=self.k
+            )
+        else:  # S_j. = sum of the feature rows x_n. of class j, shape (K, K)
+            self._class_sums = np.zeros((self.k, self.k))
+            np.add.at(self._class_sums, labels, x)
         self.n_evaluations = 0
 
     @property
@@ -204,21 +229,19 @@ class SoftmaxLinearObjective:
     def _data_term(self, theta: np.ndarray, gradient: bool) -> tuple[float, np.ndarray | None]:
         k = self.k
         coef, b = unpack(np.asarray(theta, dtype=np.float64), self.kind, k)
-        total = 0.0
-        gcoef = np.zeros_like(coef) if gradient else None
-        gb = np.zeros(k) if gradient else None
-        for xt, y in self._blocks:
-            cols = np.arange(xt.shape[1])
+        # sum_n log sum_j exp(out_jn), then minus the true-class outputs (see __init__)
+        total = -float(np.sum(coef * self._class_sums) + b @ self._class_counts)
+        gcoef = -self._class_sums.copy() if gradient else None
+        gb = -self._class_counts.copy() if gradient else None
+        for xt in self._blocks:
             out = self._outputs(xt, coef, b)
-            true = out[y, cols]
             top = out.max(axis=0)
             out -= top
             np.exp(out, out=out)
             norm = out.sum(axis=0)
-            total += float(np.sum(np.log(norm) + top - true))
+            total += float(np.sum(np.log(norm)) + np.sum(top))
             if gradient:
-                out /= norm  # softmax
-                out[y, cols] -= 1.0  # residual p - onehot
+                out /= norm  # softmax; the one-hot part of the residual is in gcoef, gb
                 if self.kind == "vector":
                     gcoef += np.einsum("ij,ij->i", out, xt)
                 else:
@@ -241,7 +264,7 @@ class SoftmaxLinearObjective:
         coef, b = unpack(np.asarray(theta, dtype=np.float64), self.kind, k)
         hcoef = np.zeros_like(coef)
         hb = np.zeros(k)
-        for xt, _ in self._blocks:
+        for xt in self._blocks:
             out = self._outputs(xt, coef, b)
             out -= out.max(axis=0)
             np.exp(out, out=out)
@@ -402,6 +425,15 @@ def fit_linear_map(
                 break  # the validation curve has turned: weaker penalties only overfit more
             best = (lam, mu, val_loss, theta)
         reg_lambda, reg_mu, _, theta0 = best
+    elif x.shape[0] > 4 * SUBSAMPLE_ROWS:
+        # Many rows: start from the fit on a strided subsample (a few cheap iterations).
+        stride = x.shape[0] // SUBSAMPLE_ROWS
+        sub = SoftmaxLinearObjective(
+            x[::stride], labels[::stride], kind, reg_lambda=reg_lambda, reg_mu=reg_mu
+        )
+        theta0 = minimize_objective(
+            sub, theta0, max_iter=max_iter, tol=tol, ftol=SELECTION_FTOL
+        ).theta
     objective = SoftmaxLinearObjective(x, labels, kind, reg_lambda=reg_lambda, reg_mu=reg_mu)
     result = minimize_objective(objective, theta0, max_iter=max_iter, tol=tol)
     result.path = path
@@ -459,6 +491,7 @@ class LinearCalibrationMap(CalibrationMap):
     """
 
     kind: ClassVar[str] = ""
+    needs_probs_with_logits = False
     #: Use logits as given when known (True) or always log-probabilities (False).
     raw_logits: ClassVar[bool] = True
 

@@ -155,6 +155,16 @@ def test_selection_picks_the_best_strength_on_the_path():
     assert all(p["reg_mu"] == 5.0 for p in fixed_mu.path) and fixed_mu.reg_mu == 5.0
 
 
+def test_subsample_start_reaches_the_same_minimum(monkeypatch):
+    z, y = overconfident(3000, 4, seed=11)
+    direct = fit_linear_map(z, y, "vector", reg_lambda=0.1, reg_mu=0.1)
+    monkeypatch.setattr(linear, "SUBSAMPLE_ROWS", 500)  # 3000 rows > 4 * 500: subsample first
+    warm = fit_linear_map(z, y, "vector", reg_lambda=0.1, reg_mu=0.1)
+    assert warm.converged
+    np.testing.assert_allclose(warm.theta, direct.theta, atol=1e-4)
+    assert warm.loss == pytest.approx(direct.loss, abs=1e-9)
+
+
 def test_preconditioned_lbfgs_reaches_the_minimum():
     z, y = overconfident(2000, 5, seed=10)
     obj = SoftmaxLinearObjective(z, y, "full", reg_lambda=3.0, reg_mu=1.0)

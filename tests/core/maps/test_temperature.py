@@ -93,6 +93,14 @@ def test_derivatives_match_finite_differences():
         assert check_grad(lambda v: obj.derivatives(v[0])[0], hess, np.array([u])) < 1e-6
 
 
+def test_subsample_start_gives_the_same_temperature():
+    """Above 4 * SUBSAMPLE_ROWS rows Newton starts from a subsample fit."""
+    z, y = sample(70000, 4, 1.8, seed=13)
+    t, n_iter, converged = fit_temperature(z, y)
+    assert converged and n_iter <= 4
+    assert abs(t - reference_temperature(z, y)) < 1e-6
+
+
 def test_newton_takes_few_steps():
     z, y = sample(5000, 10, 2.0, seed=8)
     _, n_iter, converged = fit_temperature(z, y)

@@ -409,6 +409,38 @@ def summary(metric_rows_, rebin_rows_):
     return checks
 
 
+def markdown_tables(data) -> str:
+    """Markdown tables of a JSON result (``--markdown-from``), for BENCHMARKS.md."""
+    lines = [
+        "| case | metric | scheme | median | reference | ratio | ratio (p10) | peak memory |",
+        "|---|---|---|---:|---:|---:|---:|---:|",
+    ]
+    for r in data["metrics"]:
+        ratio = f"{r['ratio']:.2f}x"
+        if r["target_ratio"] is not None:
+            ratio += " PASS" if r["ratio"] <= r["target_ratio"] else " FAIL"
+        mem = ""
+        if "peak_copies" in r:
+            mem = f"{r['peak_copies']:.3f} (ref {r['ref_peak_copies']:.2f})"
+        lines.append(
+            f"| {r['case']} | {r['metric']} | {r['scheme']} | {1e3 * r['time_s']:.2f} ms | "
+            f"{1e3 * r['ref_time_s']:.2f} ms | {ratio} | {r['ratio_p10']:.2f}x | {mem} |"
+        )
+    lines += [
+        "",
+        "| case | notion | scheme | via | re-binning | one-off pass | % | precompute |",
+        "|---|---|---|---|---:|---:|---:|---:|",
+    ]
+    for r in data["rebinning"]:
+        verdict_ = "PASS" if r["percent"] < r["target_percent"] else "FAIL"
+        lines.append(
+            f"| {r['case']} | {r['notion']} | {r['scheme']} | {r['via']} | "
+            f"{1e6 * r['rebin_time_s']:.1f} us | {1e3 * r['one_off_time_s']:.2f} ms | "
+            f"{r['percent']:.3f} % {verdict_} | {1e3 * r['precompute_time_s']:.0f} ms |"
+        )
+    return "\n".join(lines)
+
+
 # ----------------------------------------------------------------- main
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -419,7 +451,13 @@ def main(argv=None):
     parser.add_argument("--no-metrics", action="store_true", help="skip the one-off metrics")
     parser.add_argument("--only", help="run only the cases whose name contains this text")
     parser.add_argument("--metric", default="", help="run only metrics matching this text")
+    parser.add_argument(
+        "--markdown-from", type=Path, help="print the tables of an earlier --json file and exit"
+    )
     args = parser.parse_args(argv)
+    if args.markdown_from:
+        print(markdown_tables(json.loads(args.markdown_from.read_text())))
+        return 0
 
     if args.quick:
         binary_sizes = [100_000]

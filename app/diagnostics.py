@@ -62,7 +62,7 @@ from calibration_core.significance import CalibrationTestResult, calibration_tes
 
 from .analysis import UNCALIBRATED, Variant, targets, variants
 from .settings import HeldOut, RawSettings, SettingsError, ViewSettings, parse_handles
-from .soft_labels import get_soft_labels
+from .soft_labels import get_soft_labels, has_soft_labels
 from .store import DataStore, ModelInfo
 
 #: Seed of every resampling diagnostic (the same numbers on every run).
@@ -710,25 +710,37 @@ def human_rows(store: DataStore, target: DiagTarget) -> list[HumanRow] | None:
 
     In train/test mode the soft labels are restricted to the scored (test) rows.
     """
-    soft = get_soft_labels(store, target.info.handle)
-    if soft is None:
+    handle = target.info.handle
+    if not has_soft_labels(store, handle):
         return None
-    rows_of = store.scored_rows(target.info.handle, target.heldout)
-    if rows_of is not None:
-        soft = soft[np.asarray(rows_of)]
+    cache: dict = {}
+
+    def soft_labels() -> np.ndarray:  # read once, and only when a result is not memoised
+        if "soft" not in cache:
+            soft = get_soft_labels(store, handle)
+            if soft is None:
+                raise CalibrationInputError("the soft labels expired; upload the file again.")
+            rows_of = store.scored_rows(handle, target.heldout)
+            cache["soft"] = soft if rows_of is None else soft[np.asarray(rows_of)]
+        return cache["soft"]
+
     rows = []
     for v in target.variants:
         if v.pred is None:
             rows.append(HumanRow(v.calibrator, message=v.message))
             continue
-        if v.pred.n_samples != soft.shape[0]:
-            rows.append(HumanRow(v.calibrator, message="soft labels do not match these rows"))
-            continue
 
         def compute(pred=v.pred):
-            return human_uncertainty_calibration(pred, soft)
+            soft = soft_labels()
+            if pred.n_samples != soft.shape[0]:
+                return None
+            return human_uncertainty_calibration(pred, np.asarray(soft))
 
-        rows.append(HumanRow(v.calibrator, result=_memo(store, v, ("human",), compute)))
+        result = _memo(store, v, ("human",), compute)
+        if result is None:
+            rows.append(HumanRow(v.calibrator, message="soft labels do not match these rows"))
+        else:
+            rows.append(HumanRow(v.calibrator, result=result))
     return rows
 
 

@@ -73,6 +73,11 @@ def _progress(progress_id: str, status_id: str) -> list:
     ]
 
 
+def _loading(child) -> dcc.Loading:
+    """A spinner over results that take a second or more on a million rows."""
+    return dcc.Loading(child, type="dot", delay_show=400)
+
+
 def _number_input(id_: str, value, **kw) -> dcc.Input:
     return dcc.Input(
         id=id_, type="number", value=value, debounce=True, className="diag-number", **kw
@@ -247,7 +252,7 @@ def diagnostics_section(infos: list[ModelInfo], selected) -> html.Section:
                     ),
                     className="diag-controls",
                 ),
-                html.Div(id=ids.DIAG_HL),
+                _loading(html.Div(id=ids.DIAG_HL)),
                 card_id="diag-hl-card",
             ),
             test_card,
@@ -255,7 +260,7 @@ def diagnostics_section(infos: list[ModelInfo], selected) -> html.Section:
             decision_card,
             _card(
                 "Human-uncertainty calibration (soft labels)",
-                html.Div(id=ids.DIAG_HUMAN),
+                _loading(html.Div(id=ids.DIAG_HUMAN)),
                 card_id="diag-human-card",
             ),
         ],

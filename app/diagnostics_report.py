@@ -129,7 +129,9 @@ def model_diagnostics(ctx: AppContext, sid, target: DiagTarget) -> str:
         _section(
             "Hosmer-Lemeshow goodness of fit",
             table_html(
-                hosmer_lemeshow_table(hosmer_lemeshow_rows(store, target, groups), info.n_classes)
+                hosmer_lemeshow_table(
+                    hosmer_lemeshow_rows(store, target, groups), info.n_classes, groups
+                )
             ),
         )
     )

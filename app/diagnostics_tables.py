@@ -121,8 +121,14 @@ HL_NOTES = [
 ]
 
 
-def hosmer_lemeshow_table(rows: list[HosmerLemeshowRow], n_classes: int) -> TextTable:
-    """Statistic, dof, p-value and groups per calibrator, with the small-sample warning."""
+def hosmer_lemeshow_table(
+    rows: list[HosmerLemeshowRow], n_classes: int, groups: int | None = None
+) -> TextTable:
+    """Statistic, dof, p-value and groups per calibrator, with the small-sample warning.
+
+    ``groups`` (the number asked for) adds a warning for calibrators whose tied
+    scores left fewer groups.
+    """
     table = TextTable(
         ["calibrator", "statistic", "dof", "p-value", "groups", "rows"], notes=list(HL_NOTES)
     )
@@ -146,6 +152,12 @@ def hosmer_lemeshow_table(rows: list[HosmerLemeshowRow], n_classes: int) -> Text
         table.warnings.append(
             f"Fewer than {HL_SMALL_SAMPLE} rows: the Hosmer-Lemeshow test has little power here "
             "(survey §6); a large p-value says little about calibration."
+        )
+    fewer = [r.calibrator for r in rows if groups and r.n_groups and r.n_groups < groups]
+    if fewer:
+        table.warnings.append(
+            f"Tied scores left fewer than {groups} groups for {', '.join(fewer)}: the "
+            "statistic rests on few, uneven groups (see the groups column)."
         )
     if n_classes > 10:
         table.warnings.append(

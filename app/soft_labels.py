@@ -11,6 +11,7 @@ The diagnostics read it back with :func:`get_soft_labels`.
 from __future__ import annotations
 
 import io
+import os
 
 import numpy as np
 
@@ -62,13 +63,26 @@ def store_soft_labels(
         store.cache.set(soft_key(info.handle), buf, read=True, expire=store.ttl)
 
 
+def has_soft_labels(store: DataStore, handle: str) -> bool:
+    """Whether soft labels are stored for a model (without reading them)."""
+    return soft_key(handle) in store.cache
+
+
 def get_soft_labels(store: DataStore, handle: str) -> np.ndarray | None:
-    """The soft labels stored for a model, shape (N, K), or None (none given, or expired)."""
+    """The soft labels stored for a model, shape (N, K), or None (none given, or expired).
+
+    Memory-mapped when the disk store keeps them as a file (anything above a
+    few kB), as :meth:`DataStore.predictions` does with its arrays.
+    """
     key = soft_key(handle)
     reader = store.cache.get(key, default=None, read=True)
     if reader is None:
         return None
     with reader:
-        arr = np.load(io.BytesIO(reader.read()), allow_pickle=False)
+        path = getattr(reader, "name", None)
+        if isinstance(path, str) and os.path.isfile(path):
+            arr = np.load(path, mmap_mode="r", allow_pickle=False)
+        else:
+            arr = np.load(io.BytesIO(reader.read()), allow_pickle=False)
     store.cache.touch(key, expire=store.ttl)
     return arr

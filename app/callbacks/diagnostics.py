@@ -151,7 +151,7 @@ def hosmer_lemeshow_panel(ctx: AppContext, sid, handle, raw: RawSettings, groups
     except CalibrationInputError as exc:
         return _note(str(exc))
     remember(ctx.store, sid, "hl", {"groups": g})
-    return table_component(hosmer_lemeshow_table(rows, target.info.n_classes))
+    return table_component(hosmer_lemeshow_table(rows, target.info.n_classes, g))
 
 
 def decision_panel(ctx: AppContext, sid, handle, raw: RawSettings, cost_fp, cost_fn, train, deploy):

@@ -195,8 +195,16 @@ def test_hosmer_lemeshow_rows_use_the_holdout_dof(ctx, sid):
     assert row.p_value == pytest.approx(core.p_value)
     assert row.dof == core.n_groups * (10 - 1)  # G (K - 1), the held-out rule
     assert not row.small_sample
-    table = hosmer_lemeshow_table([row], 10)
+    table = hosmer_lemeshow_table([row], 10, 8)
     assert table.rows[0][2] == str(row.dof) and table.warnings == []
+    # Naive Bayes puts most rows at P(class 0) = 0 or 1: tied scores leave fewer groups.
+    nb = _demo(ctx, "digits · naive Bayes")
+    (tied,) = hosmer_lemeshow_rows(
+        ctx.store, diag_target(ctx.store, sid, nb.handle, RawSettings(None, [])), 10
+    )
+    assert tied.n_groups < 10 and tied.dof == tied.n_groups * 9
+    table = hosmer_lemeshow_table([tied], 10, 10)
+    assert any("fewer than 10 groups for uncalibrated" in w for w in table.warnings)
     assert any("G(K − 1)" in n for n in table.notes)
 
 

@@ -19,6 +19,13 @@ Variable                   Meaning                                       Default
 ``SESSION_TTL_SECONDS``    Idle time after which a session's uploads     86400
                            expire.
 ``MAX_MODELS_PER_SESSION`` Uploaded models kept per session.             20
+``SESSION_QUOTA_MB``       Parsed data (arrays and sorted scores) one      1024
+                           session may keep in the disk store.
+``BASIC_AUTH_USERS``       Optional HTTP basic auth: comma-separated      (off)
+                           ``user:hash`` entries, hashes from
+                           ``werkzeug.security.generate_password_hash``.
+``BASIC_AUTH_USER``,       Optional single user; the password may be      (off)
+``BASIC_AUTH_PASSWORD``    plain text or such a hash.
 ``SESSION_COOKIE_SECURE``  Send the session cookie over HTTPS only.      1 in production
 ``DEBUG``                  Dash debug mode (never in production).        0
 =========================  ============================================  ===================
@@ -27,6 +34,7 @@ Variable                   Meaning                                       Default
 from __future__ import annotations
 
 import os
+import re
 import secrets
 import tempfile
 from collections.abc import Mapping
@@ -39,6 +47,37 @@ MB = 1024 * 1024
 
 class ConfigError(ValueError):
     """A configuration that cannot be used; the message says which variable and why."""
+
+
+#: A werkzeug password hash: ``method$salt$hash`` (e.g. ``scrypt:32768:8:1$...$...``).
+PASSWORD_HASH = re.compile(r"^(scrypt|pbkdf2)(:[0-9a-z:]+)?\$[^$\s]+\$[0-9a-f]+$")
+
+
+def _basic_auth_env(env: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
+    """``((user, password or hash), ...)`` from ``BASIC_AUTH_USERS`` / ``BASIC_AUTH_USER``."""
+    users: list[tuple[str, str]] = []
+    raw = env.get("BASIC_AUTH_USERS", "").strip()
+    for entry in filter(None, (e.strip() for e in raw.split(","))):
+        user, sep, secret = entry.partition(":")
+        if not sep or not user or not PASSWORD_HASH.match(secret):
+            raise ConfigError(
+                "BASIC_AUTH_USERS must be comma-separated user:hash entries, the hashes made "
+                'with python -c "from werkzeug.security import generate_password_hash; '
+                f"print(generate_password_hash('the password'))\"; entry {user[:40]!r} is not."
+            )
+        users.append((user, secret))
+    user = env.get("BASIC_AUTH_USER", "").strip()
+    password = env.get("BASIC_AUTH_PASSWORD", "")
+    if bool(user) != bool(password):
+        raise ConfigError("set both BASIC_AUTH_USER and BASIC_AUTH_PASSWORD, or neither.")
+    if user:
+        if ":" in user:
+            raise ConfigError("BASIC_AUTH_USER must not contain ':'.")
+        users.append((user, password))
+    names = [u for u, _ in users]
+    if len(set(names)) != len(names):
+        raise ConfigError("a user is listed twice in BASIC_AUTH_USERS / BASIC_AUTH_USER.")
+    return tuple(users)
 
 
 def _int_env(env: Mapping[str, str], name: str, default: int, minimum: int = 1) -> int:
@@ -79,15 +118,18 @@ class AppConfig:
     """
 
     app_env: str = "development"
-    secret_key: str | None = None
+    secret_key: str | None = field(default=None, repr=False)
     max_upload_mb: int = 200
     cache_dir: Path = field(default_factory=default_cache_dir)
     cache_size_limit_mb: int = 4096
     memory_cache_mb: int = 1024
     session_ttl_seconds: int = 86_400
     max_models_per_session: int = 20
+    session_quota_mb: int = 1024
     session_cookie_secure: bool | None = None
     debug: bool = False
+    #: ``(user, password or werkzeug hash)`` pairs; empty: no basic auth.
+    basic_auth: tuple[tuple[str, str], ...] = field(default=(), repr=False)
 
     def __post_init__(self) -> None:
         if self.app_env not in ENVIRONMENTS:
@@ -138,10 +180,12 @@ class AppConfig:
             memory_cache_mb=_int_env(env, "MEMORY_CACHE_MB", 1024, minimum=0),
             session_ttl_seconds=_int_env(env, "SESSION_TTL_SECONDS", 86_400, minimum=60),
             max_models_per_session=_int_env(env, "MAX_MODELS_PER_SESSION", 20),
+            session_quota_mb=_int_env(env, "SESSION_QUOTA_MB", 1024),
             session_cookie_secure=None
             if secure is None or not secure.strip()
             else _bool_env(env, "SESSION_COOKIE_SECURE", False),
             debug=_bool_env(env, "DEBUG", False),
+            basic_auth=_basic_auth_env(env),
         )
 
     def resolved_secret_key(self) -> str:

@@ -18,9 +18,11 @@ from flask import jsonify
 from .callbacks import register_callbacks
 from .callbacks.exports import register_export_route
 from .callbacks.view import render
-from .config import MB, AppConfig
+from .config import MB, AppConfig, ConfigError
 from .context import AppContext
+from .errors import install_error_handlers
 from .layout import build_layout, default_settings
+from .security import BasicAuth, SecurityHeaders
 from .session import SessionManager
 from .store import DataStore
 from .upload import make_request_class, register_upload_route
@@ -50,13 +52,20 @@ def create_app(config: AppConfig | None = None) -> Dash:
     config = AppConfig.from_env() if config is None else config
     secret_key = config.resolved_secret_key()
     cache_dir = Path(config.cache_dir)
-    store = DataStore(
-        cache_dir / "store",
-        size_limit_bytes=config.cache_size_limit_mb * MB,
-        ttl_seconds=config.session_ttl_seconds,
-        memory_bytes=config.memory_cache_mb * MB,
-        max_models_per_session=config.max_models_per_session,
-    )
+    try:
+        store = DataStore(
+            cache_dir / "store",
+            size_limit_bytes=config.cache_size_limit_mb * MB,
+            ttl_seconds=config.session_ttl_seconds,
+            memory_bytes=config.memory_cache_mb * MB,
+            max_models_per_session=config.max_models_per_session,
+            max_session_bytes=config.session_quota_mb * MB,
+        )
+    except Exception as exc:  # sqlite3 / OS errors of an unusable directory
+        raise ConfigError(
+            f"CACHE_DIR {str(cache_dir)!r} cannot hold the disk store ({exc}); point CACHE_DIR "
+            "at a writable directory with free space."
+        ) from None
     sessions = SessionManager(secret_key, config.session_ttl_seconds, secure=config.cookie_secure)
     ctx = AppContext(config=config, store=store, sessions=sessions)
     jobs = diskcache.Cache(str(cache_dir / "jobs"), size_limit=256 * MB)
@@ -74,6 +83,11 @@ def create_app(config: AppConfig | None = None) -> Dash:
     server.secret_key = secret_key
     server.request_class = make_request_class(cache_dir / "uploads")
     server.extensions["calibration_dashboard"] = ctx
+    # Order matters: request id, then credentials, then the session cookie.
+    install_error_handlers(server, hide_errors=not config.debug)
+    security_headers = SecurityHeaders()
+    security_headers.install(server)
+    BasicAuth(config.basic_auth).install(server)
     sessions.install(server)
     register_upload_route(
         server, store=store, sessions=sessions, max_upload_mb=config.max_upload_mb
@@ -97,4 +111,6 @@ def create_app(config: AppConfig | None = None) -> Dash:
 
     app.layout = serve_layout
     register_callbacks(app, ctx)
+    # After every callback: Dash hashes its inline scripts (renderer, inline clientside).
+    security_headers.set_script_hashes(app.csp_hashes())
     return app

@@ -24,15 +24,23 @@ Keys
 Access control: a handle is usable by a session only when it is a demo
 handle or one of the session's own uploads (:meth:`DataStore.resolve`).
 Entries expire after the session TTL of inactivity; the whole store is
-bounded in size, least recently used entries first.
+bounded in size, least recently used entries first; one session may keep at
+most ``max_models_per_session`` models and ``max_session_bytes`` of arrays.
+
+Storage faults: when the disk is full or read-only, writes raise
+:class:`StorageUnavailable` (a readable message, shown as a banner) while
+reads go on without the LRU bookkeeping write (:class:`ResilientCache`), so
+everything stored before stays usable.
 """
 
 from __future__ import annotations
 
 import hashlib
 import io
+import logging
 import os
 import secrets
+import sqlite3
 import threading
 import time
 import weakref
@@ -49,6 +57,8 @@ from calibration_core.demo import demo_predictions
 
 from .settings import HeldOut
 
+log = logging.getLogger("calibration_dashboard.store")
+
 DEMO_PREFIX = "demo-"
 UPLOAD_PREFIX = "up-"
 VARIANT_PREFIX = "var-"
@@ -60,6 +70,77 @@ WARM_LIMIT = 20_000_000
 
 class DataUnavailable(CalibrationInputError):
     """A handle the session cannot use (expired, evicted or not its own)."""
+
+
+class StorageUnavailable(CalibrationInputError):
+    """The disk store refused a write (full or read-only); stored data stays readable."""
+
+
+STORAGE_MESSAGE = (
+    "The server could not save this: its storage (CACHE_DIR) is full or read-only. "
+    "Everything loaded before is still there; try again later, or ask the operator to free "
+    "space in CACHE_DIR."
+)
+#: Errors of a disk that refuses writes (sqlite: "database or disk is full", "readonly
+#: database", "disk I/O error"; files: ENOSPC, EROFS, EDQUOT, ...).
+_DISK_ERRORS = (OSError, sqlite3.OperationalError, sqlite3.DatabaseError)
+
+
+class ResilientCache(diskcache.Cache):
+    """A :class:`diskcache.Cache` that keeps reading when the disk refuses writes.
+
+    With the least-recently-used policy every ``get`` also writes (the access
+    time). When that write fails, the value is read without it; ``touch``
+    failures are ignored; a failed ``set`` raises :class:`StorageUnavailable`.
+    ``write_error`` holds the last write failure (None after a successful write).
+    """
+
+    write_error: str | None = None
+
+    def _peek(self, key, default, read):
+        db_key, raw = self._disk.put(key)
+        rows = self._sql(
+            "SELECT mode, filename, value FROM Cache WHERE key = ? AND raw = ?"
+            " AND (expire_time IS NULL OR expire_time > ?)",
+            (db_key, raw, time.time()),
+        ).fetchall()
+        if not rows:
+            return default
+        ((mode, filename, value),) = rows
+        try:
+            return self._disk.fetch(mode, filename, value, read)
+        except OSError:
+            return default
+
+    def _failed(self, exc: BaseException) -> None:
+        if self.write_error is None:
+            log.error("the disk store refused a write: %s", exc)
+        self.write_error = f"{type(exc).__name__}: {exc}"
+
+    def get(self, key, default=None, read=False, expire_time=False, tag=False, retry=False):
+        try:
+            return super().get(key, default, read, expire_time, tag, retry)
+        except _DISK_ERRORS as exc:
+            if expire_time or tag:
+                raise
+            self._failed(exc)
+            return self._peek(key, default, read)
+
+    def touch(self, key, expire=None, retry=False):
+        try:
+            return super().touch(key, expire, retry)
+        except _DISK_ERRORS as exc:
+            self._failed(exc)
+            return False
+
+    def set(self, key, value, expire=None, read=False, tag=None, retry=False):
+        try:
+            done = super().set(key, value, expire, read, tag, retry)
+        except _DISK_ERRORS as exc:
+            self._failed(exc)
+            raise StorageUnavailable(STORAGE_MESSAGE) from None
+        self.write_error = None
+        return done
 
 
 @dataclass(frozen=True)
@@ -137,6 +218,15 @@ def _slot_arrays(obj) -> dict[str, np.ndarray] | None:
     return out if out and all(isinstance(a, np.ndarray) for a in out.values()) else None
 
 
+def _mb(n: int) -> str:
+    return f"{n / (1 << 20):.1f} MB"
+
+
+def _info_fields(record: dict) -> dict:
+    """The :class:`ModelInfo` fields of a session record (which also holds its size)."""
+    return {k: v for k, v in record.items() if k != "nbytes"}
+
+
 def _nbytes(pred: Predictions) -> int:
     n = pred.probs.nbytes + pred.labels.nbytes
     if pred.logits is not None:
@@ -192,6 +282,8 @@ class DataStore:
     memory_bytes : int
         Bound of the per-process cache of Predictions.
     max_models_per_session : int
+    max_session_bytes : int
+        Bound of the arrays (with their sorted scores) one session may upload.
     demo_seed : int
     """
 
@@ -203,17 +295,19 @@ class DataStore:
         ttl_seconds: int = 86_400,
         memory_bytes: int = 1 << 30,
         max_models_per_session: int = 20,
+        max_session_bytes: int = 1 << 30,
         demo_seed: int = 0,
     ) -> None:
         self.directory = Path(directory) / f"v{STORE_FORMAT}"
         self.directory.mkdir(parents=True, exist_ok=True)
-        self.cache = diskcache.Cache(
+        self.cache = ResilientCache(
             str(self.directory),
             size_limit=int(size_limit_bytes),
             eviction_policy="least-recently-used",
         )
         self.ttl = int(ttl_seconds)
         self.max_models = int(max_models_per_session)
+        self.max_session_bytes = int(max_session_bytes)
         self.demo_seed = int(demo_seed)
         self._memory = _MemoryLRU(int(memory_bytes))
         self._memo: OrderedDict[tuple, Any] = OrderedDict()
@@ -240,7 +334,10 @@ class DataStore:
                 preds = self.cache.get(key)
                 if preds is None:
                     preds = [warm(p) for p in demo_predictions(self.demo_seed)]
-                    self.cache.set(key, preds)
+                    try:
+                        self.cache.set(key, preds)
+                    except StorageUnavailable:
+                        pass  # served from memory until the disk takes writes again
                 infos = []
                 for i, pred in enumerate(preds):
                     handle = f"{DEMO_PREFIX}{i}"
@@ -261,7 +358,12 @@ class DataStore:
         if records is None:
             return []
         self.cache.touch(self._session_key(sid), expire=self.ttl)
-        return [ModelInfo.from_json(r) for r in records]
+        return [ModelInfo.from_json(_info_fields(r)) for r in records]
+
+    @property
+    def storage_problem(self) -> str | None:
+        """:data:`STORAGE_MESSAGE` while the disk store refuses writes, else None."""
+        return STORAGE_MESSAGE if self.cache.write_error else None
 
     def session_models(self, sid: str | None) -> list[ModelInfo]:
         """Demo models, then the session's uploads."""
@@ -275,11 +377,22 @@ class DataStore:
         Raises
         ------
         DataUnavailable
-            When the session would hold more than ``max_models_per_session`` models.
+            When the session would hold more than ``max_models_per_session`` models
+            or ``max_session_bytes`` of arrays.
+        StorageUnavailable
+            When the disk refuses the write (nothing of this upload is kept).
         """
         if not sid:
             raise DataUnavailable("no session: reload the page and upload again.")
         key = self._session_key(sid)
+        sizes = [_nbytes(warm(p)) for p in preds]
+        try:
+            return self._add_models(key, preds, sizes, source)
+        except _DISK_ERRORS as exc:  # e.g. the transaction itself cannot start
+            self.cache._failed(exc)
+            raise StorageUnavailable(STORAGE_MESSAGE) from None
+
+    def _add_models(self, key: str, preds, sizes, source: str) -> list[ModelInfo]:
         with self.cache.transact():
             records = list(self.cache.get(key, default=[]))
             if len(records) + len(preds) > self.max_models:
@@ -287,9 +400,16 @@ class DataStore:
                     f"this session already holds {len(records)} uploaded models and at most "
                     f"{self.max_models} are kept; reload the page to start a new session."
                 )
+            used_bytes = sum(int(r.get("nbytes", 0)) for r in records)
+            if used_bytes + sum(sizes) > self.max_session_bytes:
+                raise DataUnavailable(
+                    f"this upload needs {_mb(sum(sizes))} of server storage and this session "
+                    f"already uses {_mb(used_bytes)} of its {_mb(self.max_session_bytes)} quota; "
+                    "reload the page to start a new session, or upload a smaller file."
+                )
             used = {r["name"] for r in records} | {m.name for m in self.demo_models()}
             infos = []
-            for pred in preds:
+            for pred, size in zip(preds, sizes, strict=True):
                 name, n = pred.name, 2
                 while name in used:
                     name, n = f"{pred.name} ({n})", n + 1
@@ -306,7 +426,7 @@ class DataStore:
                 handle = UPLOAD_PREFIX + secrets.token_urlsafe(18)
                 self.put_predictions(handle, pred)
                 info = ModelInfo.of(handle, pred, source)
-                records.append(info.to_json())
+                records.append({**info.to_json(), "nbytes": size})
                 infos.append(info)
             self.cache.set(key, records, expire=self.ttl)
         return infos

@@ -36,6 +36,7 @@ from calibration_core.io import load_predictions
 from .session import SessionManager
 from .soft_labels import read_upload_soft_labels, store_soft_labels
 from .store import DataStore
+from .upload_guard import check_expansion
 
 UPLOAD_PATH = "/api/upload"
 #: Room for multipart boundaries and part headers on top of the file limit.
@@ -137,6 +138,7 @@ def register_upload_route(
             try:
                 if _file_size(part.stream) > limit:
                     return _too_large(max_upload_mb, f"{name}")
+                check_expansion(part.stream, name, limit)  # compressed bombs, huge widths
                 preds = load_predictions(part.stream, file_name=name)
                 soft = read_upload_soft_labels(part.stream, name, preds)
                 infos = store.add_models(sid, preds, source=name)

@@ -1,8 +1,31 @@
-"""WSGI entry point: ``gunicorn app.wsgi:server`` (configuration from environment variables)."""
+"""WSGI entry point: ``gunicorn app.wsgi:server`` (configuration from environment variables).
+
+A configuration error (e.g. ``APP_ENV=production`` without ``SECRET_KEY``)
+prints one line naming the variable and exits with status 4, which gunicorn
+treats as "App failed to load" and stops instead of restarting workers.
+"""
 
 from __future__ import annotations
 
+import logging
+import sys
+
+from .config import ConfigError
 from .factory import create_app
 
-app = create_app()
+#: Exit status of a worker whose application cannot load (gunicorn's APP_LOAD_ERROR).
+APP_LOAD_ERROR = 4
+
+if not logging.getLogger().handlers:  # gunicorn configures only its own loggers
+    logging.basicConfig(
+        level=logging.INFO,
+        stream=sys.stderr,
+        format="%(asctime)s [%(process)d] %(levelname)s %(name)s: %(message)s",
+    )
+
+try:
+    app = create_app()
+except ConfigError as exc:
+    print(f"calibration-dashboard: configuration error: {exc}", file=sys.stderr, flush=True)
+    raise SystemExit(APP_LOAD_ERROR) from None
 server = app.server

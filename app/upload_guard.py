@@ -1,0 +1,152 @@
+"""Bounds on what an uploaded file *expands* to, checked before the loader parses it.
+
+The upload limit (``MAX_UPLOAD_MB``) bounds the bytes received; a small
+compressed file can still expand to gigabytes (a "bomb"). Before parsing,
+:func:`check_expansion` therefore looks at the container, reading at most
+the limit:
+
+* gzip (``1f 8b``): decompressed in a stream, counting bytes, and refused
+  as soon as the count passes the limit (so a bomb costs at most the limit
+  in CPU time and 1 MB of memory);
+* zip / ``.npz`` (``PK``): the members' declared sizes (Python's zip reader
+  never inflates a member past its declared size) must add up to at most
+  the limit, and the archive may hold at most :data:`MAX_MEMBERS` members;
+  every ``.npy`` member's header is read for its shape;
+* Parquet (``PAR1``): the footer's row and column counts (8 bytes per cell,
+  the loader's float64) must stay within twice the limit;
+
+and, for every format, at most :data:`MAX_COLUMNS` columns (the core's text
+reader refuses wider headers itself). Anything else passes through; the
+loader gives its own message for a corrupt container.
+"""
+
+from __future__ import annotations
+
+import gzip
+import zipfile
+import zlib
+
+import numpy as np
+
+from calibration_core import CalibrationInputError
+
+#: Widest table accepted (columns, or classes of an npz array).
+MAX_COLUMNS = 25_000
+#: Most members of an uploaded zip / npz archive.
+MAX_MEMBERS = 64
+_CHUNK = 1 << 20
+
+
+class UploadTooLarge(CalibrationInputError):
+    """An upload whose content expands past the limits (message for the user)."""
+
+
+def _mb(limit_bytes: int) -> str:
+    return f"{limit_bytes / (1 << 20):g} MB"
+
+
+def _too_large(name: str, what: str, limit_bytes: int) -> UploadTooLarge:
+    return UploadTooLarge(
+        f"{name} {what} the {_mb(limit_bytes)} upload limit, which applies to the decompressed "
+        "data too; split it into smaller files or ask the operator to raise MAX_UPLOAD_MB."
+    )
+
+
+def _too_wide(name: str, columns: int) -> UploadTooLarge:
+    return UploadTooLarge(
+        f"{name} has {columns:,} columns; at most {MAX_COLUMNS:,} are accepted (one per class "
+        "plus the label). Check that this is a predictions table."
+    )
+
+
+def _check_gzip(stream, name: str, limit: int) -> None:
+    total = 0
+    try:
+        with gzip.GzipFile(fileobj=stream, mode="rb") as fh:
+            while chunk := fh.read(_CHUNK):
+                total += len(chunk)
+                if total > limit:
+                    raise _too_large(name, "expands to more than", limit)
+    except (OSError, EOFError, zlib.error):
+        return  # corrupt or truncated: the loader says so
+
+
+def _check_zip(stream, name: str, limit: int) -> None:
+    try:
+        archive = zipfile.ZipFile(stream)
+    except (zipfile.BadZipFile, OSError, ValueError):
+        return
+    with archive:
+        members = archive.infolist()
+        if len(members) > MAX_MEMBERS:
+            raise UploadTooLarge(
+                f"{name} is an archive of {len(members)} members; at most {MAX_MEMBERS} are "
+                "accepted (an .npz needs the predictions, the labels and the class names)."
+            )
+        if sum(m.file_size for m in members) > limit:
+            raise _too_large(name, "expands to more than", limit)
+        for member in members:
+            if member.filename.endswith(".npy"):
+                shape = _npy_shape(archive, member)
+                if shape is not None and len(shape) >= 2 and shape[1] > MAX_COLUMNS:
+                    raise _too_wide(name, int(shape[1]))
+
+
+def _npy_shape(archive: zipfile.ZipFile, member: zipfile.ZipInfo):
+    try:
+        with archive.open(member) as fh:
+            version = np.lib.format.read_magic(fh)
+            if version == (1, 0):
+                shape, _, _ = np.lib.format.read_array_header_1_0(fh)
+            else:
+                shape, _, _ = np.lib.format.read_array_header_2_0(fh)
+        return shape
+    except (ValueError, OSError, EOFError, zipfile.BadZipFile, zlib.error):
+        return None  # the loader explains what is wrong with it
+
+
+def _check_parquet(stream, name: str, limit: int) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        meta = pq.ParquetFile(stream).metadata
+    except (pa.ArrowException, OSError, ValueError):
+        return
+    if meta.num_columns > MAX_COLUMNS:
+        raise _too_wide(name, meta.num_columns)
+    if meta.num_rows * meta.num_columns * 8 > 2 * limit:
+        raise _too_large(
+            name, f"holds {meta.num_rows:,} rows x {meta.num_columns} columns, past", limit
+        )
+
+
+def check_expansion(stream, name: str, limit_bytes: int) -> None:
+    """Refuse an upload whose content would expand past the limits (see the module docstring).
+
+    Parameters
+    ----------
+    stream : binary file-like, seekable
+        The received file; it is rewound afterwards.
+    name : str
+        The (cleaned) file name, for messages.
+    limit_bytes : int
+        ``MAX_UPLOAD_MB`` in bytes.
+
+    Raises
+    ------
+    UploadTooLarge
+        With a message naming the file and the limit.
+    """
+    stream.seek(0)
+    head = stream.read(4)
+    stream.seek(0)
+    try:
+        if head[:2] == b"\x1f\x8b":
+            _check_gzip(stream, name, limit_bytes)
+        elif head in (b"PK\x03\x04", b"PK\x05\x06"):
+            _check_zip(stream, name, limit_bytes)
+        elif head == b"PAR1":
+            _check_parquet(stream, name, limit_bytes)
+    finally:
+        stream.seek(0)

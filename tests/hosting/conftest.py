@@ -1,0 +1,376 @@
+"""Fixtures of the hosting tests: a browser-like Dash HTTP client, prediction files, gunicorn.
+
+The client builds callback requests the way ``dash-renderer`` does, from the
+app's own ``/_dash-dependencies`` (so the payloads follow the callbacks as
+declared) and the component values of ``/_dash-layout``; each instance has
+its own cookie jar (one browser tab). It talks either to a Flask test client
+or, through ``requests``, to a live server.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+SECRET = "hosting-test-secret-key-0123456789abcdef"
+CONFIG_PATTERN = re.compile(
+    r'<script id="_dash-config" type="application/json">(.*?)</script>', re.S
+)
+UPDATE = "/_dash-update-component"
+VIEW = "reliability-grid.children"
+MODELS = "models-store.data"
+DOWNLOAD = "download.data"
+CALIBRATED = "download-url.data"
+#: Keyword of :meth:`DashTab.view` -> the component property it sets.
+SETTINGS = {
+    "maps": "maps.value",
+    "heldout": "heldout.value",
+    "folds": "folds.value",
+    "fraction": "test-fraction.value",
+    "notion": "notion.value",
+    "class_value": "class-select.value",
+    "scheme": "scheme.value",
+    "n_bins": "n-bins.value",
+    "band": "band.value",
+    "level": "band-level.value",
+}
+
+
+def _collect(node, out: dict) -> None:
+    if isinstance(node, list):
+        for item in node:
+            _collect(item, out)
+        return
+    if not isinstance(node, dict):
+        return
+    props = node.get("props")
+    if isinstance(props, dict):
+        cid = props.get("id")
+        if isinstance(cid, str):
+            for key, value in props.items():
+                if key != "children" or not isinstance(value, (dict, list)):
+                    out[f"{cid}.{key}"] = value
+        for value in props.values():
+            _collect(value, out)
+
+
+class DashTab:
+    """One browser tab: a cookie jar, the page's component values, callback requests.
+
+    Parameters
+    ----------
+    base_url : str, optional
+        A live server (``requests``); else ``flask_client`` is used.
+    flask_client : flask.testing.FlaskClient, optional
+    """
+
+    def __init__(self, base_url: str | None = None, flask_client=None, timeout: float = 60):
+        import requests
+
+        self.base_url = base_url
+        self.flask = flask_client
+        self.http = requests.Session() if base_url else None
+        if self.http is not None:  # a new connection per request: spread over the workers
+            self.http.headers["Connection"] = "close"
+        self.timeout = timeout
+        self.values: dict[str, object] = {}
+        self.deps: list[dict] = []
+        self.end_id = None
+        #: ``X-Request-ID`` of every answer, in order.
+        self.request_ids: list[str] = []
+
+    # ------------------------------------------------------------ transport
+    def request(self, method: str, path: str, **kwargs):
+        """``(status, headers, body bytes)`` of one request with this tab's cookies."""
+        if self.http is not None:
+            if "files" in kwargs:
+                kwargs["files"] = [("file", (n, c)) for n, c in kwargs["files"]]
+            r = self.http.request(method, self.base_url + path, timeout=self.timeout, **kwargs)
+            self.request_ids.append(r.headers.get("X-Request-ID"))
+            return r.status_code, r.headers, r.content
+        if "files" in kwargs:
+            files = kwargs.pop("files")
+            kwargs["data"] = {"file": [(io.BytesIO(c), n) for n, c in files]}
+            kwargs["content_type"] = "multipart/form-data"
+        r = self.flask.open(path, method=method, **kwargs)
+        self.request_ids.append(r.headers.get("X-Request-ID"))
+        return r.status_code, r.headers, r.get_data()
+
+    def get(self, path: str):
+        return self.request("GET", path)
+
+    def cookie(self, name: str = "calibration_session") -> str | None:
+        if self.http is not None:
+            values = [c.value for c in self.http.cookies if c.name == name]
+            return values[-1] if values else None
+        c = self.flask.get_cookie(name)
+        return None if c is None else c.value
+
+    def set_cookie(self, value: str, name: str = "calibration_session") -> None:
+        if self.http is not None:
+            self.http.cookies.clear()
+            host = self.base_url.split("//", 1)[1].rsplit(":", 1)[0]
+            self.http.cookies.set(name, value, domain=host, path="/")
+        else:
+            self.flask.delete_cookie(name)
+            self.flask.set_cookie(name, value)
+
+    # ------------------------------------------------------------------ page
+    def load(self) -> DashTab:
+        """GET the page, its layout and its callbacks (like a browser opening the page)."""
+        status, _, body = self.get("/")
+        assert status == 200, body[:300]
+        match = CONFIG_PATTERN.search(body.decode("utf-8", "replace"))
+        self.end_id = json.loads(match.group(1)).get("end_id") if match else None
+        status, _, body = self.get("/_dash-layout")
+        assert status == 200
+        self.values = {}
+        _collect(json.loads(body), self.values)
+        status, _, body = self.get("/_dash-dependencies")
+        assert status == 200
+        self.deps = json.loads(body)
+        return self
+
+    def upload(self, name: str, content: bytes):
+        """POST one file to ``/api/upload``: ``(status, JSON answer)``."""
+        status, _, body = self.request("POST", "/api/upload", files=[(name, content)])
+        return status, json.loads(body)
+
+    # ------------------------------------------------------------- callbacks
+    def dependency(self, writes: str) -> dict:
+        for dep in self.deps:
+            parts = dep["output"].strip(".").split("...")
+            if writes in parts:
+                return dep
+        raise KeyError(writes)
+
+    def payload(self, writes: str, changed, overrides: dict) -> dict:
+        dep = self.dependency(writes)
+        output = dep["output"]
+        multi = output.startswith("..")
+        outs = []
+        for part in output.strip(".").split("..."):
+            cid, _, prop = part.rpartition(".")
+            outs.append({"id": cid, "property": prop.split("@")[0]})
+        values = {**self.values, **overrides}
+
+        def fill(items):
+            return [{**d, "value": values.get(f"{d['id']}.{d['property']}")} for d in items or []]
+
+        return {
+            "output": output,
+            "outputs": outs if multi else outs[0],
+            "inputs": fill(dep.get("inputs")),
+            "changedPropIds": list(changed),
+            "state": fill(dep.get("state")),
+        }
+
+    def call_raw(self, writes: str, changed=(), values: dict | None = None):
+        """POST the callback that writes ``writes`` (``"id.prop"``): ``(status, headers, body)``.
+
+        Inputs and states are the page's values updated with ``values``
+        (``{"id.prop": value}``); ``changed`` defaults to the first key of ``values``.
+        """
+        values = dict(values or {})
+        body = json.dumps(self.payload(writes, changed or list(values)[:1], values))
+        path = UPDATE + (f"?endId={self.end_id}" if self.end_id else "")
+        return self.request("POST", path, data=body, headers={"Content-Type": "application/json"})
+
+    def call(self, writes: str, changed=(), values: dict | None = None) -> dict:
+        """Like :meth:`call_raw`; returns ``{"id.prop": value}`` and keeps the values."""
+        status, _, body = self.call_raw(writes, changed, values)
+        assert status in (200, 204), (status, body[:500])
+        if status == 204:
+            return {}
+        out = {}
+        for cid, props in (json.loads(body).get("response") or {}).items():
+            for prop, value in props.items():
+                out[f"{cid}.{prop}"] = value
+        self.values.update(out)
+        return out
+
+    def view(self, handles, **settings) -> dict:
+        """The view callback for these model handles and settings (keys of :data:`SETTINGS`)."""
+        values = {"model-select.value": list(handles)}
+        values.update({SETTINGS[k]: v for k, v in settings.items()})
+        return self.call(VIEW, ["model-select.value"], values)
+
+
+@pytest.fixture(scope="session")
+def dash_tab():
+    """The :class:`DashTab` class."""
+    return DashTab
+
+
+def predictions_csv(
+    n: int = 400, k: int = 3, seed: int = 0, class_names=None, model=None, label="label"
+) -> bytes:
+    """A valid predictions CSV: ``p_<class>`` columns and a label column (and a model column)."""
+    rng = np.random.default_rng(seed)
+    z = rng.normal(size=(n, k)) * 2.0
+    p = np.exp(z) / np.exp(z).sum(axis=1, keepdims=True)
+    y = (p.cumsum(axis=1) < rng.random((n, 1))).sum(axis=1).clip(0, k - 1)
+    names = list(class_names or [f"c{j}" for j in range(k)])
+    frame = pd.DataFrame({f"p_{c}": p[:, j] for j, c in enumerate(names)})
+    frame[label] = np.asarray(names, dtype=object)[y]
+    if model is not None:
+        frame.insert(0, "model", model)
+    return frame.to_csv(index=False).encode()
+
+
+@pytest.fixture(scope="session")
+def make_csv():
+    """:func:`predictions_csv`."""
+    return predictions_csv
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def prewarm_demo(cache_dir: Path) -> None:
+    """Put the built-in demo into the disk store, so workers do not each compute it."""
+    from app.store import DataStore
+
+    store = DataStore(Path(cache_dir) / "store")
+    store.demo_models()
+    store.close()
+
+
+class Gunicorn:
+    """``gunicorn app.wsgi:server`` on 127.0.0.1 in a subprocess (its own process group)."""
+
+    def __init__(self, cache_dir: Path, workers: int = 4, threads: int = 2, env=None, log=None):
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.access_log = Path(cache_dir) / "access.log"
+        self.log_path = log or Path(cache_dir) / "gunicorn.log"
+        environ = {
+            **os.environ,
+            "APP_ENV": "production",
+            "SECRET_KEY": SECRET,
+            "SESSION_COOKIE_SECURE": "0",
+            "CACHE_DIR": str(cache_dir),
+            "PYTHONPATH": str(REPO),
+            **(env or {}),
+        }
+        args = [
+            sys.executable,
+            "-m",
+            "gunicorn",
+            "--no-control-socket",
+            "--workers",
+            str(workers),
+            "--threads",
+            str(threads),
+            "--worker-class",
+            "gthread",
+            "--timeout",
+            "120",
+            "--graceful-timeout",
+            "5",
+            "--bind",
+            f"127.0.0.1:{self.port}",
+            "--access-logfile",
+            str(self.access_log),
+            # worker pid, request id (response header), request line, status
+            "--access-logformat",
+            "%(p)s %({x-request-id}o)s %(s)s %(r)s",
+            "app.wsgi:server",
+        ]
+        self._log = open(self.log_path, "wb")
+        self.proc = subprocess.Popen(
+            args,
+            cwd=REPO,
+            env=environ,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+
+    def wait_ready(self, timeout: float = 150) -> None:
+        import requests
+
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"gunicorn exited: {self.log_path.read_text()[-3000:]}")
+            try:
+                if requests.get(self.url + "/healthz", timeout=5).status_code == 200:
+                    return
+            except requests.RequestException:
+                pass
+            time.sleep(0.3)
+        raise RuntimeError(f"gunicorn did not answer in {timeout} s: {self.log_path.read_text()}")
+
+    def worker_pids(self) -> list[int]:
+        import psutil
+
+        return [c.pid for c in psutil.Process(self.proc.pid).children()]
+
+    def pid_of_request(self, request_id: str) -> int | None:
+        """The worker pid that answered the request with this ``X-Request-ID``."""
+        for line in self.access_log.read_text().splitlines():
+            pid, rid, *_ = line.split(" ")
+            if rid == request_id:
+                return int(pid.strip("<>"))
+        return None
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGINT)  # quick shutdown: the master stops its workers
+            try:
+                self.proc.wait(20)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait(5)
+        self._log.close()
+
+
+@pytest.fixture(scope="session")
+def gunicorn_server():
+    """A function ``(cache_dir, **kwargs) -> Gunicorn`` (started and ready; stop it yourself)."""
+
+    def start(cache_dir: Path, **kwargs) -> Gunicorn:
+        prewarm_demo(cache_dir)
+        server = Gunicorn(cache_dir, **kwargs)
+        try:
+            server.wait_ready()
+        except Exception:
+            server.stop()
+            raise
+        return server
+
+    return start
+
+
+@pytest.fixture
+def hosting_config(tmp_path):
+    """``(**overrides) -> AppConfig`` in a fresh cache directory, production-like."""
+    from app.config import AppConfig
+
+    def make(**overrides):
+        base = {
+            "cache_dir": tmp_path / "cache",
+            "secret_key": SECRET,
+            "session_ttl_seconds": 3600,
+        }
+        base.update(overrides)
+        return AppConfig(**base)
+
+    return make

@@ -1,0 +1,330 @@
+"""Against ``gunicorn app.wsgi:server`` with 4 workers on 127.0.0.1 (APP_ENV=production).
+
+Browser tabs are :class:`DashTab` clients (own cookie jar, a new connection
+per request so requests spread over the workers) that call the callbacks as
+``dash-renderer`` does. Proves:
+
+* two sessions uploading and working concurrently never see each other's
+  model names, class names, handles, figures, tables or exports, while their
+  requests are served by several worker processes;
+* forged, tampered, malformed and expired session cookies get a fresh, empty
+  session;
+* the upload limit is enforced before the body is read (HTTP 413);
+* crafted callback payloads are refused by the server with a readable
+  message, and malformed requests never show a traceback, a path or an
+  exception text;
+* many quick setting changes each get the figure of their own settings;
+* a worker killed with SIGKILL in the middle of a callback costs that one
+  request: the next action works, on the same session and data.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+from itsdangerous import TimestampSigner, URLSafeTimedSerializer
+
+from app.session import _SALT
+
+SECRET = "hosting-test-secret-key-0123456789abcdef"
+EXPIRED = "your data expired, please upload again"
+LEAK_MARKERS = ("Traceback", 'File "', "site-packages", "/work/", "KeyError", "Exception")
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory, gunicorn_server):
+    srv = gunicorn_server(
+        tmp_path_factory.mktemp("gunicorn"),
+        workers=4,
+        threads=2,
+        env={"MAX_UPLOAD_MB": "20", "SESSION_TTL_SECONDS": "3600"},
+    )
+    yield srv
+    srv.stop()
+
+
+def figures(out: dict) -> list[dict]:
+    """The figures with data (not a blank message figure) in a view answer."""
+    kids = out.get("reliability-grid.children") or []
+    figs = [(k.get("props") or {}).get("figure") for k in kids]
+    return [f for f in figs if f and f.get("data")]
+
+
+def messages(out: dict) -> str:
+    return json.dumps(out.get("message.children") or [])
+
+
+def loaded(tab, name: str, content: bytes) -> list[dict]:
+    """Upload a file and run the follow-up callback, as the page script does."""
+    status, body = tab.upload(name, content)
+    assert status == 200 and not body["errors"], body
+    result = {"nonce": time.time(), "results": [{"file": name, "models": body["models"]}]}
+    out = tab.call("models-store.data", ["upload-result.data"], {"upload-result.data": result})
+    assert {m["handle"] for m in body["models"]} <= set(out["model-select.value"])
+    return body["models"]
+
+
+def session_work(tab, name, content, rounds=4) -> dict:
+    """One user's session: upload, list models, redraw, export. Returns everything seen."""
+    tab.load()
+    models = loaded(tab, name, content)
+    handle = models[0]["handle"]
+    seen = {"handle": handle, "texts": [json.dumps(tab.values)], "csv": [], "n": []}
+    for r in range(rounds):
+        out = tab.view([handle], n_bins=5 + r, band=["wilson", "none"][r % 2])
+        assert figures(out), messages(out)
+        seen["texts"].append(json.dumps(out))
+        rows = out["metrics-grid.rowData"]
+        seen["n"].extend(row["n"] for row in rows if "n" in row)
+        status, _, body = tab.call_raw(
+            "download.data",
+            ["export-metrics-csv.n_clicks"],
+            {"export-metrics-csv.n_clicks": r + 1, "model-select.value": [handle]},
+        )
+        assert status == 200
+        seen["csv"].append(json.loads(body)["response"]["download"]["data"]["content"])
+        out = tab.call(
+            "download-url.data",
+            ["export-calibrated-csv.n_clicks"],
+            {"export-calibrated-csv.n_clicks": r + 1, "model-select.value": [handle]},
+        )
+        url = out["download-url.data"]["url"]
+        status, headers, body = tab.get(url)
+        assert status == 200 and headers["Content-Disposition"].startswith("attachment")
+        seen["texts"].append(body.decode())
+        seen["export_url"] = url
+    seen["texts"].extend(seen["csv"])
+    return seen
+
+
+def test_concurrent_sessions_see_only_their_own_data(server, dash_tab, make_csv):
+    alice_csv = make_csv(n=3000, k=3, seed=1, class_names=["ant", "bee", "cat"], model="alpha")
+    bob_csv = make_csv(n=2000, k=4, seed=2, class_names=["xenon", "yttrium", "zinc", "argon"])
+    alice, bob = dash_tab(server.url), dash_tab(server.url)
+    with ThreadPoolExecutor(2) as pool:
+        fa = pool.submit(session_work, alice, "alice.csv", alice_csv)
+        fb = pool.submit(session_work, bob, "bob.csv", bob_csv)
+        a, b = fa.result(), fb.result()
+
+    a_text, b_text = "\n".join(a["texts"]), "\n".join(b["texts"])
+    assert "alpha" in a_text and "ant" in a_text
+    assert "bob" in b_text and "xenon" in b_text
+    for marker in ("alpha", a["handle"], '"ant"', "p_ant", "p_bee"):
+        assert marker not in b_text
+    for marker in ('"bob"', b["handle"], "xenon", "yttrium", "p_zinc", "argon"):
+        assert marker not in a_text
+    # The numbers are each one's own: every metric row and CSV line counts its own rows.
+    assert set(a["n"]) == {3000} and set(b["n"]) == {2000}
+    assert all(",3000," in c and ",2000," not in c for c in a["csv"])
+    assert all(",2000," in c and ",3000," not in c for c in b["csv"])
+
+    # Each other's handle and export link give nothing.
+    out = bob.view([a["handle"]])
+    assert EXPIRED in messages(out) and not figures(out)
+    assert "alpha" not in json.dumps(out)
+    status, _, body = bob.get(a["export_url"])
+    assert status == 404 and b"alpha" not in body
+    status, _, body = bob.get("/_dash-layout")
+    assert a["handle"].encode() not in body and b"alpha" not in body
+
+    # The sessions really were served by several worker processes.
+    pids = {server.pid_of_request(r) for r in alice.request_ids + bob.request_ids if r}
+    assert len(pids - {None}) >= 2, pids
+
+
+def _expired_cookie(sid: str) -> str:
+    """A cookie we really signed for ``sid``, two hours ago (the server's TTL is one hour)."""
+
+    class TwoHoursAgo(TimestampSigner):
+        def get_timestamp(self) -> int:
+            return int(time.time()) - 7200
+
+    return URLSafeTimedSerializer(SECRET, salt=_SALT, signer=TwoHoursAgo).dumps(sid)
+
+
+def _cookie_sid(cookie: str) -> str:
+    return URLSafeTimedSerializer(SECRET, salt=_SALT).loads(cookie)
+
+
+def test_forged_malformed_and_expired_cookies_get_a_fresh_empty_session(server, dash_tab, make_csv):
+    owner = dash_tab(server.url).load()
+    (model,) = loaded(owner, "owned.csv", make_csv(n=300, model="owned-model"))
+    good = owner.cookie()
+    sid = _cookie_sid(good)
+    bad_cookies = {
+        "garbage": "not-a-cookie",
+        "empty": "",
+        "huge": "a" * 600,
+        "tampered": good[:-2] + ("AA" if not good.endswith("AA") else "BB"),
+        "other key": URLSafeTimedSerializer("another-secret-key-0123456789", salt=_SALT).dumps(sid),
+        "expired": _expired_cookie(sid),
+        "malformed id": URLSafeTimedSerializer(SECRET, salt=_SALT).dumps("../../" + sid),
+        "raw id": sid,
+    }
+    for what, value in bad_cookies.items():
+        intruder = dash_tab(server.url)
+        intruder.set_cookie(value)
+        status, _, body = intruder.get("/_dash-layout")
+        assert status == 200, what
+        assert model["handle"].encode() not in body and b"owned-model" not in body, what
+        fresh = intruder.cookie()
+        assert fresh and fresh != value and _cookie_sid(fresh) != sid, what
+        intruder.load()
+        out = intruder.view([model["handle"]])
+        assert EXPIRED in messages(out) and not figures(out), what
+        assert "owned-model" not in json.dumps(out), what
+    # The owner still has the data.
+    assert figures(owner.view([model["handle"]]))
+
+
+def test_upload_limit_answers_413_before_reading_the_body(server):
+    port = int(server.url.rsplit(":", 1)[1])
+    with socket.create_connection(("127.0.0.1", port), timeout=20) as sock:
+        start = time.monotonic()
+        sock.sendall(
+            b"POST /api/upload HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+            b"Content-Type: multipart/form-data; boundary=xyz\r\n"
+            b"Content-Length: 10737418240\r\n\r\n"
+        )
+        answer = sock.recv(65536).decode("latin-1")
+        seconds = time.monotonic() - start
+    assert answer.startswith("HTTP/1.1 413"), answer[:200]
+    assert "20 MB limit" in answer and seconds < 15
+
+
+@pytest.mark.parametrize(
+    ("setting", "value", "needle"),
+    [
+        ("n-bins.value", 10**9, "number of bins"),
+        ("n-bins.value", -3, "number of bins"),
+        ("n-bins.value", "ten", "number of bins"),
+        ("n-bins.value", 7.5, "number of bins"),
+        ("maps.value", ["temperature", "rm -rf"], "unknown calibration map"),
+        ("maps.value", "temperature", "list of map names"),
+        ("notion.value", "<script>", "notion"),
+        ("band-level.value", 1e308, "band level"),
+        ("folds.value", 10**6, "number of folds"),
+    ],
+)
+def test_crafted_payloads_are_refused_by_the_server(server, dash_tab, setting, value, needle):
+    tab = dash_tab(server.url).load()
+    handles = tab.values["model-select.value"]
+    out = tab.call(
+        "reliability-grid.children", [setting], {setting: value, "model-select.value": handles}
+    )
+    assert needle in messages(out)
+    assert not out["metrics-grid.rowData"]
+    assert not figures(out)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b"not json",
+        b'{"output": "nope.children", "outputs": {"id": "nope", "property": "children"}, '
+        b'"inputs": [], "changedPropIds": []}',
+        b'{"output": "..reliability-grid.children...metrics-grid.rowData..", "inputs": 5}',
+        b"[" * 5000,
+    ],
+    ids=["not-json", "unknown-output", "inputs-not-a-list", "deep-nesting"],
+)
+def test_malformed_callback_requests_reveal_nothing(server, body):
+    import requests
+
+    r = requests.post(
+        server.url + "/_dash-update-component",
+        data=body,
+        headers={"Content-Type": "application/json"},
+        timeout=30,
+    )
+    assert r.status_code in (400, 500)
+    for marker in LEAK_MARKERS:
+        assert marker not in r.text
+    if r.status_code == 500:
+        rid = r.headers["X-Request-ID"]
+        assert f"request id {rid}" in r.json()["error"]
+        log = server.log_path.read_text()
+        assert f"request id {rid}" in log and "Traceback" in log  # logged, with the id
+
+
+def test_rapid_setting_changes_each_get_their_own_figure(server, dash_tab, make_csv):
+    tab = dash_tab(server.url).load()
+    (model,) = loaded(tab, "rapid.csv", make_csv(n=2000, k=3, seed=5))
+    handle = model["handle"]
+    bins = list(range(3, 15))
+    # Fired together, as a user dragging the slider would; answers arrive in any order.
+    with ThreadPoolExecutor(6) as pool:
+        outs = list(pool.map(lambda n: tab.view([handle], n_bins=n, scheme="width"), bins))
+    for n, out in zip(bins, outs, strict=True):
+        assert f"Binning: {n} equal-width bins" in out["metrics-caption.children"]
+        (fig,) = figures(out)
+        curve = next(t for t in fig["data"] if t.get("mode", "").startswith("lines+markers"))
+        assert 1 <= len(curve["x"]) <= n
+    # The last setting wins: asking again with the final value gives the same answer.
+    again = tab.view([handle], n_bins=bins[-1], scheme="width")
+    assert again["metrics-grid.rowData"] == outs[-1]["metrics-grid.rowData"]
+
+
+def _busiest_worker(pids: list[int], seconds: float = 0.8) -> int | None:
+    import psutil
+
+    procs = {p: psutil.Process(p) for p in pids}
+    before = {p: sum(proc.cpu_times()[:2]) for p, proc in procs.items()}
+    time.sleep(seconds)
+    delta = {p: sum(proc.cpu_times()[:2]) - before[p] for p, proc in procs.items()}
+    pid = max(delta, key=delta.get)
+    return pid if delta[pid] > 0.2 else None
+
+
+def test_a_worker_killed_mid_callback_costs_only_that_request(server, dash_tab, make_csv):
+    import requests
+
+    tab = dash_tab(server.url, timeout=120).load()
+    (model,) = loaded(tab, "wide.csv", make_csv(n=6000, k=100, seed=3, model="wide-model"))
+    handle = model["handle"]
+    killed = None
+    for n_bins in (97, 89, 83):  # settings not computed before: a slow, uncached callback
+        result = {}
+
+        def slow(n=n_bins, result=result):
+            try:
+                result["out"] = tab.view(
+                    [handle], notion="class", class_value="__all__", band="consistency", n_bins=n
+                )
+            except (requests.RequestException, AssertionError) as exc:
+                result["error"] = exc
+
+        thread = threading.Thread(target=slow)
+        workers = server.worker_pids()
+        thread.start()
+        time.sleep(0.3)
+        pid = _busiest_worker(workers)
+        if pid is not None and thread.is_alive():
+            os.kill(pid, signal.SIGKILL)
+            killed = pid
+        thread.join(120)
+        if killed and "error" in result:
+            break
+        killed = None
+    assert killed, "no callback was slow enough to be interrupted"
+
+    # The next actions of the same session work, on the same stored data.
+    out = tab.view([handle], notion="confidence", band="wilson", n_bins=12)
+    assert figures(out) and {r["n"] for r in out["metrics-grid.rowData"] if "n" in r} == {6000}
+    (again,) = loaded(tab, "after.csv", make_csv(n=500, seed=4, model="after-kill"))
+    assert again["n_samples"] == 500
+    # The master replaced the killed worker.
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        pids = server.worker_pids()
+        if killed not in pids and len(pids) == 4:
+            break
+        time.sleep(0.5)
+    assert killed not in pids and len(pids) == 4

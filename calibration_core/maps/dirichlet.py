@@ -11,9 +11,12 @@ ODIR (off-diagonal and intercept regularisation), scaled as in the paper::
     mean log-loss + lambda / (K (K - 1)) * sum_{i != j} W_ij^2 + mu / K * sum_j b_j^2
 
 Strengths left as None are chosen by held-out log-loss: a stratified, seeded
-20 % of the rows is held out, the map is fitted on the rest for every value
-of ``reg_grid`` (largest first, warm started; lambda = mu when both are
-chosen), and the best value is refitted on all rows.
+20 % of the rows (of a 25,000-row subsample when N is larger) is held out,
+the map is fitted on the rest for the values of ``reg_grid`` from the largest
+down (warm started; lambda = mu when both are chosen) until the held-out loss
+stops falling, and the best is refitted on all N rows, its strength scaled by
+(rows fitted on) / N so that the penalty keeps its weight against the summed
+log-likelihood (see :func:`~calibration_core.maps.linear.fit_linear_map`).
 """
 
 from __future__ import annotations
@@ -51,9 +54,11 @@ class DirichletCalibration(LinearCalibrationMap):
     intercept_ : numpy.ndarray, shape (K,)
         ``b``.
     reg_lambda_, reg_mu_ : float
-        Strengths of the final fit (chosen or given).
+        Strengths of the final fit: as given, or the chosen grid value times
+        ``n_fit / N`` (the same weight against the summed log-likelihood).
     reg_path_ : list of dict
-        ``reg_lambda``, ``reg_mu`` and held-out ``val_loss`` of each tried value.
+        ``reg_lambda``, ``reg_mu``, held-out ``val_loss`` and ``n_fit`` of each
+        tried value.
     n_iter_, converged_, train_loss_ : see
         :class:`~calibration_core.maps.linear.LinearCalibrationMap`.
     """

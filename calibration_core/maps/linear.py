@@ -67,6 +67,8 @@ BLOCK_ELEMENTS = 1 << 22
 DEFAULT_REG_GRID: tuple[float, ...] = (1e-2, 1e-1, 1.0, 10.0, 1e2, 1e3, 1e4, 1e5)
 #: Share of rows held out (stratified, seeded) to choose the strengths.
 VALIDATION_FRACTION = 0.2
+#: Strengths are chosen on a strided subsample of this many rows when N is over twice as large.
+SELECTION_ROWS = 25000
 #: Looser L-BFGS-B ``ftol`` while choosing strengths: held-out log-losses are
 #: then within about 1e-4 of their converged values, at half the iterations.
 SELECTION_FTOL = 1e-7
@@ -390,44 +392,65 @@ def fit_linear_map(
     """Fit a linear map; choose unset strengths by validation log-loss.
 
     When ``reg_lambda`` or ``reg_mu`` is None, a stratified, seeded
-    :data:`VALIDATION_FRACTION` of the rows is held out; the map is fitted on
-    the rest for each value of ``reg_grid`` from the largest down (each fit
-    warm started from the previous one, with the looser :data:`SELECTION_FTOL`;
-    both strengths take the grid value when both are unset, the unset one
-    only otherwise) until the held-out log-loss stops falling, and the map is
-    refitted on all rows with the best value, starting from its solution.
+    :data:`VALIDATION_FRACTION` of the rows (of a strided subsample of
+    :data:`SELECTION_ROWS` rows when there are more than twice as many) is
+    held out; the map is fitted on the rest for each value of ``reg_grid``
+    from the largest down (each fit warm started from the previous one, with
+    the looser :data:`SELECTION_FTOL`; both strengths take the grid value when
+    both are unset, the unset one only otherwise) until the held-out log-loss
+    stops falling. The map is then refitted on all N rows from the best
+    solution, with the chosen strength scaled by ``n_fit / N`` (``n_fit`` the
+    rows it was fitted on): the penalty is added to a *mean* log-loss, so this
+    keeps its weight against the summed log-likelihood fixed, as refitting
+    with the same ``C`` does in scikit-learn's ``LogisticRegressionCV``. With
+    no row to hold out, the largest grid value is used.
 
     Returns
     -------
     LinearFit
-        ``path`` lists each tried ``reg_lambda``, ``reg_mu`` and ``val_loss``.
+        ``path`` lists each tried ``reg_lambda``, ``reg_mu`` and held-out
+        ``val_loss``, and ``n_fit``, the rows each was fitted on.
     """
-    k = x.shape[1]
+    n, k = x.shape
     theta0 = identity_parameters(kind, k)
     path: list[dict[str, float]] = []
     if reg_lambda is None or reg_mu is None:
         grid = _check_grid(reg_grid)
         seed = 0 if random_state is None else int(random_state)
-        mask = stratified_holdout(labels, VALIDATION_FRACTION, seed)
-        val = SoftmaxLinearObjective(x[mask], labels[mask], kind)
-        train = SoftmaxLinearObjective(x[~mask], labels[~mask], kind)
-        best: tuple[float, float, float, np.ndarray] | None = None
-        theta = theta0
-        for value in sorted(grid, reverse=True):
-            lam = value if reg_lambda is None else reg_lambda
-            mu = value if reg_mu is None else reg_mu
-            train.reg_lambda, train.reg_mu = lam, mu
-            fit = minimize_objective(train, theta, max_iter=max_iter, tol=tol, ftol=SELECTION_FTOL)
-            theta = fit.theta
-            val_loss = val.data_loss(theta)
-            path.append({"reg_lambda": lam, "reg_mu": mu, "val_loss": val_loss})
-            if best is not None and val_loss >= best[2]:
-                break  # the validation curve has turned: weaker penalties only overfit more
-            best = (lam, mu, val_loss, theta)
-        reg_lambda, reg_mu, _, theta0 = best
-    elif x.shape[0] > 4 * SUBSAMPLE_ROWS:
+        stride = n // SELECTION_ROWS if n > 2 * SELECTION_ROWS else 1
+        xs, ys = x[::stride], labels[::stride]
+        mask = stratified_holdout(ys, VALIDATION_FRACTION, seed)
+        if mask.all() or not mask.any():  # too few rows to hold any out: strongest penalty
+            strongest = max(grid)
+            reg_lambda = strongest if reg_lambda is None else reg_lambda
+            reg_mu = strongest if reg_mu is None else reg_mu
+        else:
+            val = SoftmaxLinearObjective(xs[mask], ys[mask], kind)
+            train = SoftmaxLinearObjective(xs[~mask], ys[~mask], kind)
+            best: tuple[float, float, float, np.ndarray] | None = None
+            theta = theta0
+            for value in sorted(grid, reverse=True):
+                lam = value if reg_lambda is None else reg_lambda
+                mu = value if reg_mu is None else reg_mu
+                train.reg_lambda, train.reg_mu = lam, mu
+                fit = minimize_objective(
+                    train, theta, max_iter=max_iter, tol=tol, ftol=SELECTION_FTOL
+                )
+                theta = fit.theta
+                val_loss = val.data_loss(theta)
+                path.append(
+                    {"reg_lambda": lam, "reg_mu": mu, "val_loss": val_loss, "n_fit": train.n}
+                )
+                if best is not None and val_loss >= best[2]:
+                    break  # the validation curve has turned: weaker penalties only overfit more
+                best = (lam, mu, val_loss, theta)
+            scale = train.n / n
+            lam, mu, _, theta0 = best
+            reg_lambda = lam * scale if reg_lambda is None else reg_lambda
+            reg_mu = mu * scale if reg_mu is None else reg_mu
+    elif n > 4 * SUBSAMPLE_ROWS:
         # Many rows: start from the fit on a strided subsample (a few cheap iterations).
-        stride = x.shape[0] // SUBSAMPLE_ROWS
+        stride = n // SUBSAMPLE_ROWS
         sub = SoftmaxLinearObjective(
             x[::stride], labels[::stride], kind, reg_lambda=reg_lambda, reg_mu=reg_mu
         )
@@ -479,7 +502,8 @@ class LinearCalibrationMap(CalibrationMap):
     intercept_ : numpy.ndarray, shape (K,)
         ``b``.
     reg_lambda_, reg_mu_ : float
-        Penalty strengths used for the final fit.
+        Penalty strengths of the final fit: as given, or the chosen grid value
+        times ``n_fit / N`` (see :func:`fit_linear_map`).
     n_iter_ : int
         L-BFGS-B iterations of the final fit.
     converged_ : bool
@@ -487,7 +511,8 @@ class LinearCalibrationMap(CalibrationMap):
     train_loss_ : float
         Mean log-loss (without penalty) on the fitting rows.
     reg_path_ : list of dict
-        Validation log-loss of each tried strength (empty when none was chosen).
+        ``reg_lambda``, ``reg_mu``, held-out ``val_loss`` and ``n_fit`` (rows fitted
+        on) of each tried strength; empty when none was chosen.
     """
 
     kind: ClassVar[str] = ""

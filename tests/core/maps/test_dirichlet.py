@@ -74,7 +74,8 @@ def test_strengths_chosen_by_validation_when_unset():
     m = DirichletCalibration().fit(s, y)
     losses = [r["val_loss"] for r in m.reg_path_]
     assert len(losses) >= 2
-    assert m.reg_lambda_ == m.reg_path_[int(np.argmin(losses))]["reg_lambda"]
+    best = m.reg_path_[int(np.argmin(losses))]
+    assert m.reg_lambda_ == pytest.approx(best["reg_lambda"] * best["n_fit"] / len(y))
     again = DirichletCalibration().fit(s, y)
     assert again.reg_path_ == m.reg_path_  # seeded
     fixed = DirichletCalibration(reg_lambda=0.5, reg_mu=0.5).fit(s, y)

@@ -147,7 +147,10 @@ def test_selection_picks_the_best_strength_on_the_path():
     losses = [p["val_loss"] for p in fit.path]
     assert [p["reg_lambda"] for p in fit.path] == [1e3, 10.0, 0.1, 0.0][: len(losses)]
     best = fit.path[int(np.argmin(losses))]
-    assert (fit.reg_lambda, fit.reg_mu) == (best["reg_lambda"], best["reg_mu"])
+    scale = best["n_fit"] / len(y)  # same weight against the summed log-likelihood
+    assert 0.75 < scale < 0.85
+    assert fit.reg_lambda == pytest.approx(best["reg_lambda"] * scale, rel=1e-12)
+    assert fit.reg_mu == pytest.approx(best["reg_mu"] * scale, rel=1e-12)
     # the path stops at the first strength that does not improve the held-out loss
     assert all(np.diff(losses)[:-1] < 0)
     # only the unset strength is searched
@@ -163,6 +166,34 @@ def test_subsample_start_reaches_the_same_minimum(monkeypatch):
     assert warm.converged
     np.testing.assert_allclose(warm.theta, direct.theta, atol=1e-4)
     assert warm.loss == pytest.approx(direct.loss, abs=1e-9)
+
+
+def test_selection_on_a_subsample_rescales_the_strength(monkeypatch):
+    z, y = overconfident(2000, 4, seed=13)
+    monkeypatch.setattr(linear, "SELECTION_ROWS", 400)  # 2000 rows > 2 * 400: subsample
+    fit = fit_linear_map(z, y, "full", reg_lambda=None, reg_mu=None, reg_grid=(0.01, 1.0, 100.0))
+    assert all(300 <= p["n_fit"] <= 340 for p in fit.path)  # 80 % of a 400-row subsample
+    best = min(fit.path, key=lambda p: p["val_loss"])
+    assert fit.reg_lambda == pytest.approx(best["reg_lambda"] * best["n_fit"] / 2000)
+    assert fit.converged
+
+
+def test_too_few_rows_to_hold_out_use_the_strongest_penalty():
+    z, y = overconfident(3, 3, seed=12)
+    for seed in range(6):  # every offset of the 1-in-5 hold-out
+        fit = fit_linear_map(
+            z,
+            y,
+            "full",
+            reg_lambda=None,
+            reg_mu=2.0,
+            reg_grid=(0.1, 10.0),
+            random_state=seed,
+            max_iter=50,  # 3 rows are separable: the diagonal scale grows without bound
+        )
+        assert np.all(np.isfinite(fit.theta))
+        if not fit.path:
+            assert (fit.reg_lambda, fit.reg_mu) == (10.0, 2.0)
 
 
 def test_preconditioned_lbfgs_reaches_the_minimum():
@@ -282,6 +313,14 @@ def test_one_class_is_an_error():
     _z, p, y = small_problem()
     with pytest.raises(CalibrationInputError, match="at least two classes"):
         VectorScaling().fit(p, np.zeros_like(y))
+
+
+@pytest.mark.parametrize("cls", MULTICLASS)
+def test_column_count_must_match_the_fit(cls):
+    z, _p, y = small_problem(seed=7)
+    m = cls(input="logits").fit(z, y)
+    with pytest.raises(CalibrationInputError, match="fitted on 3 classes but got 4"):
+        m.predict_proba(np.hstack([z, z[:, :1]]))
 
 
 @pytest.mark.parametrize("bad", [{"reg": -1.0}, {"reg": float("nan")}])

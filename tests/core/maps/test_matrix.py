@@ -62,7 +62,7 @@ def test_default_chooses_strengths_by_validation():
     m = MatrixScaling(input="logits").fit(z, y)
     assert m.reg_path_ and m.reg_lambda_ == m.reg_mu_
     best = min(m.reg_path_, key=lambda r: r["val_loss"])
-    assert m.reg_lambda_ == best["reg_lambda"]
+    assert m.reg_lambda_ == pytest.approx(best["reg_lambda"] * best["n_fit"] / len(y))
 
 
 def test_uses_raw_logits_unlike_dirichlet():

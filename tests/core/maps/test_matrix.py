@@ -81,7 +81,9 @@ def test_regularised_matrix_scaling_does_not_overfit_k100():
     Measured held-out log-loss (seed 0 halves), temperature vs matrix
     (lambda = mu = 1e4): DenseNet 0.8757 vs 0.8741, WideResNet 0.9509 vs 0.9348,
     LeNet-5 3.7954 vs 3.6990. Unregularised matrix scaling reaches 12.7 on DenseNet.
-    The 0.02-nat margin is ten times the largest measured disadvantage (none).
+    Over split seeds 0-4, matrix minus temperature ranged from -0.003 to
+    +0.008 nats on DenseNet and from -0.018 to -0.007 on WideResNet: the
+    0.02-nat margin is 2.5x the worst measured disadvantage.
     """
     files = [
         "densenet-bc-100-cifar-100.npz",

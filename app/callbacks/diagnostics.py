@@ -77,6 +77,15 @@ VIEW_INPUTS = [
     Input(ids.N_BINS, "value"),
 ]
 VIEW_STATES = [State(i.component_id, i.component_property) for i in VIEW_INPUTS]
+#: What decides the calibrators only (Hosmer-Lemeshow, decision and human-uncertainty
+#: cards do not depend on the notion or the binning, so those do not redraw them).
+FIT_INPUTS = VIEW_INPUTS[:4]
+
+
+def fit_settings(values) -> RawSettings:
+    """RawSettings of the four values of :data:`FIT_INPUTS` (maps, held-out scheme)."""
+    maps, heldout, folds, fraction = values
+    return RawSettings(None, maps, heldout, folds, fraction)
 
 
 def view_settings(values) -> RawSettings:
@@ -354,7 +363,7 @@ def register(app, ctx: AppContext) -> None:
         Output(ids.DIAG_HL, "children"),
         Input(ids.DIAG_OPEN, "data"),
         Input(ids.DIAG_MODEL, "value"),
-        *VIEW_INPUTS,
+        *FIT_INPUTS,
         Input(ids.FIT_STATE, "data"),
         Input(ids.DIAG_HL_GROUPS, "value"),
     )
@@ -368,8 +377,8 @@ def register(app, ctx: AppContext) -> None:
             ctx,
             ctx.session_id(),
             handle,
-            view_settings(values[:8]),
-            values[9],
+            fit_settings(values[:4]),
+            values[5],
         )
 
     @app.callback(
@@ -378,7 +387,7 @@ def register(app, ctx: AppContext) -> None:
         Output(ids.DIAG_COST_GRAPH, "style"),
         Input(ids.DIAG_OPEN, "data"),
         Input(ids.DIAG_MODEL, "value"),
-        *VIEW_INPUTS,
+        *FIT_INPUTS,
         Input(ids.FIT_STATE, "data"),
         Input(ids.DIAG_COST_FP, "value"),
         Input(ids.DIAG_COST_FN, "value"),
@@ -395,15 +404,15 @@ def register(app, ctx: AppContext) -> None:
             ctx,
             ctx.session_id(),
             handle,
-            view_settings(values[:8]),
-            *values[9:13],
+            fit_settings(values[:4]),
+            *values[5:9],
         )
 
     @app.callback(
         Output(ids.DIAG_HUMAN, "children"),
         Input(ids.DIAG_OPEN, "data"),
         Input(ids.DIAG_MODEL, "value"),
-        *VIEW_INPUTS,
+        *FIT_INPUTS,
         Input(ids.FIT_STATE, "data"),
     )
     def on_human(is_open, handle, *values):
@@ -416,7 +425,7 @@ def register(app, ctx: AppContext) -> None:
             ctx,
             ctx.session_id(),
             handle,
-            view_settings(values[:8]),
+            fit_settings(values[:4]),
         )
 
     @app.callback(

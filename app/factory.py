@@ -8,6 +8,7 @@ gunicorn workers that share ``CACHE_DIR`` share uploads, fits and jobs.
 from __future__ import annotations
 
 import logging
+import threading
 from pathlib import Path
 
 import dash
@@ -111,6 +112,27 @@ def create_app(config: AppConfig | None = None) -> Dash:
 
     app.layout = serve_layout
     register_callbacks(app, ctx)
+    _serialize_dash_setup(app)
     # After every callback: Dash hashes its inline scripts (renderer, inline clientside).
     security_headers.set_script_hashes(app.csp_hashes())
     return app
+
+
+def _serialize_dash_setup(app: Dash) -> None:
+    """Make Dash's once-per-process server setup safe under threaded workers.
+
+    ``Dash._setup_server`` (a ``before_request`` hook) marks itself done
+    *before* it registers the component bundles, so on a gthread worker the
+    first page's parallel bundle requests can fail with HTTP 500 ("... is not
+    a registered library", plotly/dash#3971) and the page never loads. Run it
+    under a lock: later requests wait until the first one has finished it.
+    """
+    setup = app._setup_server
+    lock = threading.Lock()
+
+    def setup_once():
+        with lock:
+            setup()
+
+    hooks = app.server.before_request_funcs.setdefault(None, [])
+    hooks[:] = [setup_once if hook == setup else hook for hook in hooks]

@@ -1,0 +1,110 @@
+"""Exports in a real browser: metrics CSV/JSON equal the table; the HTML report opens offline."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+
+import pytest
+
+try:
+    from playwright.sync_api import expect
+except ImportError:  # the fixtures skip (or fail under CI) with the reason
+    expect = None
+
+pytestmark = pytest.mark.browser
+
+DEMO_MODELS = ("digits · naive Bayes", "digits · random forest")
+CALIBRATORS = ("uncalibrated", "isotonic", "temperature")
+METRIC_COLUMNS = ("ece", "mce", "classwise_ece", "brier_score", "log_loss", "accuracy")
+
+
+def download(page, button: str) -> tuple[str, str]:
+    """Click an export button; returns (suggested file name, text content)."""
+    with page.expect_download() as info:
+        page.locator(button).click()
+    dl = info.value
+    assert dl.failure() is None, dl.failure()
+    return dl.suggested_filename, open(dl.path(), encoding="utf-8").read()
+
+
+def as_shown(row: dict, column: str) -> str:
+    """An exported value formatted as the grid shows it."""
+    value = row[column]
+    if value in ("", None):
+        return ""
+    if column == "n":
+        return f"{int(value):,}"
+    if column == "fit_seconds":
+        return f"{float(value):.2f}"
+    return f"{float(value):.4f}"
+
+
+def test_metrics_exports_equal_the_table_and_report_opens_offline(
+    page, ui, watch, context, screenshot, tmp_path
+):
+    ui.open()
+    ui.set_bins(10)
+    expect(page.locator("#metrics-caption")).to_contain_text("Binning: 10 equal-width bins")
+    ui.wait_fit_idle()
+    for model in DEMO_MODELS:
+        for calibrator in CALIBRATORS:
+            expect(ui.cell(model, calibrator, "status")).to_have_text("ok")
+    table = ui.table_rows()
+    assert len(table) == len(DEMO_MODELS) * len(CALIBRATORS)
+
+    # Metrics CSV: one row per table row, in the same order, same numbers (full precision).
+    name, text = download(page, "#export-metrics-csv")
+    assert re.fullmatch(r"calibration-metrics-\d{8}-\d{6}\.csv", name), name
+    exported = list(csv.DictReader(io.StringIO(text)))
+    assert [(r["model"], r["map"]) for r in exported] == [(r["model"], r["map"]) for r in table]
+    for got, shown in zip(exported, table, strict=True):
+        for column in ("n", *METRIC_COLUMNS, "fit_seconds"):
+            assert as_shown(got, column) == shown[column], (got["model"], got["map"], column)
+        assert got["status"] == shown["status"]
+        # More digits than the screen: the CSV carries full precision.
+        assert len(got["ece"].split(".")[1]) > 4
+
+    # Metrics JSON: the same rows and the settings they were computed with.
+    name, text = download(page, "#export-metrics-json")
+    assert name.endswith(".json")
+    doc = json.loads(text)
+    assert doc["settings"]["binning"] == {"scheme": "width", "n_bins": 10}
+    assert doc["settings"]["models"] == list(DEMO_MODELS)
+    for got, row in zip(doc["rows"], exported, strict=True):
+        assert (got["model"], got["map"]) == (row["model"], row["map"])
+        for column in METRIC_COLUMNS:
+            assert got[column] == float(row[column])
+
+    # HTML report: self-contained with plotly, and it draws offline.
+    name, text = download(page, "#export-report-html")
+    assert name.endswith(".html")
+    assert "plotly" in text.lower()
+    assert re.search(r"<script[^>]+src=[\"']https?:", text) is None, "report loads remote scripts"
+    for model in DEMO_MODELS:
+        assert model in text
+    report = tmp_path / "report.html"
+    report.write_text(text, encoding="utf-8")
+    context.set_offline(True)
+    offline = context.new_page()
+    watch.attach(offline)
+    offline.goto(report.as_uri())
+    plots = offline.locator(".js-plotly-plot")
+    for model in DEMO_MODELS:
+        diagram = plots.filter(has=offline.locator(".gtitle", has_text=model))
+        expect(diagram.first.locator(".main-svg").first).to_be_visible()
+    expect(offline.locator("body")).to_contain_text("10 equal-width bins")
+    # Its metrics table is the dashboard's table.
+    metrics = offline.locator("h2", has_text=re.compile("^Metrics$"))
+    report_rows = metrics.locator("xpath=following-sibling::table[1]/tbody/tr")
+    expect(report_rows).to_have_count(len(table))
+    for tr, shown in zip(report_rows.all(), table, strict=True):
+        cells = tr.locator("td").all_text_contents()
+        assert cells[:2] == [shown["model"], shown["map"]]
+        assert cells[3] == shown["ece"]
+    offline.screenshot(path=str(screenshot("07-export-page").parent / "08-html-report.png"))
+    offline.close()
+    context.set_offline(False)
+    watch.assert_clean()

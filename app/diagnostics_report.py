@@ -61,6 +61,7 @@ STYLE = """<style>
   border-left: 3px solid #E69F00; font-size: 13px; }
 .diag-empty { color: #57606a; font-size: 13px; }
 h2.diag-model { margin-top: 36px; border-top: 1px solid #d0d7de; padding-top: 16px; }
+.diagnostics td:nth-child(2) { text-align: right; }
 </style>"""
 
 
@@ -223,4 +224,4 @@ def diagnostics_html(ctx: AppContext, sid, result) -> str:
                 f'<h2 class="diag-model">Diagnostics · {html.escape(mv.info.name)}</h2>'
                 + _note("The diagnostics of this model could not be computed.")
             )
-    return STYLE + "".join(parts) if parts else ""
+    return STYLE + '<div class="diagnostics">' + "".join(parts) + "</div>" if parts else ""

@@ -314,6 +314,8 @@ class DataStore:
         self._memo_lock = threading.Lock()
         self._demo_lock = threading.Lock()
         self._demo_infos: list[ModelInfo] | None = None
+        #: The demo's predictions, always in memory (a few MB; even with memory_bytes=0).
+        self._demo_preds: dict[str, Predictions] = {}
         self._touched: dict[str, float] = {}
         # Background jobs are forked from (multi-threaded) workers: a lock held by another
         # thread at fork time would never be released in the child, so renew the locks.
@@ -341,7 +343,7 @@ class DataStore:
                 infos = []
                 for i, pred in enumerate(preds):
                     handle = f"{DEMO_PREFIX}{i}"
-                    self._memory.put(handle, _readonly(pred))
+                    self._demo_preds[handle] = _readonly(pred)
                     infos.append(ModelInfo.of(handle, pred, "built-in demo"))
                 self._demo_infos = infos
             return list(self._demo_infos)
@@ -364,6 +366,10 @@ class DataStore:
     def storage_problem(self) -> str | None:
         """:data:`STORAGE_MESSAGE` while the disk store refuses writes, else None."""
         return STORAGE_MESSAGE if self.cache.write_error else None
+
+    def storage_failed(self, exc: BaseException) -> None:
+        """Record a write failure seen outside the store (e.g. receiving an upload)."""
+        self.cache._failed(exc)
 
     def session_models(self, sid: str | None) -> list[ModelInfo]:
         """Demo models, then the session's uploads."""
@@ -537,11 +543,9 @@ class DataStore:
         if pred is not None:
             return pred
         if handle.startswith(DEMO_PREFIX):
-            self._demo_infos = None
             self.demo_models()
-            pred = self._memory.get(handle)
-            if pred is not None:
-                return pred
+            if handle in self._demo_preds:
+                return self._demo_preds[handle]
         pred = self._load_predictions(handle)
         self._memory.put(handle, pred)
         return pred

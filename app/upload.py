@@ -15,7 +15,10 @@ Response (JSON)
     ``200 {"models": [ModelInfo...], "files": [{"file", "models"}], "errors": [...]}``
     once the files were received: a file the loader rejects is listed in
     ``errors`` (``{"file", "error"}``, the loader's message) and summarised in
-    ``error``; ``413`` when too large, ``400`` for a request without files.
+    ``error``; ``413`` when too large, ``400`` for a request without files,
+    ``507`` when the server's disk cannot take the file (full or read-only).
+    Compressed content is bounded too (:mod:`app.upload_guard`): a file that
+    expands past the limit is listed in ``errors``.
     A file that fails never removes models already loaded.
 """
 
@@ -35,7 +38,7 @@ from calibration_core.io import load_predictions
 
 from .session import SessionManager
 from .soft_labels import read_upload_soft_labels, store_soft_labels
-from .store import DataStore
+from .store import STORAGE_MESSAGE, DataStore
 from .upload_guard import check_expansion
 
 UPLOAD_PATH = "/api/upload"
@@ -115,7 +118,12 @@ def register_upload_route(
         if length is not None and length > limit + MULTIPART_SLACK:
             return _too_large(max_upload_mb)
         sid = sessions.current()
-        files = request.files.getlist("file")
+        try:
+            files = request.files.getlist("file")  # streamed to CACHE_DIR/uploads
+        except OSError as exc:  # disk full or read-only: the file cannot even be received
+            log.error("receiving an upload failed: %s", exc)
+            store.storage_failed(exc)
+            return jsonify({"error": STORAGE_MESSAGE, "models": [], "errors": []}), 507
         if not files:
             return jsonify(
                 {

@@ -23,7 +23,7 @@ from calibration_core.compare import UNCALIBRATED, compare_maps
 from .. import ids
 from ..context import AppContext
 from ..settings import HeldOut, parse_handles, parse_heldout, parse_maps
-from ..store import DataStore, FitRecord
+from ..store import DataStore, FitRecord, StorageUnavailable
 
 log = logging.getLogger("calibration_dashboard.fit")
 
@@ -127,10 +127,15 @@ def run_fits(ctx: AppContext, sid, raw_handles, raw_maps, mode, folds, fraction,
                 done += units if name != UNCALIBRATED else 0
                 continue
             record, calibrated = _record(name, handle, heldout, comparison)
-            ctx.store.put_fit(handle, record, calibrated)
-            if name == UNCALIBRATED:
-                ctx.store.put_rows(record.variant, comparison.scored_rows)
-            else:
+            try:
+                ctx.store.put_fit(handle, record, calibrated)
+                if name == UNCALIBRATED:
+                    ctx.store.put_rows(record.variant, comparison.scored_rows)
+            except StorageUnavailable as exc:  # disk full or read-only: say so, keep the rest
+                state["error"] = str(exc)
+                set_progress((str(total), str(total), ""))
+                return state
+            if name != UNCALIBRATED:
                 done += units
             state["fitted"].append(f"{handle}:{name}")
     seconds = time.perf_counter() - start

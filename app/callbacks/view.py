@@ -58,6 +58,8 @@ def render(ctx: AppContext, sid, raw: RawSettings, fit_state=None, fmt="png") ->
         (grid children, rowData, columnDefs, caption, title, message)
     """
     messages = []
+    if ctx.store.storage_problem:  # a banner while the disk refuses writes
+        messages.append(ctx.store.storage_problem)
     pending = PENDING
     if isinstance(fit_state, dict):
         if isinstance(fit_state.get("error"), str):

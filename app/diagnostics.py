@@ -48,7 +48,7 @@ from calibration_core.decision import (
     prior_shift_threshold,
 )
 from calibration_core.ece_variants import squared_error_terms
-from calibration_core.hosmer_lemeshow import (
+from calibration_core.goodness_of_fit import (
     MIN_RECOMMENDED_SAMPLES,
     SmallSampleWarning,
     hosmer_lemeshow,

@@ -53,7 +53,7 @@ _LAZY: dict[str, str] = {
     ),
     **dict.fromkeys(
         ("HosmerLemeshowResult", "HosmerLemeshowTable", "SmallSampleWarning", "hosmer_lemeshow"),
-        "hosmer_lemeshow",
+        "goodness_of_fit",
     ),
     **dict.fromkeys(
         (

@@ -61,7 +61,7 @@ from calibration_core import (
     debiased_ece,
     plugin_calibration_error,
 )
-from calibration_core.hosmer_lemeshow import SmallSampleWarning, hosmer_lemeshow
+from calibration_core.goodness_of_fit import SmallSampleWarning, hosmer_lemeshow
 from calibration_core.significance import calibration_test
 
 SECRET = "test-secret-key-0123456789abcdef"

@@ -14,6 +14,17 @@ def test_every_public_name_resolves():
     assert set(calibration_core._LAZY) <= set(calibration_core.__all__)
 
 
+def test_public_names_are_never_shadowed_by_submodules():
+    """A submodule named like a public function would replace it once imported."""
+    import importlib
+
+    for module in set(calibration_core._LAZY.values()):
+        importlib.import_module(f"calibration_core.{module}")
+    for name in calibration_core.__all__:
+        value = getattr(calibration_core, name)
+        assert not isinstance(value, type(calibration_core)), f"{name} is a module"
+
+
 def test_unknown_attribute_is_an_attribute_error():
     try:
         calibration_core.no_such_name  # noqa: B018

@@ -85,6 +85,8 @@ def fitted_params(ctx: AppContext, result) -> dict:
 def small_export(ctx: AppContext, sid, which: str, raw: RawSettings) -> dict:
     """``dcc.Download`` data for one of the small exports (raises SettingsError)."""
     result = compute_view(ctx, sid, raw)
+    if not result.models:  # e.g. the data expired: say so instead of an empty file
+        raise CalibrationInputError(" ".join(result.messages) or "nothing to export: pick a model.")
     settings = settings_dict(result)
     if which == ids.EXPORT_METRICS_CSV:
         return {
@@ -125,7 +127,9 @@ def create_calibrated_export(ctx: AppContext, sid, raw: RawSettings) -> str:
             if v.handle is not None:
                 items.append((mv.info.handle, mv.info.name, v.calibrator, v.handle))
     if not items:
-        raise CalibrationInputError("nothing to export yet: pick a model (and wait for fits).")
+        raise CalibrationInputError(
+            " ".join(result.messages) or "nothing to export yet: pick a model (and wait for fits)."
+        )
     token = secrets.token_urlsafe(24)
     record = {"sid": sid, "items": items, "heldout": result.heldout}
     ctx.store.cache.set(f"export:{token}", record, expire=EXPORT_TTL_SECONDS)

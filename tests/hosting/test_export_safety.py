@@ -1,0 +1,170 @@
+"""Exports are safe to open in a spreadsheet; hostile names render as text everywhere.
+
+A file whose model names are a spreadsheet formula and an HTML tag, and whose
+class names start with ``=``, ``@``, ``-`` and ``+``, goes through the real
+upload route and the page's callbacks; then every export is checked:
+formula-like string cells are quoted (OWASP CSV injection), numbers are
+untouched, file names are generated, and the figures and the HTML report
+carry the names as escaped text. (The browser check of the same names is in
+``test_csp_browser.py``.)
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from app.exports import FORMULA_PREFIXES, csv_text, safe_cell
+from app.factory import create_app
+
+FORMULA = '=HYPERLINK("http://evil.example","click")'
+TAG = "<img src=x onerror=alert(1)>"
+SCRIPT = "</script><script>alert(2)</script>"
+CLASSES = ["=cmd|' /C calc'!A0", "@SUM(1+1)", "-2+3", "+plus"]
+NAME = re.compile(r"^calibration-[a-z-]+-\d{8}-\d{6}\.(csv|json|html)$")
+
+
+@pytest.mark.parametrize("prefix", FORMULA_PREFIXES)
+def test_formula_like_strings_are_quoted(prefix):
+    assert safe_cell(prefix + "1+1") == "'" + prefix + "1+1"
+
+
+@pytest.mark.parametrize("value", [1, -1, -0.5, 0.0, np.float64(-2.5), np.int64(-3), None, True])
+def test_numbers_and_none_are_untouched(value):
+    assert safe_cell(value) is value
+
+
+@pytest.mark.parametrize("value", ["a=b", "x-1", "", "plain", "1e-3", " =x"])
+def test_ordinary_strings_are_untouched(value):
+    assert safe_cell(value) == value
+
+
+def test_csv_text_quotes_headers_and_cells():
+    text = csv_text(["=h", "n"], [["@x", -1.5], ["ok", 2]])
+    assert list(csv.reader(io.StringIO(text))) == [["'=h", "n"], ["'@x", "-1.5"], ["ok", "2"]]
+
+
+def _hostile_csv() -> bytes:
+    rng = np.random.default_rng(0)
+    frames = []
+    for model in (FORMULA, TAG + SCRIPT):
+        p = rng.dirichlet(np.ones(4) * 0.7, size=300)
+        y = np.array([rng.choice(4, p=row) for row in p])
+        frame = pd.DataFrame({f"p_{c}": p[:, j] for j, c in enumerate(CLASSES)})
+        frame["label"] = np.asarray(CLASSES, dtype=object)[y]
+        frame.insert(0, "model", model)
+        frames.append(frame)
+    return pd.concat(frames).to_csv(index=False).encode()
+
+
+@pytest.fixture(scope="module")
+def hostile(tmp_path_factory, dash_tab):
+    from app.config import AppConfig
+
+    config = AppConfig(cache_dir=tmp_path_factory.mktemp("exports"), secret_key="e" * 32)
+    dash_app = create_app(config)
+    tab = dash_tab(flask_client=dash_app.server.test_client()).load()
+    status, body = tab.upload("hostile.csv", _hostile_csv())
+    assert status == 200 and not body["errors"], body
+    handles = [m["handle"] for m in body["models"]]
+    assert [m["name"] for m in body["models"]] == [FORMULA, TAG + SCRIPT]
+    assert body["models"][0]["class_names"] == CLASSES
+    return tab, handles
+
+
+def _unsafe_cells(text: str) -> list[str]:
+    """Cells a spreadsheet would run as a formula: formula-like and not a number."""
+    bad = []
+    for row in csv.reader(io.StringIO(text)):
+        for cell in row:
+            if cell.startswith(FORMULA_PREFIXES):
+                try:
+                    float(cell)
+                except ValueError:
+                    bad.append(cell)
+    return bad
+
+
+def _download(tab, handles, button: str) -> dict:
+    status, _, body = tab.call_raw(
+        "download.data",
+        [f"{button}.n_clicks"],
+        {f"{button}.n_clicks": 1, "model-select.value": handles, "maps.value": []},
+    )
+    assert status == 200
+    return json.loads(body)["response"]["download"]["data"]
+
+
+def test_metrics_csv_is_spreadsheet_safe_and_keeps_numbers(hostile):
+    tab, handles = hostile
+    data = _download(tab, handles, "export-metrics-csv")
+    assert NAME.match(data["filename"])
+    rows = list(csv.DictReader(io.StringIO(data["content"])))
+    assert not _unsafe_cells(data["content"])
+    assert {r["model"] for r in rows} == {"'" + FORMULA, TAG + SCRIPT}
+    # Numbers are written as they are: the CSV equals the table on screen, to full precision.
+    view = tab.view(handles, maps=[])
+    table = {r["model"]: r for r in view["metrics-grid.rowData"]}
+    for row in rows:
+        name = row["model"][1:] if row["model"].startswith("'") else row["model"]
+        assert float(row["ece"]) == table[name]["ece"]
+        assert int(row["n"]) == 300
+
+
+def test_calibrated_csv_is_spreadsheet_safe(hostile):
+    tab, handles = hostile
+    out = tab.call(
+        "download-url.data",
+        ["export-calibrated-csv.n_clicks"],
+        {"export-calibrated-csv.n_clicks": 1, "model-select.value": handles, "maps.value": []},
+    )
+    status, headers, body = tab.get(out["download-url.data"]["url"])
+    assert status == 200
+    filename = re.search(r'filename="([^"]+)"', headers["Content-Disposition"]).group(1)
+    assert NAME.match(filename)
+    text = body.decode()
+    assert not _unsafe_cells(text)
+    rows = list(csv.reader(io.StringIO(text)))
+    assert rows[0][:4] == ["model", "calibrator", "row", "label"]
+    assert {r[3] for r in rows[1:]} <= {"'" + c if c[0] in "=@-+" else c for c in CLASSES}
+    probs = np.array([[float(x) for x in r[4:]] for r in rows[1:]])
+    assert np.allclose(probs.sum(axis=1), 1.0)  # numbers untouched
+
+
+def test_json_exports_have_generated_names(hostile):
+    tab, handles = hostile
+    for button in ("export-metrics-json", "export-params-json"):
+        data = _download(tab, handles, button)
+        assert NAME.match(data["filename"])
+        doc = json.loads(data["content"])
+        assert doc["format"].startswith("calibration-dashboard/export")
+
+
+def test_html_report_escapes_every_name(hostile):
+    tab, handles = hostile
+    data = _download(tab, handles, "export-report-html")
+    assert NAME.match(data["filename"])
+    page = data["content"]
+    assert TAG not in page and "<img" not in page
+    assert "</script><script>alert(2)" not in page
+    assert page.count("<script") == page.count("</script>")  # no script closed early
+    assert "&lt;img src=x onerror=alert(1)&gt;" in page
+
+
+def test_figures_carry_names_as_text(hostile):
+    tab, handles = hostile
+    out = tab.view(handles, maps=[], notion="class", class_value="__all__")
+    figures = [k["props"]["figure"] for k in out["reliability-grid.children"]]
+    assert len(figures) == 2 and all(f["data"] for f in figures)
+    text = json.dumps(figures)
+    assert "<img" not in text and "<script" not in text and "</script>" not in text
+    assert "&lt;img src=x onerror=alert(1)&gt;" in text
+    # The table's cells are plain text (no HTML renderer), whatever the names.
+    for col in out["metrics-grid.columnDefs"]:
+        assert "cellRenderer" not in col and "dangerously_allow_code" not in json.dumps(col)

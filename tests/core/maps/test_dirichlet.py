@@ -2,18 +2,13 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 from scipy.special import log_softmax, softmax
 
-import calibration_core
 from calibration_core import confidence_ece, log_loss
 from calibration_core.maps import DirichletCalibration, TemperatureScaling
 from calibration_core.maps.linear import SoftmaxLinearObjective
-
-REALDATA = Path(calibration_core.__file__).resolve().parents[1].parent / "shared" / "realdata"
 
 
 def sample(n, w, b, seed=0, alpha=1.0):
@@ -93,7 +88,7 @@ def test_lower_log_loss_than_temperature_on_a_dirichlet_miscalibration():
 
 
 @pytest.mark.realdata
-def test_dirichlet_odir_does_not_overfit_k100():
+def test_dirichlet_odir_does_not_overfit_k100(realdata):
     """Dirichlet with ODIR (strengths chosen by validation) on 5,000 rows of K = 100.
 
     Measured held-out log-loss (seed 0 halves), temperature vs Dirichlet-ODIR:
@@ -103,11 +98,8 @@ def test_dirichlet_odir_does_not_overfit_k100():
     ranged from -0.002 to +0.008 nats on DenseNet and from -0.031 to -0.017 on
     WideResNet: the 0.02-nat margin is 2.5x the worst measured disadvantage.
     """
-    files = ["densenet-bc-100-cifar-100.npz", "wideresnet-16-4-cifar-100.npz"]
-    if not all((REALDATA / f).exists() for f in files):
-        pytest.skip(f"real data not available in {REALDATA}")
-    for name in files:
-        data = np.load(REALDATA / name)
+    for name in ["densenet-bc-100-cifar-100", "wideresnet-16-4-cifar-100"]:
+        data = np.load(realdata[name])
         probs = data["predictions"].astype(np.float64)
         probs /= probs.sum(axis=1, keepdims=True)
         labels = data["ground_truth"]

@@ -2,17 +2,12 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 from scipy.special import softmax
 
-import calibration_core
 from calibration_core import log_loss
 from calibration_core.maps import DirichletCalibration, MatrixScaling, TemperatureScaling
-
-REALDATA = Path(calibration_core.__file__).resolve().parents[1].parent / "shared" / "realdata"
 
 
 def sample(n, w, b, seed=0):
@@ -75,7 +70,7 @@ def test_uses_raw_logits_unlike_dirichlet():
 
 
 @pytest.mark.realdata
-def test_regularised_matrix_scaling_does_not_overfit_k100():
+def test_regularised_matrix_scaling_does_not_overfit_k100(realdata):
     """ODIR-regularised matrix scaling (10,100 parameters) on 5,000 rows of K = 100.
 
     Measured held-out log-loss (seed 0 halves), temperature vs matrix
@@ -85,15 +80,9 @@ def test_regularised_matrix_scaling_does_not_overfit_k100():
     +0.008 nats on DenseNet and from -0.018 to -0.007 on WideResNet: the
     0.02-nat margin is 2.5x the worst measured disadvantage.
     """
-    files = [
-        "densenet-bc-100-cifar-100.npz",
-        "wideresnet-16-4-cifar-100.npz",
-        "lenet-5-cifar-100.npz",
-    ]
-    if not all((REALDATA / f).exists() for f in files):
-        pytest.skip(f"real data not available in {REALDATA}")
+    files = ["densenet-bc-100-cifar-100", "wideresnet-16-4-cifar-100", "lenet-5-cifar-100"]
     for name in files:
-        data = np.load(REALDATA / name)
+        data = np.load(realdata[name])
         probs = data["predictions"].astype(np.float64)
         probs /= probs.sum(axis=1, keepdims=True)
         labels = data["ground_truth"]

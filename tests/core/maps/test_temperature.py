@@ -3,20 +3,16 @@
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
 from scipy.optimize import check_grad, minimize_scalar
 from scipy.special import log_softmax, softmax
 
-import calibration_core
 from calibration_core import accuracy, confidence_ece
 from calibration_core.maps import TemperatureScaling
 from calibration_core.maps.linear import CalibrationFitWarning
 from calibration_core.maps.temperature import T_MAX, T_MIN, TemperatureObjective, fit_temperature
-
-REALDATA = Path(calibration_core.__file__).resolve().parents[1].parent / "shared" / "realdata"
 
 
 def sample(n, k, temperature, seed=0, scale=3.0):
@@ -155,11 +151,8 @@ def test_json_state_holds_the_temperature():
 
 
 @pytest.mark.realdata
-def test_densenet_cifar100_temperature_scaling():
-    path = REALDATA / "densenet-bc-100-cifar-100.npz"
-    if not path.exists():
-        pytest.skip(f"real data not available: {path} is absent")
-    data = np.load(path)
+def test_densenet_cifar100_temperature_scaling(realdata):
+    data = np.load(realdata["densenet-bc-100-cifar-100"])
     probs = data["predictions"].astype(np.float64)
     probs /= probs.sum(axis=1, keepdims=True)
     labels = data["ground_truth"]

@@ -45,3 +45,6 @@ preload_app = False
 # Limit request-line and header sizes (uploads stream through the body).
 limit_request_line = 8190
 limit_request_fields = 100
+# Gunicorn >= 25.1 opens a control socket under $HOME by default; the image's
+# user has a read-only home and several instances on one host would clash.
+control_socket_disable = True

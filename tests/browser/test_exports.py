@@ -78,6 +78,31 @@ def test_metrics_exports_equal_the_table_and_report_opens_offline(
         for column in METRIC_COLUMNS:
             assert got[column] == float(row[column])
 
+    # Fitted maps: one exported map per fold, per model and map.
+    name, text = download(page, "#export-params-json")
+    fitted = json.loads(text)["models"]
+    assert set(fitted) == set(DEMO_MODELS)
+    for model in DEMO_MODELS:
+        assert set(fitted[model]) == {"isotonic", "temperature"}
+        assert all(len(folds) == 5 for folds in fitted[model].values())
+
+    # Calibrated predictions (streamed from /api/export/<token>): every row of every panel.
+    name, text = download(page, "#export-calibrated-csv")
+    assert name.endswith(".csv")
+    expect(page.locator("#export-message")).to_have_text(
+        "Calibrated predictions: download started."
+    )
+    lines = list(csv.reader(io.StringIO(text)))
+    assert lines[0] == ["model", "calibrator", "row", "label", *[f"p_{k}" for k in range(10)]]
+    body = lines[1:]
+    assert len(body) == len(DEMO_MODELS) * len(CALIBRATORS) * 1797
+    for model in DEMO_MODELS:
+        for calibrator in CALIBRATORS:
+            rows = [r for r in body if r[0] == model and r[1] == calibrator]
+            assert sorted(int(r[2]) for r in rows) == list(range(1797))
+            sums = [sum(float(v) for v in r[4:]) for r in rows]
+            assert max(abs(t - 1) for t in sums) < 1e-6
+
     # HTML report: self-contained with plotly, and it draws offline.
     name, text = download(page, "#export-report-html")
     assert name.endswith(".html")
@@ -104,7 +129,8 @@ def test_metrics_exports_equal_the_table_and_report_opens_offline(
         cells = tr.locator("td").all_text_contents()
         assert cells[:2] == [shown["model"], shown["map"]]
         assert cells[3] == shown["ece"]
-    offline.screenshot(path=str(screenshot("07-export-page").parent / "08-html-report.png"))
+    screenshot("07-exported")
+    screenshot("08-html-report-offline", offline)
     offline.close()
     context.set_offline(False)
     watch.assert_clean()

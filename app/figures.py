@@ -140,6 +140,8 @@ def _point_trace(panel: Panel, colour: str, show_legend: bool, ax: str) -> dict:
         "xaxis": f"x{ax}",
         "yaxis": f"y{ax}",
         "mode": "lines+markers",
+        # Points at 0 or 1 sit on the panel edge: draw them whole.
+        "cliponaxis": False,
         "name": "observed frequency at mean score",
         "legendgroup": "curve",
         "showlegend": show_legend,

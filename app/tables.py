@@ -76,7 +76,8 @@ def column_defs(view: ViewSettings) -> list[dict]:
             "type": "numericColumn",
             "valueFormatter": {"function": NUMBER_FORMAT},
             "cellClassRules": {"cell-best": f"params.data.best_{field} === true"},
-            "minWidth": 76,
+            # Wide enough that "ECE (confidence)" wraps between words, not inside one.
+            "minWidth": 104 if field in ("ece", "mce") else 76,
             "flex": 1,
         }
         if tip:

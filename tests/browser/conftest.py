@@ -251,14 +251,17 @@ LOG_OFFSET = pytest.StashKey[int]()
 
 
 # ------------------------------------------------------------------ browser
-@pytest.fixture(scope="session")
+# Module scope: Playwright's sync API runs an event loop in this thread while it is
+# started, so a session-wide instance would break any other module (e.g. the hosting
+# CSP check) that starts its own sync_playwright() later in the same run.
+@pytest.fixture(scope="module")
 def playwright_instance(browser_available):
     pw = sync_playwright().start()
     yield pw
     pw.stop()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser(playwright_instance):
     chromium = playwright_instance.chromium.launch(
         executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True

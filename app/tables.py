@@ -52,8 +52,8 @@ def column_defs(view: ViewSettings) -> list[dict]:
     """ag-grid column definitions for the current view."""
     binning = view.describe_binning()
     cols: list[dict] = [
-        {"field": "model", "headerName": "model", "minWidth": 130, "flex": 2},
-        {"field": "map", "headerName": "calibrator", "minWidth": 104, "flex": 1},
+        {"field": "model", "headerName": "model", "minWidth": 110, "flex": 2},
+        {"field": "map", "headerName": "calibrator", "minWidth": 92, "flex": 1},
         {
             "field": "n",
             "headerName": "N scored",
@@ -77,7 +77,7 @@ def column_defs(view: ViewSettings) -> list[dict]:
             "valueFormatter": {"function": NUMBER_FORMAT},
             "cellClassRules": {"cell-best": f"params.data.best_{field} === true"},
             # Wide enough that "ECE (confidence)" wraps between words, not inside one.
-            "minWidth": 104 if field in ("ece", "mce") else 76,
+            "minWidth": 96 if field in ("ece", "mce") else 76,
             "flex": 1,
         }
         if tip:
@@ -93,7 +93,7 @@ def column_defs(view: ViewSettings) -> list[dict]:
             "flex": 1,
         }
     )
-    cols.append({"field": "status", "headerName": "status", "minWidth": 80, "flex": 1})
+    cols.append({"field": "status", "headerName": "status", "minWidth": 64, "flex": 1})
     return cols
 
 

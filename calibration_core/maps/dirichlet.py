@@ -21,14 +21,14 @@ log-likelihood (see :func:`~calibration_core.maps.linear.fit_linear_map`).
 
 from __future__ import annotations
 
-from .linear import LinearCalibrationMap, _check_strength
+from .linear import OdirLinearMap
 from .registry import register
 
 __all__ = ["DirichletCalibration"]
 
 
 @register
-class DirichletCalibration(LinearCalibrationMap):
+class DirichletCalibration(OdirLinearMap):
     """Dirichlet calibration ``softmax(W ln s + b)`` with ODIR regularisation.
 
     Parameters
@@ -65,26 +65,4 @@ class DirichletCalibration(LinearCalibrationMap):
 
     name = "dirichlet"
     family = "multiclass"
-    kind = "full"
     raw_logits = False
-
-    def __init__(
-        self,
-        reg_lambda: float | None = None,
-        reg_mu: float | None = None,
-        reg_grid=None,
-        input: str = "probs",
-        max_iter: int = 1000,
-        random_state: int = 0,
-    ) -> None:
-        self.reg_lambda = reg_lambda
-        self.reg_mu = reg_mu
-        self.reg_grid = reg_grid
-        self.input = input
-        self.max_iter = max_iter
-        self.random_state = random_state
-
-    def _strengths(self) -> tuple[float | None, float | None]:
-        return _check_strength("reg_lambda", self.reg_lambda), _check_strength(
-            "reg_mu", self.reg_mu
-        )

@@ -615,3 +615,47 @@ class LinearCalibrationMap(CalibrationMap):
         self.reg_mu_ = float(state.get("reg_mu", 0.0))
         self.n_iter_ = int(state.get("n_iter", 0))
         self.reg_path_ = []
+
+
+class OdirLinearMap(LinearCalibrationMap):
+    """Base of the full-matrix maps regularised with ODIR (matrix, Dirichlet).
+
+    Parameters
+    ----------
+    reg_lambda : float or None
+        Off-diagonal penalty ``reg_lambda / (K (K - 1)) * sum_{i != j} W_ij^2``.
+    reg_mu : float or None
+        Intercept penalty ``reg_mu / K * sum_j b_j^2``. None (either strength)
+        picks it from ``reg_grid`` by held-out log-loss.
+    reg_grid : sequence of float or None
+        Strengths tried when one is None; None means :data:`DEFAULT_REG_GRID`.
+    input : {"probs", "logits"}
+    max_iter : int
+        L-BFGS-B iteration limit.
+    random_state : int
+        Seed of the validation split.
+    """
+
+    kind = "full"
+
+    def __init__(
+        self,
+        reg_lambda: float | None = None,
+        reg_mu: float | None = None,
+        reg_grid=None,
+        input: str = "probs",
+        max_iter: int = 1000,
+        random_state: int = 0,
+    ) -> None:
+        self.reg_lambda = reg_lambda
+        self.reg_mu = reg_mu
+        self.reg_grid = reg_grid
+        self.input = input
+        self.max_iter = max_iter
+        self.random_state = random_state
+
+    def _strengths(self) -> tuple[float | None, float | None]:
+        return (
+            _check_strength("reg_lambda", self.reg_lambda),
+            _check_strength("reg_mu", self.reg_mu),
+        )

@@ -21,14 +21,14 @@ calibration; the two differ when logits are given.
 
 from __future__ import annotations
 
-from .linear import LinearCalibrationMap, _check_strength
+from .linear import OdirLinearMap
 from .registry import register
 
 __all__ = ["MatrixScaling"]
 
 
 @register
-class MatrixScaling(LinearCalibrationMap):
+class MatrixScaling(OdirLinearMap):
     """Matrix scaling: ``softmax(W z + b)`` with ODIR regularisation.
 
     Parameters
@@ -60,26 +60,4 @@ class MatrixScaling(LinearCalibrationMap):
 
     name = "matrix"
     family = "multiclass"
-    kind = "full"
     raw_logits = True
-
-    def __init__(
-        self,
-        reg_lambda: float | None = None,
-        reg_mu: float | None = None,
-        reg_grid=None,
-        input: str = "probs",
-        max_iter: int = 1000,
-        random_state: int = 0,
-    ) -> None:
-        self.reg_lambda = reg_lambda
-        self.reg_mu = reg_mu
-        self.reg_grid = reg_grid
-        self.input = input
-        self.max_iter = max_iter
-        self.random_state = random_state
-
-    def _strengths(self) -> tuple[float | None, float | None]:
-        return _check_strength("reg_lambda", self.reg_lambda), _check_strength(
-            "reg_mu", self.reg_mu
-        )

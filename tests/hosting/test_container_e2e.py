@@ -1,0 +1,212 @@
+"""The real image, built and run with podman (opt-in: ``CONTAINER_E2E=1``).
+
+``scripts/container_e2e.sh`` installs podman, runc and mmdebstrap from Debian
+packages when they are missing, bootstraps the Dockerfile's base image
+locally (Debian bookworm + python3, no registry needed), tags it with the
+name the Dockerfile's ``ARG PYTHON_IMAGE`` default asks for and builds the
+Dockerfile unchanged (pip inside the build reaches PyPI). The tests then run
+the image as a team would (``-p``, ``-e SECRET_KEY``), wait for
+``/healthz``, load the page, call a Dash callback over HTTP, check that the
+server runs as a non-root user and that the image refuses to start without
+``SECRET_KEY``. Every failure names the command that failed and its output.
+
+Takes minutes the first time (bootstrap and pip install); later runs reuse
+the base image and podman's build cache.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import resource
+import secrets
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+SCRIPT = REPO / "scripts" / "container_e2e.sh"
+IMAGE = os.environ.get("IMAGE", "calibration-dashboard:e2e")
+PODMAN = ["podman", "--runtime", "runc", "--cgroup-manager", "cgroupfs", "--events-backend", "file"]
+
+pytestmark = pytest.mark.skipif(
+    os.environ.get("CONTAINER_E2E") != "1",
+    reason="opt-in: set CONTAINER_E2E=1 to build and run the image with podman "
+    "(installs podman, runc and mmdebstrap from Debian packages; takes minutes)",
+)
+
+
+def _dash_client():
+    """``benchmarks/dash_client.py`` (a browser-like HTTP client), loaded by path."""
+    path = REPO / "benchmarks" / "dash_client.py"
+    spec = importlib.util.spec_from_file_location("calibration_dash_client", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+def _tail(text: str, lines: int = 40) -> str:
+    return "\n".join(text.strip().splitlines()[-lines:])
+
+
+def run(cmd: list[str], *, timeout: float = 300, check: bool = True, **kw):
+    """Run a command; on failure, fail the test with the command and its output."""
+    try:
+        result = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, **kw)
+    except subprocess.TimeoutExpired as exc:
+        pytest.fail(f"`{' '.join(cmd)}` did not finish within {timeout} s:\n{exc.output or ''}")
+    if check and result.returncode != 0:
+        pytest.fail(
+            f"`{' '.join(cmd)}` failed with exit status {result.returncode}:\n"
+            f"{_tail(result.stdout, 15)}\n{_tail(result.stderr)}"
+        )
+    return result
+
+
+def ulimits() -> list[str]:
+    """``--ulimit`` options within this machine's own limits.
+
+    For root, podman asks runc for ``nofile=1048576`` (and its own ``nproc``);
+    without CAP_SYS_RESOURCE (sandboxes, some CI runners) runc then fails with
+    "error setting rlimit type 7: operation not permitted". The host's current
+    limits always work.
+    """
+    nofile = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    nproc = min(resource.getrlimit(resource.RLIMIT_NPROC)[0], 32768)
+    return ["--ulimit", f"nofile={nofile}:{nofile}", "--ulimit", f"nproc={nproc}:{nproc}"]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def image(tmp_path_factory) -> str:
+    """The image, built by ``scripts/container_e2e.sh`` (install, base, build)."""
+    log = tmp_path_factory.mktemp("container-e2e") / "build.log"
+    with log.open("w") as fh:
+        proc = subprocess.run(
+            ["bash", str(SCRIPT), "all"],
+            stdout=fh,
+            stderr=subprocess.STDOUT,
+            env={**os.environ, "IMAGE": IMAGE},
+            timeout=3600,
+        )
+    text = log.read_text(errors="replace")
+    if proc.returncode != 0:
+        pytest.fail(
+            f"scripts/container_e2e.sh all failed (exit {proc.returncode}); "
+            f"full log: {log}\n{_tail(text, 60)}"
+        )
+    assert shutil.which("podman"), "the script succeeded but podman is not on PATH"
+    return IMAGE
+
+
+def _logs(name: str) -> str:
+    result = run([*PODMAN, "logs", name], check=False, timeout=60)
+    return _tail(result.stdout + result.stderr, 40)
+
+
+def _wait_healthy(name: str, port: int, timeout: float = 180.0) -> None:
+    import urllib.request
+
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        state = run(
+            [*PODMAN, "inspect", "--format", "{{.State.Status}}", name], check=False, timeout=60
+        ).stdout.strip()
+        if state and state != "running":
+            pytest.fail(f"the container stopped ({state}) before /healthz answered:\n{_logs(name)}")
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=5) as r:
+                if r.status == 200:
+                    return
+        except OSError:
+            pass
+        time.sleep(1)
+    pytest.fail(f"/healthz did not answer within {timeout} s on port {port}:\n{_logs(name)}")
+
+
+@pytest.fixture
+def container(image):
+    """A running container of the image, published on a free 127.0.0.1 port."""
+    port = free_port()
+    name = f"calibration-e2e-{secrets.token_hex(4)}"
+    try:
+        run(
+            [
+                *PODMAN,
+                "run",
+                "-d",
+                "--name",
+                name,
+                *ulimits(),
+                "-p",
+                f"127.0.0.1:{port}:8050",
+                "-e",
+                f"SECRET_KEY={secrets.token_hex(32)}",
+                "-e",
+                "WEB_CONCURRENCY=2",
+                image,
+            ],
+            timeout=120,
+        )
+        _wait_healthy(name, port)
+        yield name, port
+    finally:
+        run([*PODMAN, "stop", "--time", "20", name], check=False, timeout=90)
+        run([*PODMAN, "rm", "--force", name], check=False, timeout=90)
+
+
+def test_image_serves_the_dashboard_and_a_callback(container):
+    _, port = container
+    client = _dash_client()
+    session = client.DashSession(f"http://127.0.0.1:{port}", timeout=120)
+    session.load_page()
+    assert session.config.get("end_id"), "the page has no signed end_id in _dash-config"
+    cookie = session.cookies.get("calibration_session")
+    assert cookie, f"no session cookie issued; cookies: {sorted(session.cookies)}"
+    # The demo is selected on the page; change the bin count like the slider does.
+    assert session.values.get("model-select.value"), "no model selected on the demo page"
+    session.values["n-bins.value"] = 23
+    out, seconds = session.call("metrics-grid.rowData", ["n-bins.value"])
+    rows = out.get("metrics-grid.rowData")
+    assert rows, f"the view callback returned no metrics rows: {sorted(out)}"
+    assert all(isinstance(r.get("ece"), float) for r in rows if r.get("map") == "uncalibrated")
+    caption = " ".join(client.text_of(out.get("metrics-caption.children")))
+    assert "23 equal-width bins" in caption, caption
+    assert not client.text_of(out.get("message.children"))
+    assert seconds < 30
+
+
+def test_server_runs_as_a_non_root_user(container):
+    name, _ = container
+    uid = run([*PODMAN, "exec", name, "id", "-u"], timeout=60).stdout.strip()
+    assert uid.isdigit() and int(uid) != 0, f"podman exec id -u gave {uid!r}"
+    # The serving process itself (PID 1: the gunicorn master) is not root either.
+    status = run([*PODMAN, "exec", name, "cat", "/proc/1/status"], timeout=60).stdout
+    real_uid = next(line.split()[1] for line in status.splitlines() if line.startswith("Uid:"))
+    assert real_uid == uid, f"PID 1 runs as uid {real_uid}, exec as {uid}"
+    cmdline = run([*PODMAN, "exec", name, "cat", "/proc/1/cmdline"], timeout=60).stdout
+    assert "gunicorn" in cmdline, cmdline
+    health = run([*PODMAN, "healthcheck", "run", name], check=False, timeout=60)
+    assert health.returncode == 0, f"HEALTHCHECK failed: {health.stdout} {health.stderr}"
+
+
+def test_image_refuses_to_start_without_secret_key(image):
+    name = f"calibration-e2e-nokey-{secrets.token_hex(4)}"
+    try:
+        result = run([*PODMAN, "run", "--name", name, *ulimits(), image], check=False, timeout=240)
+        output = result.stdout + result.stderr
+        assert result.returncode != 0, f"started without SECRET_KEY:\n{_tail(output)}"
+        assert "SECRET_KEY is required" in output, _tail(output)
+    finally:
+        run([*PODMAN, "rm", "--force", name], check=False, timeout=90)

@@ -29,8 +29,8 @@ ENV PATH=/opt/venv/bin:$PATH \
     PYTHONDONTWRITEBYTECODE=1 \
     APP_ENV=production \
     PORT=8050 \
-    WEB_CONCURRENCY=2 \
-    THREADS=4 \
+    WEB_CONCURRENCY=4 \
+    THREADS=1 \
     CACHE_DIR=/var/cache/calibration-dashboard \
     MPLCONFIGDIR=/tmp
 RUN groupadd --system --gid 10001 app \

@@ -7,8 +7,8 @@ Variable               Meaning                                    Default
 =====================  =========================================  =========
 ``PORT``               Port to listen on (all interfaces)         8050
 ``BIND``               Full bind address, overrides ``PORT``      -
-``WEB_CONCURRENCY``    Worker processes                           2
-``THREADS``            Threads per worker                         4
+``WEB_CONCURRENCY``    Worker processes                           4
+``THREADS``            Threads per worker (keep 1, see below)     1
 ``TIMEOUT``            Seconds before a silent worker is killed   120
 ``LOG_LEVEL``          Gunicorn log level                         info
 =====================  =========================================  =========
@@ -30,9 +30,13 @@ def _int(name: str, default: int) -> int:
 
 
 bind = os.environ.get("BIND") or f"0.0.0.0:{_int('PORT', 8050)}"
-workers = _int("WEB_CONCURRENCY", 2)
-threads = _int("THREADS", 4)
-worker_class = "gthread"
+workers = _int("WEB_CONCURRENCY", 4)
+# One thread per worker: Dash's DiskcacheManager forks each background job from the
+# worker, and a fork while another thread holds SQLite's (diskcache's) mutex leaves
+# the job hung forever (seen with 4 threads under benchmarks/load_test.py, never with 1).
+# Scale with WEB_CONCURRENCY instead; THREADS > 1 switches to the gthread worker.
+threads = _int("THREADS", 1)
+worker_class = "gthread" if threads > 1 else "sync"
 timeout = _int("TIMEOUT", 120)
 graceful_timeout = 30
 loglevel = os.environ.get("LOG_LEVEL", "info")

@@ -687,7 +687,7 @@ def parse_args(argv=None):
     parser.add_argument("--sessions", type=int, default=None, help="default 20 (quick: 3)")
     parser.add_argument("--seconds", type=float, default=None, help="loop time (60; quick 10)")
     parser.add_argument("--workers", type=int, default=None, help="WEB_CONCURRENCY (4; quick 2)")
-    parser.add_argument("--threads", type=int, default=4, help="THREADS per worker")
+    parser.add_argument("--threads", type=int, default=1, help="THREADS per worker")
     parser.add_argument("--rows", type=int, default=100_000)
     parser.add_argument("--classes", type=int, default=10)
     parser.add_argument("--folds", type=int, default=None, help="default: the page's default")

@@ -192,7 +192,7 @@ def server(browser_available, tmp_path_factory) -> Iterator[Server]:
         CACHE_DIR=str(tmp / "cache"),
         BIND=f"127.0.0.1:{port}",
         WEB_CONCURRENCY="2",
-        THREADS="4",
+        THREADS="1",
         LOG_LEVEL="info",
         PYTHONUNBUFFERED="1",
         PYTHONPATH=os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")]).rstrip(os.pathsep),

@@ -255,7 +255,7 @@ def prewarm_demo(cache_dir: Path) -> None:
 class Gunicorn:
     """``gunicorn app.wsgi:server`` on 127.0.0.1 in a subprocess (its own process group)."""
 
-    def __init__(self, cache_dir: Path, workers: int = 4, threads: int = 2, env=None, log=None):
+    def __init__(self, cache_dir: Path, workers: int = 4, threads: int = 1, env=None, log=None):
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.access_log = Path(cache_dir) / "access.log"
@@ -279,7 +279,9 @@ class Gunicorn:
             "--threads",
             str(threads),
             "--worker-class",
-            "gthread",
+            # As app/gunicorn_conf.py: single-threaded workers, since background
+            # jobs are forked from the worker (see docs/hosting.md).
+            "gthread" if threads > 1 else "sync",
             "--timeout",
             "120",
             "--graceful-timeout",

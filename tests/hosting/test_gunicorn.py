@@ -43,7 +43,7 @@ def server(tmp_path_factory, gunicorn_server):
     srv = gunicorn_server(
         tmp_path_factory.mktemp("gunicorn"),
         workers=4,
-        threads=2,
+        threads=1,
         env={"MAX_UPLOAD_MB": "20", "SESSION_TTL_SECONDS": "3600"},
     )
     yield srv

@@ -17,6 +17,7 @@ from calibration_core.maps import (
     IsotonicCalibration,
     PlattScaling,
 )
+from calibration_core.maps import onevsrest as ovr
 from calibration_core.maps.linear import CalibrationFitWarning
 from calibration_core.maps.onevsrest import (
     BinaryColumns,
@@ -165,6 +166,49 @@ def test_logistic_fit_reports_non_convergence():
     full = fit_logistic_columns([x], positive, np.zeros((1, 2)))
     assert full.converged[0]
     assert 1 < full.n_iter[0] < 20
+
+
+def test_warm_started_logistic_fit_reaches_the_cold_start_optimum():
+    """The subsample warm start changes the starting point, not the optimum."""
+    rng = np.random.default_rng(7)
+    c, n = 4, 40_000  # above WARM_START_FACTOR * WARM_START_ROWS
+    assert n > ovr.WARM_START_FACTOR * ovr.WARM_START_ROWS
+    x1 = rng.normal(size=(c, n))
+    x2 = rng.normal(size=(c, n))
+    positive = np.full(n, -1)
+    for k in range(3):
+        on = (rng.random(n) < expit(1.5 * x1[k] - 0.5 * x2[k] + 0.3 * k)) & (positive < 0)
+        positive[on] = k
+    # Column 3 separates perfectly on x1: its subsample fit must not be reused blindly.
+    positive[x1[3] > 1.0] = 3
+    init = np.tile([1.0, 0.0, 0.0], (c, 1))
+    t_pos = np.array([0.99, 1.0, 0.97, 1.0])
+    t_neg = np.array([0.01, 0.0, 0.02, 0.0])
+    active = np.ones((c, 3), bool)
+    active[2, 1] = False
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        warm = fit_logistic_columns(
+            [x1, x2], positive, init, t_pos=t_pos, t_neg=t_neg, active=active
+        )
+        cold = fit_logistic_columns(
+            [x1, x2], positive, init, t_pos=t_pos, t_neg=t_neg, active=active, warm_start_rows=None
+        )
+    assert warm.converged.all() and cold.converged.all()
+    np.testing.assert_allclose(warm.params[:3], cold.params[:3], rtol=0, atol=1e-9)
+    np.testing.assert_allclose(warm.loss[:3], cold.loss[:3], rtol=0, atol=1e-12)
+    assert warm.params[2, 1] == init[2, 1]
+    # Fewer full-data Newton iterations on the regular columns.
+    assert (warm.n_iter[:3] < cold.n_iter[:3]).all()
+    # The separable column: a huge weight and a loss near 0 either way (a flat
+    # optimum held by the tiny ridge, so only the loss is compared closely).
+    assert warm.params[3, 0] > 10 and cold.params[3, 0] > 10
+    assert warm.loss[3] < 1e-3
+    assert warm.loss[3] == pytest.approx(cold.loss[3], rel=1e-4)
+    for k in range(3):
+        t = np.where(positive == k, t_pos[k], t_neg[k])
+        ref = _scipy_logistic([x1[k], x2[k]], t, init[k], active[k])
+        np.testing.assert_allclose(warm.params[k], ref, atol=1e-6)
 
 
 # ------------------------------------------------------ vectorised isotonic

@@ -57,6 +57,8 @@ Columns are processed in cache-sized blocks of :data:`BLOCK_ELEMENTS` values
 (all columns in one block up to N * K = 262144, two columns per block at
 N = 1e5): a block's working arrays then stay in cache, which made the fits
 1.3-1.7x faster than whole-matrix passes on the 2-core benchmark machine.
+The logistic fits run their blocks on parallel threads
+(:mod:`calibration_core.parallel`; ``CALIBRATION_CORE_THREADS=1`` turns it off).
 """
 
 from __future__ import annotations
@@ -72,6 +74,7 @@ from scipy.optimize import isotonic_regression
 from scipy.special import expit
 from sklearn.exceptions import ConvergenceWarning
 
+from ..parallel import map_blocks
 from .base import EPS, CalibrationMap
 from .linear import CalibrationFitWarning
 
@@ -279,6 +282,7 @@ def fit_logistic_columns(
     xtol: float = 1e-10,
     block_elements: int = BLOCK_ELEMENTS,
     warm_start_rows: int | None = WARM_START_ROWS,
+    threads: int | None = None,
 ) -> LogisticColumnsFit:
     """Fit C independent logistic regressions at once by batched Newton steps.
 
@@ -321,6 +325,10 @@ def fit_logistic_columns(
         The starting point does not change the optimum (the objective is
         strictly convex), only the number of full-data iterations, which
         ``n_iter`` counts (the subsample's are not counted).
+    threads : int, optional
+        Column blocks are fitted on this many threads
+        (:func:`calibration_core.parallel.n_threads` by default); the result
+        does not depend on it.
 
     Returns
     -------
@@ -348,6 +356,7 @@ def fit_logistic_columns(
             xtol=xtol,
             block_elements=block_elements,
             warm_start_rows=None,
+            threads=threads,
         )
         usable = warm.converged & (warm.loss >= SEPARABLE_LOSS) & np.isfinite(warm.params).all(1)
         start = np.where(usable[:, None], warm.params, init)
@@ -358,11 +367,11 @@ def fit_logistic_columns(
     width = max(1, block_elements // max(n, 1))
     pos_rows = np.flatnonzero(positive >= 0)
     pos_cols = positive[pos_rows]
-    for c0 in range(0, n_cols, width):
-        c1 = min(n_cols, c0 + width)
-        cols = slice(c0, c1)
-        in_block = (pos_cols >= c0) & (pos_cols < c1)
-        result = _newton_block(
+
+    def fit_block(c0: int):
+        cols = slice(c0, min(n_cols, c0 + width))
+        in_block = (pos_cols >= c0) & (pos_cols < cols.stop)
+        return cols, _newton_block(
             [x[cols] for x in features],
             pos_rows[in_block],
             pos_cols[in_block] - c0,
@@ -375,6 +384,8 @@ def fit_logistic_columns(
             max_iter,
             xtol,
         )
+
+    for cols, result in map_blocks(fit_block, range(0, n_cols, width), threads):
         params[cols], converged[cols], n_iter[cols], loss[cols] = result
     return LogisticColumnsFit(params, converged, n_iter, loss)
 

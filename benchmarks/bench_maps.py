@@ -26,7 +26,9 @@ and the reference interleaved; K = 100 uses ``--k100-repeats``, default 1):
 Targets (issue 3): temperature, Platt and vector scaling at least 2x faster
 than the reference; one-vs-rest maps at least 3x faster than scikit-learn's
 one-vs-rest loop (K > 2); the 5-fold comparison under 10 s. netcal is not
-benchmarked: it needs torch, which is not installed.
+benchmarked: it needs torch, which is not installed. Our one-vs-rest logistic
+fits (Platt, beta) use :func:`calibration_core.parallel.n_threads` threads;
+run with ``CALIBRATION_CORE_THREADS=1`` for single-threaded figures.
 """
 
 from __future__ import annotations
@@ -58,6 +60,7 @@ from calibration_core.maps import (  # noqa: E402
     TemperatureScaling,
     VectorScaling,
 )
+from calibration_core.parallel import ENV_VAR, n_threads  # noqa: E402
 
 OVR_TARGETS = {"platt": 3.0, "isotonic": 3.0, "beta": 3.0, "histogram": 3.0}
 COMPARE_BUDGET = 10.0
@@ -246,6 +249,10 @@ def main(argv=None) -> None:
         f"N = {args.n}, median of {args.repeats} runs ({args.k100_repeats} at K = 100); "
         f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} on {os.cpu_count()} cores"
     )
+    print(
+        f"our one-vs-rest Platt/beta fits use {n_threads()} thread(s) "
+        f"({ENV_VAR}=1 for one); the references and BLAS run on one thread"
+    )
     print("netcal: not benchmarked (it needs torch, which is not installed)\n")
     ks = [2, 10] if args.skip_k100 else [2, 10, 100]
     rows: list[dict] = []
@@ -257,6 +264,7 @@ def main(argv=None) -> None:
     if args.json:
         payload = {
             "n": args.n,
+            "threads": n_threads(),
             "load_average_start": load,
             "load_average_end": load_end,
             "fits": rows,

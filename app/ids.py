@@ -33,6 +33,7 @@ SPLIT_FIELD = "split-field"
 
 # -- fitting (background callback) -----------------------------------------------
 FIT_STATE = "fit-state"  # dcc.Store: summary of the last fit (triggers re-render)
+FIT_REQUEST = "fit-request"  # dcc.Store: the work the background fit should do
 FIT_PROGRESS = "fit-progress"  # html.Progress
 FIT_STATUS = "fit-status"  # text next to the progress bar
 FIT_CANCEL = "fit-cancel"  # button

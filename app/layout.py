@@ -376,6 +376,7 @@ def build_layout(
             ),
             dcc.Store(id=ids.MODELS_STORE, data=[i.to_json() for i in infos]),
             dcc.Store(id=ids.FIT_STATE),
+            dcc.Store(id=ids.FIT_REQUEST),
         ],
         className="app",
     )

@@ -175,12 +175,20 @@ class DashSession:
         self.callbacks = [Callback.from_dependency(d) for d in deps.json()]
         return time.perf_counter() - start
 
-    def callback(self, writes: str) -> Callback:
-        """The callback whose outputs include ``writes`` (``"id.prop"``), not a duplicate."""
+    def callback(self, writes: str, *, background: bool = False) -> Callback:
+        """The callback whose outputs include ``writes`` (``"id.prop"``).
+
+        By default the foreground callback that is not a duplicate-output one;
+        with ``background=True`` the background callback writing it.
+        """
         for cb in self.callbacks:
-            if cb.writes(writes) and "@" not in cb.output:
+            if not cb.writes(writes):
+                continue
+            if background and cb.background:
                 return cb
-        raise KeyError(f"no callback writes {writes}")
+            if not background and not cb.background and "@" not in cb.output:
+                return cb
+        raise KeyError(f"no {'background ' if background else ''}callback writes {writes}")
 
     # ----------------------------------------------------------- callbacks
     def _payload(self, cb: Callback, changed: list[str], blank: bool = False) -> dict:
@@ -252,7 +260,7 @@ class DashSession:
         (outputs, seconds, polls)
             ``seconds`` from the first POST to the answer with the result.
         """
-        cb = self.callback(writes)
+        cb = self.callback(writes, background=True)
         interval = ((cb.background or {}).get("interval") or 500) / 1000.0
         start = time.perf_counter()
         first = self._post_update(self._update_url(), self._payload(cb, changed))
@@ -282,6 +290,28 @@ class DashSession:
                 raise TimeoutError(
                     f"background callback {writes} still running after {timeout:.0f} s"
                 )
+
+    def fit(self, changed: list[str], *, timeout: float = 600.0) -> tuple[dict, float, int]:
+        """The dashboard's two-step fit, as a tab runs it after ``changed`` settings.
+
+        The planner (``fit-request.data``) answers at once; only when it asks
+        for work is the background fit started and polled to the end.
+
+        Returns
+        -------
+        (outputs, seconds, polls)
+            Outputs of both steps; ``"fit-state.data"`` is among them unless
+            the planner had nothing to report.
+        """
+        start = time.perf_counter()
+        out, _ = self.call("fit-request.data", changed)
+        polls = 0
+        if "fit-request.data" in out:
+            done, _, polls = self.call_background(
+                "fit-state.data", ["fit-request.data"], timeout=timeout
+            )
+            out.update(done)
+        return out, time.perf_counter() - start, polls
 
     # --------------------------------------------------------------- upload
     def upload(self, path: Path, name: str | None = None) -> Response:

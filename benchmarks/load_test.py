@@ -509,8 +509,8 @@ class SessionRunner(threading.Thread):
         timeout = self.args.request_timeout
         if self.loop_deadline:  # in the loop: a hung job must not hold the run much longer
             timeout = min(timeout, max(30.0, self.loop_deadline - time.perf_counter() + 30.0))
-        out, seconds, _ = self.s.call_background("fit-state.data", [changed], timeout=timeout)
-        self.stats.record("fit (background, polled)", seconds)
+        out, seconds, _ = self.s.fit([changed], timeout=timeout)
+        self.stats.record("fit (planner + background, polled)", seconds)
         state = out.get("fit-state.data")
         if not isinstance(state, dict):
             self.err(f"fit: no fit state in the answer ({sorted(out)[:6]})")
@@ -758,7 +758,7 @@ def run(args) -> dict:
         page_seconds = warm.load_page()
         models = warm.values.get("models-store.data") or []
         demo_names = {m["name"] for m in models if isinstance(m, dict)}
-        _, warm_fit, _ = warm.call_background("fit-state.data", ["model-select.value"])
+        _, warm_fit, _ = warm.fit(["model-select.value"])
         print(
             f"gunicorn answering {boot:.1f} s after its start; first page {page_seconds:.1f} s; "
             f"demo maps fitted in {warm_fit:.1f} s; workers {server.worker_pids()}",

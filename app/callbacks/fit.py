@@ -1,12 +1,20 @@
 """Fitting calibration maps: a background callback with a progress bar and a cancel button.
 
-Only the *expensive* settings trigger it (models, maps, held-out scheme). It
-fits, per model, each selected map that is not in the store yet, with
-:func:`calibration_core.compare.compare_maps` (one map per call, so that a
-cancelled run keeps every map finished before it), and stores the calibrated
-predictions by (data handle, map, held-out scheme). The cheap settings
-(bins, scheme, band, notion) never come here: they re-bin the stored
-predictions (:mod:`app.callbacks.view`).
+Only the *expensive* settings come here (models, maps, held-out scheme), in
+two steps:
+
+1. a quick foreground callback (:func:`plan_fits`) looks up, per model, each
+   selected map that is not in the store yet. When nothing is missing it
+   answers at once (no job is started, so the view is never held up by the
+   background machinery's polling); otherwise it writes the work to the
+   ``fit-request`` store;
+2. the background callback fits that work with
+   :func:`calibration_core.compare.compare_maps` (one map per call, so that a
+   cancelled run keeps every map finished before it) and stores the
+   calibrated predictions by (data handle, map, held-out scheme).
+
+The cheap settings (bins, scheme, band, notion) never come here: they re-bin
+the stored predictions (:mod:`app.callbacks.view`).
 """
 
 from __future__ import annotations
@@ -15,7 +23,9 @@ import logging
 import time
 import uuid
 
-from dash import Input, Output
+from dash import Input, Output, no_update
+from dash import ctx as dash_ctx
+from dash.exceptions import PreventUpdate
 
 from calibration_core import CalibrationInputError
 from calibration_core.compare import UNCALIBRATED, compare_maps
@@ -145,17 +155,79 @@ def run_fits(ctx: AppContext, sid, raw_handles, raw_maps, mode, folds, fraction,
     return state
 
 
+def plan_fits(
+    ctx: AppContext, sid, raw_handles, raw_maps, mode, folds, fraction
+) -> tuple[dict | None, dict | None]:
+    """What the background fit has to do for these settings; the plain function behind step 1.
+
+    Returns
+    -------
+    (state, request)
+        ``state`` (a fit-state dict, as :func:`run_fits` returns) when nothing
+        is missing or the settings are invalid, else None; ``request`` (the
+        raw settings plus a nonce, for the background callback) when
+        something must be fitted, else None.
+    """
+    state = {"nonce": uuid.uuid4().hex, "fitted": [], "error": None, "summary": ""}
+    try:
+        handles = parse_handles(raw_handles)
+        maps = parse_maps(raw_maps)
+        heldout = parse_heldout(mode, folds, fraction)
+        work = missing_work(ctx.store, sid, handles, maps, heldout)
+    except CalibrationInputError as exc:
+        state["error"] = str(exc)
+        return state, None
+    if not work:
+        state["summary"] = "All selected maps are fitted."
+        return state, None
+    request = {
+        "nonce": uuid.uuid4().hex,
+        "handles": list(handles),
+        "maps": list(maps),
+        "mode": heldout.mode,
+        "folds": folds,
+        "fraction": fraction,
+    }
+    return None, request
+
+
+def _unexpected(what: str) -> dict:
+    request_id = uuid.uuid4().hex[:12]
+    log.exception("%s failed (request id %s)", what, request_id)
+    return {
+        "nonce": request_id,
+        "fitted": [],
+        "error": f"{what} failed unexpectedly (request id {request_id}).",
+    }
+
+
 def register(app, ctx: AppContext) -> None:
-    """The background fit callback."""
+    """The fit planner and the background fit callback."""
 
     @app.callback(
         Output(ids.FIT_STATE, "data"),
+        Output(ids.FIT_REQUEST, "data"),
         Input(ids.MODEL_SELECT, "value"),
         Input(ids.MAPS, "value"),
         Input(ids.HELDOUT, "value"),
         Input(ids.FOLDS, "value"),
         Input(ids.TEST_FRACTION, "value"),
         Input(ids.FIT_START, "n_clicks"),
+    )
+    def plan(handles, maps, mode, folds, fraction, _start_clicks):
+        try:
+            state, request = plan_fits(ctx, ctx.session_id(), handles, maps, mode, folds, fraction)
+        except Exception:  # never a traceback in the page
+            return _unexpected("planning the fit"), no_update
+        if request is None and dash_ctx.triggered_id is None:
+            # The page's first call: the layout already shows this view, so a
+            # fresh fit state would only redraw it.
+            return no_update, no_update
+        return (no_update if state is None else state), (no_update if request is None else request)
+
+    @app.callback(
+        Output(ids.FIT_STATE, "data", allow_duplicate=True),
+        Input(ids.FIT_REQUEST, "data"),
         background=True,
         progress=[
             Output(ids.FIT_PROGRESS, "value"),
@@ -170,20 +242,24 @@ def register(app, ctx: AppContext) -> None:
             (Output(ids.FIT_SUMMARY, "className"), "fit-summary hidden", "fit-summary"),
         ],
         cancel=[Input(ids.FIT_CANCEL, "n_clicks")],
+        prevent_initial_call=True,
     )
-    def fit_maps(set_progress, handles, maps, mode, folds, fraction, _start_clicks):
+    def fit_maps(set_progress, request):
+        if not isinstance(request, dict):
+            raise PreventUpdate
         try:
             return run_fits(
-                ctx, ctx.session_id(), handles, maps, mode, folds, fraction, set_progress
+                ctx,
+                ctx.session_id(),
+                request.get("handles"),
+                request.get("maps"),
+                request.get("mode"),
+                request.get("folds"),
+                request.get("fraction"),
+                set_progress,
             )
         except Exception:  # never a traceback in the page
-            request_id = uuid.uuid4().hex[:12]
-            log.exception("fitting failed (request id %s)", request_id)
-            return {
-                "nonce": request_id,
-                "fitted": [],
-                "error": f"fitting failed unexpectedly (request id {request_id}).",
-            }
+            return _unexpected("fitting")
 
     @app.callback(
         Output(ids.FIT_STATE, "data", allow_duplicate=True),

@@ -18,6 +18,7 @@ from flask import jsonify
 
 from .callbacks import register_callbacks
 from .callbacks.exports import register_export_route
+from .callbacks.fit import plan_fits
 from .callbacks.view import render
 from .config import MB, AppConfig, ConfigError
 from .context import AppContext
@@ -105,10 +106,16 @@ def create_app(config: AppConfig | None = None) -> Dash:
         raw = default_settings(infos)
         try:
             view = render(ctx, sid, raw)
+            state, _request = plan_fits(
+                ctx, sid, raw.handles, raw.maps, raw.heldout, raw.folds, raw.fraction
+            )
         except Exception:  # the page must load; the controls can redraw the view
             log.exception("drawing the initial view failed")
-            view = None
-        return build_layout(infos, max_upload_mb=config.max_upload_mb, raw=raw, view=view)
+            view, state = None, None
+        summary = (state or {}).get("error") or (state or {}).get("summary") or ""
+        return build_layout(
+            infos, max_upload_mb=config.max_upload_mb, raw=raw, view=view, fit_summary=summary
+        )
 
     app.layout = serve_layout
     register_callbacks(app, ctx)

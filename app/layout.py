@@ -274,13 +274,15 @@ def _exports() -> html.Div:
     )
 
 
-def _fit_bar() -> html.Div:
+def _fit_bar(summary: str = "") -> html.Div:
+    # Idle until the fit planner starts a background job (its "running" outputs
+    # then disable Fit and show the progress bar).
     return html.Div(
         [
             html.Progress(id=ids.FIT_PROGRESS, value="0", max="1", className="progress idle"),
             html.Span(id=ids.FIT_STATUS, className="fit-status", role="status"),
-            html.Span(id=ids.FIT_SUMMARY, className="fit-summary"),
-            html.Button("Fit", id=ids.FIT_START, className="button", n_clicks=0, disabled=True),
+            html.Span(summary, id=ids.FIT_SUMMARY, className="fit-summary"),
+            html.Button("Fit", id=ids.FIT_START, className="button", n_clicks=0, disabled=False),
             html.Button(
                 "Cancel", id=ids.FIT_CANCEL, className="button secondary", n_clicks=0, disabled=True
             ),
@@ -295,6 +297,7 @@ def build_layout(
     max_upload_mb: int,
     raw: RawSettings | None = None,
     view: tuple | None = None,
+    fit_summary: str = "",
 ) -> html.Div:
     """The whole page for a session whose usable models are ``infos``.
 
@@ -306,6 +309,8 @@ def build_layout(
         The initial view, :func:`app.callbacks.view.render`'s output for
         ``raw``: drawn with the page itself, so the first diagrams need no
         callback round trip.
+    fit_summary : str
+        Initial text next to the Fit button (e.g. "All selected maps are fitted.").
     """
     raw = default_settings(infos) if raw is None else raw
     grid, rows, cols, table_caption, title, messages = view or ([], [], [], "", "", [])
@@ -330,7 +335,7 @@ def build_layout(
                     ),
                     html.Main(
                         [
-                            _fit_bar(),
+                            _fit_bar(fit_summary),
                             html.Div(
                                 [html.Div(m, className="message-line") for m in messages],
                                 id=ids.MESSAGE,

@@ -12,7 +12,7 @@ import pytest
 import app.callbacks.fit as fit_module
 from app import ids
 from app.callbacks.exports import create_calibrated_export, small_export
-from app.callbacks.fit import run_fits
+from app.callbacks.fit import plan_fits, run_fits
 from app.callbacks.models import after_upload, class_choices
 from app.callbacks.view import RawSettings, render
 from app.exports import safe_cell
@@ -123,6 +123,36 @@ def test_someone_elses_handle_reads_as_expired(ctx, sid):
     out = render(ctx, sid, RawSettings(handles=[other]))
     assert out[1] == []
     assert any("expired, please upload again" in m for m in out[5])
+
+
+def test_planner_asks_for_missing_work_only(ctx, sid, monkeypatch):
+    rf = _demo(ctx, "digits · random forest")
+    state, request = plan_fits(ctx, sid, [rf.handle], ["temperature"], "folds", 3, 0.5)
+    assert state is None
+    assert request["handles"] == [rf.handle] and request["maps"] == ["temperature"]
+    assert (request["mode"], request["folds"]) == ("folds", 3)
+    # The background step fits exactly that request.
+    done = run_fits(
+        ctx,
+        sid,
+        request["handles"],
+        request["maps"],
+        request["mode"],
+        request["folds"],
+        request["fraction"],
+        lambda p: None,
+    )
+    assert done["fitted"] == [f"{rf.handle}:temperature"]
+    # Now the planner answers without a job (and without fitting anything).
+    monkeypatch.setattr(fit_module, "compare_maps", None)
+    state, request = plan_fits(ctx, sid, [rf.handle], ["temperature"], "folds", 3, 0.5)
+    assert request is None and state["summary"] == "All selected maps are fitted."
+    # Another held-out scheme is other work.
+    state, request = plan_fits(ctx, sid, [rf.handle], ["temperature"], "split", 3, 0.3)
+    assert state is None and request["mode"] == "split"
+    # Bad settings are an error state, never a job.
+    state, request = plan_fits(ctx, sid, [rf.handle], ["no-such-map"], "folds", 3, 0.5)
+    assert request is None and "no-such-map" in state["error"]
 
 
 def test_fit_then_cheap_changes_never_refit(ctx, sid, monkeypatch):
@@ -323,3 +353,35 @@ def test_calibrated_csv_is_streamed_to_its_session_only(tmp_path):
     )
     platt_rows = [r for r in rows[1:] if r[1] == "platt"]
     np.testing.assert_allclose([float(r[5]) for r in platt_rows], cal.probs[:, 1])
+
+
+def _find(node, component_id):
+    if isinstance(node, dict):
+        if (node.get("props") or {}).get("id") == component_id:
+            return node["props"]
+        node = list(node.values())
+    if isinstance(node, list):
+        for child in node:
+            found = _find(child, component_id)
+            if found is not None:
+                return found
+    return None
+
+
+def test_page_arrives_idle_and_says_when_its_maps_are_fitted(tmp_path):
+    from app.factory import create_app
+    from app.layout import default_settings
+
+    dash_app = create_app(make_config(tmp_path))
+    client = dash_app.server.test_client()
+    first = client.get("/_dash-layout").get_json()
+    assert _find(first, ids.FIT_START)["disabled"] is False  # no job runs yet
+    assert _find(first, ids.FIT_SUMMARY).get("children") in ("", None)
+
+    ctx = dash_app.server.extensions["calibration_dashboard"]
+    raw = default_settings(ctx.store.demo_models())
+    assert raw.maps  # the demo opens with maps selected
+    run_fits(ctx, None, raw.handles, raw.maps, raw.heldout, raw.folds, raw.fraction, print)
+    again = client.get("/_dash-layout").get_json()
+    assert _find(again, ids.FIT_SUMMARY)["children"] == "All selected maps are fitted."
+    assert _find(again, ids.FIT_START)["disabled"] is False

@@ -410,8 +410,9 @@ class Dashboard:
         expect(self.graphs().first.locator(".main-svg").first).to_be_visible()
         # upload.js creates the file input once the page is loaded
         expect(self.page.locator("#upload-input")).to_be_attached()
-        # The page starts a background fit of the default maps (quick once stored);
-        # interacting only after it keeps every test on the same footing.
+        # On a fresh store the planner starts a background fit of the default maps
+        # (none once they are stored); interacting only after it keeps every test
+        # on the same footing.
         self.wait_fit_idle()
         self.wait_callbacks()
 
@@ -428,11 +429,15 @@ class Dashboard:
 
     # -- fitting
     def wait_fit_idle(self) -> None:
-        """No fit running: the Fit button is enabled and the progress bar hidden."""
+        """No fit running: the Fit button is enabled, the progress bar hidden and the
+        outcome shown (a fresh page has none until its planner or fit has answered)."""
         expect(self.page.locator("#fit-start")).to_be_enabled(timeout=FIT_TIMEOUT_MS)
         expect(self.page.locator("#fit-progress")).to_have_class(
             re.compile(r"\bidle\b"), timeout=FIT_TIMEOUT_MS
         )
+        summary = self.page.locator("#fit-summary")
+        expect(summary).to_have_text(re.compile(r"\S"), timeout=FIT_TIMEOUT_MS)
+        expect(summary).not_to_have_class(re.compile(r"\bhidden\b"), timeout=FIT_TIMEOUT_MS)
 
     # -- upload
     def upload(self, *paths: Path) -> None:

@@ -260,8 +260,20 @@ def write_tables(results, out) -> None:
 
 
 # --------------------------------------------------------------------- serve
+def _without_ipython() -> None:
+    """Keep dash from importing IPython in the server process (0.4-0.5 s of the start).
+
+    ``dash._jupyter`` imports IPython when it is installed (it usually is next
+    to notebooks) and falls back when the import fails; the server started
+    here never runs inside IPython. A ``None`` entry in ``sys.modules`` makes
+    that import fail at once.
+    """
+    sys.modules.setdefault("IPython", None)
+
+
 def serve(args: argparse.Namespace) -> int:
     """Start the dashboard (imports dash only now)."""
+    _without_ipython()
     try:
         from app.server import serve as run_server
     except ModuleNotFoundError as exc:

@@ -18,7 +18,6 @@ import time
 from collections.abc import Iterable, Iterator
 
 import numpy as np
-import pandas as pd
 import plotly.graph_objects as go
 import plotly.io as pio
 
@@ -112,6 +111,8 @@ def calibrated_csv_chunks(
             if c not in classes:
                 classes.append(c)
     yield csv_text(["model", "calibrator", "row", "label", *[f"p_{c}" for c in classes]], [])
+    import pandas as pd  # its fast CSV writer; loaded on the first export, not at start
+
     for model, calibrator, pred, rows in items:
         col_of = [classes.index(c) for c in pred.class_names]
         names = np.asarray([safe_cell(c) for c in pred.class_names], dtype=object)

@@ -28,6 +28,7 @@ from .security import BasicAuth, SecurityHeaders
 from .session import SessionManager
 from .store import DataStore
 from .upload import make_request_class, register_upload_route
+from .warmup import WarmJobManager
 
 #: The top-level ``assets/`` folder (CSS and the upload script).
 ASSETS_DIR = Path(__file__).resolve().parents[1] / "assets"
@@ -76,11 +77,12 @@ def create_app(config: AppConfig | None = None) -> Dash:
         __name__,
         title=TITLE,
         assets_folder=str(ASSETS_DIR),
-        background_callback_manager=dash.DiskcacheManager(jobs),
+        background_callback_manager=WarmJobManager(jobs, ctx.warm_up),
         suppress_callback_exceptions=False,
         serve_locally=True,
         update_title=None,
     )
+    app.index_string = _index_with_preloads(app.config.requests_pathname_prefix)
     server = app.server
     server.secret_key = secret_key
     server.request_class = make_request_class(cache_dir / "uploads")
@@ -123,6 +125,26 @@ def create_app(config: AppConfig | None = None) -> Dash:
     # After every callback: Dash hashes its inline scripts (renderer, inline clientside).
     security_headers.set_script_hashes(app.csp_hashes())
     return app
+
+
+#: Chunks that Dash's renderer fetches only after the layout has arrived: the
+#: page always needs them, so the browser is told to fetch them with the first
+#: scripts (saves a round trip before the first diagram).
+PRELOADED_CHUNKS = (
+    "dash/dcc/async-graph.js",
+    "dash/dcc/async-dropdown.js",
+    "dash/dcc/async-slider.js",
+    "dash_ag_grid/async-community.js",
+)
+
+
+def _index_with_preloads(prefix: str) -> str:
+    """Dash's default page template plus ``<link rel="preload">`` for the chunks."""
+    links = "".join(
+        f'<link rel="preload" as="script" href="{prefix}_dash-component-suites/{chunk}">'
+        for chunk in PRELOADED_CHUNKS
+    )
+    return dash.dash._default_index.replace("{%css%}", "{%css%}\n        " + links, 1)
 
 
 def _serialize_dash_setup(app: Dash) -> None:

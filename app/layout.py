@@ -10,7 +10,7 @@ from __future__ import annotations
 import dash_ag_grid as dag
 from dash import dcc, html
 
-from calibration_core.maps import MAP_NAMES, available_maps
+from calibration_core.maps import MAP_NAMES
 
 from . import ids
 from .diagnostics_layout import diagnostics_section
@@ -91,25 +91,14 @@ def _upload_panel(max_upload_mb: int) -> html.Div:
 
 def default_settings(infos: list[ModelInfo]) -> RawSettings:
     """What the page starts with: the default demo models and maps, 15 equal-width bins."""
-    known = set(available_maps())
-    return RawSettings(
-        handles=default_selection(infos), maps=[m for m in DEFAULT_MAPS if m in known]
-    )
+    return RawSettings(handles=default_selection(infos), maps=list(DEFAULT_MAPS))
 
 
 def _controls(infos: list[ModelInfo], raw: RawSettings) -> html.Div:
-    known = set(available_maps())
     class_options, class_value, class_style = class_choices(
         [i.to_json() for i in infos], raw.handles, raw.notion, raw.class_value
     )
-    map_options = [
-        {
-            "label": MAP_LABELS.get(n, n) + ("" if n in known else " (not available)"),
-            "value": n,
-            "disabled": n not in known,
-        }
-        for n in MAP_NAMES
-    ]
+    map_options = [{"label": MAP_LABELS.get(n, n), "value": n} for n in MAP_NAMES]
     return html.Div(
         [
             _field(

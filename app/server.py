@@ -10,6 +10,9 @@ import logging
 from .config import AppConfig, ConfigError
 from .factory import create_app
 
+#: Seconds between the server's start and the warm-up of the fitting libraries.
+WARM_UP_DELAY = 2.0
+
 
 def serve(host: str = "127.0.0.1", port: int = 8050, debug: bool = False) -> None:
     """Start the dashboard (blocking) on ``host:port``; it opens on the built-in demo."""
@@ -21,6 +24,15 @@ def serve(host: str = "127.0.0.1", port: int = 8050, debug: bool = False) -> Non
     except ConfigError as exc:
         raise SystemExit(f"calibration-dashboard: configuration error: {exc}") from None
     app = create_app(config)
+    ctx = app.server.extensions["calibration_dashboard"]
     # Compute (or read) the demo before the first request, so the first page is quick.
-    app.server.extensions["calibration_dashboard"].store.demo_models()
+    ctx.store.demo_models()
+    # pandas before serving: Dash's JSON encoder (plotly.io) uses pandas when it
+    # finds it in sys.modules, so a request must never see it half-imported by
+    # the warm-up thread (a 500 "partially initialized module" otherwise).
+    import pandas  # noqa: F401
+
+    # scikit-learn & co. load once the first page is (most likely) drawn; the
+    # page does not need them, fits and uploads do (see app.warmup).
+    ctx.warm_up.start(delay=WARM_UP_DELAY)
     app.run(host=host, port=port, debug=bool(debug or config.debug), use_reloader=False)

@@ -16,7 +16,6 @@ import os
 import numpy as np
 
 from calibration_core import Predictions
-from calibration_core.io.soft_labels import load_soft_labels
 
 from .store import DataStore, ModelInfo
 
@@ -45,6 +44,8 @@ def read_upload_soft_labels(stream, file_name: str, preds: list[Predictions]) ->
     if not preds:
         return {}
     stream.seek(0)
+    from calibration_core.io.soft_labels import load_soft_labels  # pandas: on first upload
+
     soft = load_soft_labels(stream, file_name=file_name, class_names=preds[0].class_names)
     return {p.name: soft[p.name] for p in preds if p.name in soft}
 

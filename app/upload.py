@@ -34,12 +34,22 @@ from pathlib import Path
 from flask import Flask, Request, jsonify, request
 
 from calibration_core import CalibrationInputError
-from calibration_core.io import load_predictions
 
 from .session import SessionManager
 from .soft_labels import read_upload_soft_labels, store_soft_labels
 from .store import STORAGE_MESSAGE, DataStore
 from .upload_guard import check_expansion
+
+
+def load_predictions(*args, **kwargs):
+    """:func:`calibration_core.io.load_predictions`, imported on the first upload.
+
+    The readers load pandas and pyarrow, which the page does not need to start.
+    """
+    from calibration_core.io import load_predictions as load
+
+    return load(*args, **kwargs)
+
 
 UPLOAD_PATH = "/api/upload"
 #: Room for multipart boundaries and part headers on top of the file limit.

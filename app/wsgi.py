@@ -29,3 +29,6 @@ except ConfigError as exc:
     print(f"calibration-dashboard: configuration error: {exc}", file=sys.stderr, flush=True)
     raise SystemExit(APP_LOAD_ERROR) from None
 server = app.server
+# A worker loads the fitting libraries before it answers, so that background jobs
+# forked from it start with them (see app.warmup).
+server.extensions["calibration_dashboard"].warm_up.run()

@@ -40,9 +40,9 @@ the scores only, never on the observed labels.
 from __future__ import annotations
 
 import warnings
+from statistics import NormalDist
 
 import numpy as np
-from scipy import stats as sps
 
 from .binning import Binning, BinStatistics
 from .errors import CalibrationInputError
@@ -120,7 +120,9 @@ def binomial_band(curve, *, method: str = "wilson", level: float = 0.95):
     empty = n == 0
     with np.errstate(invalid="ignore", divide="ignore"):
         if method == "wilson":
-            z = sps.norm.ppf(1.0 - alpha / 2.0)
+            # The standard normal quantile (the stdlib's, Wichura's AS241 to full double
+            # precision, as scipy.special.ndtri; scipy.special costs 0.3 s to import).
+            z = NormalDist().inv_cdf(1.0 - alpha / 2.0)
             z2 = z * z
             centre = (k + z2 / 2.0) / (n + z2)
             half = z / (n + z2) * np.sqrt(k * (n - k) / n + z2 / 4.0)
@@ -131,10 +133,16 @@ def binomial_band(curve, *, method: str = "wilson", level: float = 0.95):
                 a_lo, b_lo, a_hi, b_hi = k + 0.5, n - k + 0.5, k + 0.5, n - k + 0.5
             else:
                 a_lo, b_lo, a_hi, b_hi = k, n - k + 1.0, k + 1.0, n - k
-            # beta.ppf returns NaN for a zero shape; those ends are set below.
-            lower = np.where(k > 0, sps.beta.ppf(alpha / 2.0, np.maximum(a_lo, 1e-300), b_lo), 0.0)
+            from scipy import special
+
+            # Beta quantiles (scipy.special.betaincinv, what scipy.stats.beta.ppf
+            # computes, without importing scipy.stats); a zero shape gives NaN,
+            # and those ends are set here.
+            lower = np.where(
+                k > 0, special.betaincinv(np.maximum(a_lo, 1e-300), b_lo, alpha / 2.0), 0.0
+            )
             upper = np.where(
-                k < n, sps.beta.ppf(1.0 - alpha / 2.0, a_hi, np.maximum(b_hi, 1e-300)), 1.0
+                k < n, special.betaincinv(a_hi, np.maximum(b_hi, 1e-300), 1.0 - alpha / 2.0), 1.0
             )
     lower = np.where(empty, np.nan, lower)
     upper = np.where(empty, np.nan, upper)

@@ -54,11 +54,18 @@ import warnings
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
 
 from ._inputs import check_positive_int, probs_and_labels
 from .binning import Binning
 from .errors import CalibrationInputError
+
+
+def _chi2_sf(statistic: float, dof: int) -> float:
+    """``scipy.stats.chi2.sf(statistic, dof)`` (scipy.special imported on first use)."""
+    from scipy import special
+
+    return float(special.chdtrc(dof, statistic))
+
 
 #: Below this many rows a :class:`SmallSampleWarning` is issued (survey §6).
 MIN_RECOMMENDED_SAMPLES = 400
@@ -214,7 +221,7 @@ def hosmer_lemeshow(
     return HosmerLemeshowResult(
         statistic=statistic,
         dof=int(dof),
-        p_value=float(stats.chi2.sf(statistic, dof)),
+        p_value=_chi2_sf(statistic, dof),
         n_groups=g_eff,
         reference=int(reference),
         table=table,

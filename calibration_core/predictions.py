@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 import numpy as np
-from scipy.special import log_softmax
 
 from .binning import Binning, BinStatistics, SortedScores
 from .errors import CalibrationInputError, describe_rows
@@ -69,6 +68,8 @@ def stable_softmax(logits: np.ndarray) -> np.ndarray:
     numpy.ndarray, shape (N, K)
         Rows on the simplex; no overflow for large logits.
     """
+    from scipy.special import log_softmax  # scipy.special: 0.3 s of import, on first use
+
     return np.exp(log_softmax(logits, axis=1))
 
 
@@ -237,6 +238,8 @@ class Predictions:
     def log_probs(self) -> np.ndarray:
         """Log-probabilities, shape (N, K): from the logits when kept, else ``ln p``."""
         if self.logits is not None:
+            from scipy.special import log_softmax
+
             return log_softmax(self.logits, axis=1)
         with np.errstate(divide="ignore"):
             return np.log(self.probs)

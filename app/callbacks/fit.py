@@ -28,14 +28,24 @@ from dash import ctx as dash_ctx
 from dash.exceptions import PreventUpdate
 
 from calibration_core import CalibrationInputError
-from calibration_core.compare import UNCALIBRATED, compare_maps
 
 from .. import ids
+from ..analysis import UNCALIBRATED
 from ..context import AppContext
 from ..settings import HeldOut, parse_handles, parse_heldout, parse_maps
 from ..store import DataStore, FitRecord, StorageUnavailable
 
 log = logging.getLogger("calibration_dashboard.fit")
+
+
+def compare_maps(*args, **kwargs):
+    """:func:`calibration_core.compare.compare_maps`, imported on first use.
+
+    It loads scikit-learn and pandas, which the page does not need to start.
+    """
+    from calibration_core.compare import compare_maps as compare
+
+    return compare(*args, **kwargs)
 
 
 def missing_work(

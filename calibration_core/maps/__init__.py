@@ -3,33 +3,45 @@
 Binary maps (applied one-vs-rest with renormalisation for K > 2):
 ``histogram``, ``isotonic``, ``platt``, ``beta``. Multiclass maps on logits
 (or log-probabilities): ``temperature``, ``vector``, ``matrix``, ``dirichlet``.
+
+The map classes load on first use (each family module imports scikit-learn),
+so ``from calibration_core.maps import MAP_NAMES`` stays cheap; the registry
+functions load the family a name needs.
 """
+
+from __future__ import annotations
 
 import importlib
 
-from .base import EPS, CalibrationMap
 from .registry import MAP_NAMES, available_maps, get_map_class, make_map
 
-__all__ = ["EPS", "MAP_NAMES", "CalibrationMap", "available_maps", "get_map_class", "make_map"]
+#: Public class -> the family module (named as its registry name) defining it.
+_CLASSES = {
+    "HistogramBinning": "histogram",
+    "IsotonicCalibration": "isotonic",
+    "PlattScaling": "platt",
+    "BetaCalibration": "beta",
+    "TemperatureScaling": "temperature",
+    "VectorScaling": "vector",
+    "MatrixScaling": "matrix",
+    "DirichletCalibration": "dirichlet",
+}
+_BASE = ("EPS", "CalibrationMap")
 
-# One module per family; each registers its map(s) on import and lists its
-# public classes in __all__.
-for _module in (
-    "histogram",
-    "isotonic",
-    "platt",
-    "beta",
-    "temperature",
-    "vector",
-    "matrix",
-    "dirichlet",
-):
-    try:
-        _mod = importlib.import_module(f"{__name__}.{_module}")
-    except ModuleNotFoundError as _exc:  # a family not written yet
-        if _exc.name != f"{__name__}.{_module}":
-            raise
-        continue
-    for _name in getattr(_mod, "__all__", ()):
-        globals()[_name] = getattr(_mod, _name)
-        __all__.append(_name)
+__all__ = [*_BASE, "MAP_NAMES", "available_maps", "get_map_class", "make_map", *_CLASSES]
+
+
+def __getattr__(name: str):
+    if name in _BASE:
+        module = importlib.import_module(f"{__name__}.base")
+    elif name in _CLASSES:
+        module = importlib.import_module(f"{__name__}.{_CLASSES[name]}")
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(module, name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -3,6 +3,8 @@ temperature, vector, matrix, dirichlet."""
 
 from __future__ import annotations
 
+import importlib
+
 from ..errors import CalibrationInputError
 
 #: Registry names in display order.
@@ -26,8 +28,15 @@ def register(cls: type) -> type:
     return cls
 
 
+def _load(name) -> None:
+    """Import the family module of registry name ``name`` (it registers its map)."""
+    if name in MAP_NAMES and name not in _REGISTRY:
+        importlib.import_module(f"{__package__}.{name}")
+
+
 def get_map_class(name) -> type:
-    """The map class registered as ``name``."""
+    """The map class registered as ``name`` (its module is imported on first use)."""
+    _load(name)
     if name not in _REGISTRY:
         known = ", ".join(n for n in MAP_NAMES if n in _REGISTRY)
         raise CalibrationInputError(f"unknown calibration map {name!r}; choose from {known}.")
@@ -40,5 +49,7 @@ def make_map(name: str, **params):
 
 
 def available_maps() -> tuple[str, ...]:
-    """Registry names of the maps that are implemented, in display order."""
+    """Registry names of the maps that are implemented, in display order (loads them all)."""
+    for name in MAP_NAMES:
+        _load(name)
     return tuple(n for n in MAP_NAMES if n in _REGISTRY)

@@ -1,0 +1,122 @@
+"""Load the libraries that fits, uploads and exports need, once per server process.
+
+The page itself needs only dash, numpy and ``scipy.special`` (the first paint
+of the demo waits for nothing else); scikit-learn, pandas, pyarrow and
+``scipy.stats`` are imported here instead, so that
+
+* background jobs, which Dash forks from the server process, start with them
+  loaded (a job would otherwise import scikit-learn itself, 1-2 s per fit);
+* the first upload, fit and export do not pay for the imports.
+
+``calibration-dashboard serve`` starts the warm-up on a thread shortly after
+the server listens (pandas is imported before: plotly's JSON encoder uses any
+pandas it finds in ``sys.modules``, so a request must never see a half-imported
+one); gunicorn workers run it before they answer (:mod:`app.wsgi`). Modules in
+the list must not be peeked at through ``sys.modules`` by request code.
+:class:`WarmJobManager` waits for a running warm-up before it forks a job: a
+fork while another thread holds an import lock could leave the child waiting
+for a lock nobody releases.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import threading
+import time
+
+import dash
+
+log = logging.getLogger("calibration_dashboard.warmup")
+
+#: Imported by the warm-up, in this order.
+HEAVY_MODULES = (
+    "sklearn.base",
+    "sklearn.model_selection",
+    "pandas",
+    "pyarrow.parquet",
+    "scipy.special",
+    "scipy.sparse",
+    "scipy.stats",
+    "calibration_core.compare",
+    "calibration_core.io",
+    "calibration_core.significance",
+    "calibration_core.bootstrap",
+    "calibration_core.decision",
+    "calibration_core.goodness_of_fit",
+    "calibration_core.human_uncertainty",
+    "calibration_core.maps.histogram",
+    "calibration_core.maps.isotonic",
+    "calibration_core.maps.platt",
+    "calibration_core.maps.beta",
+    "calibration_core.maps.temperature",
+    "calibration_core.maps.vector",
+    "calibration_core.maps.matrix",
+    "calibration_core.maps.dirichlet",
+    "plotly.io",
+)
+
+
+class WarmUp:
+    """Imports :data:`HEAVY_MODULES` once, now (:meth:`run`) or on a thread (:meth:`start`)."""
+
+    def __init__(self, modules: tuple[str, ...] = HEAVY_MODULES) -> None:
+        self.modules = modules
+        self._started = threading.Event()
+        self._done = threading.Event()
+        self._lock = threading.Lock()
+        self.seconds: float | None = None
+
+    @property
+    def done(self) -> bool:
+        """Whether every module has been imported (or the warm-up gave up on one)."""
+        return self._done.is_set()
+
+    def run(self) -> None:
+        """Import the modules in this thread (at most once per instance)."""
+        with self._lock:
+            if self._done.is_set():
+                return
+            self._started.set()
+            start = time.perf_counter()
+            try:
+                for name in self.modules:
+                    try:
+                        importlib.import_module(name)
+                    except ImportError:  # an optional reader; its first use will say so
+                        log.warning("warm-up: cannot import %s", name)
+            finally:
+                self.seconds = time.perf_counter() - start
+                self._done.set()
+        log.info("warm-up: libraries loaded in %.1f s", self.seconds)
+
+    def start(self, delay: float = 0.0) -> threading.Thread:
+        """Run on a daemon thread after ``delay`` seconds (e.g. after the first page)."""
+
+        def later() -> None:
+            if delay > 0 and self._done.wait(delay):
+                return
+            self.run()
+
+        thread = threading.Thread(target=later, name="calibration-warm-up", daemon=True)
+        thread.start()
+        return thread
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Block while a started warm-up runs; True when none runs any more."""
+        if not self._started.is_set():
+            return True
+        return self._done.wait(timeout)
+
+
+class WarmJobManager(dash.DiskcacheManager):
+    """Dash's diskcache job manager that never forks during a warm-up."""
+
+    def __init__(self, cache, warm_up: WarmUp, **kwargs) -> None:
+        super().__init__(cache, **kwargs)
+        self.warm_up = warm_up
+
+    def call_job_fn(self, key, job_fn, args, context):
+        if not self.warm_up.wait(timeout=120):
+            log.warning("warm-up still running after 120 s; starting the job anyway")
+        return super().call_job_fn(key, job_fn, args, context)

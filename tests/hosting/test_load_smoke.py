@@ -50,7 +50,7 @@ def test_quick_load_run_has_no_error_and_no_cross_session_leak(tmp_path):
         assert s["probe_forged_result"] == "refused", s
         assert s["observed_digest"] == s["expected_digest"], s
     lat = res["latency_ms"]
-    for kind in ("upload (20,000-row CSV)", "after upload", "fit (background, polled)"):
+    for kind in ("upload (20,000-row CSV)", "after upload", "fit (planner + background, polled)"):
         assert lat.get(kind, {}).get("count", 0) >= 3, (kind, sorted(lat))
     assert res["interactions"] >= 3
     # No worker died or was replaced during the run.

@@ -1,0 +1,240 @@
+"""The on-demand diagnostics: the resampling test and the bootstrap intervals.
+
+Each has two callbacks (registered by :func:`register` with the shared shapes
+of :mod:`app.callbacks.diagnostics_wiring`):
+
+* a panel that shows the results stored for the current settings, or says how
+  to get them (:func:`resampling_panel`, :func:`bootstrap_panel`);
+* a background job (progress bar, cancel button) that computes and stores the
+  missing results (:func:`run_resampling_job`, :func:`run_bootstrap_job`), then
+  writes its done-store so that the panel redraws.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from dash import Input, Output, State
+
+from calibration_core import CalibrationInputError
+
+from .. import ids
+from ..context import AppContext
+from ..diagnostics import (
+    NOT_COMPUTED,
+    DiagTarget,
+    bootstrap_rows,
+    calibration_tests,
+    diag_target,
+    parse_level,
+    parse_measure,
+    parse_resamples,
+    remember,
+)
+from ..diagnostics_layout import table_component
+from ..diagnostics_tables import bootstrap_table, resampling_table
+from ..figures_diagnostics import message_figure, null_figure
+from ..settings import RawSettings
+from ..tables import METRICS, notion_short
+from .diagnostics_wiring import (
+    HIDDEN,
+    JobIds,
+    Progress,
+    hidden_figure,
+    new_job_state,
+    note,
+    register_job,
+    register_panel,
+    run_job,
+)
+
+SetProgress = Callable[[tuple], None]
+
+
+# --------------------------------------------------------------- resampling
+def resampling_panel(
+    ctx: AppContext,
+    sid: str | None,
+    handle: str | None,
+    raw: RawSettings,
+    measure: Any,
+    resamples: Any,
+    done: Any = None,
+) -> tuple:
+    """(table children, null figure, figure style) from the stored test results.
+
+    ``done`` is the job's record: its ``error`` is shown above the table.
+    """
+    try:
+        m, r = parse_measure(measure), parse_resamples(resamples)
+        target = diag_target(ctx.store, sid, handle, raw)
+        remember(ctx.store, sid, "test", {"measure": m, "n_resamples": r})
+        rows = calibration_tests(ctx.store, target, m, r, compute=False)
+    except CalibrationInputError as exc:
+        return note(str(exc)), message_figure(""), HIDDEN
+    children = [table_component(resampling_table(rows, m, r))]
+    if isinstance(done, dict) and isinstance(done.get("error"), str):
+        children.insert(0, note(done["error"]))
+    if not any(row.result is not None for row in rows):
+        return children, message_figure(""), HIDDEN
+    return children, null_figure(rows, m, target.info.name), {}
+
+
+def run_resampling_job(
+    ctx: AppContext,
+    sid: str | None,
+    handle: str | None,
+    raw: RawSettings,
+    measure: Any,
+    resamples: Any,
+    set_progress: SetProgress,
+) -> dict:
+    """Compute (and store) the missing tests; the plain function behind the background job."""
+
+    def work(progress: Progress) -> None:
+        m, r = parse_measure(measure), parse_resamples(resamples)
+        target = diag_target(ctx.store, sid, handle, raw)
+        remember(ctx.store, sid, "test", {"measure": m, "n_resamples": r})
+        calibration_tests(ctx.store, target, m, r, compute=True, progress=progress)
+
+    return run_job(work, set_progress)
+
+
+# ---------------------------------------------------------------- bootstrap
+def _boot_headers(target: DiagTarget) -> dict[str, str]:
+    short = notion_short(target.view)
+    return {"ece": f"ECE ({short})", "mce": f"MCE ({short})"} | {
+        f: METRICS[f][0] for f in ("classwise_ece", "brier_score", "log_loss", "accuracy")
+    }
+
+
+def _is_on(toggle: Any) -> bool:
+    """The "show intervals" checklist is ticked."""
+    return isinstance(toggle, list) and "on" in toggle
+
+
+def bootstrap_panel(
+    ctx: AppContext,
+    sid: str | None,
+    handle: str | None,
+    raw: RawSettings,
+    toggle: Any,
+    level: Any,
+    resamples: Any,
+    done: Any = None,
+):
+    """The bootstrap table for the current settings (stored intervals only)."""
+    on = _is_on(toggle)
+    try:
+        lv, r = parse_level(level), parse_resamples(resamples)
+        remember(ctx.store, sid, "boot", {"on": on, "level": lv, "n_resamples": r})
+        if not on:
+            return note(
+                "Tick “show intervals” to bootstrap every number of the metrics table "
+                "(computed in the background; seconds on the demo, minutes on a million rows)."
+            )
+        target = diag_target(ctx.store, sid, handle, raw)
+        rows = bootstrap_rows(ctx.store, target, lv, r, compute=False)
+    except CalibrationInputError as exc:
+        return note(str(exc))
+    children = [table_component(bootstrap_table(rows, _boot_headers(target), lv, r))]
+    if isinstance(done, dict) and isinstance(done.get("error"), str):
+        children.insert(0, note(done["error"]))
+    if any(row.message == NOT_COMPUTED for row in rows):
+        children.insert(
+            0,
+            note("Intervals are not computed for these settings yet: press “Compute intervals”."),
+        )
+    return children
+
+
+def run_bootstrap_job(
+    ctx: AppContext,
+    sid: str | None,
+    handle: str | None,
+    raw: RawSettings,
+    toggle: Any,
+    level: Any,
+    resamples: Any,
+    set_progress: SetProgress,
+) -> dict:
+    """Compute (and store) the missing intervals when the toggle is on."""
+    if not _is_on(toggle):
+        return new_job_state()
+
+    def work(progress: Progress) -> None:
+        lv, r = parse_level(level), parse_resamples(resamples)
+        target = diag_target(ctx.store, sid, handle, raw)
+        remember(ctx.store, sid, "boot", {"on": True, "level": lv, "n_resamples": r})
+        bootstrap_rows(ctx.store, target, lv, r, compute=True, progress=progress)
+
+    return run_job(work, set_progress)
+
+
+# ----------------------------------------------------------------- register
+def register(app, ctx: AppContext) -> None:
+    """The panel and the background job of the resampling test, then of the bootstrap."""
+    register_panel(
+        app,
+        ctx,
+        [
+            Output(ids.DIAG_TEST_TABLE, "children"),
+            Output(ids.DIAG_TEST_GRAPH, "figure"),
+            Output(ids.DIAG_TEST_GRAPH, "style"),
+        ],
+        [
+            Input(ids.DIAG_MEASURE, "value"),
+            Input(ids.DIAG_RESAMPLES, "value"),
+            Input(ids.DIAG_TEST_DONE, "data"),
+        ],
+        "resampling test",
+        hidden_figure,
+        resampling_panel,
+        view=True,
+    )
+    register_job(
+        app,
+        ctx,
+        JobIds(
+            done=ids.DIAG_TEST_DONE,
+            run=ids.DIAG_TEST_RUN,
+            cancel=ids.DIAG_TEST_CANCEL,
+            progress=ids.DIAG_TEST_PROGRESS,
+            status=ids.DIAG_TEST_STATUS,
+        ),
+        [],
+        [State(ids.DIAG_MEASURE, "value"), State(ids.DIAG_RESAMPLES, "value")],
+        "resampling test",
+        run_resampling_job,
+    )
+    register_panel(
+        app,
+        ctx,
+        [Output(ids.DIAG_BOOT_TABLE, "children")],
+        [
+            Input(ids.DIAG_BOOT_TOGGLE, "value"),
+            Input(ids.DIAG_BOOT_LEVEL, "value"),
+            Input(ids.DIAG_RESAMPLES, "value"),
+            Input(ids.DIAG_BOOT_DONE, "data"),
+        ],
+        "bootstrap",
+        note,
+        bootstrap_panel,
+        view=True,
+    )
+    register_job(
+        app,
+        ctx,
+        JobIds(
+            done=ids.DIAG_BOOT_DONE,
+            run=ids.DIAG_BOOT_RUN,
+            cancel=ids.DIAG_BOOT_CANCEL,
+            progress=ids.DIAG_BOOT_PROGRESS,
+            status=ids.DIAG_BOOT_STATUS,
+        ),
+        [Input(ids.DIAG_BOOT_TOGGLE, "value")],
+        [State(ids.DIAG_BOOT_LEVEL, "value"), State(ids.DIAG_RESAMPLES, "value")],
+        "bootstrap",
+        run_bootstrap_job,
+    )

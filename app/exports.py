@@ -24,6 +24,7 @@ import plotly.io as pio
 from calibration_core import Predictions
 
 from .tables import METRICS
+from .warmup import import_pandas
 
 FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
 EXPORT_FORMAT = "calibration-dashboard/export/v1"
@@ -111,7 +112,7 @@ def calibrated_csv_chunks(
             if c not in classes:
                 classes.append(c)
     yield csv_text(["model", "calibrator", "row", "label", *[f"p_{c}" for c in classes]], [])
-    import pandas as pd  # its fast CSV writer; loaded on the first export, not at start
+    pd = import_pandas()  # its fast CSV writer; through the import gate (app.warmup)
 
     for model, calibrator, pred, rows in items:
         col_of = [classes.index(c) for c in pred.class_names]

@@ -28,7 +28,7 @@ from .security import BasicAuth, SecurityHeaders
 from .session import SessionManager
 from .store import DataStore
 from .upload import make_request_class, register_upload_route
-from .warmup import WarmJobManager
+from .warmup import WarmJobManager, install_import_gate
 
 #: The top-level ``assets/`` folder (CSS and the upload script).
 ASSETS_DIR = Path(__file__).resolve().parents[1] / "assets"
@@ -84,6 +84,7 @@ def create_app(config: AppConfig | None = None) -> Dash:
     )
     app.index_string = _index_with_preloads(app.config.requests_pathname_prefix)
     server = app.server
+    install_import_gate(server)  # first: see app.warmup (pandas and the import gate)
     server.secret_key = secret_key
     server.request_class = make_request_class(cache_dir / "uploads")
     server.extensions["calibration_dashboard"] = ctx

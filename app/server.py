@@ -27,11 +27,6 @@ def serve(host: str = "127.0.0.1", port: int = 8050, debug: bool = False) -> Non
     ctx = app.server.extensions["calibration_dashboard"]
     # Compute (or read) the demo before the first request, so the first page is quick.
     ctx.store.demo_models()
-    # pandas before serving: Dash's JSON encoder (plotly.io) uses pandas when it
-    # finds it in sys.modules, so a request must never see it half-imported by
-    # the warm-up thread (a 500 "partially initialized module" otherwise).
-    import pandas  # noqa: F401
-
     # scikit-learn & co. load once the first page is (most likely) drawn; the
     # page does not need them, fits and uploads do (see app.warmup).
     ctx.warm_up.start(delay=WARM_UP_DELAY)

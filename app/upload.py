@@ -39,6 +39,7 @@ from .session import SessionManager
 from .soft_labels import read_upload_soft_labels, store_soft_labels
 from .store import STORAGE_MESSAGE, DataStore
 from .upload_guard import check_expansion
+from .warmup import import_pandas
 
 
 def load_predictions(*args, **kwargs):
@@ -46,6 +47,7 @@ def load_predictions(*args, **kwargs):
 
     The readers load pandas and pyarrow, which the page does not need to start.
     """
+    import_pandas()  # through the import gate (see app.warmup)
     from calibration_core.io import load_predictions as load
 
     return load(*args, **kwargs)

@@ -9,31 +9,43 @@ of the demo waits for nothing else); scikit-learn, pandas, pyarrow and
 * the first upload, fit and export do not pay for the imports.
 
 ``calibration-dashboard serve`` starts the warm-up on a thread shortly after
-the server listens (pandas is imported before: plotly's JSON encoder uses any
-pandas it finds in ``sys.modules``, so a request must never see a half-imported
-one); gunicorn workers run it before they answer (:mod:`app.wsgi`). Modules in
-the list must not be peeked at through ``sys.modules`` by request code.
+the server listens; gunicorn workers run it before they answer (:mod:`app.wsgi`).
 :class:`WarmJobManager` waits for a running warm-up before it forks a job: a
 fork while another thread holds an import lock could leave the child waiting
 for a lock nobody releases.
+
+pandas and the import gate
+--------------------------
+Dash encodes every answer with plotly's JSON encoder, which uses pandas when it
+finds it in ``sys.modules``, without importing it; a request served while
+another thread is importing pandas meets a half-initialised module and fails
+(HTTP 500, "partially initialized module 'pandas'"). So pandas is imported
+only through :data:`IMPORT_GATE` (by the warm-up, and by the upload and export
+routes should they come first): the gate lets the requests in progress finish,
+holds new ones for the import (about 0.3 s, once per process) and lets them in
+again. Every request passes the gate (:func:`install_import_gate`).
 """
 
 from __future__ import annotations
 
 import importlib
 import logging
+import os
+import sys
 import threading
 import time
+from types import ModuleType
 
 import dash
 
 log = logging.getLogger("calibration_dashboard.warmup")
 
-#: Imported by the warm-up, in this order.
+#: Imported by the warm-up, in this order: pandas first, through the import gate
+#: (scikit-learn imports it too, and would do so outside the gate).
 HEAVY_MODULES = (
+    "pandas",
     "sklearn.base",
     "sklearn.model_selection",
-    "pandas",
     "pyarrow.parquet",
     "scipy.special",
     "scipy.sparse",
@@ -55,6 +67,100 @@ HEAVY_MODULES = (
     "calibration_core.maps.dirichlet",
     "plotly.io",
 )
+
+
+#: Modules that request code finds through ``sys.modules`` without importing
+#: them (plotly's JSON encoder): imported only through :data:`IMPORT_GATE`.
+GATED_MODULES = frozenset({"pandas"})
+
+
+def _initialising(module: ModuleType | None) -> bool:
+    return module is None or bool(getattr(getattr(module, "__spec__", None), "_initializing", 0))
+
+
+class ImportGate:
+    """Requests pass freely, except while a gated module is being imported.
+
+    Parameters
+    ----------
+    drain_timeout : float
+        Seconds an import waits for the requests in progress to finish; after
+        that it goes ahead (and logs a warning) rather than stall the server.
+    """
+
+    def __init__(self, drain_timeout: float = 5.0) -> None:
+        self.drain_timeout = drain_timeout
+        self._reset()
+
+    def _reset(self) -> None:
+        self._cond = threading.Condition()
+        self._inside: dict[int, int] = {}  # thread id -> nesting depth
+        self._importing = False
+
+    def enter(self) -> None:
+        """A request starts (waits while a gated import runs)."""
+        me = threading.get_ident()
+        with self._cond:
+            if me not in self._inside:
+                while self._importing:
+                    self._cond.wait()
+            self._inside[me] = self._inside.get(me, 0) + 1
+
+    def leave(self) -> None:
+        """A request ends (harmless for a thread that did not enter)."""
+        me = threading.get_ident()
+        with self._cond:
+            depth = self._inside.pop(me, 0) - 1
+            if depth > 0:
+                self._inside[me] = depth
+            self._cond.notify_all()
+
+    def import_module(self, name: str) -> ModuleType:
+        """Import ``name`` with no other request in progress (at most once)."""
+        module = sys.modules.get(name)
+        if not _initialising(module):
+            return module
+        me = threading.get_ident()
+        with self._cond:
+            while self._importing:
+                self._cond.wait()
+            module = sys.modules.get(name)
+            if not _initialising(module):
+                return module
+            self._importing = True
+            deadline = time.monotonic() + self.drain_timeout
+            while any(thread != me for thread in self._inside):
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    log.warning("import gate: requests still running; importing %s anyway", name)
+                    break
+                self._cond.wait(remaining)
+        try:
+            return importlib.import_module(name)
+        finally:
+            with self._cond:
+                self._importing = False
+                self._cond.notify_all()
+
+
+#: One gate per process: ``sys.modules`` is per process, and so is the race it closes.
+IMPORT_GATE = ImportGate()
+# A forked job starts with no request of its parent in progress.
+os.register_at_fork(after_in_child=IMPORT_GATE._reset)
+
+
+def install_import_gate(server, gate: ImportGate = IMPORT_GATE) -> None:
+    """Make every request of a Flask ``server`` pass ``gate`` (first before-request hook)."""
+    server.before_request_funcs.setdefault(None, []).insert(0, gate.enter)
+
+    @server.teardown_request
+    def _leave_gate(_exc=None) -> None:
+        gate.leave()
+
+
+def import_pandas() -> ModuleType:
+    """pandas, imported through :data:`IMPORT_GATE` if it is not loaded yet."""
+    return IMPORT_GATE.import_module("pandas")
 
 
 class WarmUp:
@@ -82,6 +188,8 @@ class WarmUp:
             try:
                 for name in self.modules:
                     try:
+                        if name.split(".")[0] in GATED_MODULES:
+                            IMPORT_GATE.import_module(name.split(".")[0])
                         importlib.import_module(name)
                     except ImportError:  # an optional reader; its first use will say so
                         log.warning("warm-up: cannot import %s", name)

@@ -117,3 +117,153 @@ def test_delayed_warm_up_starts_later_and_can_be_waited_for(monkeypatch, tmp_pat
     thread.join(timeout=30)
     assert warm.done and warm.wait(timeout=0)
     assert isinstance(thread, threading.Thread) and thread.daemon
+
+
+def test_gate_holds_requests_while_a_gated_module_imports(tmp_path, monkeypatch):
+    """A request in progress finishes first; new ones wait for the import; never a half module."""
+    from app.warmup import ImportGate
+
+    (tmp_path / "gated_probe_module.py").write_text("import time\ntime.sleep(0.4)\nREADY = True\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    gate = ImportGate(drain_timeout=10)
+    events: list[str] = []
+    in_request = threading.Event()
+    release = threading.Event()
+
+    def long_request():
+        gate.enter()
+        in_request.set()
+        release.wait(10)
+        events.append("first request done")
+        gate.leave()
+
+    def importer():
+        gate.import_module("gated_probe_module")
+        events.append("imported")
+
+    def late_request():
+        gate.enter()
+        module = sys.modules.get("gated_probe_module")
+        # What plotly's encoder would see: nothing, or the whole module.
+        events.append("late request sees " + ("ready" if getattr(module, "READY", False) else "?"))
+        gate.leave()
+
+    first = threading.Thread(target=long_request)
+    first.start()
+    assert in_request.wait(10)
+    imp = threading.Thread(target=importer)
+    imp.start()
+    time.sleep(0.2)
+    assert "imported" not in events  # waits for the request in progress
+    late = threading.Thread(target=late_request)
+    late.start()
+    time.sleep(0.1)
+    release.set()
+    for t in (first, imp, late):
+        t.join(timeout=20)
+    assert events == ["first request done", "imported", "late request sees ready"]
+    # Nested enters of one thread and a stray leave are harmless; an import from inside
+    # a request does not wait for that request itself.
+    gate.enter()
+    gate.enter()
+    gate.leave()
+    assert gate.import_module("gated_probe_module").READY
+    gate.leave()
+    gate.leave()
+
+
+def test_every_request_passes_the_gate(tmp_path, monkeypatch):
+    """While a gated import runs, the dashboard answers nothing (then answers normally)."""
+    from app.config import AppConfig
+    from app.factory import create_app
+    from app.warmup import IMPORT_GATE
+
+    (tmp_path / "gated_probe_two.py").write_text("import time\ntime.sleep(0.5)\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    app = create_app(AppConfig(cache_dir=tmp_path / "cache", secret_key="k" * 32))
+    client = app.server.test_client()
+    assert client.get("/healthz").status_code == 200
+    importer = threading.Thread(target=IMPORT_GATE.import_module, args=("gated_probe_two",))
+    importer.start()
+    time.sleep(0.1)  # the import is under way
+    start = time.perf_counter()
+    assert client.get("/healthz").status_code == 200
+    waited = time.perf_counter() - start
+    importer.join(timeout=20)
+    assert "gated_probe_two" in sys.modules
+    assert waited > 0.2, waited
+
+
+def test_dev_server_answers_every_request_while_the_warm_up_runs(tmp_path):
+    """Regression: requests served while the warm-up imported pandas got HTTP 500
+    ("partially initialized module 'pandas'") from plotly's JSON encoder."""
+    import socket
+    import urllib.error
+    import urllib.request
+    from collections import Counter
+
+    repo = str(__import__("pathlib").Path(__file__).resolve().parents[2])
+    env = {"CACHE_DIR": str(tmp_path), "PATH": "/usr/bin:/bin", "PYTHONPATH": repo}
+    # The demo in the cache first (building it imports pandas before the server listens).
+    _run(
+        """
+        from app.config import AppConfig
+        from app.factory import create_app
+        create_app(AppConfig.from_env()).server.extensions["calibration_dashboard"].store.demo_models()
+        """,
+        tmp_path,
+    )
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    code = (
+        "import sys; sys.modules.setdefault('IPython', None)\n"
+        "import app.server as s\n"
+        "s.WARM_UP_DELAY = 0.0\n"
+        f"s.serve(port={port})\n"
+    )
+    log_path = tmp_path / "server.log"
+    log_file = log_path.open("w")
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code],
+        env=env,
+        cwd=repo,
+        stdout=subprocess.DEVNULL,
+        stderr=log_file,
+        text=True,
+    )
+    base = f"http://127.0.0.1:{port}"
+    codes: Counter = Counter()
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                urllib.request.urlopen(base + "/healthz", timeout=2)
+                break
+            except OSError:
+                time.sleep(0.01)
+
+        def warmed() -> bool:
+            return "warm-up: libraries loaded" in log_path.read_text()
+
+        def hammer() -> None:
+            end = time.monotonic() + 60
+            while time.monotonic() < end and not warmed():
+                for path in ("/", "/_dash-layout", "/_dash-dependencies"):
+                    try:
+                        codes[urllib.request.urlopen(base + path, timeout=30).status] += 1
+                    except urllib.error.HTTPError as exc:
+                        codes[exc.code] += 1
+
+        threads = [threading.Thread(target=hammer) for _ in range(3)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=60)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+        log_file.close()
+    log = log_path.read_text()
+    assert "warm-up: libraries loaded" in log, log[-2000:]
+    assert set(codes) == {200} and codes[200] > 20, (codes, log[-3000:])

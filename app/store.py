@@ -1,4 +1,4 @@
-"""Server-side, disk-backed store of parsed predictions and fitted results.
+"""Server-side, disk-backed store of parsed predictions and fitted results: :class:`DataStore`.
 
 Everything a session uploads is parsed once and kept here, on disk
 (:mod:`diskcache`, shared by all gunicorn workers and by background jobs),
@@ -6,6 +6,11 @@ keyed by opaque handles; the browser only ever holds those handles. A small
 per-process LRU keeps recently used :class:`~calibration_core.Predictions`
 in memory together with their load-time sorted scores, so re-binning does
 not touch the disk.
+
+The disk layer (the cache, its errors, arrays as ``.npy`` files) lives in
+:mod:`app.store_disk`; the records (:class:`ModelInfo`, :class:`FitRecord`)
+and the in-memory Predictions helpers in :mod:`app.store_models`. Both are
+re-exported here.
 
 Keys
 ----
@@ -36,236 +41,68 @@ everything stored before stays usable.
 from __future__ import annotations
 
 import hashlib
-import io
-import logging
 import os
 import secrets
-import sqlite3
 import threading
 import time
 import weakref
 from collections import OrderedDict
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-import diskcache
 import numpy as np
 
-from calibration_core import CalibrationInputError, Predictions, SortedScores
+from calibration_core import Predictions
 from calibration_core.demo import demo_predictions
 
 from .settings import HeldOut
+from .store_disk import (
+    DISK_ERRORS,
+    STORAGE_MESSAGE,
+    DataUnavailable,
+    ResilientCache,
+    StorageUnavailable,
+    load_predictions,
+    save_predictions,
+    touch_predictions,
+)
+from .store_models import (
+    WARM_LIMIT,
+    FitRecord,
+    MemoryLRU,
+    ModelInfo,
+    info_fields,
+    nbytes,
+    readonly,
+    warm,
+)
 
-log = logging.getLogger("calibration_dashboard.store")
+__all__ = [
+    "DEMO_PREFIX",
+    "STORAGE_MESSAGE",
+    "STORE_FORMAT",
+    "UPLOAD_PREFIX",
+    "VARIANT_PREFIX",
+    "WARM_LIMIT",
+    "DataStore",
+    "DataUnavailable",
+    "FitRecord",
+    "ModelInfo",
+    "ResilientCache",
+    "StorageUnavailable",
+    "warm",
+]
 
 DEMO_PREFIX = "demo-"
 UPLOAD_PREFIX = "up-"
 VARIANT_PREFIX = "var-"
 #: Layout version of the disk store (a new version starts in a new subdirectory).
 STORE_FORMAT = 2
-#: Sorted scores of every notion are precomputed when N * K is at most this.
-WARM_LIMIT = 20_000_000
-
-
-class DataUnavailable(CalibrationInputError):
-    """A handle the session cannot use (expired, evicted or not its own)."""
-
-
-class StorageUnavailable(CalibrationInputError):
-    """The disk store refused a write (full or read-only); stored data stays readable."""
-
-
-STORAGE_MESSAGE = (
-    "The server could not save this: its storage (CACHE_DIR) is full or read-only. "
-    "Everything loaded before is still there; try again later, or ask the operator to free "
-    "space in CACHE_DIR."
-)
-#: Errors of a disk that refuses writes (sqlite: "database or disk is full", "readonly
-#: database", "disk I/O error"; files: ENOSPC, EROFS, EDQUOT, ...).
-_DISK_ERRORS = (OSError, sqlite3.OperationalError, sqlite3.DatabaseError)
-
-
-class ResilientCache(diskcache.Cache):
-    """A :class:`diskcache.Cache` that keeps reading when the disk refuses writes.
-
-    With the least-recently-used policy every ``get`` also writes (the access
-    time). When that write fails, the value is read without it; ``touch``
-    failures are ignored; a failed ``set`` raises :class:`StorageUnavailable`.
-    ``write_error`` holds the last write failure (None after a successful write).
-    """
-
-    write_error: str | None = None
-
-    def _peek(self, key, default, read):
-        db_key, raw = self._disk.put(key)
-        rows = self._sql(
-            "SELECT mode, filename, value FROM Cache WHERE key = ? AND raw = ?"
-            " AND (expire_time IS NULL OR expire_time > ?)",
-            (db_key, raw, time.time()),
-        ).fetchall()
-        if not rows:
-            return default
-        ((mode, filename, value),) = rows
-        try:
-            return self._disk.fetch(mode, filename, value, read)
-        except OSError:
-            return default
-
-    def _failed(self, exc: BaseException) -> None:
-        if self.write_error is None:
-            log.error("the disk store refused a write: %s", exc)
-        self.write_error = f"{type(exc).__name__}: {exc}"
-
-    def get(self, key, default=None, read=False, expire_time=False, tag=False, retry=False):
-        try:
-            return super().get(key, default, read, expire_time, tag, retry)
-        except _DISK_ERRORS as exc:
-            if expire_time or tag:
-                raise
-            self._failed(exc)
-            return self._peek(key, default, read)
-
-    def touch(self, key, expire=None, retry=False):
-        try:
-            return super().touch(key, expire, retry)
-        except _DISK_ERRORS as exc:
-            self._failed(exc)
-            return False
-
-    def set(self, key, value, expire=None, read=False, tag=None, retry=False):
-        try:
-            done = super().set(key, value, expire, read, tag, retry)
-        except _DISK_ERRORS as exc:
-            self._failed(exc)
-            raise StorageUnavailable(STORAGE_MESSAGE) from None
-        self.write_error = None
-        return done
-
-
-@dataclass(frozen=True)
-class ModelInfo:
-    """What the browser may know about a usable model."""
-
-    handle: str
-    name: str
-    n_samples: int
-    n_classes: int
-    class_names: tuple[str, ...]
-    source: str
-    has_logits: bool
-
-    def to_json(self) -> dict[str, Any]:
-        """A JSON-able dict."""
-        out = asdict(self)
-        out["class_names"] = list(self.class_names)
-        return out
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> ModelInfo:
-        """Inverse of :meth:`to_json`."""
-        return cls(**{**data, "class_names": tuple(data["class_names"])})
-
-    @classmethod
-    def of(cls, handle: str, pred: Predictions, source: str) -> ModelInfo:
-        """The info of a Predictions stored under ``handle``."""
-        return cls(
-            handle=handle,
-            name=pred.name,
-            n_samples=pred.n_samples,
-            n_classes=pred.n_classes,
-            class_names=tuple(pred.class_names),
-            source=source,
-            has_logits=pred.logits is not None,
-        )
-
-
-@dataclass
-class FitRecord:
-    """The result of fitting one map on one model with one held-out scheme."""
-
-    map: str
-    heldout: str
-    variant: str | None
-    fit_seconds: float = 0.0
-    converged: bool | None = None
-    error: str | None = None
-    warnings: list[str] = field(default_factory=list)
-    params: list[dict] = field(default_factory=list)
-    n_scored: int = 0
-
-
-def warm(pred: Predictions, limit: int = WARM_LIMIT) -> Predictions:
-    """Build the sorted scores of every notion now (when N * K <= ``limit``)."""
-    if pred.n_samples * pred.n_classes <= limit:
-        pred.sorted_scores("confidence")
-        for k in range(pred.n_classes):
-            pred.sorted_scores("class", k)
-    return pred
-
-
-def _readonly(pred: Predictions) -> Predictions:
-    for arr in (pred.probs, pred.labels, pred.logits):
-        if arr is not None:
-            arr.flags.writeable = False
-    return pred
-
-
-def _slot_arrays(obj) -> dict[str, np.ndarray] | None:
-    """The array attributes of a ``__slots__`` object (a SortedScores), or None."""
-    slots = getattr(type(obj), "__slots__", ())
-    out = {name: getattr(obj, name, None) for name in slots}
-    return out if out and all(isinstance(a, np.ndarray) for a in out.values()) else None
 
 
 def _mb(n: int) -> str:
     return f"{n / (1 << 20):.1f} MB"
-
-
-def _info_fields(record: dict) -> dict:
-    """The :class:`ModelInfo` fields of a session record (which also holds its size)."""
-    return {k: v for k, v in record.items() if k != "nbytes"}
-
-
-def _nbytes(pred: Predictions) -> int:
-    n = pred.probs.nbytes + pred.labels.nbytes
-    if pred.logits is not None:
-        n += pred.logits.nbytes
-    for sorted_scores in pred._sorted.values():
-        n += sum(a.nbytes for a in (_slot_arrays(sorted_scores) or {}).values())
-    return n
-
-
-class _MemoryLRU:
-    """A thread-safe LRU of Predictions bounded by their size in bytes."""
-
-    def __init__(self, max_bytes: int) -> None:
-        self.max_bytes = max_bytes
-        self._items: OrderedDict[str, tuple[Predictions, int]] = OrderedDict()
-        self._bytes = 0
-        self._lock = threading.Lock()
-
-    def get(self, key: str) -> Predictions | None:
-        with self._lock:
-            item = self._items.get(key)
-            if item is None:
-                return None
-            self._items.move_to_end(key)
-            return item[0]
-
-    def put(self, key: str, pred: Predictions) -> None:
-        size = _nbytes(pred)
-        with self._lock:
-            old = self._items.pop(key, None)
-            if old is not None:
-                self._bytes -= old[1]
-            if size > self.max_bytes:
-                return
-            self._items[key] = (pred, size)
-            self._bytes += size
-            while self._bytes > self.max_bytes and self._items:
-                _, (_, dropped) = self._items.popitem(last=False)
-                self._bytes -= dropped
 
 
 class DataStore:
@@ -309,7 +146,7 @@ class DataStore:
         self.max_models = int(max_models_per_session)
         self.max_session_bytes = int(max_session_bytes)
         self.demo_seed = int(demo_seed)
-        self._memory = _MemoryLRU(int(memory_bytes))
+        self._memory = MemoryLRU(int(memory_bytes))
         self._memo: OrderedDict[tuple, Any] = OrderedDict()
         self._memo_lock = threading.Lock()
         self._demo_lock = threading.Lock()
@@ -343,7 +180,7 @@ class DataStore:
                 infos = []
                 for i, pred in enumerate(preds):
                     handle = f"{DEMO_PREFIX}{i}"
-                    self._demo_preds[handle] = _readonly(pred)
+                    self._demo_preds[handle] = readonly(pred)
                     infos.append(ModelInfo.of(handle, pred, "built-in demo"))
                 self._demo_infos = infos
             return list(self._demo_infos)
@@ -360,7 +197,7 @@ class DataStore:
         if records is None:
             return []
         self.cache.touch(self._session_key(sid), expire=self.ttl)
-        return [ModelInfo.from_json(_info_fields(r)) for r in records]
+        return [ModelInfo.from_json(info_fields(r)) for r in records]
 
     @property
     def storage_problem(self) -> str | None:
@@ -391,10 +228,10 @@ class DataStore:
         if not sid:
             raise DataUnavailable("no session: reload the page and upload again.")
         key = self._session_key(sid)
-        sizes = [_nbytes(warm(p)) for p in preds]
+        sizes = [nbytes(warm(p)) for p in preds]
         try:
             return self._add_models(key, preds, sizes, source)
-        except _DISK_ERRORS as exc:  # e.g. the transaction itself cannot start
+        except DISK_ERRORS as exc:  # e.g. the transaction itself cannot start
             self.cache._failed(exc)
             raise StorageUnavailable(STORAGE_MESSAGE) from None
 
@@ -454,73 +291,20 @@ class DataStore:
         )
 
     # ----------------------------------------------------------- predictions
-    def _put_array(self, key: str, arr: np.ndarray) -> None:
-        buf = io.BytesIO()
-        np.save(buf, np.ascontiguousarray(arr), allow_pickle=False)
-        buf.seek(0)
-        # read=True: diskcache stores the raw .npy bytes as a file (no pickle).
-        self.cache.set(key, buf, read=True, expire=self.ttl)
-
-    def _get_array(self, key: str) -> np.ndarray:
-        handle = self.cache.get(key, default=None, read=True)
-        if handle is None:
-            raise DataUnavailable("your data expired, please upload again.")
-        with handle:
-            path = getattr(handle, "name", None)
-            if isinstance(path, str) and os.path.isfile(path):
-                # Memory-mapped: no copy, and the page cache is shared by all workers.
-                return np.load(path, mmap_mode="r", allow_pickle=False)
-            return np.load(io.BytesIO(handle.read()), allow_pickle=False)
-
     def put_predictions(self, handle: str, pred: Predictions) -> None:
         """Store predictions, with the sorted scores of every notion, under a handle.
 
         Arrays are kept as ``.npy`` files in the disk store (one key each) and
         memory-mapped when read; the small ``pred:<handle>`` record that lists
-        them is written last, so a reader never sees half a model.
+        them is written last, so a reader never sees half a model
+        (:func:`app.store_disk.save_predictions`).
         """
         warm(pred)
-        arrays = {"probs": pred.probs, "labels": pred.labels}
-        if pred.logits is not None:
-            arrays["logits"] = pred.logits
-        record = {
-            "name": pred.name,
-            "class_names": list(pred.class_names),
-            "arrays": [],
-            "sorted": [],
-        }
-        for field_name, arr in arrays.items():
-            self._put_array(f"arr:{handle}:{field_name}", arr)
-            record["arrays"].append(field_name)
-        for key, sorted_scores in pred._sorted.items():
-            slots = _slot_arrays(sorted_scores)
-            if slots is None:
-                continue
-            tag = f"{key[0]}:{key[1]}"
-            for slot, arr in slots.items():
-                self._put_array(f"arr:{handle}:sorted:{tag}:{slot}", arr)
-            record["sorted"].append((list(key), list(slots)))
-        self.cache.set(f"pred:{handle}", record, expire=self.ttl)
-        self._memory.put(handle, _readonly(pred))
+        save_predictions(self.cache, handle, pred, self.ttl)
+        self._memory.put(handle, readonly(pred))
 
     def _load_predictions(self, handle: str) -> Predictions:
-        record = self.cache.get(f"pred:{handle}", default=None)
-        if not isinstance(record, dict):
-            raise DataUnavailable("your data expired, please upload again.")
-        arrays = {name: self._get_array(f"arr:{handle}:{name}") for name in record["arrays"]}
-        pred = Predictions(
-            probs=arrays["probs"],
-            labels=arrays["labels"],
-            class_names=tuple(record["class_names"]),
-            logits=arrays.get("logits"),
-            name=record["name"],
-        )
-        for key, slots in record["sorted"]:
-            tag = f"{key[0]}:{key[1]}"
-            sorted_scores = SortedScores.__new__(SortedScores)
-            for slot in slots:
-                setattr(sorted_scores, slot, self._get_array(f"arr:{handle}:sorted:{tag}:{slot}"))
-            pred._sorted[(key[0], key[1])] = sorted_scores
+        pred, record = load_predictions(self.cache, handle)
         self._touch(handle, record)
         return pred
 
@@ -530,12 +314,7 @@ class DataStore:
         if now - self._touched.get(handle, -1e9) < 60:
             return
         self._touched[handle] = now
-        self.cache.touch(f"pred:{handle}", expire=self.ttl)
-        for name in record["arrays"]:
-            self.cache.touch(f"arr:{handle}:{name}", expire=self.ttl)
-        for key, slots in record["sorted"]:
-            for slot in slots:
-                self.cache.touch(f"arr:{handle}:sorted:{key[0]}:{key[1]}:{slot}", expire=self.ttl)
+        touch_predictions(self.cache, handle, record, self.ttl)
 
     def predictions(self, handle: str) -> Predictions:
         """The predictions stored under ``handle`` (memory first, then the disk store)."""

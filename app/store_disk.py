@@ -1,0 +1,237 @@
+"""The disk layer of the store: a diskcache that survives a full or read-only disk, and arrays.
+
+:class:`ResilientCache` is the :mod:`diskcache` cache behind
+:class:`app.store.DataStore`. When the disk is full or read-only, its writes
+raise :class:`StorageUnavailable` (whose message, :data:`STORAGE_MESSAGE`,
+is shown as a banner) while its reads go on without the LRU bookkeeping
+write, so everything stored before stays usable.
+
+:func:`save_array` and :func:`load_array` keep one numpy array per key as a
+raw ``.npy`` file (no pickle) that readers memory-map, so all workers share
+one copy in the page cache. :func:`save_predictions`,
+:func:`load_predictions` and :func:`touch_predictions` lay a whole
+:class:`~calibration_core.Predictions` out as such arrays plus a small
+record naming them (the ``pred:<handle>`` and ``arr:<handle>:...`` keys).
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import os
+import sqlite3
+import time
+
+import diskcache
+import numpy as np
+
+from calibration_core import CalibrationInputError, Predictions, SortedScores
+
+from .store_models import slot_arrays
+
+log = logging.getLogger("calibration_dashboard.store")
+
+
+class DataUnavailable(CalibrationInputError):
+    """A handle the session cannot use (expired, evicted or not its own)."""
+
+
+class StorageUnavailable(CalibrationInputError):
+    """The disk store refused a write (full or read-only); stored data stays readable."""
+
+
+STORAGE_MESSAGE = (
+    "The server could not save this: its storage (CACHE_DIR) is full or read-only. "
+    "Everything loaded before is still there; try again later, or ask the operator to free "
+    "space in CACHE_DIR."
+)
+#: Errors of a disk that refuses writes (sqlite: "database or disk is full", "readonly
+#: database", "disk I/O error"; files: ENOSPC, EROFS, EDQUOT, ...).
+DISK_ERRORS = (OSError, sqlite3.OperationalError, sqlite3.DatabaseError)
+
+
+class ResilientCache(diskcache.Cache):
+    """A :class:`diskcache.Cache` that keeps reading when the disk refuses writes.
+
+    With the least-recently-used policy every ``get`` also writes (the access
+    time). When that write fails, the value is read without it; ``touch``
+    failures are ignored; a failed ``set`` raises :class:`StorageUnavailable`.
+    ``write_error`` holds the last write failure (None after a successful write).
+    """
+
+    write_error: str | None = None
+
+    def _peek(self, key, default, read):
+        db_key, raw = self._disk.put(key)
+        rows = self._sql(
+            "SELECT mode, filename, value FROM Cache WHERE key = ? AND raw = ?"
+            " AND (expire_time IS NULL OR expire_time > ?)",
+            (db_key, raw, time.time()),
+        ).fetchall()
+        if not rows:
+            return default
+        ((mode, filename, value),) = rows
+        try:
+            return self._disk.fetch(mode, filename, value, read)
+        except OSError:
+            return default
+
+    def _failed(self, exc: BaseException) -> None:
+        if self.write_error is None:
+            log.error("the disk store refused a write: %s", exc)
+        self.write_error = f"{type(exc).__name__}: {exc}"
+
+    def get(self, key, default=None, read=False, expire_time=False, tag=False, retry=False):
+        try:
+            return super().get(key, default, read, expire_time, tag, retry)
+        except DISK_ERRORS as exc:
+            if expire_time or tag:
+                raise
+            self._failed(exc)
+            return self._peek(key, default, read)
+
+    def touch(self, key, expire=None, retry=False):
+        try:
+            return super().touch(key, expire, retry)
+        except DISK_ERRORS as exc:
+            self._failed(exc)
+            return False
+
+    def set(self, key, value, expire=None, read=False, tag=None, retry=False):
+        try:
+            done = super().set(key, value, expire, read, tag, retry)
+        except DISK_ERRORS as exc:
+            self._failed(exc)
+            raise StorageUnavailable(STORAGE_MESSAGE) from None
+        self.write_error = None
+        return done
+
+
+def save_array(cache: diskcache.Cache, key: str, arr: np.ndarray, expire: float | None) -> None:
+    """Store one array under ``key`` as the raw bytes of a ``.npy`` file.
+
+    Parameters
+    ----------
+    cache : diskcache.Cache
+    key : str
+    arr : numpy.ndarray
+        Any shape and (non-object) dtype; saved C-contiguous, without pickle.
+    expire : float or None
+        Seconds until the entry expires.
+
+    Raises
+    ------
+    StorageUnavailable
+        When ``cache`` is a :class:`ResilientCache` and the disk refuses the write.
+    """
+    buf = io.BytesIO()
+    np.save(buf, np.ascontiguousarray(arr), allow_pickle=False)
+    buf.seek(0)
+    # read=True: diskcache stores the raw .npy bytes as a file (no pickle).
+    cache.set(key, buf, read=True, expire=expire)
+
+
+def load_array(cache: diskcache.Cache, key: str) -> np.ndarray:
+    """The array stored under ``key`` by :func:`save_array`.
+
+    Returns
+    -------
+    numpy.ndarray
+        Same shape and dtype as saved; a read-only memory map of the ``.npy``
+        file when diskcache keeps it as a file (no copy, and the page cache is
+        shared by all workers), else an in-memory copy.
+
+    Raises
+    ------
+    DataUnavailable
+        When nothing is stored under ``key`` (expired or evicted).
+    """
+    handle = cache.get(key, default=None, read=True)
+    if handle is None:
+        raise DataUnavailable("your data expired, please upload again.")
+    with handle:
+        path = getattr(handle, "name", None)
+        if isinstance(path, str) and os.path.isfile(path):
+            # Memory-mapped: no copy, and the page cache is shared by all workers.
+            return np.load(path, mmap_mode="r", allow_pickle=False)
+        return np.load(io.BytesIO(handle.read()), allow_pickle=False)
+
+
+def save_predictions(
+    cache: diskcache.Cache, handle: str, pred: Predictions, expire: float | None
+) -> dict:
+    """Store ``pred`` under ``handle``: each array, then the record that lists them.
+
+    Keys: ``arr:<handle>:<field>`` for probs (N, K), labels (N,) and logits
+    (N, K, when present); ``arr:<handle>:sorted:<notion>:<class>:<slot>`` for
+    each array of the sorted scores already built; last ``pred:<handle>``,
+    the record (name, class names, array fields, sorted-scores keys and
+    slots), so a reader never sees half a model.
+
+    Returns
+    -------
+    dict
+        The record stored under ``pred:<handle>``.
+    """
+    arrays = {"probs": pred.probs, "labels": pred.labels}
+    if pred.logits is not None:
+        arrays["logits"] = pred.logits
+    record = {
+        "name": pred.name,
+        "class_names": list(pred.class_names),
+        "arrays": [],
+        "sorted": [],
+    }
+    for field_name, arr in arrays.items():
+        save_array(cache, f"arr:{handle}:{field_name}", arr, expire)
+        record["arrays"].append(field_name)
+    for key, sorted_scores in pred._sorted.items():
+        slots = slot_arrays(sorted_scores)
+        if slots is None:
+            continue
+        tag = f"{key[0]}:{key[1]}"
+        for slot, arr in slots.items():
+            save_array(cache, f"arr:{handle}:sorted:{tag}:{slot}", arr, expire)
+        record["sorted"].append((list(key), list(slots)))
+    cache.set(f"pred:{handle}", record, expire=expire)
+    return record
+
+
+def load_predictions(cache: diskcache.Cache, handle: str) -> tuple[Predictions, dict]:
+    """The Predictions stored by :func:`save_predictions` (arrays memory-mapped), and its record.
+
+    Raises
+    ------
+    DataUnavailable
+        When the record or one of its arrays is gone (expired or evicted).
+    """
+    record = cache.get(f"pred:{handle}", default=None)
+    if not isinstance(record, dict):
+        raise DataUnavailable("your data expired, please upload again.")
+    arrays = {name: load_array(cache, f"arr:{handle}:{name}") for name in record["arrays"]}
+    pred = Predictions(
+        probs=arrays["probs"],
+        labels=arrays["labels"],
+        class_names=tuple(record["class_names"]),
+        logits=arrays.get("logits"),
+        name=record["name"],
+    )
+    for key, slots in record["sorted"]:
+        tag = f"{key[0]}:{key[1]}"
+        sorted_scores = SortedScores.__new__(SortedScores)
+        for slot in slots:
+            setattr(sorted_scores, slot, load_array(cache, f"arr:{handle}:sorted:{tag}:{slot}"))
+        pred._sorted[(key[0], key[1])] = sorted_scores
+    return pred, record
+
+
+def touch_predictions(
+    cache: diskcache.Cache, handle: str, record: dict, expire: float | None
+) -> None:
+    """Extend the expiry of the record of ``handle`` and of every array it lists."""
+    cache.touch(f"pred:{handle}", expire=expire)
+    for name in record["arrays"]:
+        cache.touch(f"arr:{handle}:{name}", expire=expire)
+    for key, slots in record["sorted"]:
+        for slot in slots:
+            cache.touch(f"arr:{handle}:sorted:{key[0]}:{key[1]}:{slot}", expire=expire)

@@ -1,465 +1,65 @@
 """Plotly figures from core results: plain functions, testable without a browser.
 
-:func:`reliability_figure` draws one model's grid of reliability diagrams:
-one panel per calibrator (uncalibrated first; in the one-vs-rest "all
-classes" view, one per calibrator and class), sharing their axes. In each
-panel:
+This module gathers, under their historical names, the figure pieces that
+live in two smaller modules:
 
-* the diagonal (perfect calibration);
-* the band (binomial interval of each bin's frequency, or the consistency
-  band of a calibrated forecaster), shaded, at the bins' mean scores;
-* the curve: points at each bin's **mean score** (``ReliabilityCurve.x``,
-  never the bin centre) against the observed frequency, marker area growing
-  with the bin count; empty bins are left out;
-* beneath, the histogram of the scores in the same bins.
+* :mod:`app.figures_common`: the shared pieces of every figure (text
+  helpers :func:`plot_text`, :func:`wrapped_text`, :func:`safe_file_stem`,
+  :func:`view_title`; the Okabe-Ito palette and :data:`FONT`; the template;
+  :func:`empty_figure` and :func:`graph_config`);
+* :mod:`app.figures_reliability`: :func:`reliability_figure` (and
+  :func:`reliability_figure_dict`), one model's grid of reliability
+  diagrams, with its axis and panel labels.
 
-Hovering a point gives the bin's edges, count, mean score, frequency and
-interval. Colours are Okabe-Ito (colour-blind safe). Every user-supplied
-name (model, class) is HTML-escaped before it reaches Plotly, which renders
-a subset of HTML in titles: names always show as text.
+The diagnostics figures are in :mod:`app.figures_diagnostics`.
 """
 
 from __future__ import annotations
 
-import html
-import math
-import re
-import textwrap
+from .figures_common import (
+    _AXIS_STYLE,
+    CALIBRATED_COLOUR,
+    FONT,
+    OKABE_ITO,
+    UNCALIBRATED_COLOUR,
+    _template,
+    empty_figure,
+    graph_config,
+    plot_text,
+    safe_file_stem,
+    view_title,
+    wrapped_text,
+)
+from .figures_reliability import (
+    CONSISTENCY_FILL,
+    HISTOGRAM_COLOUR,
+    PANEL_HEIGHT,
+    frequency_axis_label,
+    panel_title,
+    reliability_figure,
+    reliability_figure_dict,
+    score_axis_label,
+)
 
-import numpy as np
-import plotly.graph_objects as go
-
-from .analysis import UNCALIBRATED, ModelView, Panel
-from .settings import BANDS, NOTION_LABELS, HeldOut, ViewSettings
-
-#: Okabe & Ito (2008), colour-blind safe.
-OKABE_ITO = {
-    "orange": "#E69F00",
-    "sky_blue": "#56B4E9",
-    "green": "#009E73",
-    "yellow": "#F0E442",
-    "blue": "#0072B2",
-    "vermillion": "#D55E00",
-    "purple": "#CC79A7",
-    "black": "#000000",
-}
-UNCALIBRATED_COLOUR = OKABE_ITO["vermillion"]
-CALIBRATED_COLOUR = OKABE_ITO["blue"]
-CONSISTENCY_FILL = "rgba(230, 159, 0, 0.28)"
-HISTOGRAM_COLOUR = "#8c8c8c"
-PANEL_HEIGHT = 300
-FONT = "system-ui, -apple-system, 'Segoe UI', Roboto, 'Helvetica Neue', Arial, sans-serif"
-
-
-def plot_text(value) -> str:
-    """A user-supplied string made safe for Plotly text (tags show literally)."""
-    return html.escape(str(value), quote=False)
-
-
-def wrapped_text(value, width: int = 26, max_lines: int = 6) -> str:
-    """A user-visible message for a small panel: escaped, wrapped with ``<br>``."""
-    lines = textwrap.wrap(str(value), width=width) or [""]
-    if len(lines) > max_lines:
-        lines = [*lines[: max_lines - 1], lines[max_lines - 1] + " …"]
-    return "<br>".join(plot_text(line) for line in lines)
-
-
-def safe_file_stem(value, default: str = "figure") -> str:
-    """A file-name stem of ``[A-Za-z0-9_-]`` only (for downloads)."""
-    stem = re.sub(r"[^A-Za-z0-9_-]+", "-", str(value)).strip("-")[:60]
-    return stem or default
-
-
-def _rgba(hex_colour: str, alpha: float) -> str:
-    r, g, b = (int(hex_colour[i : i + 2], 16) for i in (1, 3, 5))
-    return f"rgba({r}, {g}, {b}, {alpha})"
-
-
-def score_axis_label(view: ViewSettings) -> str:
-    """x-axis title of the notion."""
-    if view.notion == "confidence":
-        return "confidence"
-    if view.notion == "binary":
-        return "P(positive)"
-    return "P(class)"
-
-
-def frequency_axis_label(view: ViewSettings) -> str:
-    """y-axis title of the notion."""
-    return "accuracy" if view.notion == "confidence" else "observed frequency"
-
-
-def view_title(view: ViewSettings) -> str:
-    """Notion, binning and band, e.g. ``"confidence (top label) · 15 equal-width bins · ..."``."""
-    notion = NOTION_LABELS[view.notion]
-    if view.notion == "class":
-        which = "all classes" if view.all_classes else f"class {view.class_name}"
-        notion = f"{notion} ({which})"
-    return f"{notion} · {view.describe_binning()} · band: {view.describe_band()}"
-
-
-def panel_title(panel: Panel, view: ViewSettings) -> str:
-    """A panel's title: the calibrator, and the class in one-vs-rest views."""
-    if view.notion == "class" and panel.class_label is not None:
-        return f"{panel.calibrator} · class {panel.class_label}"
-    return panel.calibrator
-
-
-def _grid_shape(n_panels: int, view: ViewSettings) -> tuple[int, int]:
-    cols = min(n_panels, 5 if view.all_classes else 4) or 1
-    return math.ceil(n_panels / cols) or 1, cols
-
-
-def _axis_names(i: int) -> tuple[str, str, str, str]:
-    """Layout keys and trace references of panel ``i``: (rel axis suffix, hist axis suffix)."""
-    a, b = 2 * i + 1, 2 * i + 2
-    rel = "" if a == 1 else str(a)
-    return rel, str(b), f"x{rel}", f"x{b}"
-
-
-def _point_trace(panel: Panel, colour: str, show_legend: bool, ax: str) -> dict:
-    curve = panel.curve
-    keep = curve.count > 0
-    x, y, count = curve.x[keep], curve.y[keep], curve.count[keep]
-    lo_edge, hi_edge = curve.edges[:-1][keep], curve.edges[1:][keep]
-    if panel.band is not None:
-        band_lo, band_hi = (np.asarray(b)[keep] for b in panel.band)
-    else:
-        band_lo = band_hi = np.full(x.shape, np.nan)
-    custom = np.column_stack([lo_edge, hi_edge, count, band_lo, band_hi])
-    interval = (
-        "<br>interval [%{customdata[3]:.3f}, %{customdata[4]:.3f}]"
-        if panel.band is not None
-        else ""
-    )
-    size = 6.0 + 12.0 * np.sqrt(count / max(int(count.max(initial=1)), 1))
-    return {
-        "type": "scatter",
-        "x": x,
-        "y": y,
-        "xaxis": f"x{ax}",
-        "yaxis": f"y{ax}",
-        "mode": "lines+markers",
-        # Points at 0 or 1 sit on the panel edge: draw them whole.
-        "cliponaxis": False,
-        "name": "observed frequency at mean score",
-        "legendgroup": "curve",
-        "showlegend": show_legend,
-        "line": {"color": colour, "width": 1.5},
-        "marker": {"color": colour, "size": size, "line": {"color": "white", "width": 0.8}},
-        "customdata": custom,
-        "hovertemplate": (
-            "bin [%{customdata[0]:.3f}, %{customdata[1]:.3f}]<br>count %{customdata[2]:,}"
-            "<br>mean score %{x:.4f}<br>frequency %{y:.4f}" + interval + "<extra></extra>"
-        ),
-    }
-
-
-def _band_trace(panel: Panel, fill: str, name: str, show_legend: bool, ax: str) -> dict | None:
-    if panel.band is None:
-        return None
-    curve = panel.curve
-    lo, hi = (np.asarray(b) for b in panel.band)
-    keep = (curve.count > 0) & np.isfinite(lo) & np.isfinite(hi)
-    if not keep.any():
-        return None
-    x = curve.x[keep]
-    return {
-        "type": "scatter",
-        "x": np.concatenate([x, x[::-1]]),
-        "y": np.concatenate([hi[keep], lo[keep][::-1]]),
-        "xaxis": f"x{ax}",
-        "yaxis": f"y{ax}",
-        "fill": "toself",
-        "fillcolor": fill,
-        "line": {"width": 0},
-        "mode": "lines",
-        "name": name,
-        "legendgroup": "band",
-        "showlegend": show_legend,
-        "hoverinfo": "skip",
-    }
-
-
-def _histogram_trace(panel: Panel, ax: str) -> dict:
-    hist = panel.histogram if panel.histogram is not None else panel.curve.stats
-    lo, hi = hist.edges[:-1], hist.edges[1:]
-    return {
-        "type": "bar",
-        "x": (lo + hi) / 2.0,
-        "y": hist.count,
-        "width": hi - lo,
-        "xaxis": f"x{ax}",
-        "yaxis": f"y{ax}",
-        "marker": {"color": HISTOGRAM_COLOUR, "line": {"color": "white", "width": 0.5}},
-        "customdata": np.column_stack([lo, hi]),
-        "hovertemplate": "bin [%{customdata[0]:.3f}, %{customdata[1]:.3f}]<br>count %{y:,}"
-        "<extra></extra>",
-        "showlegend": False,
-        "name": "scores per bin",
-    }
-
-
-def _diagonal_trace(show_legend: bool, ax: str) -> dict:
-    return {
-        "type": "scatter",
-        "x": [0, 1],
-        "y": [0, 1],
-        "xaxis": f"x{ax}",
-        "yaxis": f"y{ax}",
-        "mode": "lines",
-        "line": {"color": "#555555", "dash": "dash", "width": 1},
-        "name": "perfect calibration",
-        "legendgroup": "diagonal",
-        "showlegend": show_legend,
-        "hoverinfo": "skip",
-    }
-
-
-# Pixel layout of one grid row: title, reliability axes, gap, histogram, tick labels.
-_TITLE_PX, _REL_PX, _GAP_PX, _HIST_PX = 26, 190, 8, 52
-_MARGIN = {"l": 64, "r": 16, "t": 100, "b": 52}
-_H_SPACING = 0.045
-
-
-def _domains(n_rows: int, n_cols: int):
-    """x domain of each column and (rel, hist) y domains of each row, as paper fractions."""
-    plot_px = PANEL_HEIGHT * n_rows - 24
-    width = (1.0 - _H_SPACING * (n_cols - 1)) / n_cols
-    x_domains = [
-        (c * (width + _H_SPACING), c * (width + _H_SPACING) + width) for c in range(n_cols)
-    ]
-
-    def frac(px: float) -> float:
-        return min(max(1.0 - px / plot_px, 0.0), 1.0)
-
-    y_domains = []
-    for r in range(n_rows):
-        top = r * PANEL_HEIGHT + _TITLE_PX
-        rel = (frac(top + _REL_PX), frac(top))
-        hist_top = top + _REL_PX + _GAP_PX
-        hist = (frac(hist_top + _HIST_PX), frac(hist_top))
-        y_domains.append((rel, hist))
-    return x_domains, y_domains, plot_px
-
-
-def reliability_figure(mv: ModelView, view: ViewSettings, heldout: HeldOut) -> go.Figure:
-    """The grid of reliability diagrams of one model.
-
-    Parameters
-    ----------
-    mv : ModelView
-        Panels from :func:`app.analysis.model_view` (uncalibrated first).
-    view : ViewSettings
-        Notion, binning and band, stated in the title.
-    heldout : HeldOut
-        Stated in the subtitle.
-
-    Returns
-    -------
-    plotly.graph_objects.Figure
-        Panel ``i`` (grid row ``i // cols``, column ``i % cols``) draws on
-        axes ``x{2i+1}/y{2i+1}`` (reliability; ``x``/``y`` for panel 0) and
-        ``x{2i+2}/y{2i+2}`` (histogram). Built as a plain dict and wrapped
-        without re-validation, because validating dozens of traces costs
-        more than the whole re-binning.
-    """
-    return go.Figure(reliability_figure_dict(mv, view, heldout), skip_invalid=True)
-
-
-def reliability_figure_dict(mv: ModelView, view: ViewSettings, heldout: HeldOut) -> dict:
-    """:func:`reliability_figure` as a plain ``{"data", "layout"}`` dict (what dcc.Graph takes)."""
-    panels = mv.panels
-    n_rows, n_cols = _grid_shape(len(panels), view)
-    x_domains, y_domains, plot_px = _domains(n_rows, n_cols)
-    band_kind = BANDS[view.band][0]
-    data: list[dict] = []
-    layout: dict = {}
-    annotations: list[dict] = []
-    legend_done: set[str] = set()
-    for i, panel in enumerate(panels):
-        r, c = divmod(i, n_cols)
-        rel, hist, rel_ref, hist_ref = _axis_names(i)
-        (rel_y, hist_y), x_dom = y_domains[r], x_domains[c]
-        layout[f"xaxis{rel}"] = {
-            "domain": x_dom,
-            "anchor": f"y{rel}",
-            "range": [0, 1],
-            "dtick": 0.25,
-            "tick0": 0,
-            "showticklabels": False,
-            **({} if i == 0 else {"matches": "x"}),
-        }
-        layout[f"yaxis{rel}"] = {
-            "domain": rel_y,
-            "anchor": rel_ref,
-            "range": [-0.02, 1.02],
-            "dtick": 0.25,
-            "tick0": 0,
-            "title": {"text": frequency_axis_label(view) if c == 0 else ""},
-            **({} if i == 0 else {"matches": "y"}),
-        }
-        layout[f"xaxis{hist}"] = {
-            "domain": x_dom,
-            "anchor": f"y{hist}",
-            "range": [0, 1],
-            "dtick": 0.25,
-            "tick0": 0,
-            "matches": "x",
-            "title": {"text": score_axis_label(view) if r == n_rows - 1 else ""},
-        }
-        layout[f"yaxis{hist}"] = {
-            "domain": hist_y,
-            "anchor": hist_ref,
-            "rangemode": "tozero",
-            "nticks": 3,
-            "title": {"text": "count" if c == 0 else ""},
-        }
-        annotations.append(
-            {
-                "text": plot_text(panel_title(panel, view)),
-                "x": (x_dom[0] + x_dom[1]) / 2,
-                "y": rel_y[1],
-                "xref": "paper",
-                "yref": "paper",
-                "xanchor": "center",
-                "yanchor": "bottom",
-                "yshift": 2,
-                "showarrow": False,
-                "font": {"size": 13},
-            }
-        )
-        colour = UNCALIBRATED_COLOUR if panel.calibrator == UNCALIBRATED else CALIBRATED_COLOUR
-        data.append(_diagonal_trace("diagonal" not in legend_done, rel))
-        legend_done.add("diagonal")
-        if panel.curve is None:
-            annotations.append(
-                {
-                    "text": wrapped_text(panel.message or "no data"),
-                    "x": 0.5,
-                    "y": 0.5,
-                    "xref": f"{rel_ref} domain",
-                    "yref": f"y{rel} domain",
-                    "showarrow": False,
-                    "font": {"color": "#444444"},
-                }
-            )
-            continue
-        if band_kind == "consistency":
-            fill, band_name = CONSISTENCY_FILL, f"consistency band {view.level:.0%}"
-        else:
-            fill, band_name = _rgba(colour, 0.2), f"{view.describe_band()} interval"
-        band = _band_trace(panel, fill, band_name, "band" not in legend_done, rel)
-        if band is not None:
-            data.append(band)
-            legend_done.add("band")
-        data.append(_point_trace(panel, colour, "curve" not in legend_done, rel))
-        legend_done.add("curve")
-        data.append(_histogram_trace(panel, hist))
-        annotations.append(
-            {
-                "text": f"ECE {panel.curve.ece:.4f}",
-                "x": 0.03,
-                "y": 0.97,
-                "xref": f"{rel_ref} domain",
-                "yref": f"y{rel} domain",
-                "xanchor": "left",
-                "yanchor": "top",
-                "showarrow": False,
-                "font": {"size": 11, "color": "#222222"},
-                "bgcolor": "rgba(255,255,255,0.8)",
-            }
-        )
-    subtitle = f"{view_title(view)} · {heldout.describe()}"
-    if mv.n_scored is not None:
-        subtitle += f" · N = {mv.n_scored:,} scored rows"
-    layout.update(
-        title={
-            "text": plot_text(mv.info.name),
-            "subtitle": {"text": plot_text(subtitle)},
-            "x": 0.0,
-            "xanchor": "left",
-            "xref": "container",
-            "y": 1.0 - 10.0 / (plot_px + _MARGIN["t"] + _MARGIN["b"]),
-            "yref": "container",
-            "yanchor": "top",
-            "pad": {"l": 10},
-            "font": {"size": 15},
-        },
-        annotations=annotations,
-        height=int(plot_px + _MARGIN["t"] + _MARGIN["b"]),
-        margin=_MARGIN,
-        template=_template(),
-        font={"family": FONT, "size": 12, "color": "#1f2328"},
-        legend={
-            "orientation": "h",
-            "x": 0.0,
-            "xanchor": "left",
-            "y": 1.0 + 6.0 / plot_px,
-            "yanchor": "bottom",
-            "font": {"size": 11},
-        },
-        bargap=0,
-        hoverlabel={"font": {"family": FONT}},
-    )
-    return {"data": data, "layout": layout}
-
-
-_AXIS_STYLE = {
-    "gridcolor": "#e6e6e6",
-    "linecolor": "#9a9a9a",
-    "showline": True,
-    "zeroline": False,
-    "ticks": "outside",
-    "tickcolor": "#9a9a9a",
-    "ticklen": 3,
-    "automargin": False,
-}
-
-
-def _template() -> dict:
-    """A small white template understood by plotly.js itself (no Python-side lookup)."""
-    return {
-        "layout": {
-            "paper_bgcolor": "white",
-            "plot_bgcolor": "white",
-            "xaxis": _AXIS_STYLE,
-            "yaxis": _AXIS_STYLE,
-            "hovermode": "closest",
-        }
-    }
-
-
-def empty_figure(message: str) -> go.Figure:
-    """A blank figure carrying a message (no axes)."""
-    fig = go.Figure()
-    fig.add_annotation(
-        text=plot_text(message),
-        x=0.5,
-        y=0.5,
-        showarrow=False,
-        xref="paper",
-        yref="paper",
-        font={"size": 14, "color": "#444444"},
-    )
-    fig.update_layout(
-        template="plotly_white",
-        height=240,
-        xaxis={"visible": False},
-        yaxis={"visible": False},
-        margin={"l": 20, "r": 20, "t": 20, "b": 20},
-    )
-    return fig
-
-
-def graph_config(file_stem: str, fmt: str = "png") -> dict:
-    """``dcc.Graph`` config: Plotly's own PNG/SVG export named after the model."""
-    fmt = fmt if fmt in ("png", "svg") else "png"
-    options = {"format": fmt, "filename": f"reliability-{safe_file_stem(file_stem)}"}
-    if fmt == "png":
-        options["scale"] = 2
-    return {
-        "displaylogo": False,
-        "toImageButtonOptions": options,
-        "modeBarButtonsToRemove": ["select2d", "lasso2d", "autoScale2d"],
-    }
+__all__ = [
+    "CALIBRATED_COLOUR",
+    "CONSISTENCY_FILL",
+    "FONT",
+    "HISTOGRAM_COLOUR",
+    "OKABE_ITO",
+    "PANEL_HEIGHT",
+    "UNCALIBRATED_COLOUR",
+    "_AXIS_STYLE",
+    "_template",
+    "empty_figure",
+    "frequency_axis_label",
+    "graph_config",
+    "panel_title",
+    "plot_text",
+    "reliability_figure",
+    "reliability_figure_dict",
+    "safe_file_stem",
+    "score_axis_label",
+    "view_title",
+    "wrapped_text",
+]

@@ -1,0 +1,127 @@
+"""The shared pieces of every figure: text helpers, palette, font, template and graph config.
+
+* :func:`plot_text`, :func:`wrapped_text`: user-supplied names made safe for
+  Plotly, which renders a subset of HTML in titles (names always show as
+  text); :func:`safe_file_stem` for download names; :func:`view_title`;
+* :data:`OKABE_ITO` (Okabe & Ito 2008, colour-blind safe), the colours of
+  uncalibrated and calibrated predictions, and :data:`FONT`;
+* ``_template()``: a small white template understood by plotly.js itself;
+* :func:`empty_figure` (a message instead of a figure) and
+  :func:`graph_config` (``dcc.Graph``'s PNG/SVG export).
+
+The reliability diagrams are in :mod:`app.figures_reliability`, the
+diagnostics figures in :mod:`app.figures_diagnostics`.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+import textwrap
+
+import plotly.graph_objects as go
+
+from .settings import NOTION_LABELS, ViewSettings
+
+#: Okabe & Ito (2008), colour-blind safe.
+OKABE_ITO = {
+    "orange": "#E69F00",
+    "sky_blue": "#56B4E9",
+    "green": "#009E73",
+    "yellow": "#F0E442",
+    "blue": "#0072B2",
+    "vermillion": "#D55E00",
+    "purple": "#CC79A7",
+    "black": "#000000",
+}
+UNCALIBRATED_COLOUR = OKABE_ITO["vermillion"]
+CALIBRATED_COLOUR = OKABE_ITO["blue"]
+FONT = "system-ui, -apple-system, 'Segoe UI', Roboto, 'Helvetica Neue', Arial, sans-serif"
+
+
+def plot_text(value) -> str:
+    """A user-supplied string made safe for Plotly text (tags show literally)."""
+    return html.escape(str(value), quote=False)
+
+
+def wrapped_text(value, width: int = 26, max_lines: int = 6) -> str:
+    """A user-visible message for a small panel: escaped, wrapped with ``<br>``."""
+    lines = textwrap.wrap(str(value), width=width) or [""]
+    if len(lines) > max_lines:
+        lines = [*lines[: max_lines - 1], lines[max_lines - 1] + " …"]
+    return "<br>".join(plot_text(line) for line in lines)
+
+
+def safe_file_stem(value, default: str = "figure") -> str:
+    """A file-name stem of ``[A-Za-z0-9_-]`` only (for downloads)."""
+    stem = re.sub(r"[^A-Za-z0-9_-]+", "-", str(value)).strip("-")[:60]
+    return stem or default
+
+
+def view_title(view: ViewSettings) -> str:
+    """Notion, binning and band, e.g. ``"confidence (top label) · 15 equal-width bins · ..."``."""
+    notion = NOTION_LABELS[view.notion]
+    if view.notion == "class":
+        which = "all classes" if view.all_classes else f"class {view.class_name}"
+        notion = f"{notion} ({which})"
+    return f"{notion} · {view.describe_binning()} · band: {view.describe_band()}"
+
+
+_AXIS_STYLE = {
+    "gridcolor": "#e6e6e6",
+    "linecolor": "#9a9a9a",
+    "showline": True,
+    "zeroline": False,
+    "ticks": "outside",
+    "tickcolor": "#9a9a9a",
+    "ticklen": 3,
+    "automargin": False,
+}
+
+
+def _template() -> dict:
+    """A small white template understood by plotly.js itself (no Python-side lookup)."""
+    return {
+        "layout": {
+            "paper_bgcolor": "white",
+            "plot_bgcolor": "white",
+            "xaxis": _AXIS_STYLE,
+            "yaxis": _AXIS_STYLE,
+            "hovermode": "closest",
+        }
+    }
+
+
+def empty_figure(message: str) -> go.Figure:
+    """A blank figure carrying a message (no axes)."""
+    fig = go.Figure()
+    fig.add_annotation(
+        text=plot_text(message),
+        x=0.5,
+        y=0.5,
+        showarrow=False,
+        xref="paper",
+        yref="paper",
+        font={"size": 14, "color": "#444444"},
+    )
+    fig.update_layout(
+        template="plotly_white",
+        height=240,
+        xaxis={"visible": False},
+        yaxis={"visible": False},
+        margin={"l": 20, "r": 20, "t": 20, "b": 20},
+    )
+    return fig
+
+
+def graph_config(file_stem: str, fmt: str = "png") -> dict:
+    """``dcc.Graph`` config: Plotly's own PNG/SVG export named after the model."""
+    fmt = fmt if fmt in ("png", "svg") else "png"
+    options = {"format": fmt, "filename": f"reliability-{safe_file_stem(file_stem)}"}
+    if fmt == "png":
+        options["scale"] = 2
+    return {
+        "displaylogo": False,
+        "toImageButtonOptions": options,
+        "modeBarButtonsToRemove": ["select2d", "lasso2d", "autoScale2d"],
+    }

@@ -150,3 +150,24 @@ def test_forked_background_jobs_do_not_inherit_held_locks(tmp_path):
     finally:
         store._memory._lock.release()
     assert os.waitstatus_to_exitcode(status) == 0
+
+
+def test_prebuilt_demo_is_read_not_trained_again(tmp_path, monkeypatch):
+    import app.store as store_module
+    from app.store import DataStore, prebuild_demo
+
+    assert prebuild_demo(tmp_path) == 8
+
+    def trained_again(*_args):
+        raise AssertionError("the demo was trained again")
+
+    monkeypatch.setattr(store_module, "demo_predictions", trained_again)
+    store = DataStore(tmp_path / "store")
+    try:
+        names = [m.name for m in store.demo_models()]
+    finally:
+        store.close()
+    assert len(names) == 8 and "digits · random forest" in names
+    monkeypatch.delenv("CACHE_DIR", raising=False)
+    with pytest.raises(SystemExit, match="set CACHE_DIR"):
+        prebuild_demo()

@@ -160,6 +160,39 @@ def test_install_steps_replay_in_a_fresh_virtualenv(tmp_path):
         "CACHE_DIR": str(tmp_path / "cache"),
         "HOME": str(tmp_path),
     }
+    # The runtime stage's own steps (the demo trained into CACHE_DIR at build time).
+    runtime_python = [rest for word, rest in _stages()[-1] if word == "RUN" and "python" in rest]
+    assert runtime_python, "the runtime stage should prebuild the demo"
+    for command in runtime_python:
+        step = subprocess.run(
+            ["/bin/sh", "-c", command],
+            cwd=src,
+            env={**env, "APP_ENV": "production"},
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=300,
+        )
+        assert step.returncode == 0, step.stdout[-3000:] + step.stderr[-3000:]
+    # A worker then reads the demo instead of training it.
+    reads = subprocess.run(
+        [
+            str(py),
+            "-c",
+            "import os, app.store as s\n"
+            "def boom(*a): raise AssertionError('the demo was trained again')\n"
+            "s.demo_predictions = boom\n"
+            "store = s.DataStore(os.path.join(os.environ['CACHE_DIR'], 'store'))\n"
+            "print(len(store.demo_models()))",
+        ],
+        cwd=src,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+    assert reads.returncode == 0 and reads.stdout.strip() == "8", reads.stdout + reads.stderr
     check = subprocess.run(
         [
             str(venv / "bin" / "gunicorn"),

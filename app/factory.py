@@ -11,7 +11,6 @@ import logging
 import threading
 from pathlib import Path
 
-import dash
 import diskcache
 from dash import Dash
 from flask import jsonify
@@ -82,7 +81,7 @@ def create_app(config: AppConfig | None = None) -> Dash:
         serve_locally=True,
         update_title=None,
     )
-    app.index_string = _index_with_preloads(app.config.requests_pathname_prefix)
+    app.index_string = _with_preloads(app.index_string, app.config.requests_pathname_prefix)
     server = app.server
     install_import_gate(server)  # first: see app.warmup (pandas and the import gate)
     server.secret_key = secret_key
@@ -139,13 +138,13 @@ PRELOADED_CHUNKS = (
 )
 
 
-def _index_with_preloads(prefix: str) -> str:
-    """Dash's default page template plus ``<link rel="preload">`` for the chunks."""
+def _with_preloads(template: str, prefix: str) -> str:
+    """A Dash page template plus ``<link rel="preload">`` for the chunks, after its CSS."""
     links = "".join(
         f'<link rel="preload" as="script" href="{prefix}_dash-component-suites/{chunk}">'
         for chunk in PRELOADED_CHUNKS
     )
-    return dash.dash._default_index.replace("{%css%}", "{%css%}\n        " + links, 1)
+    return template.replace("{%css%}", "{%css%}\n        " + links, 1)
 
 
 def _serialize_dash_setup(app: Dash) -> None:

@@ -84,3 +84,15 @@ def test_figure_builders_use_only_basic_trace_types():
     assert {"scatter", "bar"} <= set(used), used  # the scan does see the builders
     outside = {t: where for t, where in used.items() if t not in BASIC_TRACES}
     assert not outside, f"trace types the basic plotly.js bundle cannot draw: {outside}"
+
+
+def test_page_preloads_the_async_chunks_it_always_needs(tmp_path):
+    from app.factory import PRELOADED_CHUNKS
+
+    app = create_app(make_config(tmp_path))
+    client = app.server.test_client()
+    index = client.get("/").get_data(as_text=True)
+    hrefs = re.findall(r'<link rel="preload" as="script" href="([^"]+)">', index)
+    assert len(hrefs) == len(PRELOADED_CHUNKS)
+    for href in hrefs:
+        assert client.get(href).status_code == 200, href

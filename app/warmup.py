@@ -23,7 +23,9 @@ another thread is importing pandas meets a half-initialised module and fails
 only through :data:`IMPORT_GATE` (by the warm-up, and by the upload and export
 routes should they come first): the gate lets the requests in progress finish,
 holds new ones for the import (about 0.3 s, once per process) and lets them in
-again. Every request passes the gate (:func:`install_import_gate`).
+again. Every request passes the gate (:func:`install_import_gate`). Background
+jobs are forked through the same gate: a fork during another request's SQLite
+call would leave the job hanging on SQLite's mutex (see :class:`ImportGate`).
 """
 
 from __future__ import annotations
@@ -34,6 +36,8 @@ import os
 import sys
 import threading
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from types import ModuleType
 
 import dash
@@ -79,12 +83,21 @@ def _initialising(module: ModuleType | None) -> bool:
 
 
 class ImportGate:
-    """Requests pass freely, except while a gated module is being imported.
+    """Requests pass freely, except during an exclusive section.
+
+    Two things must happen with no other request in progress: importing a
+    gated module (see the module docstring) and forking a background job. A
+    fork copies the process with whatever locks other threads hold at that
+    moment; a request thread inside SQLite (diskcache) leaves SQLite's mutex
+    locked in the child, whose first store access then hangs for ever (seen
+    with Dash's in-process threaded server). :meth:`exclusive` lets the
+    requests in progress finish, holds new ones, runs the section and lets
+    them in again.
 
     Parameters
     ----------
     drain_timeout : float
-        Seconds an import waits for the requests in progress to finish; after
+        Seconds a section waits for the requests in progress to finish; after
         that it goes ahead (and logs a warning) rather than stall the server.
     """
 
@@ -95,14 +108,14 @@ class ImportGate:
     def _reset(self) -> None:
         self._cond = threading.Condition()
         self._inside: dict[int, int] = {}  # thread id -> nesting depth
-        self._importing = False
+        self._exclusive = False
 
     def enter(self) -> None:
-        """A request starts (waits while a gated import runs)."""
+        """A request starts (waits while an exclusive section runs)."""
         me = threading.get_ident()
         with self._cond:
             if me not in self._inside:
-                while self._importing:
+                while self._exclusive:
                     self._cond.wait()
             self._inside[me] = self._inside.get(me, 0) + 1
 
@@ -115,32 +128,46 @@ class ImportGate:
                 self._inside[me] = depth
             self._cond.notify_all()
 
+    @contextmanager
+    def exclusive(self, what: str, skip: Callable[[], bool] | None = None) -> Iterator[bool]:
+        """Run the ``with`` body with no other request in progress.
+
+        Yields False (and waits for nothing) when ``skip()`` says, once the
+        section's turn has come, that there is nothing to do; True otherwise.
+        """
+        me = threading.get_ident()
+        with self._cond:
+            while self._exclusive:
+                self._cond.wait()
+            if skip is not None and skip():
+                run = False
+            else:
+                run = True
+                self._exclusive = True
+                deadline = time.monotonic() + self.drain_timeout
+                while any(thread != me for thread in self._inside):
+                    remaining = deadline - time.monotonic()
+                    if remaining <= 0:
+                        log.warning("request gate: requests still running; %s anyway", what)
+                        break
+                    self._cond.wait(remaining)
+        if not run:
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            with self._cond:
+                self._exclusive = False
+                self._cond.notify_all()
+
     def import_module(self, name: str) -> ModuleType:
         """Import ``name`` with no other request in progress (at most once)."""
         module = sys.modules.get(name)
         if not _initialising(module):
             return module
-        me = threading.get_ident()
-        with self._cond:
-            while self._importing:
-                self._cond.wait()
-            module = sys.modules.get(name)
-            if not _initialising(module):
-                return module
-            self._importing = True
-            deadline = time.monotonic() + self.drain_timeout
-            while any(thread != me for thread in self._inside):
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    log.warning("import gate: requests still running; importing %s anyway", name)
-                    break
-                self._cond.wait(remaining)
-        try:
+        with self.exclusive(f"importing {name}", lambda: not _initialising(sys.modules.get(name))):
             return importlib.import_module(name)
-        finally:
-            with self._cond:
-                self._importing = False
-                self._cond.notify_all()
 
 
 #: One gate per process: ``sys.modules`` is per process, and so is the race it closes.
@@ -218,7 +245,11 @@ class WarmUp:
 
 
 class WarmJobManager(dash.DiskcacheManager):
-    """Dash's diskcache job manager that never forks during a warm-up."""
+    """Dash's diskcache job manager that forks neither during a warm-up nor during a request.
+
+    It waits for a running warm-up, then forks inside :data:`IMPORT_GATE`'s
+    exclusive section (no other request in progress; see :class:`ImportGate`).
+    """
 
     def __init__(self, cache, warm_up: WarmUp, **kwargs) -> None:
         super().__init__(cache, **kwargs)
@@ -227,4 +258,6 @@ class WarmJobManager(dash.DiskcacheManager):
     def call_job_fn(self, key, job_fn, args, context):
         if not self.warm_up.wait(timeout=120):
             log.warning("warm-up still running after 120 s; starting the job anyway")
-        return super().call_job_fn(key, job_fn, args, context)
+        # No other request may be inside SQLite while the job is forked (see ImportGate).
+        with IMPORT_GATE.exclusive("forking a background job"):
+            return super().call_job_fn(key, job_fn, args, context)

@@ -267,3 +267,42 @@ def test_dev_server_answers_every_request_while_the_warm_up_runs(tmp_path):
     log = log_path.read_text()
     assert "warm-up: libraries loaded" in log, log[-2000:]
     assert set(codes) == {200} and codes[200] > 20, (codes, log[-3000:])
+
+
+def test_job_is_forked_only_when_no_other_request_is_in_progress(tmp_path, monkeypatch):
+    """A fork while another request thread is inside SQLite hung the job (seen in CI)."""
+    import diskcache
+
+    from app.warmup import IMPORT_GATE
+
+    forked_while: list[dict] = []
+
+    def fake_fork(self, key, job_fn, args, context):
+        forked_while.append(dict(IMPORT_GATE._inside))
+        return 4321
+
+    monkeypatch.setattr(dash.DiskcacheManager, "call_job_fn", fake_fork)
+    manager = WarmJobManager(diskcache.Cache(str(tmp_path / "jobs")), WarmUp(()))
+    other_inside = threading.Event()
+    release = threading.Event()
+
+    def other_request():
+        IMPORT_GATE.enter()
+        other_inside.set()
+        release.wait(10)
+        IMPORT_GATE.leave()
+
+    other = threading.Thread(target=other_request)
+    other.start()
+    assert other_inside.wait(10)
+    threading.Timer(0.4, release.set).start()
+    IMPORT_GATE.enter()  # the request that starts the job
+    try:
+        start = time.perf_counter()
+        assert manager.call_job_fn("key", None, (), None) == 4321
+        waited = time.perf_counter() - start
+    finally:
+        IMPORT_GATE.leave()
+    other.join(timeout=10)
+    assert waited > 0.3, waited
+    assert forked_while == [{threading.get_ident(): 1}]  # only the forking request itself

@@ -44,7 +44,7 @@ USER 10001:10001
 # The demo's models are trained now, into the cache every worker reads at start (else each
 # of the WEB_CONCURRENCY workers of a fresh container trains them; a volume mounted at
 # CACHE_DIR hides this copy, and its first start trains them once).
-RUN python -c "from app.store import prebuild_demo; print(prebuild_demo(), 'demo models')"
+RUN python -c "from app.demo_cache import prebuild_demo; print(prebuild_demo(), 'demo models')"
 EXPOSE 8050
 HEALTHCHECK --interval=30s --timeout=5s --start-period=30s --retries=3 \
     CMD ["python", "-c", "import os, urllib.request; urllib.request.urlopen('http://127.0.0.1:%s/healthz' % os.environ.get('PORT', '8050'), timeout=4)"]

@@ -91,7 +91,6 @@ __all__ = [
     "ModelInfo",
     "ResilientCache",
     "StorageUnavailable",
-    "prebuild_demo",
     "warm",
 ]
 
@@ -395,32 +394,3 @@ class DataStore:
     def close(self) -> None:
         """Close the disk store."""
         self.cache.close()
-
-
-def prebuild_demo(cache_dir: str | Path | None = None) -> int:
-    """Train the built-in demo's models into ``CACHE_DIR/store`` ahead of time.
-
-    The image runs this at build time, so that every worker of a fresh
-    container reads the demo from the cache instead of training the models
-    itself (about 2-3 s of CPU each). Only the store is created: no secret or
-    session is written.
-
-    Parameters
-    ----------
-    cache_dir : str or Path, optional
-        The dashboard's ``CACHE_DIR`` (the environment variable by default).
-
-    Returns
-    -------
-    int
-        Number of demo models now in the cache.
-    """
-    if cache_dir is None:
-        cache_dir = os.environ.get("CACHE_DIR")
-        if not cache_dir:
-            raise SystemExit("prebuild_demo: set CACHE_DIR (the dashboard's cache directory).")
-    store = DataStore(Path(cache_dir) / "store")
-    try:
-        return len(store.demo_models())
-    finally:
-        store.close()

@@ -67,6 +67,26 @@ def missing_work(
     return work
 
 
+def _lookup(ctx: AppContext, sid, raw_handles, raw_maps, mode, folds, fraction):
+    """Validated settings and what is missing: ``(state, heldout, work)``.
+
+    ``work`` (see :func:`missing_work`) is empty when the fit ends here: then
+    ``state`` carries the error of invalid settings or says all is fitted.
+    """
+    state = {"nonce": uuid.uuid4().hex, "fitted": [], "error": None, "summary": ""}
+    try:
+        handles = parse_handles(raw_handles)
+        maps = parse_maps(raw_maps)
+        heldout = parse_heldout(mode, folds, fraction)
+        work = missing_work(ctx.store, sid, handles, maps, heldout)
+    except CalibrationInputError as exc:
+        state["error"] = str(exc)
+        return state, None, []
+    if not work:
+        state["summary"] = "All selected maps are fitted."
+    return state, heldout, work
+
+
 def _record(name: str, handle: str, heldout: HeldOut, comparison) -> tuple[FitRecord, object]:
     if name == UNCALIBRATED:
         variant = DataStore.variant_handle(handle, name, heldout)
@@ -107,17 +127,8 @@ def run_fits(ctx: AppContext, sid, raw_handles, raw_maps, mode, folds, fraction,
     dict
         ``{"nonce", "fitted": [...], "error": str | None}`` for the fit-state store.
     """
-    state = {"nonce": uuid.uuid4().hex, "fitted": [], "error": None, "summary": ""}
-    try:
-        handles = parse_handles(raw_handles)
-        maps = parse_maps(raw_maps)
-        heldout = parse_heldout(mode, folds, fraction)
-        work = missing_work(ctx.store, sid, handles, maps, heldout)
-    except CalibrationInputError as exc:
-        state["error"] = str(exc)
-        return state
+    state, heldout, work = _lookup(ctx, sid, raw_handles, raw_maps, mode, folds, fraction)
     if not work:
-        state["summary"] = "All selected maps are fitted."
         return state
     units = heldout.folds if heldout.mode == "folds" else 1
     total = sum(len([n for n in names if n != UNCALIBRATED]) * units for _, names in work)
@@ -178,22 +189,13 @@ def plan_fits(
         raw settings plus a nonce, for the background callback) when
         something must be fitted, else None.
     """
-    state = {"nonce": uuid.uuid4().hex, "fitted": [], "error": None, "summary": ""}
-    try:
-        handles = parse_handles(raw_handles)
-        maps = parse_maps(raw_maps)
-        heldout = parse_heldout(mode, folds, fraction)
-        work = missing_work(ctx.store, sid, handles, maps, heldout)
-    except CalibrationInputError as exc:
-        state["error"] = str(exc)
-        return state, None
+    state, heldout, work = _lookup(ctx, sid, raw_handles, raw_maps, mode, folds, fraction)
     if not work:
-        state["summary"] = "All selected maps are fitted."
         return state, None
     request = {
         "nonce": uuid.uuid4().hex,
-        "handles": list(handles),
-        "maps": list(maps),
+        "handles": [handle for handle, _ in work],
+        "maps": sorted({name for _, names in work for name in names} - {UNCALIBRATED}),
         "mode": heldout.mode,
         "folds": folds,
         "fraction": fraction,

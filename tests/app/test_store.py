@@ -154,7 +154,8 @@ def test_forked_background_jobs_do_not_inherit_held_locks(tmp_path):
 
 def test_prebuilt_demo_is_read_not_trained_again(tmp_path, monkeypatch):
     import app.store as store_module
-    from app.store import DataStore, prebuild_demo
+    from app.demo_cache import prebuild_demo
+    from app.store import DataStore
 
     assert prebuild_demo(tmp_path) == 8
 

@@ -20,6 +20,11 @@ The uncalibrated predictions are always the first row, ``"uncalibrated"``,
 and are scored once. Metrics come from the core functions of
 :mod:`calibration_core.metrics` (ECE and MCE of a notion share one binning
 pass), so the table agrees with every other view of the same predictions.
+
+This module runs the comparison; the table's columns, scoring and
+:class:`Comparison` live in :mod:`~calibration_core.compare_results`, the
+fold and split assignment in :mod:`~calibration_core.compare_folds`. Their
+public names are re-exported here.
 """
 
 from __future__ import annotations
@@ -28,41 +33,37 @@ import math
 import time
 import warnings
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import pandas as pd
 from sklearn.base import clone
-from sklearn.model_selection import KFold, ShuffleSplit, StratifiedKFold, StratifiedShuffleSplit
 
 from .binning import check_binning_args
+from .compare_folds import check_folds, crossfit_folds, train_test_mask
+from .compare_results import (
+    METRIC_COLUMNS,
+    TABLE_COLUMNS,
+    UNCALIBRATED,
+    Comparison,
+    score_probs,
+)
 from .errors import CalibrationInputError
 from .maps import available_maps, make_map
 from .maps.base import CalibrationMap
-from .metrics import (
-    accuracy,
-    brier_score,
-    classwise_statistics,
-    confidence_statistics,
-    log_loss,
-)
 from .predictions import Predictions
 
-#: Name of the always-present first row.
-UNCALIBRATED = "uncalibrated"
-#: Metric columns of :attr:`Comparison.table`, named after the core metric functions.
-METRIC_COLUMNS: tuple[str, ...] = (
-    "accuracy",
-    "confidence_ece",
-    "confidence_mce",
-    "classwise_ece",
-    "classwise_mce",
-    "brier_score",
-    "log_loss",
-)
-#: All columns of :attr:`Comparison.table` (its index is named ``map``).
-TABLE_COLUMNS: tuple[str, ...] = (*METRIC_COLUMNS, "fit_seconds", "converged", "error")
+__all__ = [
+    "METRIC_COLUMNS",
+    "TABLE_COLUMNS",
+    "UNCALIBRATED",
+    "CancelCallback",
+    "Comparison",
+    "ComparisonCancelled",
+    "ProgressCallback",
+    "compare_maps",
+    "score_probs",
+]
 
 ProgressCallback = Callable[[int, int, str], Any]
 CancelCallback = Callable[[], bool]
@@ -70,133 +71,6 @@ CancelCallback = Callable[[], bool]
 
 class ComparisonCancelled(Exception):
     """Raised by :func:`compare_maps` when its ``cancel()`` callback returns True."""
-
-
-# ------------------------------------------------------------------ scoring
-def score_probs(probs: np.ndarray, labels: np.ndarray, *, n_bins: int, scheme: str) -> dict:
-    """The metric columns of one probability matrix.
-
-    Parameters
-    ----------
-    probs : numpy.ndarray, shape (N, K)
-    labels : numpy.ndarray, shape (N,)
-    n_bins, scheme
-        Binning of the ECE/MCE columns.
-
-    Returns
-    -------
-    dict
-        One float per name of :data:`METRIC_COLUMNS`; ECE and MCE of a notion
-        come from one call of the core ``*_statistics`` function, exactly as
-        ``confidence_ece`` / ``confidence_mce`` compute them.
-    """
-    conf = confidence_statistics(probs, labels, n_bins=n_bins, scheme=scheme)
-    cw = classwise_statistics(probs, labels, n_bins=n_bins, scheme=scheme)
-    return {
-        "accuracy": accuracy(probs, labels),
-        "confidence_ece": float(conf.ece()),
-        "confidence_mce": float(conf.mce()),
-        "classwise_ece": float(np.mean(cw.ece())),
-        "classwise_mce": float(np.max(cw.mce())),
-        "brier_score": brier_score(probs, labels),
-        "log_loss": log_loss(probs, labels),
-    }
-
-
-# ------------------------------------------------------------------- result
-def _json_value(value):
-    """A table cell as a JSON value (NaN and pandas NA become None)."""
-    if value is None or value is pd.NA:
-        return None
-    if isinstance(value, (bool, np.bool_)):
-        return bool(value)
-    if isinstance(value, (int, np.integer)):
-        return int(value)
-    if isinstance(value, (float, np.floating)):
-        return None if math.isnan(value) else float(value)
-    return value
-
-
-@dataclass
-class Comparison:
-    """The result of :func:`compare_maps`.
-
-    Attributes
-    ----------
-    table : pandas.DataFrame
-        One row per map, index named ``map`` with ``"uncalibrated"`` first;
-        columns :data:`TABLE_COLUMNS`: the metrics (NaN for a failed map),
-        ``fit_seconds`` (sum over folds), ``converged`` (nullable boolean: NA
-        for the uncalibrated row and for failed maps) and ``error`` (None, or
-        the message of the failure).
-    calibrated : dict of str to Predictions
-        Map name to the out-of-fold calibrated predictions (same labels and
-        class names, name ``f"{model} + {map}"``); ``"uncalibrated"`` holds
-        the scored rows of the input. Failed maps are absent.
-    fitted : dict of str to list of CalibrationMap
-        Map name to the fitted map of each fold (one map in train/test mode),
-        for parameter export. Failed maps are absent.
-    settings : dict
-        ``n_bins``, ``scheme``, ``mode`` ("crossfit" or "train_test"),
-        ``folds``, ``seed``, ``test_fraction``, ``splitter``, ``model``,
-        ``n_samples``, ``n_scored``, ``n_classes``.
-    warnings : list of str
-        Fallbacks (e.g. KFold instead of StratifiedKFold), convergence
-        failures and warnings raised by the maps, each naming its map.
-    scored_rows : numpy.ndarray, shape (n_scored,)
-        Indices into the input predictions of the rows of every
-        ``calibrated`` entry, in order (all rows in cross-fitting mode).
-    fold_ids : numpy.ndarray, shape (N,)
-        Cross-fitting: the fold of each input row. Train/test: 0 for test
-        rows, -1 for train rows.
-    """
-
-    table: pd.DataFrame
-    calibrated: dict[str, Predictions]
-    fitted: dict[str, list[CalibrationMap]]
-    settings: dict[str, Any]
-    warnings: list[str] = field(default_factory=list)
-    scored_rows: np.ndarray | None = None
-    fold_ids: np.ndarray | None = None
-
-    @property
-    def errors(self) -> dict[str, str]:
-        """Map name to error message, for the maps that failed."""
-        err = self.table["error"]
-        return {str(k): str(v) for k, v in err.items() if v is not None}
-
-    def rows(self) -> list[dict[str, Any]]:
-        """The table as a list of JSON-able dicts, ``map`` first, NaN as None."""
-        out = []
-        for name, row in self.table.iterrows():
-            item = {"map": str(name)}
-            item.update({col: _json_value(row[col]) for col in TABLE_COLUMNS})
-            out.append(item)
-        return out
-
-    def to_dict(self, *, include_maps: bool = False) -> dict[str, Any]:
-        """A JSON-able summary.
-
-        Parameters
-        ----------
-        include_maps : bool
-            Also export every fitted map (``CalibrationMap.to_dict``) under
-            ``"maps"``: name to a list with one entry per fold.
-
-        Returns
-        -------
-        dict
-            ``model``, ``settings``, ``warnings`` and ``rows`` (see :meth:`rows`).
-        """
-        out: dict[str, Any] = {
-            "model": self.settings.get("model"),
-            "settings": {k: _json_value(v) for k, v in self.settings.items()},
-            "warnings": list(self.warnings),
-            "rows": self.rows(),
-        }
-        if include_maps:
-            out["maps"] = {name: [m.to_dict() for m in maps] for name, maps in self.fitted.items()}
-        return out
 
 
 # ------------------------------------------------------------ map handling
@@ -240,92 +114,6 @@ def _resolve_maps(maps) -> list[tuple[str, Callable[[], Any]]]:
         used.add(label)
         resolved.append((label, factory))
     return resolved
-
-
-def _check_folds(folds, n: int) -> int:
-    if isinstance(folds, bool) or not isinstance(folds, (int, np.integer)) or folds < 2:
-        raise CalibrationInputError(f"folds must be a whole number >= 2, got {folds!r}.")
-    if folds > n:
-        raise CalibrationInputError(
-            f"folds={folds} is more than the {n} rows; use at most {n} folds."
-        )
-    return int(folds)
-
-
-def _crossfit_folds(labels: np.ndarray, folds: int, seed, notes: list[str]):
-    """``(splitter name, fold id per row)`` for cross-fitting."""
-    counts = np.bincount(labels)
-    smallest = int(counts[counts > 0].min())
-    if smallest >= folds:
-        splitter = StratifiedKFold(n_splits=folds, shuffle=True, random_state=seed)
-        name = "StratifiedKFold"
-    else:
-        splitter = KFold(n_splits=folds, shuffle=True, random_state=seed)
-        name = "KFold"
-        notes.append(
-            f"a class has only {smallest} row(s), fewer than the {folds} folds: used plain "
-            "shuffled KFold instead of StratifiedKFold, so some folds may miss that class."
-        )
-    fold_ids = np.empty(labels.shape[0], dtype=np.intp)
-    for i, (_, test) in enumerate(splitter.split(np.zeros(labels.shape[0]), labels)):
-        fold_ids[test] = i
-    return name, fold_ids
-
-
-def _test_mask(labels: np.ndarray, split, test_fraction, seed, notes: list[str]):
-    """``(splitter name, boolean test mask)`` for train/test mode."""
-    n = labels.shape[0]
-    if split is not None:
-        mask = np.asarray(split)
-        if mask.ndim != 1 or mask.shape[0] != n:
-            raise CalibrationInputError(
-                f"split must be a boolean array with one entry per row ({n}), got shape "
-                f"{mask.shape}."
-            )
-        if mask.dtype != bool:
-            if mask.dtype.kind in "iuf" and np.isin(mask, (0, 1)).all():
-                mask = mask.astype(bool)
-            else:
-                raise CalibrationInputError(
-                    "split must be boolean (True = test row) or 0/1, got values of dtype "
-                    f"{mask.dtype}."
-                )
-        name = "user split"
-    else:
-        frac = test_fraction
-        if isinstance(frac, bool) or not isinstance(frac, (int, float, np.number)):
-            raise CalibrationInputError(f"test_fraction must be a number, got {frac!r}.")
-        if not 0.0 < float(frac) < 1.0:
-            raise CalibrationInputError(
-                f"test_fraction must be strictly between 0 and 1, got {frac}."
-            )
-        frac = float(frac)
-        mask = np.zeros(n, dtype=bool)
-        try:
-            splitter = StratifiedShuffleSplit(n_splits=1, test_size=frac, random_state=seed)
-            _, test = next(splitter.split(np.zeros(n), labels))
-            name = "StratifiedShuffleSplit"
-        except ValueError as exc:
-            notes.append(
-                f"a stratified split was not possible ({exc}); used a plain shuffled split."
-            )
-            try:
-                _, test = next(
-                    ShuffleSplit(n_splits=1, test_size=frac, random_state=seed).split(np.zeros(n))
-                )
-            except ValueError as exc2:
-                raise CalibrationInputError(
-                    f"cannot split {n} rows with test_fraction={frac}: {exc2}"
-                ) from None
-            name = "ShuffleSplit"
-        mask[test] = True
-    n_test = int(mask.sum())
-    if n_test == 0 or n_test == n:
-        raise CalibrationInputError(
-            f"the split has {n_test} test rows and {n - n_test} train rows; both parts must "
-            "be non-empty."
-        )
-    return name, mask
 
 
 def _message(exc: BaseException) -> str:
@@ -410,15 +198,15 @@ def compare_maps(
     # Which rows fit which map, and which rows are scored.
     train_test = split is not None or test_fraction is not None
     if train_test:
-        splitter, mask = _test_mask(labels, split, test_fraction, seed, notes)
+        splitter, mask = train_test_mask(labels, split, test_fraction, seed, notes)
         test_rows = np.flatnonzero(mask)
         plan = [(np.flatnonzero(~mask), test_rows)]
         scored_rows = test_rows
         fold_ids = np.where(mask, 0, -1).astype(np.intp)
         n_folds = None
     else:
-        n_folds = _check_folds(folds, n)
-        splitter, fold_ids = _crossfit_folds(labels, n_folds, seed, notes)
+        n_folds = check_folds(folds, n)
+        splitter, fold_ids = crossfit_folds(labels, n_folds, seed, notes)
         plan = [
             (np.flatnonzero(fold_ids != i), np.flatnonzero(fold_ids == i)) for i in range(n_folds)
         ]

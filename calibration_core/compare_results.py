@@ -1,0 +1,166 @@
+"""The table of a map comparison: its columns, how a row is scored, and :class:`Comparison`.
+
+Metrics come from the core functions of :mod:`calibration_core.metrics` (ECE
+and MCE of a notion share one binning pass, :func:`score_probs`), so the table
+agrees with every other view of the same predictions. The comparison itself is
+run by :func:`calibration_core.compare.compare_maps`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .maps.base import CalibrationMap
+from .metrics import (
+    accuracy,
+    brier_score,
+    classwise_statistics,
+    confidence_statistics,
+    log_loss,
+)
+from .predictions import Predictions
+
+#: Name of the always-present first row.
+UNCALIBRATED = "uncalibrated"
+#: Metric columns of :attr:`Comparison.table`, named after the core metric functions.
+METRIC_COLUMNS: tuple[str, ...] = (
+    "accuracy",
+    "confidence_ece",
+    "confidence_mce",
+    "classwise_ece",
+    "classwise_mce",
+    "brier_score",
+    "log_loss",
+)
+#: All columns of :attr:`Comparison.table` (its index is named ``map``).
+TABLE_COLUMNS: tuple[str, ...] = (*METRIC_COLUMNS, "fit_seconds", "converged", "error")
+
+
+def score_probs(probs: np.ndarray, labels: np.ndarray, *, n_bins: int, scheme: str) -> dict:
+    """The metric columns of one probability matrix.
+
+    Parameters
+    ----------
+    probs : numpy.ndarray, shape (N, K)
+    labels : numpy.ndarray, shape (N,)
+    n_bins, scheme
+        Binning of the ECE/MCE columns.
+
+    Returns
+    -------
+    dict
+        One float per name of :data:`METRIC_COLUMNS`; ECE and MCE of a notion
+        come from one call of the core ``*_statistics`` function, exactly as
+        ``confidence_ece`` / ``confidence_mce`` compute them.
+    """
+    conf = confidence_statistics(probs, labels, n_bins=n_bins, scheme=scheme)
+    cw = classwise_statistics(probs, labels, n_bins=n_bins, scheme=scheme)
+    return {
+        "accuracy": accuracy(probs, labels),
+        "confidence_ece": float(conf.ece()),
+        "confidence_mce": float(conf.mce()),
+        "classwise_ece": float(np.mean(cw.ece())),
+        "classwise_mce": float(np.max(cw.mce())),
+        "brier_score": brier_score(probs, labels),
+        "log_loss": log_loss(probs, labels),
+    }
+
+
+def _json_value(value):
+    """A table cell as a JSON value (NaN and pandas NA become None)."""
+    if value is None or value is pd.NA:
+        return None
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    if isinstance(value, (float, np.floating)):
+        return None if math.isnan(value) else float(value)
+    return value
+
+
+@dataclass
+class Comparison:
+    """The result of :func:`compare_maps`.
+
+    Attributes
+    ----------
+    table : pandas.DataFrame
+        One row per map, index named ``map`` with ``"uncalibrated"`` first;
+        columns :data:`TABLE_COLUMNS`: the metrics (NaN for a failed map),
+        ``fit_seconds`` (sum over folds), ``converged`` (nullable boolean: NA
+        for the uncalibrated row and for failed maps) and ``error`` (None, or
+        the message of the failure).
+    calibrated : dict of str to Predictions
+        Map name to the out-of-fold calibrated predictions (same labels and
+        class names, name ``f"{model} + {map}"``); ``"uncalibrated"`` holds
+        the scored rows of the input. Failed maps are absent.
+    fitted : dict of str to list of CalibrationMap
+        Map name to the fitted map of each fold (one map in train/test mode),
+        for parameter export. Failed maps are absent.
+    settings : dict
+        ``n_bins``, ``scheme``, ``mode`` ("crossfit" or "train_test"),
+        ``folds``, ``seed``, ``test_fraction``, ``splitter``, ``model``,
+        ``n_samples``, ``n_scored``, ``n_classes``.
+    warnings : list of str
+        Fallbacks (e.g. KFold instead of StratifiedKFold), convergence
+        failures and warnings raised by the maps, each naming its map.
+    scored_rows : numpy.ndarray, shape (n_scored,)
+        Indices into the input predictions of the rows of every
+        ``calibrated`` entry, in order (all rows in cross-fitting mode).
+    fold_ids : numpy.ndarray, shape (N,)
+        Cross-fitting: the fold of each input row. Train/test: 0 for test
+        rows, -1 for train rows.
+    """
+
+    table: pd.DataFrame
+    calibrated: dict[str, Predictions]
+    fitted: dict[str, list[CalibrationMap]]
+    settings: dict[str, Any]
+    warnings: list[str] = field(default_factory=list)
+    scored_rows: np.ndarray | None = None
+    fold_ids: np.ndarray | None = None
+
+    @property
+    def errors(self) -> dict[str, str]:
+        """Map name to error message, for the maps that failed."""
+        err = self.table["error"]
+        return {str(k): str(v) for k, v in err.items() if v is not None}
+
+    def rows(self) -> list[dict[str, Any]]:
+        """The table as a list of JSON-able dicts, ``map`` first, NaN as None."""
+        out = []
+        for name, row in self.table.iterrows():
+            item = {"map": str(name)}
+            item.update({col: _json_value(row[col]) for col in TABLE_COLUMNS})
+            out.append(item)
+        return out
+
+    def to_dict(self, *, include_maps: bool = False) -> dict[str, Any]:
+        """A JSON-able summary.
+
+        Parameters
+        ----------
+        include_maps : bool
+            Also export every fitted map (``CalibrationMap.to_dict``) under
+            ``"maps"``: name to a list with one entry per fold.
+
+        Returns
+        -------
+        dict
+            ``model``, ``settings``, ``warnings`` and ``rows`` (see :meth:`rows`).
+        """
+        out: dict[str, Any] = {
+            "model": self.settings.get("model"),
+            "settings": {k: _json_value(v) for k, v in self.settings.items()},
+            "warnings": list(self.warnings),
+            "rows": self.rows(),
+        }
+        if include_maps:
+            out["maps"] = {name: [m.to_dict() for m in maps] for name, maps in self.fitted.items()}
+        return out

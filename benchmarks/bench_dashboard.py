@@ -25,6 +25,7 @@ paint
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
 import subprocess
@@ -167,15 +168,60 @@ def wait_healthy(port: int, timeout: float = 120.0) -> None:
     raise RuntimeError("the server did not start")
 
 
+#: The first reliability diagram is drawn: Plotly has put a trace in its scatter layer.
+FIRST_DIAGRAM = ".reliability-graph .main-svg .scatterlayer .trace"
+
+#: Runs in the page before its own scripts. When FIRST_DIAGRAM appears, it
+#: records (epoch ms) the start of the next frame (``drawn``: the frame that
+#: shows it) and the first task after that frame (``painted``: the frame is on
+#: screen). Playwright's ``wait_for_selector`` polls a busy page at growing
+#: intervals (up to 0.5 s late here), so the time is taken in the page.
+PAINT_PROBE = """
+(() => {
+  const selector = "__SELECTOR__";
+  const observer = new MutationObserver(() => {
+    if (!document.querySelector(selector)) return;
+    observer.disconnect();
+    requestAnimationFrame(() => {
+      window.__firstDiagramDrawn = performance.timeOrigin + performance.now();
+      setTimeout(() => {
+        window.__firstDiagramPainted = performance.timeOrigin + performance.now();
+      }, 0);
+    });
+  });
+  observer.observe(document, {childList: true, subtree: true});
+})();
+""".replace('"__SELECTOR__"', json.dumps(FIRST_DIAGRAM))
+
+
+def first_diagram_times(page, start_epoch: float) -> tuple[float, float]:
+    """Seconds from ``start_epoch`` until the first diagram is painted, and until Playwright saw it.
+
+    Parameters
+    ----------
+    page : playwright.sync_api.Page
+        A page with :data:`PAINT_PROBE` added as init script, already navigated.
+    start_epoch : float
+        ``time.time()`` at the moment to measure from (the server's start).
+    """
+    page.wait_for_selector(FIRST_DIAGRAM, timeout=60_000)
+    seen = time.time() - start_epoch
+    page.wait_for_function("() => window.__firstDiagramPainted !== undefined", timeout=10_000)
+    painted_ms = page.evaluate("() => window.__firstDiagramPainted")
+    return painted_ms / 1000.0 - start_epoch, seen
+
+
 def bench_paint(port: int, repeats: int = 5) -> None:
     from playwright.sync_api import sync_playwright
 
     print("\n== first paint of the demo ==")
-    print("from process start to the first reliability diagram drawn in Chromium (page opened")
-    print("as soon as /healthz answers); cold: empty cache (demo fitted), warm: demo on disk,")
-    print("a fresh browser context each time; returning: warm, browser with the scripts cached")
+    print("from process start to the first reliability diagram painted in Chromium (page opened")
+    print("as soon as /healthz answers; painted: first task after the frame that shows it, timed")
+    print("in the page; seen: when Playwright's polling noticed it); cold: empty cache (demo")
+    print("fitted), warm: demo on disk, a fresh browser context each time; returning: warm,")
+    print("browser with the scripts cached")
     cache = Path(tempfile.mkdtemp(prefix="bench-paint-"))
-    runs: dict[str, list[tuple[float, float]]] = {"cold": [], "warm": [], "returning": []}
+    runs: dict[str, list[tuple[float, float, float]]] = {"cold": [], "warm": [], "returning": []}
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
         # "returning": one browser context kept across runs, as a user's browser that
@@ -187,31 +233,35 @@ def bench_paint(port: int, repeats: int = 5) -> None:
                 page = returning.new_page()
             else:
                 page = browser.new_page(viewport={"width": 1280, "height": 900})
-            start = time.perf_counter()
+            page.add_init_script(PAINT_PROBE)
+            start = time.time()
             proc = start_server(cache, port)
             try:
                 wait_healthy(port)
-                up = time.perf_counter() - start
+                up = time.time() - start
                 page.goto(f"http://127.0.0.1:{port}/")
-                page.wait_for_selector(
-                    ".reliability-graph .main-svg .scatterlayer .trace", timeout=60_000
-                )
-                painted = time.perf_counter() - start
+                painted, seen = first_diagram_times(page, start)
             finally:
                 proc.terminate()
                 proc.wait(timeout=30)
                 page.close()
             if label == "prime":
                 continue
-            runs[label].append((up, painted))
-            print(f"{label}: server up {up:5.2f} s, first diagram {painted:5.2f} s", flush=True)
+            runs[label].append((up, painted, seen))
+            print(
+                f"{label}: server up {up:5.2f} s, first diagram painted {painted:5.2f} s "
+                f"(seen by Playwright {seen:5.2f} s)",
+                flush=True,
+            )
         browser.close()
     for label, values in runs.items():
         up = statistics.median(v[0] for v in values)
         painted = statistics.median(v[1] for v in values)
+        seen = statistics.median(v[2] for v in values)
         print(
-            f"{label:9s} median of {len(values)}: server up {up:5.2f} s, "
-            f"first diagram {painted:5.2f} s (target < 3 s: {'met' if painted < 3 else 'MISSED'})"
+            f"{label:9s} median of {len(values)}: server up {up:5.2f} s, first diagram painted "
+            f"{painted:5.2f} s (target < 3 s: {'met' if painted < 3 else 'MISSED'}; "
+            f"seen by Playwright {seen:5.2f} s)"
         )
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dash import dcc, html
 
 from . import ids
+from .components import UNDRAWN_DIAGRAM, Deferred
 from .diagnostics import (
     BOOT_LEVELS,
     DEFAULT_BOOT_LEVEL,
@@ -221,7 +222,9 @@ def diagnostics_section(infos: list[ModelInfo], selected) -> html.Section:
         dcc.Graph(id=ids.DIAG_COST_GRAPH, config=GRAPH_CONFIG, style={"display": "none"}),
         card_id="diag-decision-card",
     )
-    body = html.Div(
+    # Hidden until opened: its components (three graphs, dropdowns, tables)
+    # render after the page's first diagrams are drawn, not together with them.
+    body_children = Deferred(
         [
             controls,
             html.P(id=ids.DIAG_CAPTION, className="caption"),
@@ -264,9 +267,10 @@ def diagnostics_section(infos: list[ModelInfo], selected) -> html.Section:
                 card_id="diag-human-card",
             ),
         ],
-        id=ids.DIAG_BODY,
-        className="diag-body",
-        style={"display": "none"},
+        pending=UNDRAWN_DIAGRAM,
+    )
+    body = html.Div(
+        body_children, id=ids.DIAG_BODY, className="diag-body", style={"display": "none"}
     )
     return html.Section(
         [

@@ -13,6 +13,7 @@ from dash import dcc, html
 from calibration_core.maps import MAP_NAMES
 
 from . import ids
+from .components import UNDRAWN_DIAGRAM, Deferred
 from .diagnostics_layout import diagnostics_section
 from .options import class_choices, default_selection, model_options
 from .settings import (
@@ -280,6 +281,34 @@ def _fit_bar(summary: str = "") -> html.Div:
     )
 
 
+def _metrics_grid(rows: list[dict], cols: list[dict]) -> Deferred:
+    # The grid is built after the page's first diagrams are drawn: mounted
+    # together, its 0.2-0.3 s of work would delay them (see app.components).
+    grid = dag.AgGrid(
+        id=ids.METRICS_GRID,
+        rowData=rows,
+        columnDefs=cols,
+        defaultColDef={
+            "sortable": True,
+            "resizable": True,
+            "filter": False,
+            "wrapHeaderText": True,
+            "autoHeaderHeight": True,
+        },
+        dashGridOptions={
+            "domLayout": "autoHeight",
+            "tooltipShowDelay": 300,
+            "animateRows": False,
+        },
+        getRowId="params.data.id",
+        className="ag-theme-quartz metrics-grid",
+        style={"width": "100%"},
+    )
+    return Deferred(
+        grid, pending=UNDRAWN_DIAGRAM, libraries=["dash_ag_grid"], className="metrics-slot"
+    )
+
+
 def build_layout(
     infos: list[ModelInfo],
     *,
@@ -341,26 +370,7 @@ def build_layout(
                             ),
                             html.H2("Metrics", className="section-title"),
                             html.P(table_caption, id=ids.METRICS_CAPTION, className="caption"),
-                            dag.AgGrid(
-                                id=ids.METRICS_GRID,
-                                rowData=rows,
-                                columnDefs=cols,
-                                defaultColDef={
-                                    "sortable": True,
-                                    "resizable": True,
-                                    "filter": False,
-                                    "wrapHeaderText": True,
-                                    "autoHeaderHeight": True,
-                                },
-                                dashGridOptions={
-                                    "domLayout": "autoHeight",
-                                    "tooltipShowDelay": 300,
-                                    "animateRows": False,
-                                },
-                                getRowId="params.data.id",
-                                className="ag-theme-quartz metrics-grid",
-                                style={"width": "100%"},
-                            ),
+                            _metrics_grid(rows, cols),
                             diagnostics_section(infos, raw.handles),
                         ],
                         className="results",

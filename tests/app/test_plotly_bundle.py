@@ -87,7 +87,7 @@ def test_figure_builders_use_only_basic_trace_types():
 
 
 def test_page_preloads_the_async_chunks_it_always_needs(tmp_path):
-    from app.factory import PRELOADED_CHUNKS
+    from app.page_template import PRELOADED_CHUNKS
 
     app = create_app(make_config(tmp_path))
     client = app.server.test_client()

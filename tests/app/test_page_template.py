@@ -1,0 +1,109 @@
+"""The page Dash writes, lightened for the first diagram (app.page_template, app.components)."""
+
+from __future__ import annotations
+
+import re
+
+from app.components import NAMESPACE, UNDRAWN_DIAGRAM, Deferred
+from app.factory import ASSETS_DIR, create_app, draw_first_page
+from app.page_template import (
+    DEFERRED_LIBRARIES,
+    REGENERATOR_RUNTIME,
+    with_deferred_libraries,
+    without_polyfill,
+)
+
+from .conftest import make_config
+
+POLYFILL = (
+    '<script src="/_dash-component-suites/dash/deps/polyfill@7.v4_4_1m17.12.1.min.js"></script>'
+)
+REACT = '<script src="/_dash-component-suites/dash/deps/react@18.v4_4_1m17.3.1.min.js"></script>'
+GRID = '<script src="/_dash-component-suites/dash_ag_grid/dash_ag_grid.v35_3_0m17.min.js"></script>'
+GRID_CHUNK = '<script src="/_dash-component-suites/dash_ag_grid/async-community.js"></script>'
+
+
+def test_polyfill_tag_is_replaced_by_the_runtime_and_nothing_else():
+    out = without_polyfill(POLYFILL + "\n" + REACT, "/assets/rt.js")
+    assert out == '<script src="/assets/rt.js"></script>\n' + REACT
+    # No polyfill tag (another Dash version): the scripts stay as they are.
+    assert without_polyfill(REACT, "/assets/rt.js") == REACT
+
+
+def test_library_bundle_becomes_a_marked_preload_link():
+    out = with_deferred_libraries(REACT + GRID + GRID_CHUNK, ("dash_ag_grid",))
+    href = "/_dash-component-suites/dash_ag_grid/dash_ag_grid.v35_3_0m17.min.js"
+    link = f'<link rel="preload" as="script" href="{href}" data-deferred-library="dash_ag_grid">'
+    assert out == REACT + link + GRID_CHUNK  # only the main bundle, not its chunks
+    # A library that is not on the page changes nothing.
+    assert with_deferred_libraries(REACT, ("dash_ag_grid",)) == REACT
+
+
+def test_index_page_scripts(tmp_path):
+    app = create_app(make_config(tmp_path / "cache"))
+    client = app.server.test_client()
+    index = client.get("/").get_data(as_text=True)
+    scripts = re.findall(r'<script src="([^"]+)"', index)
+    # The regenerator runtime comes first, once, and Babel's polyfill is gone.
+    assert scripts[0] == "/assets/" + REGENERATOR_RUNTIME
+    assert sum("regenerator-runtime" in s for s in scripts) == 1
+    assert not [s for s in scripts if "polyfill" in s]
+    # dash-ag-grid's bundle is downloaded (preload) but not a script of the page.
+    assert not [s for s in scripts if "dash_ag_grid.v" in s]
+    deferred = re.findall(
+        r'<link rel="preload" as="script" href="([^"]+)" data-deferred-library="(\w+)">', index
+    )
+    assert [name for _, name in deferred] == list(DEFERRED_LIBRARIES)
+    # Every script, the deferred bundle and our components answer.
+    for src in [*scripts, *(href for href, _ in deferred)]:
+        assert client.get(src).status_code == 200, src
+    for asset in ("deferred.js", "plotly_warmup.js"):
+        assert any(s.startswith(f"/assets/{asset}") for s in scripts), asset
+
+
+def test_regenerator_runtime_is_the_vendored_mit_release():
+    text = (ASSETS_DIR / REGENERATOR_RUNTIME).read_text(encoding="utf-8")
+    assert "This source code is licensed under the MIT license" in text
+    # It defines the global the component bundles call.
+    assert "regeneratorRuntime = runtime" in text
+
+
+def _find(component, predicate, found=None):
+    found = [] if found is None else found
+    if predicate(component):
+        found.append(component)
+    children = getattr(component, "children", None)
+    for child in children if isinstance(children, (list, tuple)) else [children]:
+        if hasattr(child, "to_plotly_json"):
+            _find(child, predicate, found)
+    return found
+
+
+def test_metrics_grid_waits_for_the_diagrams_and_its_library(tmp_path):
+    app = create_app(make_config(tmp_path / "cache"))
+    with app.server.test_request_context("/"):
+        page = app.layout()
+    slots = _find(page, lambda c: isinstance(c, Deferred) and c.children is not None)
+    grid_slots = [s for s in slots if getattr(s.children, "id", None) == "metrics-grid"]
+    assert len(grid_slots) == 1
+    slot = grid_slots[0].to_plotly_json()
+    assert slot["namespace"] == NAMESPACE and slot["type"] == "Deferred"
+    assert slot["props"]["pending"] == UNDRAWN_DIAGRAM
+    assert slot["props"]["libraries"] == ["dash_ag_grid"]
+    # The hidden Diagnostics body waits too; the diagrams themselves never do.
+    assert any(getattr(c, "id", None) == "diag-body" for c in _find(page, lambda c: True))
+    for s in slots:
+        assert not _find(s, lambda c: getattr(c, "className", None) == "reliability-graph")
+
+
+def test_validation_layout_has_every_callback_id(tmp_path):
+    app = create_app(make_config(tmp_path / "cache"))
+    ids = {str(getattr(c, "id", None)) for c in _find(app.validation_layout, lambda c: True)}
+    client = app.server.test_client()
+    client.get("/")
+    for dep in client.get("/_dash-dependencies").get_json():
+        for item in [*dep["inputs"], *dep["state"]]:
+            if not item["id"].startswith("{"):  # pattern ids are drawn per model
+                assert item["id"] in ids, item
+    # Drawing the first page in advance works outside a request (the demo's view).
+    draw_first_page(app)

@@ -6,9 +6,10 @@ For a team deployment use gunicorn instead: ``gunicorn app.wsgi:server``.
 from __future__ import annotations
 
 import logging
+import threading
 
 from .config import AppConfig, ConfigError
-from .factory import create_app
+from .factory import create_app, draw_first_page
 
 #: Seconds between the server's start and the warm-up of the fitting libraries.
 WARM_UP_DELAY = 2.0
@@ -27,6 +28,10 @@ def serve(host: str = "127.0.0.1", port: int = 8050, debug: bool = False) -> Non
     ctx = app.server.extensions["calibration_dashboard"]
     # Compute (or read) the demo before the first request, so the first page is quick.
     ctx.store.demo_models()
+    # The demo's view is drawn while the browser loads the page's scripts.
+    threading.Thread(
+        target=draw_first_page, args=(app,), name="calibration-first-page", daemon=True
+    ).start()
     # scikit-learn & co. load once the first page is (most likely) drawn; the
     # page does not need them, fits and uploads do (see app.warmup).
     ctx.warm_up.start(delay=WARM_UP_DELAY)

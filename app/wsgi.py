@@ -11,7 +11,7 @@ import logging
 import sys
 
 from .config import ConfigError
-from .factory import create_app
+from .factory import create_app, draw_first_page
 
 #: Exit status of a worker whose application cannot load (gunicorn's APP_LOAD_ERROR).
 APP_LOAD_ERROR = 4
@@ -32,3 +32,4 @@ server = app.server
 # A worker loads the fitting libraries before it answers, so that background jobs
 # forked from it start with them (see app.warmup).
 server.extensions["calibration_dashboard"].warm_up.run()
+draw_first_page(app)

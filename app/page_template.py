@@ -14,9 +14,9 @@ Three changes to the page Dash writes, all about the first diagram's time:
   If a Dash version names the polyfill differently, the page keeps it.
 * dash-ag-grid's bundle (0.2 s of evaluation) is only needed by the metrics
   grid, which waits for the first diagrams anyway (``app.components.Deferred``).
-  Its script tag becomes a preload link marked ``data-deferred-library``: the
-  browser downloads it with the page, and ``assets/deferred.js`` evaluates it
-  when the grid is about to render.
+  Its script tag becomes a prefetch link marked ``data-deferred-library``: the
+  browser downloads it when idle, and ``assets/deferred.js`` evaluates it when
+  the grid is about to render.
 """
 
 from __future__ import annotations
@@ -32,8 +32,12 @@ PRELOADED_CHUNKS = (
     "dash/dcc/async-graph.js",
     "dash/dcc/async-dropdown.js",
     "dash/dcc/async-slider.js",
-    "dash_ag_grid/async-community.js",
 )
+
+#: Chunks needed only after the first diagrams (the metrics grid's): fetched
+#: when the browser is idle (``rel="prefetch"``), so that their megabytes do not
+#: hold one of the browser's six connections while the page's scripts load.
+PREFETCHED_CHUNKS = ("dash_ag_grid/async-community.js",)
 
 #: The standalone regenerator runtime, relative to the assets folder.
 REGENERATOR_RUNTIME = "vendor/regenerator-runtime.js"
@@ -52,7 +56,7 @@ _POLYFILL_TAG = re.compile(r'<script src="[^"]*/dash/deps/polyfill@[^"]*"></scri
 
 
 def with_preloads(template: str, prefix: str) -> str:
-    """A Dash page template plus ``<link rel="preload">`` for the chunks, after its CSS.
+    """A Dash page template plus preload and prefetch links for the chunks, after its CSS.
 
     Parameters
     ----------
@@ -61,9 +65,11 @@ def with_preloads(template: str, prefix: str) -> str:
     prefix : str
         The app's ``requests_pathname_prefix`` (e.g. ``"/"``).
     """
+    suites = f"{prefix}_dash-component-suites/"
     links = "".join(
-        f'<link rel="preload" as="script" href="{prefix}_dash-component-suites/{chunk}">'
-        for chunk in PRELOADED_CHUNKS
+        f'<link rel="preload" as="script" href="{suites}{chunk}">' for chunk in PRELOADED_CHUNKS
+    ) + "".join(
+        f'<link rel="prefetch" as="script" href="{suites}{chunk}">' for chunk in PREFETCHED_CHUNKS
     )
     return template.replace("{%css%}", "{%css%}\n        " + links, 1)
 
@@ -88,7 +94,7 @@ def without_polyfill(scripts: str, runtime_url: str) -> str:
 
 
 def with_deferred_libraries(scripts: str, libraries: tuple[str, ...] = DEFERRED_LIBRARIES) -> str:
-    """Dash's script tags with each library's main bundle turned into a marked preload link.
+    """Dash's script tags with each library's main bundle turned into a marked prefetch link.
 
     Parameters
     ----------
@@ -101,7 +107,7 @@ def with_deferred_libraries(scripts: str, libraries: tuple[str, ...] = DEFERRED_
     Returns
     -------
     str
-        ``scripts`` with ``<link rel="preload" as="script" data-deferred-library="NAME">``
+        ``scripts`` with ``<link rel="prefetch" as="script" data-deferred-library="NAME">``
         in place of each bundle's tag; a library whose tag is not found keeps
         its script (and is then loaded with the page, as usual).
     """
@@ -112,7 +118,7 @@ def with_deferred_libraries(scripts: str, libraries: tuple[str, ...] = DEFERRED_
         )
         scripts = tag.sub(
             lambda m, name=name: (
-                f'<link rel="preload" as="script" href="{m.group(1)}" '
+                f'<link rel="prefetch" as="script" href="{m.group(1)}" '
                 f'data-deferred-library="{name}">'
             ),
             scripts,

@@ -12,8 +12,8 @@
  *
  * Deferred component libraries. The page template (app/page_template.py)
  * may turn a component library's script tag into
- * <link rel="preload" as="script" data-deferred-library="NAME" href="...">:
- * the browser downloads it with the page but does not evaluate it (0.2 s for
+ * <link rel="prefetch" as="script" data-deferred-library="NAME" href="...">:
+ * the browser downloads it when idle but does not evaluate it (0.2 s for
  * dash-ag-grid). Until then `window[NAME]` is a stand-in, so Dash's renderer
  * can walk a layout that mentions the library's components; a Deferred whose
  * `libraries` prop names it evaluates the script before showing its children.

@@ -30,10 +30,10 @@ def test_polyfill_tag_is_replaced_by_the_runtime_and_nothing_else():
     assert without_polyfill(REACT, "/assets/rt.js") == REACT
 
 
-def test_library_bundle_becomes_a_marked_preload_link():
+def test_library_bundle_becomes_a_marked_prefetch_link():
     out = with_deferred_libraries(REACT + GRID + GRID_CHUNK, ("dash_ag_grid",))
     href = "/_dash-component-suites/dash_ag_grid/dash_ag_grid.v35_3_0m17.min.js"
-    link = f'<link rel="preload" as="script" href="{href}" data-deferred-library="dash_ag_grid">'
+    link = f'<link rel="prefetch" as="script" href="{href}" data-deferred-library="dash_ag_grid">'
     assert out == REACT + link + GRID_CHUNK  # only the main bundle, not its chunks
     # A library that is not on the page changes nothing.
     assert with_deferred_libraries(REACT, ("dash_ag_grid",)) == REACT
@@ -48,10 +48,10 @@ def test_index_page_scripts(tmp_path):
     assert scripts[0] == "/assets/" + REGENERATOR_RUNTIME
     assert sum("regenerator-runtime" in s for s in scripts) == 1
     assert not [s for s in scripts if "polyfill" in s]
-    # dash-ag-grid's bundle is downloaded (preload) but not a script of the page.
+    # dash-ag-grid's bundle is downloaded (prefetch) but not a script of the page.
     assert not [s for s in scripts if "dash_ag_grid.v" in s]
     deferred = re.findall(
-        r'<link rel="preload" as="script" href="([^"]+)" data-deferred-library="(\w+)">', index
+        r'<link rel="prefetch" as="script" href="([^"]+)" data-deferred-library="(\w+)">', index
     )
     assert [name for _, name in deferred] == list(DEFERRED_LIBRARIES)
     # Every script, the deferred bundle and our components answer.

@@ -168,6 +168,9 @@ def wait_healthy(port: int, timeout: float = 120.0) -> None:
     raise RuntimeError("the server did not start")
 
 
+#: Pause between first-paint runs (the previous run's processes wind down).
+SETTLE_SECONDS = 1.5
+
 #: The first reliability diagram is drawn: Plotly has put a trace in its scatter layer.
 FIRST_DIAGRAM = ".reliability-graph .main-svg .scatterlayer .trace"
 
@@ -219,7 +222,7 @@ def bench_paint(port: int, repeats: int = 5) -> None:
     print("as soon as /healthz answers; painted: first task after the frame that shows it, timed")
     print("in the page; seen: when Playwright's polling noticed it); cold: empty cache (demo")
     print("fitted), warm: demo on disk, a fresh browser context each time; returning: warm,")
-    print("browser with the scripts cached")
+    print(f"browser with the scripts cached; {SETTLE_SECONDS} s pause between runs")
     cache = Path(tempfile.mkdtemp(prefix="bench-paint-"))
     runs: dict[str, list[tuple[float, float, float]]] = {"cold": [], "warm": [], "returning": []}
     with sync_playwright() as pw:
@@ -245,6 +248,9 @@ def bench_paint(port: int, repeats: int = 5) -> None:
                 proc.terminate()
                 proc.wait(timeout=30)
                 page.close()
+                # Let the previous server's exit and page's teardown finish: each run
+                # starts on a quiet machine, as a user's start does.
+                time.sleep(SETTLE_SECONDS)
             if label == "prime":
                 continue
             runs[label].append((up, painted, seen))

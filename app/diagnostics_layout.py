@@ -294,6 +294,8 @@ def diagnostics_section(infos: list[ModelInfo], selected) -> html.Section:
             ),
             body,
             dcc.Store(id=ids.DIAG_OPEN, data=False),
+            dcc.Store(id=ids.DIAG_VIEW_GATE),
+            dcc.Store(id=ids.DIAG_FIT_GATE),
             dcc.Store(id=ids.DIAG_TEST_DONE),
             dcc.Store(id=ids.DIAG_BOOT_DONE),
         ],

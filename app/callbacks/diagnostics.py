@@ -22,7 +22,6 @@ from __future__ import annotations
 from typing import Any
 
 from dash import Input, Output, State, html
-from dash.exceptions import PreventUpdate
 
 from calibration_core import CalibrationInputError
 
@@ -63,9 +62,11 @@ from .diagnostics_jobs import (
 from .diagnostics_wiring import (
     HIDDEN,
     VIEW_INPUTS,
+    gate_values,
     guarded,
     hidden_figure,
     note,
+    register_gates,
     register_panel,
     view_settings,
 )
@@ -216,19 +217,18 @@ def register(app, ctx: AppContext) -> None:
     def on_models(models_json, selected, current):
         return model_picker(models_json, selected, current)
 
+    register_gates(app)
+
     @app.callback(
         Output(ids.DIAG_CAPTION, "children"),
         Output(ids.DIAG_SENSITIVITY, "figure"),
         Output(ids.DIAG_ESTIMATORS, "children"),
         Output(ids.DIAG_MESSAGE, "children"),
-        Input(ids.DIAG_OPEN, "data"),
-        Input(ids.DIAG_MODEL, "value"),
-        *VIEW_INPUTS,
-        Input(ids.FIT_STATE, "data"),
+        Input(ids.DIAG_VIEW_GATE, "data"),
+        prevent_initial_call=True,
     )
-    def on_overview(is_open, handle, *values):
-        if not is_open:
-            raise PreventUpdate
+    def on_overview(gate):
+        handle, values = gate_values(gate, len(VIEW_INPUTS))
 
         def fallback(msg):
             return "", message_figure(msg), [], [html.Div(msg, className="message-line")]
@@ -240,7 +240,7 @@ def register(app, ctx: AppContext) -> None:
             ctx,
             ctx.session_id(),
             handle,
-            view_settings(values[:8]),
+            view_settings(values),
         )
         messages = [html.Div(m, className="message-line") for m in out[3]]
         return (*out[:3], messages)

@@ -4,6 +4,9 @@
   :data:`FIT_INPUTS`) and their :class:`~app.settings.RawSettings`;
 * :func:`guarded`: an unexpected failure becomes a message with a request id
   (logged with its traceback), never a traceback in the page;
+* :func:`register_gates`: two stores the browser fills with the model and the
+  settings only while the section is open, so that a closed section sends no
+  request at all (a page load used to send six that all answered "nothing");
 * :func:`register_panel`: a panel redrawn from a plain function while the
   section is open;
 * :func:`register_job`: a background job (progress bar, cancel button) that
@@ -94,6 +97,43 @@ def guarded(what: str, fallback: Callable[[str], Any], function: Callable[..., A
         return fallback(failure(what))
 
 
+#: Browser-side gate: while the section is closed nothing changes (so no server
+#: callback runs); while it is open, the model, the settings and the fit state.
+GATE_FUNCTION = """
+function (isOpen, ...values) {
+    if (!isOpen) {
+        return window.dash_clientside.no_update;
+    }
+    return values;
+}
+"""
+
+
+def register_gates(app) -> None:
+    """The clientside callbacks filling :data:`ids.DIAG_VIEW_GATE` and :data:`ids.DIAG_FIT_GATE`.
+
+    Each gate holds ``[model handle, *settings, fit state]`` (settings:
+    :data:`VIEW_INPUTS` or :data:`FIT_INPUTS`), written whenever one of them
+    changes while the section is open, and once when it opens.
+    """
+    for gate, settings in ((ids.DIAG_VIEW_GATE, VIEW_INPUTS), (ids.DIAG_FIT_GATE, FIT_INPUTS)):
+        app.clientside_callback(
+            GATE_FUNCTION,
+            Output(gate, "data"),
+            Input(ids.DIAG_OPEN, "data"),
+            Input(ids.DIAG_MODEL, "value"),
+            *settings,
+            Input(ids.FIT_STATE, "data"),
+        )
+
+
+def gate_values(gate: Any, n_settings: int) -> tuple[Any, list]:
+    """The model handle and the settings in a gate's data (PreventUpdate before it opened)."""
+    if not isinstance(gate, list) or len(gate) != n_settings + 2:
+        raise PreventUpdate
+    return gate[0], gate[1 : n_settings + 1]
+
+
 def register_panel(
     app,
     ctx: AppContext,
@@ -107,9 +147,10 @@ def register_panel(
 ) -> None:
     """Redraw ``outputs`` with ``panel`` whenever the model, the settings or ``extra`` change.
 
-    The callback's inputs are: the section's open flag, the picked model, the
-    view's settings (:data:`VIEW_INPUTS` with ``view``, else :data:`FIT_INPUTS`),
-    the fit state, then ``extra``. Nothing is drawn while the section is closed.
+    The callback's inputs are the section's gate (:func:`register_gates`: the
+    picked model, the view's settings (:data:`VIEW_INPUTS` with ``view``, else
+    :data:`FIT_INPUTS`) and the fit state, while the section is open), then
+    ``extra``. Nothing is drawn before the section is first opened.
 
     Parameters
     ----------
@@ -127,23 +168,15 @@ def register_panel(
     view : bool
         Follow the notion and the binning too (not only the calibrators).
     """
-    settings = VIEW_INPUTS if view else FIT_INPUTS
+    gate_id = ids.DIAG_VIEW_GATE if view else ids.DIAG_FIT_GATE
     parse = view_settings if view else fit_settings
-    n = len(settings)
+    n = len(VIEW_INPUTS if view else FIT_INPUTS)
 
-    @app.callback(
-        *outputs,
-        Input(ids.DIAG_OPEN, "data"),
-        Input(ids.DIAG_MODEL, "value"),
-        *settings,
-        Input(ids.FIT_STATE, "data"),
-        *extra,
-    )
-    def on_change(is_open, handle, *values):
-        if not is_open:
-            raise PreventUpdate
-        raw = parse(values[:n])  # values[n] is the fit state: only a trigger
-        return guarded(what, fallback, panel, ctx, ctx.session_id(), handle, raw, *values[n + 1 :])
+    @app.callback(*outputs, Input(gate_id, "data"), *extra, prevent_initial_call=True)
+    def on_change(gate, *extra_values):
+        handle, values = gate_values(gate, n)
+        raw = parse(values)
+        return guarded(what, fallback, panel, ctx, ctx.session_id(), handle, raw, *extra_values)
 
 
 @dataclass(frozen=True)

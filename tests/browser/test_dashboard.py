@@ -117,6 +117,36 @@ def test_diagrams_are_drawn_before_the_metrics_grid(page, ui, watch):
     watch.assert_clean()
 
 
+def test_diagnostics_send_nothing_until_opened(page, ui, watch):
+    """A closed Diagnostics section costs no request; opened, its panels follow the settings."""
+    posts: list[str] = []
+    page.on(
+        "request",
+        lambda r: "_dash-update-component" in r.url and posts.append(r.post_data or ""),
+    )
+    ui.open()
+    ui.wait_callbacks()
+    assert not [p for p in posts if '"diag-' in p], posts
+    page.locator("#diag-toggle").click()
+    caption = page.locator("#diag-caption")
+    expect(caption).to_contain_text("15 equal-width bins")
+    expect(page.locator("#diag-sensitivity .main-svg").first).to_be_visible()
+    expect(page.locator("#diag-hl")).not_to_be_empty()
+    expect(page.locator("#diag-decision")).not_to_be_empty()
+    # While open, the panels follow the view's settings.
+    ui.set_bins(12)
+    expect(caption).to_contain_text("12 equal-width bins")
+    # Closed again, a change of setting sends nothing to the section.
+    page.locator("#diag-toggle").click()
+    ui.wait_callbacks()
+    sent = len(posts)
+    ui.set_bins(10)
+    expect(page.locator("#view-title")).to_contain_text("10 equal-width bins")
+    ui.wait_callbacks()
+    assert not [p for p in posts[sent:] if '"diag-' in p], posts[sent:]
+    watch.assert_clean()
+
+
 def test_keyboard_upload_and_bin_count(page, ui, watch, tmp_path, screenshot):
     path = tmp_path / "keyboard.csv"
     rng = np.random.default_rng(5)

@@ -264,11 +264,30 @@ def bench_paint(port: int, repeats: int = 5) -> None:
         up = statistics.median(v[0] for v in values)
         painted = statistics.median(v[1] for v in values)
         seen = statistics.median(v[2] for v in values)
+        low, high = min(v[1] for v in values), max(v[1] for v in values)
         print(
             f"{label:9s} median of {len(values)}: server up {up:5.2f} s, first diagram painted "
             f"{painted:5.2f} s (target < 3 s: {'met' if painted < 3 else 'MISSED'}; "
-            f"seen by Playwright {seen:5.2f} s)"
+            f"runs {low:.2f}-{high:.2f} s; seen by Playwright {seen:5.2f} s)"
         )
+    print(f"machine speed now: a fresh Python imports dash in {import_reference():.2f} s (median)")
+
+
+def import_reference(repeats: int = 5) -> float:
+    """Median seconds of a fresh interpreter importing dash as ``serve`` does (no IPython).
+
+    Printed next to the first-paint times: the shared machine's speed varies by
+    tens of percent from hour to hour.
+    """
+    env = dict(os.environ)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        code = "import sys; sys.modules.setdefault('IPython', None); import dash"
+        subprocess.run([sys.executable, "-c", code], env=env, check=True)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
 
 
 def bench_upload(port: int, n: int, k: int) -> None:

@@ -81,3 +81,38 @@ def test_computed_once_per_process_and_seeded():
     assert other[1] is not first[1]
     # Another seed changes the folds and the forest, hence the predictions.
     assert not np.array_equal(other[1].probs, first[1].probs)
+
+
+def test_shipped_outputs_are_what_training_gives():
+    """The package's demo-seed0.npz must equal a fresh training (rewrite it with
+    ``python -m calibration_core.demo`` after changing the models or scikit-learn)."""
+    from calibration_core.demo import (
+        SHIPPED_OUTPUTS,
+        load_demo_outputs,
+        train_demo_outputs,
+    )
+
+    assert SHIPPED_OUTPUTS.is_file()
+    shipped, trained = load_demo_outputs(SHIPPED_OUTPUTS), train_demo_outputs(0)
+    assert len(shipped) == len(trained) == 8
+    for got, want in zip(shipped, trained, strict=True):
+        assert got[0] == want[0] and got[1] == want[1] and got[3:5] == want[3:5]
+        np.testing.assert_array_equal(got[2], want[2])
+        # Exact on the machine that wrote it; other BLAS builds may differ in the last bits.
+        np.testing.assert_allclose(got[5], want[5], rtol=1e-7, atol=1e-10)
+
+
+def test_demo_reads_the_shipped_outputs_and_trains_without_them(tmp_path, monkeypatch):
+    from calibration_core import demo as demo_module
+
+    shipped = demo_module.demo_predictions()  # seed 0: read from the package
+    monkeypatch.setattr(demo_module, "SHIPPED_OUTPUTS", tmp_path / "damaged.npz")
+    (tmp_path / "damaged.npz").write_bytes(b"not an npz")
+    demo_module._demo.cache_clear()
+    try:
+        trained = demo_module.demo_predictions()  # a damaged file: trained instead
+        assert [p.name for p in trained] == [p.name for p in shipped]
+        for a, b in zip(trained, shipped, strict=True):
+            np.testing.assert_allclose(a.probs, b.probs, rtol=1e-7, atol=1e-10)
+    finally:
+        demo_module._demo.cache_clear()

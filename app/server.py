@@ -26,9 +26,9 @@ def serve(host: str = "127.0.0.1", port: int = 8050, debug: bool = False) -> Non
         raise SystemExit(f"calibration-dashboard: configuration error: {exc}") from None
     app = create_app(config)
     ctx = app.server.extensions["calibration_dashboard"]
-    # Compute (or read) the demo before the first request, so the first page is quick.
-    ctx.store.demo_models()
-    # The demo's view is drawn while the browser loads the page's scripts.
+    # The demo's models are read (on a first start: built from the shipped outputs
+    # and stored) and its view drawn while the browser loads the page's scripts;
+    # a page requested before that waits for the same work (the store's lock).
     threading.Thread(
         target=draw_first_page, args=(app,), name="calibration-first-page", daemon=True
     ).start()

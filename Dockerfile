@@ -41,9 +41,9 @@ COPY --from=build /opt/venv /opt/venv
 COPY --from=build --chown=root:root /srv/app /srv/app
 WORKDIR /srv/app
 USER 10001:10001
-# The demo's models are trained now, into the cache every worker reads at start (else each
-# of the WEB_CONCURRENCY workers of a fresh container trains them; a volume mounted at
-# CACHE_DIR hides this copy, and its first start trains them once).
+# The demo's models are stored now, in the cache every worker reads at start (else each of
+# the WEB_CONCURRENCY workers of a fresh container builds them from the outputs shipped with
+# the package; a volume mounted at CACHE_DIR hides this copy, and its first start does it once).
 RUN python -c "from app.demo_cache import prebuild_demo; print(prebuild_demo(), 'demo models')"
 EXPOSE 8050
 HEALTHCHECK --interval=30s --timeout=5s --start-period=30s --retries=3 \

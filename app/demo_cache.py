@@ -1,8 +1,9 @@
-"""The built-in demo trained ahead of time into a cache directory (the image does it at build).
+"""The built-in demo stored ahead of time in a cache directory (the image does it at build).
 
 ``python -c "from app.demo_cache import prebuild_demo; prebuild_demo()"`` with
 ``CACHE_DIR`` set: every dashboard worker started on that cache then reads the
-demo instead of training its models itself.
+demo from it. (The models' outputs ship with the package, so nothing is trained
+unless that file is missing; see :mod:`calibration_core.demo`.)
 """
 
 from __future__ import annotations
@@ -14,12 +15,11 @@ from .store import DataStore
 
 
 def prebuild_demo(cache_dir: str | Path | None = None) -> int:
-    """Train the built-in demo's models into ``CACHE_DIR/store`` ahead of time.
+    """Store the built-in demo's models in ``CACHE_DIR/store`` ahead of time.
 
     The image runs this at build time, so that every worker of a fresh
-    container reads the demo from the cache instead of training the models
-    itself (about 2-3 s of CPU each). Only the store is created: no secret or
-    session is written.
+    container reads the demo from the cache instead of building it itself.
+    Only the store is created: no secret or session is written.
 
     Parameters
     ----------

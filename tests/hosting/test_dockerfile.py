@@ -160,7 +160,7 @@ def test_install_steps_replay_in_a_fresh_virtualenv(tmp_path):
         "CACHE_DIR": str(tmp_path / "cache"),
         "HOME": str(tmp_path),
     }
-    # The runtime stage's own steps (the demo trained into CACHE_DIR at build time).
+    # The runtime stage's own steps (the demo stored in CACHE_DIR at build time).
     runtime_python = [rest for word, rest in _stages()[-1] if word == "RUN" and "python" in rest]
     assert runtime_python, "the runtime stage should prebuild the demo"
     for command in runtime_python:

@@ -66,6 +66,25 @@ def test_temperature_scaling_keeps_accuracy_and_changes_confidence_ece():
     assert confidence_ece(cool.probs, y) != confidence_ece(hot.probs, y)
 
 
+def test_stable_softmax_is_scipys_log_softmax_bit_for_bit():
+    from scipy.special import log_softmax
+
+    rng = np.random.default_rng(5)
+    cases = [
+        rng.normal(size=(500, 10)),
+        rng.normal(scale=300.0, size=(200, 3)),
+        rng.normal(size=(50, 2)).astype(np.float32),
+        np.array([[1000.0, 0.0, -1000.0], [-np.inf, 0.0, 1.0], [np.inf, 0.0, 1.0]]),
+        np.array([[-np.inf, -np.inf], [np.nan, 0.0], [0.0, 0.0]]),
+    ]
+    for z in cases:
+        with np.errstate(invalid="ignore"):
+            ours, scipys = stable_softmax(z), np.exp(log_softmax(z, axis=1))
+        assert ours.dtype == scipys.dtype
+        np.testing.assert_array_equal(ours, scipys)
+    assert not np.shares_memory(stable_softmax(cases[0]), cases[0])
+
+
 def test_stable_softmax_does_not_overflow():
     p = stable_softmax(np.array([[1000.0, 0.0, -1000.0], [-800.0, -800.0, -801.0]]))
     assert np.isfinite(p).all()

@@ -229,6 +229,7 @@ def bench_paint(port: int, repeats: int = 5) -> None:
     runs: dict[str, list[tuple[float, float, float]]] = {"cold": [], "warm": [], "returning": []}
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
+        time.sleep(SETTLE_SECONDS)  # the browser's own start is not the first run's
         # "returning": one browser context kept across runs, as a user's browser that
         # has the page's scripts cached from an earlier visit (its first load primes it).
         returning = browser.new_context(viewport={"width": 1280, "height": 900})

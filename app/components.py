@@ -18,6 +18,12 @@ NAMESPACE = "calibration_dashboard"
 #: carries the class name; Plotly adds ``.main-svg`` inside it when it draws).
 UNDRAWN_DIAGRAM = ".reliability-graph:not(:has(.main-svg))"
 
+#: Class of the slots that hold the page's second and later diagrams back.
+DIAGRAM_SLOT = "diagram-slot"
+
+#: Any diagram not drawn yet, shown or still held back in its slot.
+UNDRAWN_DIAGRAMS = f"{UNDRAWN_DIAGRAM}, .{DIAGRAM_SLOT}[aria-busy]"
+
 
 class Deferred(Component):
     """Render ``children`` once no element matches ``pending`` (or after ``timeout``).

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dash import dcc, html
 
 from . import ids
-from .components import UNDRAWN_DIAGRAM, Deferred
+from .components import UNDRAWN_DIAGRAMS, Deferred
 from .diagnostics import (
     BOOT_LEVELS,
     DEFAULT_BOOT_LEVEL,
@@ -267,7 +267,7 @@ def diagnostics_section(infos: list[ModelInfo], selected) -> html.Section:
                 card_id="diag-human-card",
             ),
         ],
-        pending=UNDRAWN_DIAGRAM,
+        pending=UNDRAWN_DIAGRAMS,
     )
     body = html.Div(
         body_children, id=ids.DIAG_BODY, className="diag-body", style={"display": "none"}

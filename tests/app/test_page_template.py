@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from app.components import NAMESPACE, UNDRAWN_DIAGRAM, Deferred
+from app.components import DIAGRAM_SLOT, NAMESPACE, UNDRAWN_DIAGRAM, UNDRAWN_DIAGRAMS, Deferred
 from app.factory import ASSETS_DIR, create_app, draw_first_page
 from app.page_template import (
     DEFERRED_LIBRARIES,
@@ -87,12 +87,30 @@ def test_metrics_grid_waits_for_the_diagrams_and_its_library(tmp_path):
     assert len(grid_slots) == 1
     slot = grid_slots[0].to_plotly_json()
     assert slot["namespace"] == NAMESPACE and slot["type"] == "Deferred"
-    assert slot["props"]["pending"] == UNDRAWN_DIAGRAM
+    assert slot["props"]["pending"] == UNDRAWN_DIAGRAMS
     assert slot["props"]["libraries"] == ["dash_ag_grid"]
-    # The hidden Diagnostics body waits too; the diagrams themselves never do.
+    # The hidden Diagnostics body waits too.
     assert any(getattr(c, "id", None) == "diag-body" for c in _find(page, lambda c: True))
-    for s in slots:
-        assert not _find(s, lambda c: getattr(c, "className", None) == "reliability-graph")
+    # The first diagram is drawn alone; the second waits for it in a slot.
+    grid = _find(page, lambda c: getattr(c, "id", None) == "reliability-grid")[0].children
+    assert len(grid) == 2
+    assert grid[0].className == "reliability-graph"
+    assert isinstance(grid[1], Deferred) and grid[1].className == DIAGRAM_SLOT
+    assert grid[1].pending == UNDRAWN_DIAGRAM
+    assert grid[1].children.className == "reliability-graph"
+
+
+def test_view_callback_answers_plain_graphs(tmp_path):
+    """Only the page's first drawing holds diagrams back; callback answers do not."""
+    from app.callbacks.view import render
+    from app.layout import default_settings, first_diagram_first
+
+    app = create_app(make_config(tmp_path / "cache"))
+    ctx = app.server.extensions["calibration_dashboard"]
+    raw = default_settings(ctx.store.session_models(None))
+    children = render(ctx, None, raw)[0]
+    assert len(children) == 2 and not any(isinstance(c, Deferred) for c in children)
+    assert first_diagram_first(children[:1]) == children[:1]
 
 
 def test_validation_layout_has_every_callback_id(tmp_path):

@@ -33,6 +33,8 @@ from __future__ import annotations
 import importlib
 import logging
 import os
+import socket
+import stat
 import sys
 import threading
 import time
@@ -174,6 +176,47 @@ class ImportGate:
 IMPORT_GATE = ImportGate()
 # A forked job starts with no request of its parent in progress.
 os.register_at_fork(after_in_child=IMPORT_GATE._reset)
+
+
+def close_listening_sockets() -> int:
+    """Close the listening sockets this process inherited (run in a forked child).
+
+    A background job is forked from the server and inherits its listening
+    socket; a job still running when the server stops kept the port bound, so
+    the next start failed with "Address already in use". The child serves no
+    requests: it drops its copy (the parent's socket is untouched). Linux
+    (``/proc/self/fd``); elsewhere nothing is done.
+
+    Returns
+    -------
+    int
+        How many sockets were closed.
+    """
+    try:
+        fds = [int(name) for name in os.listdir("/proc/self/fd")]
+    except OSError:
+        return 0
+    closed = 0
+    for fd in fds:
+        try:
+            if not stat.S_ISSOCK(os.fstat(fd).st_mode):
+                continue
+            sock = socket.socket(fileno=fd)
+        except OSError:
+            continue
+        try:
+            listening = sock.getsockopt(socket.SOL_SOCKET, socket.SO_ACCEPTCONN)
+        except OSError:
+            listening = 0
+        if listening:
+            sock.close()
+            closed += 1
+        else:
+            sock.detach()  # not ours to close
+    return closed
+
+
+os.register_at_fork(after_in_child=close_listening_sockets)
 
 
 def install_import_gate(server, gate: ImportGate = IMPORT_GATE) -> None:

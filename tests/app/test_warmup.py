@@ -306,3 +306,40 @@ def test_job_is_forked_only_when_no_other_request_is_in_progress(tmp_path, monke
     other.join(timeout=10)
     assert waited > 0.3, waited
     assert forked_while == [{threading.get_ident(): 1}]  # only the forking request itself
+
+
+def test_forked_child_drops_the_inherited_listening_socket():
+    """A background job (forked) must not keep the server's port once the server stops."""
+    import os
+    import socket
+
+    from app import warmup  # registers close_listening_sockets for every fork
+
+    assert warmup.close_listening_sockets  # the hook exists
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen()
+    other = socket.socket()  # not listening: left alone
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: report whether each fd is still open
+        status = []
+        for fd in (server.fileno(), other.fileno()):
+            try:
+                os.fstat(fd)
+                status.append("open")
+            except OSError:
+                status.append("closed")
+        os.write(write, ",".join(status).encode())
+        os._exit(0)
+    os.close(write)
+    _, code = os.waitpid(pid, 0)
+    reported = os.read(read, 100).decode()
+    os.close(read)
+    assert code == 0
+    assert reported == "closed,open"
+    # The parent still listens.
+    probe = socket.create_connection(server.getsockname(), timeout=5)
+    probe.close()
+    server.close()
+    other.close()

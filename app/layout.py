@@ -7,14 +7,13 @@ load lists the demo plus the uploads of *its* session.
 
 from __future__ import annotations
 
-import dash_ag_grid as dag
 from dash import dcc, html
 
 from calibration_core.maps import MAP_NAMES
 
 from . import ids
-from .components import DIAGRAM_SLOT, UNDRAWN_DIAGRAM, UNDRAWN_DIAGRAMS, Deferred
 from .diagnostics_layout import diagnostics_section
+from .layout_results import first_diagram_first, metrics_grid
 from .options import class_choices, default_selection, model_options
 from .settings import (
     BAND_LABELS,
@@ -281,48 +280,6 @@ def _fit_bar(summary: str = "") -> html.Div:
     )
 
 
-def _metrics_grid(rows: list[dict], cols: list[dict]) -> Deferred:
-    # The grid is built after the page's first diagrams are drawn: mounted
-    # together, its 0.2-0.3 s of work would delay them (see app.components).
-    grid = dag.AgGrid(
-        id=ids.METRICS_GRID,
-        rowData=rows,
-        columnDefs=cols,
-        defaultColDef={
-            "sortable": True,
-            "resizable": True,
-            "filter": False,
-            "wrapHeaderText": True,
-            "autoHeaderHeight": True,
-        },
-        dashGridOptions={
-            "domLayout": "autoHeight",
-            "tooltipShowDelay": 300,
-            "animateRows": False,
-        },
-        getRowId="params.data.id",
-        className="ag-theme-quartz metrics-grid",
-        style={"width": "100%"},
-    )
-    return Deferred(
-        grid, pending=UNDRAWN_DIAGRAMS, libraries=["dash_ag_grid"], className="metrics-slot"
-    )
-
-
-def first_diagram_first(grid: list) -> list:
-    """The page's first diagrams: the first one drawn alone, the others in the next task.
-
-    Plotly draws every diagram mounted at once in one task (0.1-0.2 s each);
-    the first one shows sooner when the others wait in a :class:`Deferred`.
-    Only the page's first drawing does this: the view callback's answers
-    replace the grid with plain graphs.
-    """
-    if len(grid) < 2:
-        return list(grid)
-    rest = [Deferred(g, pending=UNDRAWN_DIAGRAM, className=DIAGRAM_SLOT) for g in grid[1:]]
-    return [grid[0], *rest]
-
-
 def build_layout(
     infos: list[ModelInfo],
     *,
@@ -385,7 +342,7 @@ def build_layout(
                             ),
                             html.H2("Metrics", className="section-title"),
                             html.P(table_caption, id=ids.METRICS_CAPTION, className="caption"),
-                            _metrics_grid(rows, cols),
+                            metrics_grid(rows, cols),
                             diagnostics_section(infos, raw.handles),
                         ],
                         className="results",

@@ -24,7 +24,8 @@ from calibration_core.maps import (
     MatrixScaling,
     TemperatureScaling,
     VectorScaling,
-    linear,
+    linear_fit,
+    linear_objective,
     make_map,
 )
 from calibration_core.maps.linear import (
@@ -104,7 +105,7 @@ def test_blocks_give_the_same_objective(monkeypatch):
     z, y = overconfident(1001, 5, seed=7)
     theta = identity_parameters("full", 5) + 0.1
     whole = SoftmaxLinearObjective(z, y, "full", reg_lambda=1.0, reg_mu=1.0)
-    monkeypatch.setattr(linear, "BLOCK_ELEMENTS", 64)  # 12 rows per block
+    monkeypatch.setattr(linear_objective, "BLOCK_ELEMENTS", 64)  # 12 rows per block
     blocked = SoftmaxLinearObjective(z, y, "full", reg_lambda=1.0, reg_mu=1.0)
     assert len(blocked._blocks) > 50
     v1, g1 = whole(theta)
@@ -161,7 +162,7 @@ def test_selection_picks_the_best_strength_on_the_path():
 def test_subsample_start_reaches_the_same_minimum(monkeypatch):
     z, y = overconfident(3000, 4, seed=11)
     direct = fit_linear_map(z, y, "vector", reg_lambda=0.1, reg_mu=0.1)
-    monkeypatch.setattr(linear, "SUBSAMPLE_ROWS", 500)  # 3000 rows > 4 * 500: subsample first
+    monkeypatch.setattr(linear_fit, "SUBSAMPLE_ROWS", 500)  # 3000 rows > 4 * 500: subsample first
     warm = fit_linear_map(z, y, "vector", reg_lambda=0.1, reg_mu=0.1)
     assert warm.converged
     np.testing.assert_allclose(warm.theta, direct.theta, atol=1e-4)
@@ -170,7 +171,7 @@ def test_subsample_start_reaches_the_same_minimum(monkeypatch):
 
 def test_selection_on_a_subsample_rescales_the_strength(monkeypatch):
     z, y = overconfident(2000, 4, seed=13)
-    monkeypatch.setattr(linear, "SELECTION_ROWS", 400)  # 2000 rows > 2 * 400: subsample
+    monkeypatch.setattr(linear_fit, "SELECTION_ROWS", 400)  # 2000 rows > 2 * 400: subsample
     fit = fit_linear_map(z, y, "full", reg_lambda=None, reg_mu=None, reg_grid=(0.01, 1.0, 100.0))
     assert all(300 <= p["n_fit"] <= 340 for p in fit.path)  # 80 % of a 400-row subsample
     best = min(fit.path, key=lambda p: p["val_loss"])

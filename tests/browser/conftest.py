@@ -8,7 +8,8 @@
 * ``page`` / ``watch`` / ``ui``: a fresh browser context per test; ``watch``
   records console messages, page errors, failed requests, HTTP errors and
   dialogs, and every test ends with ``watch.assert_clean()`` (checked again at
-  teardown); ``ui`` is a small page object for the dashboard.
+  teardown); ``ui`` is a small page object for the dashboard (both classes are
+  in ``dashboard_page.py``).
 
 Without ``/usr/bin/chromium`` (or Playwright) the tests are skipped, except
 when the ``CI`` environment variable is set: CI must run them, so they fail.
@@ -17,7 +18,6 @@ when the ``CI`` environment variable is set: CI must run them, so they fail.
 from __future__ import annotations
 
 import os
-import re
 import secrets
 import signal
 import socket
@@ -28,10 +28,12 @@ import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+from .dashboard_page import Dashboard, PageWatch
 
 try:
     from playwright.sync_api import expect, sync_playwright
@@ -57,10 +59,6 @@ SCREENS = REPO / "artifacts" / "screens"
 VIEWPORT = {"width": 1280, "height": 900}
 #: Auto-wait of ``expect`` and of Playwright actions (the machine may be busy).
 TIMEOUT_MS = 30_000
-#: Fitting maps in the background can take longer than one UI step.
-FIT_TIMEOUT_MS = 120_000
-#: Chromium's error for requests aborted by a change of the host's network.
-NETWORK_CHANGED = "net::ERR_NETWORK_CHANGED"
 SERVER_START_SECONDS = 120
 #: Variables of the app and of gunicorn that the server must not inherit.
 APP_ENV_VARS = (
@@ -271,74 +269,6 @@ def browser(playwright_instance):
     chromium.close()
 
 
-@dataclass
-class PageWatch:
-    """Everything a page reported that a clean dashboard never produces."""
-
-    console: list[tuple[str, str, str]] = field(default_factory=list)
-    page_errors: list[str] = field(default_factory=list)
-    failed_requests: list[str] = field(default_factory=list)
-    http_errors: list[str] = field(default_factory=list)
-    dialogs: list[str] = field(default_factory=list)
-
-    def attach(self, page) -> None:
-        page.on("console", self._on_console)
-        page.on("pageerror", lambda err: self.page_errors.append(str(err)))
-        page.on("requestfailed", self._on_request_failed)
-        page.on("response", self._on_response)
-        page.on("dialog", self._on_dialog)
-
-    def _on_console(self, msg) -> None:
-        loc = msg.location or {}
-        where = f"{loc.get('url', '')}:{loc.get('lineNumber', '')}"
-        self.console.append((msg.type, msg.text, where))
-
-    def _on_request_failed(self, request) -> None:
-        self.failed_requests.append(f"{request.method} {request.url}: {request.failure}")
-
-    def _on_response(self, response) -> None:
-        if response.status >= 400:
-            self.http_errors.append(f"{response.status} {response.request.method} {response.url}")
-
-    def _on_dialog(self, dialog) -> None:
-        self.dialogs.append(f"{dialog.type}: {dialog.message}")
-        dialog.dismiss()
-
-    def errors(self) -> list[str]:
-        """Console errors and warnings, page errors, failed requests, HTTP errors, dialogs.
-
-        Nothing is filtered: a dashboard page in production mode logs nothing
-        at warning level or above.
-        """
-        out = [
-            f"console {kind}: {text} ({where})"
-            for kind, text, where in self.console
-            if kind in ("error", "warning")
-        ]
-        out += [f"page error: {e}" for e in self.page_errors]
-        out += [f"request failed: {r}" for r in self.failed_requests]
-        out += [f"HTTP error: {r}" for r in self.http_errors]
-        out += [f"dialog opened: {d}" for d in self.dialogs]
-        return out
-
-    def drop_network_changes(self) -> int:
-        """Forget what Chromium aborted because the host's network changed; returns how many.
-
-        Chromium aborts requests in flight with ``net::ERR_NETWORK_CHANGED`` when
-        the host's network configuration changes (other jobs on a shared CI
-        machine can cause that); it says nothing about the dashboard. Only
-        :meth:`Dashboard.open` calls this, and then reloads the page.
-        """
-        before = len(self.console) + len(self.failed_requests)
-        self.console = [m for m in self.console if NETWORK_CHANGED not in m[1]]
-        self.failed_requests = [r for r in self.failed_requests if NETWORK_CHANGED not in r]
-        return before - len(self.console) - len(self.failed_requests)
-
-    def assert_clean(self) -> None:
-        problems = self.errors()
-        assert not problems, "the page reported problems:\n" + "\n".join(problems)
-
-
 @pytest.fixture
 def context(browser, server, request):
     request.node.stash[LOG_OFFSET] = server.log_size()
@@ -377,115 +307,6 @@ def screenshot(page):
         return path
 
     return take
-
-
-# --------------------------------------------------------------- page object
-class Dashboard:
-    """The dashboard page: navigation, uploads, controls and the metrics table."""
-
-    def __init__(self, page, watch: PageWatch) -> None:
-        self.page = page
-        self.watch = watch
-
-    # -- navigation
-    def open(self, attempts: int = 3) -> None:
-        """Load the page; wait for the first diagrams and the end of the initial fit.
-
-        A load during which the host's network changed is not the dashboard's
-        fault: it is reloaded (at most ``attempts`` loads), with a notice.
-        """
-        for attempt in range(1, attempts + 1):
-            try:
-                self.page.goto("/")
-                self._wait_loaded()
-            except AssertionError:
-                if attempt == attempts or not self.watch.drop_network_changes():
-                    raise
-            else:
-                if attempt == attempts or not self.watch.drop_network_changes():
-                    return
-            print(f"page load {attempt}: the network changed ({NETWORK_CHANGED}); reloading")
-
-    def _wait_loaded(self) -> None:
-        expect(self.graphs().first.locator(".main-svg").first).to_be_visible()
-        # upload.js creates the file input once the page is loaded
-        expect(self.page.locator("#upload-input")).to_be_attached()
-        # On a fresh store the planner starts a background fit of the default maps
-        # (none once they are stored); interacting only after it keeps every test
-        # on the same footing.
-        self.wait_fit_idle()
-        self.wait_callbacks()
-
-    def wait_callbacks(self) -> None:
-        """No Dash callback output pending (the renderer marks them data-dash-is-loading)."""
-        expect(self.page.locator("[data-dash-is-loading=true]")).to_have_count(0)
-
-    def graphs(self):
-        return self.page.locator("#reliability-grid .reliability-graph")
-
-    def graph_of(self, model_name: str):
-        """The diagram of a model (its figure title starts with the model name)."""
-        return self.graphs().filter(has=self.page.locator(".gtitle", has_text=model_name))
-
-    # -- fitting
-    def wait_fit_idle(self) -> None:
-        """No fit running: the Fit button is enabled, the progress bar hidden and the
-        outcome shown (a fresh page has none until its planner or fit has answered)."""
-        expect(self.page.locator("#fit-start")).to_be_enabled(timeout=FIT_TIMEOUT_MS)
-        expect(self.page.locator("#fit-progress")).to_have_class(
-            re.compile(r"\bidle\b"), timeout=FIT_TIMEOUT_MS
-        )
-        summary = self.page.locator("#fit-summary")
-        expect(summary).to_have_text(re.compile(r"\S"), timeout=FIT_TIMEOUT_MS)
-        expect(summary).not_to_have_class(re.compile(r"\bhidden\b"), timeout=FIT_TIMEOUT_MS)
-
-    # -- upload
-    def upload(self, *paths: Path) -> None:
-        """Pick files through the hidden file input of ``assets/upload.js``."""
-        self.page.set_input_files("#upload-input", [str(p) for p in paths])
-
-    def upload_lines(self, kind: str):
-        return self.page.locator(f"#upload-message .upload-line.{kind}")
-
-    # -- controls
-    def model_checkbox(self, label: str):
-        return self.page.locator("#model-select").get_by_label(label, exact=True)
-
-    def map_checkbox(self, label: str):
-        return self.page.locator("#maps").get_by_label(label, exact=True)
-
-    def set_bins(self, n: int) -> None:
-        """Type the bin count in the slider's number box and press Enter."""
-        box = self.page.locator("#n-bins input[type=number]")
-        box.fill(str(n))
-        box.press("Enter")
-
-    def set_scheme(self, scheme: str) -> None:
-        self.page.locator(f"#scheme input[value={scheme}]").check()
-
-    def set_notion(self, notion: str) -> None:
-        self.page.locator(f"#notion input[value={notion}]").check()
-
-    # -- table
-    def row(self, model: str, calibrator: str):
-        """The ag-grid row whose model and calibrator cells read exactly so."""
-        rows = self.page.locator("#metrics-grid .ag-center-cols-container [role=row]")
-        for column, text in (("model", model), ("map", calibrator)):
-            exact = re.compile(f"^{re.escape(text)}$")
-            rows = rows.filter(has=self.page.locator(f'[col-id="{column}"]', has_text=exact))
-        return rows
-
-    def cell(self, model: str, calibrator: str, column: str):
-        return self.row(model, calibrator).locator(f'[col-id="{column}"]')
-
-    def table_rows(self) -> list[dict[str, str]]:
-        """The rendered table as text: one dict (col-id -> cell text) per row, in order."""
-        return self.page.locator("#metrics-grid .ag-center-cols-container").evaluate(
-            """(container) => Array.from(container.querySelectorAll('[role=row]'))
-                 .sort((a, b) => +a.getAttribute('row-index') - +b.getAttribute('row-index'))
-                 .map(row => Object.fromEntries(Array.from(row.querySelectorAll('[col-id]'))
-                   .map(cell => [cell.getAttribute('col-id'), cell.textContent.trim()])))"""
-        )
 
 
 @pytest.fixture

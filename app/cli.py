@@ -65,6 +65,12 @@ def _int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
 
 
+def _version() -> str:
+    from calibration_core import __version__
+
+    return __version__
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``calibration-dashboard`` command."""
     parser = _Parser(
@@ -72,6 +78,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Measure and fix the calibration of a classifier's probabilities. "
         "Without a subcommand, start the dashboard on its built-in demo.",
     )
+    parser.add_argument("--version", action="version", version=f"{PROG} {_version()}")
     parser.add_argument(
         "--traceback",
         action="store_true",

@@ -30,8 +30,22 @@ from .store import DataStore
 from .upload import make_request_class, register_upload_route
 from .warmup import WarmJobManager, install_import_gate
 
-#: The top-level ``assets/`` folder (CSS and the upload script).
-ASSETS_DIR = Path(__file__).resolve().parents[1] / "assets"
+
+def _assets_dir() -> Path:
+    """The folder of CSS and scripts Dash serves.
+
+    The project keeps it at the top level (``assets/``); building the wheel or
+    the sdist maps it into the package as ``app/assets`` (``pyproject.toml``),
+    so an installed copy needs no source tree. A source checkout, used
+    editable or through ``PYTHONPATH``, has only the top-level folder.
+    """
+    package_dir = Path(__file__).resolve().parent
+    installed = package_dir / "assets"
+    return installed if installed.is_dir() else package_dir.parent / "assets"
+
+
+#: The assets folder Dash serves (see :func:`_assets_dir`).
+ASSETS_DIR = _assets_dir()
 TITLE = "Calibration dashboard"
 
 log = logging.getLogger("calibration_dashboard")

@@ -147,4 +147,19 @@ __all__ = [
     "top_label",
 ]
 
-__version__ = "0.1.0"
+
+def _distribution_version() -> str:
+    """The installed distribution's version (pyproject.toml is its only source).
+
+    A source tree used without installing it (``PYTHONPATH=.``) has no metadata
+    and reports ``0+unknown``.
+    """
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("calibration-dashboard")
+    except PackageNotFoundError:
+        return "0+unknown"
+
+
+__version__ = _distribution_version()

@@ -238,6 +238,17 @@ def test_help_exits_zero(capsys):
     assert code == 0 and "--label-column" in out
 
 
+def test_version_comes_from_the_package_metadata(capsys):
+    from importlib.metadata import version
+
+    import calibration_core
+
+    code, out, _ = run(["--version"], capsys)
+    assert code == 0
+    assert out.strip() == f"calibration-dashboard {version('calibration-dashboard')}"
+    assert calibration_core.__version__ == version("calibration-dashboard")
+
+
 def test_schema_doc_example_matches_the_output(preds_csv, capsys):
     text = (REPO / "docs" / "evaluate-json-schema.md").read_text()
     example = json.loads(text.split("```json\n", 1)[1].split("```", 1)[0])

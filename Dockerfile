@@ -5,21 +5,27 @@
 
 ARG PYTHON_IMAGE=python:3.11.14-slim-bookworm
 
-# ---- build stage: a virtualenv with the project and its dependencies --------
+# ---- build stage: the locked dependencies and the project's wheel in a virtualenv
 FROM ${PYTHON_IMAGE} AS build
 ENV PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
     PYTHONDONTWRITEBYTECODE=1
-WORKDIR /srv/app
+WORKDIR /src
 RUN python -m venv /opt/venv
 ENV PATH=/opt/venv/bin:$PATH
-# Dependencies come from the project's own metadata (pyproject.toml).
+# The app's dependencies at the versions the tests ran with, every file hash-checked
+# (requirements/app.txt, written by scripts/lock.sh from pyproject.toml).
+COPY requirements/app.txt ./requirements/app.txt
+RUN pip install --no-cache-dir --require-hashes -r requirements/app.txt
+# The project as a wheel (assets/ becomes app/assets inside it), installed like any
+# package: the runtime stage has no source tree.
 COPY pyproject.toml README.md ./
 COPY calibration_core ./calibration_core
 COPY app ./app
 COPY assets ./assets
-RUN pip install --no-cache-dir --editable . \
-    && python -c "import app.wsgi" \
+RUN pip wheel --no-cache-dir --no-deps --no-build-isolation --wheel-dir /tmp/dist . \
+    && pip install --no-cache-dir --no-deps --no-index /tmp/dist/*.whl \
+    && python -I -c "import app.wsgi" \
     && find /opt/venv -name '__pycache__' -prune -exec rm -rf {} +
 
 # ---- runtime stage: no compilers, no pip cache, a non-root user -------------
@@ -38,7 +44,6 @@ RUN groupadd --system --gid 10001 app \
     && mkdir -p /var/cache/calibration-dashboard \
     && chown app:app /var/cache/calibration-dashboard
 COPY --from=build /opt/venv /opt/venv
-COPY --from=build --chown=root:root /srv/app /srv/app
 WORKDIR /srv/app
 USER 10001:10001
 # The demo's models are stored now, in the cache every worker reads at start (else each of

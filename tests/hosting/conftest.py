@@ -24,7 +24,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[1]
 SECRET = "hosting-test-secret-key-0123456789abcdef"
 CONFIG_PATTERN = re.compile(
     r'<script id="_dash-config" type="application/json">(.*?)</script>', re.S
@@ -253,26 +254,60 @@ def prewarm_demo(cache_dir: Path) -> None:
 
 
 class Gunicorn:
-    """``gunicorn app.wsgi:server`` on 127.0.0.1 in a subprocess (its own process group)."""
+    """``gunicorn app.wsgi:server`` on 127.0.0.1 in a subprocess (its own process group).
 
-    def __init__(self, cache_dir: Path, workers: int = 4, threads: int = 1, env=None, log=None):
+    Started with ``-c gunicorn_ready_conf.py`` (next to this file): each worker
+    writes ``ready-<pid>`` into :attr:`ready_dir` once it has loaded the app,
+    and :meth:`wait_ready` waits for every worker, not only the first.
+
+    Parameters
+    ----------
+    cache_dir : Path
+        ``CACHE_DIR`` of the server (also holds its access and error logs).
+    workers, threads : int
+        Gunicorn's worker processes and threads per worker.
+    env : dict, optional
+        Extra environment variables of the server.
+    log : Path, optional
+        Where gunicorn's output goes (default ``cache_dir / "gunicorn.log"``).
+    wsgi : str
+        The WSGI application, ``module:variable``. Test-only entry points next
+        to this file (e.g. ``"blocking_wsgi:server"``) are importable: this
+        folder is on the server's ``PYTHONPATH`` after the repository.
+    """
+
+    def __init__(
+        self,
+        cache_dir: Path,
+        workers: int = 4,
+        threads: int = 1,
+        env=None,
+        log=None,
+        wsgi: str = "app.wsgi:server",
+    ):
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
+        self.workers = workers
         self.access_log = Path(cache_dir) / "access.log"
         self.log_path = log or Path(cache_dir) / "gunicorn.log"
+        self.ready_dir = Path(cache_dir) / "gunicorn-ready"
+        self.ready_dir.mkdir(parents=True, exist_ok=True)
         environ = {
             **os.environ,
             "APP_ENV": "production",
             "SECRET_KEY": SECRET,
             "SESSION_COOKIE_SECURE": "0",
             "CACHE_DIR": str(cache_dir),
-            "PYTHONPATH": str(REPO),
+            "PYTHONPATH": os.pathsep.join([str(REPO), str(HERE)]),
+            "GUNICORN_READY_DIR": str(self.ready_dir),
             **(env or {}),
         }
         args = [
             sys.executable,
             "-m",
             "gunicorn",
+            "--config",
+            str(HERE / "gunicorn_ready_conf.py"),
             "--no-control-socket",
             "--workers",
             str(workers),
@@ -293,7 +328,7 @@ class Gunicorn:
             # worker pid, request id (response header), request line, status
             "--access-logformat",
             "%(p)s %({x-request-id}o)s %(s)s %(r)s",
-            "app.wsgi:server",
+            wsgi,
         ]
         self._log = open(self.log_path, "wb")
         self.proc = subprocess.Popen(
@@ -306,24 +341,40 @@ class Gunicorn:
         )
 
     def wait_ready(self, timeout: float = 150) -> None:
+        """Wait until every worker has loaded the app and ``/healthz`` answers.
+
+        One answer only says that one worker serves; the others may still be
+        loading the app, and a test would then see all its requests served by
+        that one. So the ``ready-<pid>`` markers of all :attr:`workers` live
+        workers are awaited too. The timeout is only a safety deadline.
+        """
         import requests
 
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"gunicorn exited: {self.log_path.read_text()[-3000:]}")
-            try:
-                if requests.get(self.url + "/healthz", timeout=5).status_code == 200:
-                    return
-            except requests.RequestException:
-                pass
+            if len(self.ready_workers()) == self.workers:
+                try:
+                    if requests.get(self.url + "/healthz", timeout=5).status_code == 200:
+                        return
+                except requests.RequestException:
+                    pass
             time.sleep(0.3)
-        raise RuntimeError(f"gunicorn did not answer in {timeout} s: {self.log_path.read_text()}")
+        raise RuntimeError(
+            f"gunicorn's {self.workers} workers were not all ready in {timeout} s "
+            f"(ready: {sorted(self.ready_workers())}): {self.log_path.read_text()[-3000:]}"
+        )
 
     def worker_pids(self) -> list[int]:
         import psutil
 
         return [c.pid for c in psutil.Process(self.proc.pid).children()]
+
+    def ready_workers(self) -> set[int]:
+        """The live workers that have loaded the app (their ``ready-<pid>`` marker)."""
+        ready = {int(p.name.removeprefix("ready-")) for p in self.ready_dir.glob("ready-*")}
+        return ready & set(self.worker_pids())
 
     def pid_of_request(self, request_id: str) -> int | None:
         """The worker pid that answered the request with this ``X-Request-ID``."""
@@ -346,7 +397,10 @@ class Gunicorn:
 
 @pytest.fixture(scope="session")
 def gunicorn_server():
-    """A function ``(cache_dir, **kwargs) -> Gunicorn`` (started and ready; stop it yourself)."""
+    """A function ``(cache_dir, **kwargs) -> Gunicorn`` (started and ready; stop it yourself).
+
+    The keyword arguments are those of :class:`Gunicorn` (``workers``, ``env``, ``wsgi``, ...).
+    """
 
     def start(cache_dir: Path, **kwargs) -> Gunicorn:
         prewarm_demo(cache_dir)

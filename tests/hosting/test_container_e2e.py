@@ -177,14 +177,13 @@ def test_image_serves_the_dashboard_and_a_callback(container):
     # The demo is selected on the page; change the bin count like the slider does.
     assert session.values.get("model-select.value"), "no model selected on the demo page"
     session.values["n-bins.value"] = 23
-    out, seconds = session.call("metrics-grid.rowData", ["n-bins.value"])
+    out, _seconds = session.call("metrics-grid.rowData", ["n-bins.value"])
     rows = out.get("metrics-grid.rowData")
     assert rows, f"the view callback returned no metrics rows: {sorted(out)}"
     assert all(isinstance(r.get("ece"), float) for r in rows if r.get("map") == "uncalibrated")
     caption = " ".join(client.text_of(out.get("metrics-caption.children")))
     assert "23 equal-width bins" in caption, caption
     assert not client.text_of(out.get("message.children"))
-    assert seconds < 30
 
 
 def test_server_runs_as_a_non_root_user(container):
@@ -199,6 +198,25 @@ def test_server_runs_as_a_non_root_user(container):
     assert "gunicorn" in cmdline, cmdline
     health = run([*PODMAN, "healthcheck", "run", name], check=False, timeout=60)
     assert health.returncode == 0, f"HEALTHCHECK failed: {health.stdout} {health.stderr}"
+
+
+def test_image_runs_the_installed_wheel_without_a_source_tree(container):
+    """The image installs the project's wheel: the code and the assets come from
+    site-packages, and no copy of the repository is left in the runtime stage."""
+    name, _ = container
+    script = (
+        "import os, app, app.factory as f, calibration_core as c\n"
+        "print(app.__file__); print(f.ASSETS_DIR); print(c.__version__)\n"
+        "print(sorted(os.listdir('.')))"
+    )
+    out = run([*PODMAN, "exec", name, "python", "-c", script], timeout=120).stdout.splitlines()
+    assert "/site-packages/app/" in out[0], out
+    assert str(out[1]).endswith("site-packages/app/assets"), out
+    assert out[2] != "0+unknown", out
+    assert out[3] == "[]", f"the working directory of the image is not empty: {out[3]}"
+    for path in ("/src", "/srv/app/app", "/srv/app/pyproject.toml"):
+        probe = run([*PODMAN, "exec", name, "test", "-e", path], check=False, timeout=60)
+        assert probe.returncode != 0, f"{path} exists in the image"
 
 
 def test_image_refuses_to_start_without_secret_key(image):

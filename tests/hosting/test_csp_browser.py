@@ -12,7 +12,10 @@ opened with Playwright on ``/usr/bin/chromium``. Checks, in one page:
   through the page shows that name as text in the model list, the figure and
   the table, and never runs it (no dialog, no ``img`` element);
 * rapid changes of the bin count end with the figure and caption of the
-  final value (Dash drops answers of superseded requests for an output).
+  final value (Dash drops answers of superseded requests for an output), also
+  when the earlier answers arrive last: they are held back (``page.route``)
+  until the final view is drawn, then released, and the page is checked once
+  it has handled every answer.
 """
 
 from __future__ import annotations
@@ -41,6 +44,77 @@ document.addEventListener('securitypolicyviolation', (e) => {
                      sample: e.sample, source: e.sourceFile});
 });
 """
+
+
+#: Header that marks the answers :class:`StaleViewAnswers` released late.
+RELEASED_HEADER = "x-test-released-late"
+#: Counts the late answers the page has handled (``window.__lateAnswersHandled``). Dash
+#: reads every answer of a plain callback with ``res.json().then(...)``; the count's
+#: ``then`` is registered first and only queues a macrotask, which runs after all of
+#: Dash's microtasks for that answer (using it, or dropping it as superseded).
+COUNT_LATE_ANSWERS = f"""
+window.__lateAnswersHandled = 0;
+const realFetch = window.fetch;
+window.fetch = function (...args) {{
+  return realFetch.apply(this, args).then((res) => {{
+    if (res.headers.get('{RELEASED_HEADER}') === '1') {{
+      const readJson = res.json.bind(res);
+      res.json = () => {{
+        const parsed = readJson();
+        const handled = () => setTimeout(() => {{ window.__lateAnswersHandled += 1; }}, 0);
+        parsed.then(handled, handled);
+        return parsed;
+      }};
+    }}
+    return res;
+  }});
+}};
+"""
+
+
+class StaleViewAnswers:
+    """Holds back the view callback's answers for every bin count but the final one.
+
+    :meth:`route` is a ``page.route`` handler for ``/_dash-update-component``;
+    :meth:`release` delivers the held answers once the final view is drawn
+    and waits until the page has handled them.
+
+    Parameters
+    ----------
+    final_bins : int
+        The bin count whose request goes through at once.
+    """
+
+    def __init__(self, final_bins: int) -> None:
+        self.final_bins = final_bins
+        self.held: list = []
+
+    def route(self, route) -> None:
+        payload = route.request.post_data_json or {}
+        bins = [i.get("value") for i in payload.get("inputs") or [] if i.get("id") == "n-bins"]
+        is_view = "reliability-grid.children" in str(payload.get("output"))
+        if is_view and bins and bins[0] != self.final_bins:
+            self.held.append(route)
+        else:
+            route.continue_()
+
+    def release(self, page, timeout_ms: int = 60_000) -> None:
+        """Send the held requests, hand their answers to the page, wait until it handled them.
+
+        Each answer is marked with :data:`RELEASED_HEADER`, which
+        :data:`COUNT_LATE_ANSWERS` counts. The deadline is only a safety net:
+        every answer is handled, however slow the machine.
+        """
+        for route in self.held:
+            answer = route.fetch()
+            route.fulfill(response=answer, headers={**answer.headers, RELEASED_HEADER: "1"})
+        page.wait_for_function(
+            "n => window.__lateAnswersHandled === n", arg=len(self.held), timeout=timeout_ms
+        )
+        # Whatever the page did with them is drawn by the second animation frame.
+        page.evaluate(
+            "() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))"
+        )
 
 
 @pytest.fixture(scope="module")
@@ -79,6 +153,7 @@ def browser():
 def test_page_renders_under_the_csp_with_a_clean_console(live_url, browser, make_csv):
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
     context.add_init_script(RECORD_VIOLATIONS)
+    context.add_init_script(COUNT_LATE_ANSWERS)
     page = context.new_page()
     console, errors, dialogs = [], [], []
     page.on("console", lambda m: console.append((m.type, m.text)))
@@ -108,7 +183,11 @@ def test_page_renders_under_the_csp_with_a_clean_console(live_url, browser, make
     assert TAG in grid_models
     assert page.locator("img[src='x']").count() == 0
 
-    # Rapid bin-count changes: the view ends on the last value.
+    # Rapid bin-count changes: the view ends on the last value, also when the answers
+    # to the earlier values arrive after it. They do, for certain: they are held back
+    # until the final figure is drawn, then released.
+    stale = StaleViewAnswers(final_bins=12)
+    page.route("**/_dash-update-component*", stale.route)
     box = page.locator("#n-bins input[type=number]")
     for n in range(5, 13):
         box.fill(str(n))
@@ -118,7 +197,9 @@ def test_page_renders_under_the_csp_with_a_clean_console(live_url, browser, make
         ".includes('Binning: 12 equal-width bins')",
         timeout=60_000,
     )
-    page.wait_for_timeout(2000)  # late answers of earlier requests must not win
+    assert stale.held, "no earlier answer was pending when the final one was drawn"
+    stale.release(page)
+    page.unroute("**/_dash-update-component*", stale.route)
     assert "Binning: 12 equal-width bins" in page.inner_text("#metrics-caption")
     assert "12 equal-width bins" in page.inner_text("#view-title")
 

@@ -16,24 +16,29 @@ stays clean and every script, stylesheet and font the page uses answers 200.
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 import sysconfig
 import tarfile
-import time
-import urllib.request
 import zipfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from .conftest import APP_ENV_VARS, REPO, TIMEOUT_MS, VIEWPORT, _free_port
+from .conftest import (
+    APP_ENV_VARS,
+    REPO,
+    TIMEOUT_MS,
+    VIEWPORT,
+    Server,
+    free_port,
+    wait_until_healthy,
+)
 from .dashboard_page import Dashboard, PageWatch
 
 #: The top-level source folders and where the wheel installs them.
 PACKAGED_TREES = {"app": "app", "calibration_core": "calibration_core", "assets": "app/assets"}
-SERVE_START_SECONDS = 120
 #: Resources the page cannot work without; each must answer 200.
 STATIC_TYPES = ("script", "stylesheet", "font")
 
@@ -147,10 +152,10 @@ def test_installed_package_runs_from_the_virtualenv(venv, tmp_path):
 
 
 @pytest.fixture(scope="module")
-def installed_server(venv, tmp_path_factory):
+def installed_server(venv, tmp_path_factory) -> Iterator[Server]:
     """``calibration-dashboard serve`` of the installed wheel, started outside the repository."""
     cwd = tmp_path_factory.mktemp("wheel-serve")
-    port = _free_port()
+    port = free_port()
     log_path = cwd / "serve.log"
     env = _clean_env(CACHE_DIR=str(cwd / "cache"), PYTHONUNBUFFERED="1")
     with open(log_path, "wb") as log:
@@ -163,37 +168,18 @@ def installed_server(venv, tmp_path_factory):
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
-    url = f"http://127.0.0.1:{port}"
+    srv = Server(url=f"http://127.0.0.1:{port}", proc=proc, log_path=log_path)
     try:
-        _wait_healthy(url, proc, log_path)
-        yield url
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait(timeout=10)
-
-
-def _wait_healthy(url: str, proc: subprocess.Popen, log_path: Path) -> None:
-    deadline = time.monotonic() + SERVE_START_SECONDS
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            pytest.fail(f"calibration-dashboard exited:\n{log_path.read_text()[-3000:]}")
-        try:
-            with urllib.request.urlopen(url + "/healthz", timeout=2) as response:
-                if response.status == 200:
-                    return
-        except OSError:
-            pass
-        time.sleep(0.25)
-    pytest.fail(f"no /healthz within {SERVE_START_SECONDS} s:\n{log_path.read_text()[-3000:]}")
+        wait_until_healthy(srv)
+    except RuntimeError as exc:
+        srv.stop()
+        pytest.fail(f"the installed dashboard did not start: {exc}\n{srv.log_since()[-3000:]}")
+    yield srv
+    srv.stop()
 
 
 def test_installed_dashboard_draws_the_demo_with_every_static_file(browser, installed_server):
-    context = browser.new_context(viewport=VIEWPORT, base_url=installed_server)
+    context = browser.new_context(viewport=VIEWPORT, base_url=installed_server.url)
     context.set_default_timeout(TIMEOUT_MS)
     page = context.new_page()
     watch = PageWatch()

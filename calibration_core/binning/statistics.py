@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .errors import CalibrationInputError
+from ..errors import CalibrationInputError
 
 
 @dataclass(frozen=True, eq=False)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 from sklearn.model_selection import KFold, ShuffleSplit, StratifiedKFold, StratifiedShuffleSplit
 
-from .errors import CalibrationInputError
+from ..errors import CalibrationInputError
 
 
 def check_folds(folds, n: int) -> int:

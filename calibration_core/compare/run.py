@@ -22,9 +22,8 @@ and are scored once. Metrics come from the core functions of
 pass), so the table agrees with every other view of the same predictions.
 
 This module runs the comparison; the table's columns, scoring and
-:class:`Comparison` live in :mod:`~calibration_core.compare_results`, the
-fold and split assignment in :mod:`~calibration_core.compare_folds`. Their
-public names are re-exported here.
+:class:`Comparison` live in :mod:`~calibration_core.compare.results`, the
+fold and split assignment in :mod:`~calibration_core.compare.folds`.
 """
 
 from __future__ import annotations
@@ -39,31 +38,15 @@ import numpy as np
 import pandas as pd
 from sklearn.base import clone
 
-from .binning import check_binning_args
-from .compare_folds import check_folds, crossfit_folds, train_test_mask
-from .compare_results import (
-    METRIC_COLUMNS,
-    TABLE_COLUMNS,
-    UNCALIBRATED,
-    Comparison,
-    score_probs,
-)
-from .errors import CalibrationInputError
-from .maps import available_maps, make_map
-from .maps.base import CalibrationMap
-from .predictions import Predictions
+from ..binning import check_binning_args
+from ..errors import CalibrationInputError
+from ..maps import available_maps, make_map
+from ..maps.base import CalibrationMap
+from ..predictions import Predictions
+from .folds import check_folds, crossfit_folds, train_test_mask
+from .results import METRIC_COLUMNS, TABLE_COLUMNS, UNCALIBRATED, Comparison, score_probs
 
-__all__ = [
-    "METRIC_COLUMNS",
-    "TABLE_COLUMNS",
-    "UNCALIBRATED",
-    "CancelCallback",
-    "Comparison",
-    "ComparisonCancelled",
-    "ProgressCallback",
-    "compare_maps",
-    "score_probs",
-]
+__all__ = ["CancelCallback", "ComparisonCancelled", "ProgressCallback", "compare_maps"]
 
 ProgressCallback = Callable[[int, int, str], Any]
 CancelCallback = Callable[[], bool]

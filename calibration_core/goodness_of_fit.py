@@ -57,7 +57,7 @@ import numpy as np
 
 from ._inputs import check_positive_int, probs_and_labels
 from .binning import Binning
-from .errors import CalibrationInputError
+from .errors import CalibrationInputError, SmallSampleWarning
 
 
 def _chi2_sf(statistic: float, dof: int) -> float:
@@ -69,10 +69,6 @@ def _chi2_sf(statistic: float, dof: int) -> float:
 
 #: Below this many rows a :class:`SmallSampleWarning` is issued (survey §6).
 MIN_RECOMMENDED_SAMPLES = 400
-
-
-class SmallSampleWarning(UserWarning):
-    """A goodness-of-fit test was run on too few rows to have useful power."""
 
 
 @dataclass(frozen=True, eq=False)

@@ -37,8 +37,8 @@ from functools import cached_property
 
 import numpy as np
 
+from ..errors import CalibrationFitWarning
 from .base import EPS
-from .linear import CalibrationFitWarning
 
 __all__ = ["BLOCK_ELEMENTS", "BinaryColumns", "assemble_rows", "column_scores"]
 

@@ -26,7 +26,7 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 from threadpoolctl import threadpool_limits
 
-from ..errors import CalibrationInputError
+from ..errors import CalibrationFitWarning, CalibrationInputError
 from .base import CalibrationMap
 
 # Used here, and re-exported: these helpers lived here before the split and callers import them
@@ -59,10 +59,6 @@ __all__: list[str] = []  # shared machinery, no public map here
 
 #: A training log-loss below this means the classes are (nearly) separable.
 SEPARABLE_LOSS = 1e-4
-
-
-class CalibrationFitWarning(UserWarning):
-    """A fit that ran but may be unreliable (too few rows, separable classes)."""
 
 
 class LinearCalibrationMap(CalibrationMap):

@@ -37,12 +37,12 @@ import warnings
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
+from ..errors import CalibrationFitWarning
 from .base import EPS, CalibrationMap
 from .binary_columns import BLOCK_ELEMENTS as BLOCK_ELEMENTS
 from .binary_columns import BinaryColumns, assemble_rows, column_scores
 from .binary_columns import _warn_few_rows as _warn_few_rows
 from .isotonic_columns import IsotonicColumns, fit_isotonic_columns
-from .linear import CalibrationFitWarning
 from .logistic_columns import RIDGE as RIDGE
 from .logistic_columns import SEPARABLE_LOSS, LogisticColumnsFit, fit_logistic_columns
 from .logistic_columns import WARM_START_FACTOR as WARM_START_FACTOR

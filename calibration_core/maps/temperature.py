@@ -27,9 +27,8 @@ from typing import Any
 import numpy as np
 from scipy.special import log_softmax
 
-from ..errors import CalibrationInputError
+from ..errors import CalibrationFitWarning, CalibrationInputError
 from .base import CalibrationMap
-from .linear import CalibrationFitWarning
 from .registry import register
 
 __all__ = ["TemperatureScaling"]

@@ -18,6 +18,7 @@ from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import FunctionTransformer
 
 from calibration_core import CalibrationInputError, Predictions
+from calibration_core.errors import CalibrationFitWarning
 from calibration_core.maps import (
     CalibrationMap,
     DirichletCalibration,
@@ -29,7 +30,6 @@ from calibration_core.maps import (
     make_map,
 )
 from calibration_core.maps.linear import (
-    CalibrationFitWarning,
     SoftmaxLinearObjective,
     fit_linear_map,
     identity_parameters,

@@ -11,6 +11,7 @@ from scipy.special import expit, softmax
 from sklearn.isotonic import IsotonicRegression
 
 from calibration_core import CalibrationInputError
+from calibration_core.errors import CalibrationFitWarning
 from calibration_core.maps import (
     BetaCalibration,
     HistogramBinning,
@@ -18,7 +19,6 @@ from calibration_core.maps import (
     PlattScaling,
 )
 from calibration_core.maps import onevsrest as ovr
-from calibration_core.maps.linear import CalibrationFitWarning
 from calibration_core.maps.onevsrest import (
     BinaryColumns,
     assemble_rows,

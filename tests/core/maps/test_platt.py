@@ -14,8 +14,8 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.frozen import FrozenEstimator
 
 from calibration_core import CalibrationInputError, Predictions
+from calibration_core.errors import CalibrationFitWarning
 from calibration_core.maps import PlattScaling, make_map
-from calibration_core.maps.linear import CalibrationFitWarning
 
 
 class Passthrough(ClassifierMixin, BaseEstimator):

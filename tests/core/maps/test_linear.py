@@ -25,8 +25,6 @@ from calibration_core.maps import (
     MatrixScaling,
     TemperatureScaling,
     VectorScaling,
-    linear_fit,
-    linear_objective,
     make_map,
 )
 from calibration_core.maps.linear import (
@@ -37,6 +35,8 @@ from calibration_core.maps.linear import (
     stratified_holdout,
     unpack,
 )
+from calibration_core.maps.linear import fit as linear_fit
+from calibration_core.maps.linear import objective as linear_objective
 
 MULTICLASS = (TemperatureScaling, VectorScaling, MatrixScaling, DirichletCalibration)
 

@@ -12,7 +12,7 @@ of per-class input features ``x`` (logits, or log-probabilities):
 log-likelihood of the true class) plus a quadratic penalty, with the analytic
 gradient and the Hessian diagonal; the helpers here convert between flat
 parameters and ``(coef, intercept)``. Fitting lives in
-:mod:`~calibration_core.maps.linear_fit`.
+:mod:`~calibration_core.maps.linear.fit`.
 
 Penalties (``lam`` and ``mu`` are the user's strengths)
 -----------------------------------------------------
@@ -40,9 +40,18 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import CalibrationMap
+from ..base import CalibrationMap
 
-__all__: list[str] = []  # shared machinery, no public map here
+__all__ = [
+    "BLOCK_ELEMENTS",
+    "KINDS",
+    "SoftmaxLinearObjective",
+    "identity_parameters",
+    "linear_logits",
+    "map_features",
+    "n_parameters",
+    "unpack",
+]
 
 #: Row blocks of the objective hold at most this many float64 values (32 MB).
 BLOCK_ELEMENTS = 1 << 22

@@ -40,7 +40,7 @@ import numpy as np
 from ..errors import CalibrationFitWarning
 from .base import EPS
 
-__all__ = ["BLOCK_ELEMENTS", "BinaryColumns", "assemble_rows", "column_scores"]
+__all__ = ["BLOCK_ELEMENTS", "BinaryColumns", "assemble_rows", "column_scores", "warn_few_rows"]
 
 #: Columns are fitted in blocks of at most this many values per array (2 MB),
 #: so that the working arrays of a block stay in cache: all columns at once for
@@ -155,7 +155,8 @@ def assemble_rows(g: np.ndarray, n_classes: int, eps: float = EPS) -> np.ndarray
     return np.ascontiguousarray(out.T)
 
 
-def _warn_few_rows(map_name: str, n_rows: int, n_params: int) -> None:
+def warn_few_rows(map_name: str, n_rows: int, n_params: int) -> None:
+    """Warn (:class:`CalibrationFitWarning`) when a map has more parameters per column than rows."""
     if n_rows < n_params:
         warnings.warn(
             f"{map_name}: {n_rows} rows fit {n_params} parameters per column; the map is "

@@ -54,10 +54,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import ece_variants, metrics
-from ._inputs import check_positive_int, probs_and_labels
 from .binning import Binning, check_binning_args, width_thresholds
 from .errors import CalibrationInputError
 from .notions import notion_scores
+from .predictions import probs_and_labels
+from .validation import check_level, check_seed, check_whole_number
 
 #: String names accepted as ``metric``.
 METRICS: dict[str, Callable] = {
@@ -306,14 +307,13 @@ def bootstrap_ci(
         name, function = getattr(metric, "__name__", "metric"), metric
     else:
         raise CalibrationInputError(f"metric must be a name or a function, got {metric!r}.")
-    if not isinstance(level, (float, int)) or not 0 < level < 1:
-        raise CalibrationInputError(f"level must lie strictly between 0 and 1, got {level!r}.")
+    level = check_level(level)
     if interval not in ("percentile", "basic"):
         raise CalibrationInputError(f"interval must be 'percentile' or 'basic', got {interval!r}.")
-    r = check_positive_int(n_resamples, "n_resamples")
+    r = check_whole_number(n_resamples, "n_resamples")
     p, y = probs_and_labels(probs, labels)
     estimate = float(function(p, y, **metric_kwargs))
-    rng = np.random.default_rng(seed)
+    rng = check_seed(seed)
     fast = None
     if isinstance(metric, str):
         fast = _fast_samples(name, p, y, metric_kwargs, _blocks(rng, r, p.shape[0]))

@@ -35,10 +35,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._inputs import probs_and_labels
 from .binning import Binning, BinStatistics, check_binning_args
 from .errors import CalibrationInputError
 from .notions import notion_scores
+from .predictions import probs_and_labels
+from .validation import check_whole_number
 
 NOTIONS = ("confidence", "binary", "class", "classwise")
 
@@ -116,8 +117,7 @@ def plugin_calibration_error(
     -------
     float
     """
-    if isinstance(p, bool) or not isinstance(p, (int, np.integer)) or p < 1:
-        raise CalibrationInputError(f"p must be a whole number >= 1, got {p!r}.")
+    p = check_whole_number(p, "p")
     stats = _statistics(probs, labels, notion, class_index, n_bins, scheme)
     powers = [float(np.sum(s.count * np.nan_to_num(s.gap) ** p) / s.total) for s in stats]
     return float(np.mean(powers) ** (1.0 / p))

@@ -55,9 +55,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._inputs import check_positive_int, probs_and_labels
 from .binning import Binning
 from .errors import CalibrationInputError, SmallSampleWarning
+from .predictions import probs_and_labels
+from .validation import check_whole_number
 
 
 def _chi2_sf(statistic: float, dof: int) -> float:
@@ -168,7 +169,7 @@ def hosmer_lemeshow(
     """
     p, y = probs_and_labels(probs, labels)
     n, k = p.shape
-    g = check_positive_int(n_groups, "n_groups", minimum=3)
+    g = check_whole_number(n_groups, "n_groups", minimum=3)
     if isinstance(reference, bool) or not isinstance(reference, (int, np.integer)):
         raise CalibrationInputError(f"reference must be a class index, got {reference!r}.")
     if not 0 <= reference < k:

@@ -39,11 +39,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._inputs import check_positive_int, probs_and_labels
 from .binning import Binning, check_binning_args
 from .errors import CalibrationInputError
 from .metrics import LOG_LOSS_EPS
 from .notions import notion_scores
+from .predictions import probs_and_labels
+from .validation import check_seed, check_whole_number
 
 #: Measure name -> (how labels are drawn, what is computed).
 MEASURES: dict[str, tuple[str, str]] = {
@@ -301,9 +302,9 @@ def calibration_test(
             f"{', '.join(MEASURES)}."
         )
     p, y = probs_and_labels(probs, labels)
-    r = check_positive_int(n_resamples, "n_resamples")
+    r = check_whole_number(n_resamples, "n_resamples")
     family, stat = MEASURES[measure]
-    rng = np.random.default_rng(seed)
+    rng = check_seed(seed)
     sizes = list(_block_sizes(r, p.shape[0]))
     binned = family != "categorical"
     if binned:

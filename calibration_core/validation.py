@@ -1,12 +1,20 @@
-"""Cheap, specific checks of probability matrices, score vectors and labels.
+"""The checks of every input of the core: arrays and arguments.
 
-Every public function of the core funnels its array inputs through these
-checks, so that bad input raises :class:`CalibrationInputError` with a message
-that says what is wrong, where, and how to fix it. The checks are written to
-touch each value as few times as possible (a min, a max and a row sum per
-cache-sized block, see :func:`prob_blocks`), because the metrics are
-benchmarked against a plain ``np.bincount`` pass. Only when a cheap check
-fails is the input scanned again, to name the offending rows.
+Every public function of the core funnels its inputs through these checks,
+so that bad input raises :class:`CalibrationInputError` with a message that
+says what is wrong, where, and how to fix it, and the same argument is
+accepted or refused alike everywhere.
+
+Arrays (probability matrices, score vectors, labels)
+    The checks touch each value as few times as possible (a min, a max and a
+    row sum per cache-sized block, see :func:`prob_blocks`), because the
+    metrics are benchmarked against a plain ``np.bincount`` pass. Only when a
+    cheap check fails is the input scanned again, to name the offending rows.
+Arguments
+    Whole numbers (:func:`check_whole_number`, e.g. resample counts), levels
+    in (0, 1) (:func:`check_level`) and seeds (:func:`check_seed`). Bin
+    counts and schemes are checked by
+    :func:`calibration_core.binning.check_binning_args`, beside the bin limit.
 """
 
 from __future__ import annotations
@@ -23,6 +31,47 @@ ROW_SUM_TOLERANCE = 1e-6
 _ONE_BITS = np.float64(1.0).view(np.uint64)
 
 
+# ------------------------------------------------------------------ arguments
+def check_whole_number(value, name: str, minimum: int = 1) -> int:
+    """A whole number (Python or numpy int, not bool) ``>= minimum``, as an int."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise CalibrationInputError(f"{name} must be a whole number >= {minimum}, got {value!r}.")
+    if value < minimum:
+        raise CalibrationInputError(
+            f"{name} must be a whole number >= {minimum} (at least {minimum}), got {value!r}."
+        )
+    return int(value)
+
+
+def check_level(level, name: str = "level") -> float:
+    """A level strictly between 0 and 1 (any real Python or numpy number), as a float."""
+    if isinstance(level, bool) or not isinstance(level, (int, float, np.floating, np.integer)):
+        raise CalibrationInputError(
+            f"{name} must be a number strictly between 0 and 1 (e.g. 0.95), got {level!r}."
+        )
+    value = float(level)
+    if not 0.0 < value < 1.0:
+        raise CalibrationInputError(
+            f"{name} must lie strictly between 0 and 1 (e.g. 0.95 for 95%), got {level!r}."
+        )
+    return value
+
+
+def check_seed(seed) -> np.random.Generator:
+    """The random generator of a seed: None, a non-negative int, a SeedSequence or a Generator.
+
+    The same int or SeedSequence gives the same stream; a Generator is used as it is.
+    """
+    if seed is None or isinstance(seed, (np.random.Generator, np.random.SeedSequence)):
+        return np.random.default_rng(seed)
+    if isinstance(seed, (int, np.integer)) and not isinstance(seed, bool) and seed >= 0:
+        return np.random.default_rng(int(seed))
+    raise CalibrationInputError(
+        f"seed must be None, a non-negative int or a numpy Generator, got {seed!r}."
+    )
+
+
+# --------------------------------------------------------------------- arrays
 def in_unit_interval(values: np.ndarray) -> bool:
     """True when every value is in [0, 1] (no NaN), in one pass for float64.
 

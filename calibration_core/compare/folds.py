@@ -14,12 +14,12 @@ import numpy as np
 from sklearn.model_selection import KFold, ShuffleSplit, StratifiedKFold, StratifiedShuffleSplit
 
 from ..errors import CalibrationInputError
+from ..validation import check_whole_number
 
 
 def check_folds(folds, n: int) -> int:
     """The number of cross-fitting folds, checked: a whole number from 2 to ``n`` rows."""
-    if isinstance(folds, bool) or not isinstance(folds, (int, np.integer)) or folds < 2:
-        raise CalibrationInputError(f"folds must be a whole number >= 2, got {folds!r}.")
+    folds = check_whole_number(folds, "folds", minimum=2)
     if folds > n:
         raise CalibrationInputError(
             f"folds={folds} is more than the {n} rows; use at most {n} folds."

@@ -54,7 +54,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import ece_variants, metrics
-from .binning import Binning, check_binning_args, width_thresholds
+from .binning import (
+    Binning,
+    check_binning_args,
+    ece_from_sums,
+    mce_from_sums,
+    width_thresholds,
+)
 from .errors import CalibrationInputError
 from .notions import notion_scores
 from .predictions import probs_and_labels
@@ -133,13 +139,12 @@ def _row_values(name, p, y, kwargs) -> np.ndarray:
     return -np.log(np.clip(true_p, eps, 1.0))
 
 
-def _binned_value(kind, count, sum_score, sum_target, n) -> np.ndarray:
+def _binned_value(kind, count, sum_score, sum_target) -> np.ndarray:
     """ECE / MCE / debiased L2 of per-bin sums of shape (R, ..., M) -> (R,)."""
-    diff = np.abs(sum_target - sum_score)
     if kind == "ece":
-        value = diff.sum(axis=-1) / n
+        value = ece_from_sums(count, sum_score, sum_target)
     elif kind == "mce":
-        value = np.where(count > 0, diff / np.maximum(count, 1), -np.inf).max(axis=-1)
+        value = mce_from_sums(count, sum_score, sum_target)
     else:
         squared = ece_variants.squared_error_terms(count, sum_score, sum_target, debias=True)
         value = np.maximum(squared, 0.0)
@@ -185,7 +190,7 @@ def _sorted_counts(blocks, scores, targets, binning, kind) -> np.ndarray:
             return np.diff(np.take_along_axis(cum, bounds, axis=1), axis=1)
 
         count, sum_target = per_bin(cw), per_bin(cwt).astype(np.float64)
-        out.append(_binned_value(kind, count, per_bin(cws), sum_target, n))
+        out.append(_binned_value(kind, count, per_bin(cws), sum_target))
     return np.concatenate(out)
 
 
@@ -221,7 +226,7 @@ def _sparse_counts(blocks, p, y, binning, kind) -> np.ndarray:
     for idx in blocks:
         w = _copy_counts(idx).astype(np.float64)
         sums = (indicator @ w.T).T.reshape(-1, 3, k, m)
-        out.append(_binned_value(kind, sums[:, 0], sums[:, 1], sums[:, 2], n))
+        out.append(_binned_value(kind, sums[:, 0], sums[:, 1], sums[:, 2]))
     return np.concatenate(out)
 
 

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .binning import Binning, check_binning_args
+from .binning import Binning, check_binning_args, ece_from_sums, mce_from_sums
 from .errors import CalibrationInputError
 from .metrics import LOG_LOSS_EPS
 from .notions import notion_scores
@@ -170,17 +170,16 @@ class _CategoricalSampler:
 
 
 # ------------------------------------------------------------ statistics
-def _binned_values(sum_target, count, sum_score, n: int, stat: str) -> np.ndarray:
+def _binned_values(sum_target, count, sum_score, stat: str) -> np.ndarray:
     """ECE or MCE of stacked per-bin target sums, shape (R, ..., M) -> (R,).
 
     Extra middle axes (classes) are averaged (ECE) or maximised (MCE) over.
     """
-    diff = np.abs(sum_target - sum_score)
     if stat == "ece":
-        value = diff.sum(axis=-1) / n
+        value = ece_from_sums(count, sum_score, sum_target)
         return value.reshape(value.shape[0], -1).mean(axis=1)
-    gap = np.where(count > 0, diff / np.maximum(count, 1), -np.inf)
-    return gap.reshape(gap.shape[0], -1).max(axis=1)
+    value = mce_from_sums(count, sum_score, sum_target)
+    return value.reshape(value.shape[0], -1).max(axis=1)
 
 
 def _block_sizes(n_resamples: int, n: int):
@@ -203,14 +202,14 @@ def _test_top(p, y, family, stat, binning, rng, sizes) -> tuple[float, np.ndarra
     count = np.bincount(bins, minlength=m)
     sum_score = np.bincount(bins, weights=scores, minlength=m)
     observed = _binned_values(
-        np.bincount(bins, weights=targets, minlength=m)[None], count, sum_score, n, stat
+        np.bincount(bins, weights=targets, minlength=m)[None], count, sum_score, stat
     )[0]
     null = []
     for size in sizes:
         hits = rng.random((size, n)) < scores
         codes = bins + (np.arange(size, dtype=np.intp) * m)[:, None]
         sum_target = np.bincount(codes[hits], minlength=size * m).reshape(size, m)
-        null.append(_binned_values(sum_target, count, sum_score, n, stat))
+        null.append(_binned_values(sum_target, count, sum_score, stat))
     return observed, np.concatenate(null)
 
 
@@ -229,7 +228,7 @@ def _test_classwise(p, y, stat, binning, rng, sizes) -> tuple[float, np.ndarray]
         size = flat.shape[0]
         cell = codes[flat] + (np.arange(size, dtype=np.intp) * (k * m))[:, None]
         sum_target = np.bincount(cell.ravel(), minlength=size * k * m).reshape(size, k, m)
-        return _binned_values(sum_target, count, sum_score, n, stat)
+        return _binned_values(sum_target, count, sum_score, stat)
 
     observed = values((sampler.base + y)[None])[0]
     null = np.concatenate([values(sampler.draw(rng, size)) for size in sizes])

@@ -48,7 +48,7 @@ from .counters import (
 )
 from .engine import MAX_BINS, SCHEMES, Binning, Scheme, check_binning_args
 from .sorted import SortedScores
-from .statistics import BinStatistics, stack_statistics
+from .statistics import BinStatistics, ece_from_sums, mce_from_sums, stack_statistics
 from .width import width_thresholds
 
 __all__ = [
@@ -65,6 +65,8 @@ __all__ = [
     "SortedScores",
     "block_rows",
     "check_binning_args",
+    "ece_from_sums",
+    "mce_from_sums",
     "stack_statistics",
     "width_thresholds",
 ]

@@ -200,12 +200,7 @@ def _sparse_counts(blocks, p, y, binning, kind) -> np.ndarray:
     if binning.scheme == "width":
         bins = binning.assign(p.ravel()).reshape(n, k)
     else:  # edges of the original rows, kept fixed (module docstring)
-        bins = np.column_stack(
-            [
-                binning.assign(p[:, j], binning.edges(np.ascontiguousarray(p[:, j])))
-                for j in range(k)
-            ]
-        )
+        bins = np.column_stack([binning.assign(np.ascontiguousarray(p[:, j])) for j in range(k)])
     cells = (bins + np.arange(k) * m).ravel()
     rows = np.repeat(np.arange(n), k)
     true_cells = cells.reshape(n, k)[np.arange(n), y]

@@ -105,12 +105,7 @@ def _inputs(probs, labels) -> tuple[np.ndarray, np.ndarray]:
 
 def _bin_frequency(s: np.ndarray, target: np.ndarray, binning: Binning) -> np.ndarray:
     """Observed frequency of ``target`` in the bin of each score, shape (N,)."""
-    if binning.scheme == "width":
-        idx = binning.assign(s)  # the engine's floor rule
-        edges = binning.edges(s)
-    else:
-        edges = binning.edges(s)
-        idx = binning.assign(s, edges)
+    idx, edges = binning.assign_with_edges(s)
     stats = binning.statistics_from_index(idx, s, target, edges)
     return stats.frequency[idx]
 

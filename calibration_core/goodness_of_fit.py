@@ -186,7 +186,7 @@ def hosmer_lemeshow(
     score = 1.0 - p[:, int(reference)]
     np.clip(score, 0.0, 1.0, out=score)
     binning = Binning("frequency", g)
-    group = binning.assign(score, binning.edges(score))
+    group = binning.assign(score)
     count = np.bincount(group, minlength=g)
     observed = np.bincount(group * k + y, minlength=g * k).reshape(g, k).astype(np.float64)
     expected = np.column_stack([np.bincount(group, weights=p[:, j], minlength=g) for j in range(k)])

@@ -188,17 +188,11 @@ def _block_sizes(n_resamples: int, n: int):
         yield min(size, n_resamples - start)
 
 
-def _row_bins(binning: Binning, scores: np.ndarray) -> np.ndarray:
-    if binning.scheme == "width":
-        return binning.assign(scores)
-    return binning.assign(scores, binning.edges(scores))
-
-
 def _test_top(p, y, family, stat, binning, rng, sizes) -> tuple[float, np.ndarray]:
     notion = "confidence" if family == "confidence" else "binary"
     scores, targets = notion_scores(p, y, notion)
     n, m = scores.shape[0], binning.n_bins
-    bins = _row_bins(binning, scores)
+    bins = binning.assign(scores)
     count = np.bincount(bins, minlength=m)
     sum_score = np.bincount(bins, weights=scores, minlength=m)
     observed = _binned_values(
@@ -218,7 +212,7 @@ def _test_classwise(p, y, stat, binning, rng, sizes) -> tuple[float, np.ndarray]
     m = binning.n_bins
     bins = np.empty((n, k), dtype=np.intp)
     for j in range(k):
-        bins[:, j] = _row_bins(binning, np.ascontiguousarray(p[:, j]))
+        bins[:, j] = binning.assign(np.ascontiguousarray(p[:, j]))
     codes = (bins + np.arange(k) * m).ravel()  # (class, bin) code of every cell
     count = np.bincount(codes, minlength=k * m).reshape(k, m)
     sum_score = np.bincount(codes, weights=p.ravel(), minlength=k * m).reshape(k, m)

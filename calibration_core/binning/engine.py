@@ -101,15 +101,25 @@ class Binning:
             Scores in [0, 1] (float64, already validated).
         edges : numpy.ndarray, shape (M + 1,), optional
             Explicit edges (e.g. global equal-frequency edges shared by chunks);
-            scores equal to an interior edge go to the bin above it.
+            scores equal to an interior edge go to the bin above it. By default
+            the scheme's (equal width: the floor rule, not a search of edges).
         """
-        if edges is None and self.scheme == "width":
-            idx = np.multiply(scores, self.n_bins).astype(np.intp)
-            np.minimum(idx, self.n_bins - 1, out=idx)
-            return idx
-        if edges is None:
-            edges = self.edges(scores)
-        return np.searchsorted(edges[1:-1], scores, side="right").astype(np.intp, copy=False)
+        if edges is not None:
+            return np.searchsorted(edges[1:-1], scores, side="right").astype(np.intp, copy=False)
+        return self.assign_with_edges(scores)[0]
+
+    def assign_with_edges(self, scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Bin index of every score (N,) and the scheme's edges for these scores (M + 1,).
+
+        The edges are computed once (one sort for equal frequency) and returned
+        for callers that also need them, e.g. for :meth:`statistics_from_index`.
+        """
+        edges = self.edges(scores)
+        if self.scheme == "frequency":
+            return self.assign(scores, edges), edges
+        idx = np.multiply(scores, self.n_bins).astype(np.intp)
+        np.minimum(idx, self.n_bins - 1, out=idx)
+        return idx, edges
 
     def statistics(
         self, scores: np.ndarray, targets: np.ndarray, edges: np.ndarray | None = None

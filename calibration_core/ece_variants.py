@@ -37,11 +37,9 @@ import numpy as np
 
 from .binning import Binning, BinStatistics, check_binning_args
 from .errors import CalibrationInputError
-from .notions import notion_scores
+from .notions import check_ece_notion, notion_scores
 from .predictions import probs_and_labels
 from .validation import check_whole_number
-
-NOTIONS = ("confidence", "binary", "class", "classwise")
 
 
 def _statistics(probs, labels, notion, class_index, n_bins, scheme) -> list[BinStatistics]:
@@ -49,10 +47,7 @@ def _statistics(probs, labels, notion, class_index, n_bins, scheme) -> list[BinS
     p, y = probs_and_labels(probs, labels)
     n_bins, scheme = check_binning_args(n_bins, scheme)
     binning = Binning(scheme, n_bins)
-    if notion not in NOTIONS:
-        raise CalibrationInputError(
-            f"unknown notion {notion!r}; choose one of {', '.join(NOTIONS)}."
-        )
+    check_ece_notion(notion)
     if notion == "classwise":
         columns = [notion_scores(p, y, "class", j) for j in range(p.shape[1])]
     else:

@@ -114,7 +114,7 @@ def binomial_band(curve, *, method: str = "wilson", level: float = 0.95):
     with np.errstate(invalid="ignore", divide="ignore"):
         if method == "wilson":
             # The standard normal quantile (the stdlib's, Wichura's AS241 to full double
-            # precision, as scipy.special.ndtri; scipy.special costs 0.3 s to import).
+            # precision, as scipy.special.ndtri, which is slow to import).
             z = NormalDist().inv_cdf(1.0 - alpha / 2.0)
             z2 = z * z
             centre = (k + z2 / 2.0) / (n + z2)

@@ -35,8 +35,8 @@ debiased_ece, for one score column)
     The same, with each class's equal-frequency edges computed once on the
     original rows and kept for every resample (a fixed-edge bootstrap: the
     resampled bins hold about, not exactly, N/M rows). Re-binning every
-    class of every resample would cost a full classwise ECE per resample
-    (~0.1 s for 10,000 x 100); pass the metric as a function, e.g.
+    class of every resample would cost a full classwise ECE per resample;
+    pass the metric as a function, e.g.
     ``lambda p, y: classwise_ece(p, y, scheme="frequency")``, to get that
     exact (slow) loop.
 ``"loop"`` (callables and everything else)
@@ -205,7 +205,7 @@ def _sparse_counts(blocks, p, y, binning, kind) -> np.ndarray:
     rows = np.repeat(np.arange(n), k)
     true_cells = cells.reshape(n, k)[np.arange(n), y]
     km = k * m
-    from scipy import sparse  # imported here: 0.2 s that the dashboard's start skips
+    from scipy import sparse  # imported here: slow to import, and rarely needed
 
     indicator = sparse.csr_matrix(
         (

@@ -61,8 +61,8 @@ def stable_softmax(logits: np.ndarray) -> np.ndarray:
 
     The same numpy operations, in the same order, as
     ``scipy.special.log_softmax(z, axis=1)`` (so the same bits; a test checks
-    it), without importing ``scipy.special`` (0.3 s, which a first start of
-    the dashboard spent on reading the demo's logits).
+    it), without importing ``scipy.special``, which is slow to import and
+    not otherwise needed to read logits.
 
     Parameters
     ----------

@@ -76,8 +76,8 @@ class Binning:
         positions = self._frequency_positions(scores.shape[0])
         if not positions.size:
             return np.array([0.0, 1.0])
-        # The M - 1 order statistics. A full (SIMD) sort beats np.partition with
-        # many kth values by 2-5x in numpy 2.x; both copy the scores once.
+        # The M - 1 order statistics, by a full (SIMD) sort: faster than
+        # np.partition with many kth values; both copy the scores once.
         interior = np.sort(scores)[positions]
         return np.concatenate(([0.0], interior, [1.0]))
 

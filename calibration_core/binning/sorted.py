@@ -49,8 +49,8 @@ class SortedScores:
 
     def __init__(self, scores: np.ndarray, targets: np.ndarray) -> None:
         # Ties are never split by a threshold (equal scores go to the same bin),
-        # so their order does not matter: the default (SIMD) argsort is 3-4x
-        # faster than a stable one.
+        # so their order does not matter: the default (SIMD) argsort, not a
+        # slower stable one.
         order = np.argsort(scores)
         self.scores = scores[order]
         n = self.scores.shape[0]

@@ -26,8 +26,7 @@ K > 2
 
 Columns are fitted in cache-sized blocks of :data:`BLOCK_ELEMENTS` values
 (all columns in one block up to N * K = 262144, two columns per block at
-N = 1e5): a block's working arrays then stay in cache, which made the fits
-1.3-1.7x faster than whole-matrix passes on the 2-core benchmark machine.
+N = 1e5), so that a block's working arrays stay in cache.
 """
 
 from __future__ import annotations

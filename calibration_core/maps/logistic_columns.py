@@ -86,8 +86,8 @@ def _row_log_sum(q: np.ndarray, chunk: int = 256) -> np.ndarray:
     """``ln(q).sum(axis=1)`` for q in [1/2, 1], shape (C, N) -> (C,).
 
     Products of ``chunk`` values stay above ``2**-256`` (no underflow), so one
-    log per chunk replaces one log per value (about 15x faster; the relative
-    rounding error of a product, ``chunk * 1.1e-16``, is far below what matters).
+    log per chunk replaces one log per value (the relative rounding error of a
+    product, ``chunk * 1.1e-16``, is far below what matters).
     """
     n_cols, n = q.shape
     full = n // chunk * chunk

@@ -130,8 +130,8 @@ class SoftmaxLinearObjective:
     -----
     The features are stored class-major, as contiguous (K, n) blocks of at
     most :data:`BLOCK_ELEMENTS` values: the per-row reductions of the softmax
-    (max, sum over classes) then run along contiguous memory, which is several
-    times faster than reducing short rows when K is small.
+    (max, sum over classes) then run along contiguous memory rather than over
+    short rows when K is small.
     """
 
     def __init__(

@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..base import CalibrationMap
+from ..base import log_inputs
 
 __all__ = [
     "BLOCK_ELEMENTS",
@@ -74,7 +74,7 @@ def map_features(
     """
     if raw_logits and logits is not None:
         return np.ascontiguousarray(logits, dtype=np.float64)
-    return np.ascontiguousarray(CalibrationMap._log_inputs(probs, logits), dtype=np.float64)
+    return np.ascontiguousarray(log_inputs(probs, logits), dtype=np.float64)
 
 
 def n_parameters(kind: str, k: int) -> int:

@@ -11,8 +11,10 @@ Arrays (probability matrices, score vectors, labels)
     metrics are benchmarked against a plain ``np.bincount`` pass. Only when a
     cheap check fails is the input scanned again, to name the offending rows.
 Arguments
-    Whole numbers (:func:`check_whole_number`, e.g. resample counts), levels
-    in (0, 1) (:func:`check_level`) and seeds (:func:`check_seed`). Bin
+    Whole numbers (:func:`check_whole_number`, e.g. resample counts),
+    numbers in (0, 1) (:func:`check_fraction`; levels: :func:`check_level`),
+    non-negative numbers (:func:`check_non_negative`, e.g. costs) and seeds
+    (:func:`check_seed`). Bin
     counts and schemes are checked by
     :func:`calibration_core.binning.check_binning_args`, beside the bin limit.
 """
@@ -43,18 +45,39 @@ def check_whole_number(value, name: str, minimum: int = 1) -> int:
     return int(value)
 
 
+def _is_real(value) -> bool:
+    return not isinstance(value, bool) and isinstance(value, (int, float, np.integer, np.floating))
+
+
+def check_fraction(value, name: str, hint: str = "") -> float:
+    """A number strictly between 0 and 1 (any real Python or numpy number), as a float.
+
+    ``hint`` (e.g. ``" (e.g. 0.95 for 95%)"``) is added to the message after "1".
+    """
+    if not _is_real(value):
+        raise CalibrationInputError(
+            f"{name} must be a number strictly between 0 and 1{hint}, got {value!r}."
+        )
+    number = float(value)
+    if not 0.0 < number < 1.0:
+        raise CalibrationInputError(
+            f"{name} must lie strictly between 0 and 1{hint}, got {value!r}."
+        )
+    return number
+
+
 def check_level(level, name: str = "level") -> float:
-    """A level strictly between 0 and 1 (any real Python or numpy number), as a float."""
-    if isinstance(level, bool) or not isinstance(level, (int, float, np.floating, np.integer)):
-        raise CalibrationInputError(
-            f"{name} must be a number strictly between 0 and 1 (e.g. 0.95), got {level!r}."
-        )
-    value = float(level)
-    if not 0.0 < value < 1.0:
-        raise CalibrationInputError(
-            f"{name} must lie strictly between 0 and 1 (e.g. 0.95 for 95%), got {level!r}."
-        )
-    return value
+    """A confidence or band level strictly between 0 and 1, as a float."""
+    return check_fraction(level, name, " (e.g. 0.95 for 95%)")
+
+
+def check_non_negative(value, name: str) -> float:
+    """A finite number ``>= 0`` (any real Python or numpy number), as a float."""
+    if not _is_real(value):
+        raise CalibrationInputError(f"{name} must be a number, got {value!r}.")
+    if not np.isfinite(value) or value < 0:
+        raise CalibrationInputError(f"{name} must be a finite number >= 0, got {value!r}.")
+    return float(value)
 
 
 def check_seed(seed) -> np.random.Generator:

@@ -6,7 +6,13 @@ import numpy as np
 import pytest
 
 from calibration_core import CalibrationInputError
-from calibration_core.validation import check_level, check_seed, check_whole_number
+from calibration_core.validation import (
+    check_fraction,
+    check_level,
+    check_non_negative,
+    check_seed,
+    check_whole_number,
+)
 
 
 @pytest.mark.parametrize("level", [0.95, np.float32(0.95), np.float64(0.95), 0.5])
@@ -54,3 +60,24 @@ def test_whole_numbers_are_returned_as_int(value, minimum):
 def test_other_values_are_refused(value, message):
     with pytest.raises(CalibrationInputError, match=message):
         check_whole_number(value, "n_resamples")
+
+
+def test_fractions_name_the_argument_and_the_hint():
+    assert check_fraction(np.float32(0.25), "test_fraction") == 0.25
+    with pytest.raises(
+        CalibrationInputError, match=r"prior must lie strictly between 0 and 1 \(a rate\)"
+    ):
+        check_fraction(1.0, "prior", " (a rate)")
+    with pytest.raises(CalibrationInputError, match="test_fraction must be a number"):
+        check_fraction("0.2", "test_fraction")
+
+
+@pytest.mark.parametrize("value", [0, 2.5, np.float32(1.0), np.int64(3)])
+def test_non_negative_numbers_are_returned_as_float(value):
+    assert check_non_negative(value, "cost") == float(value)
+
+
+@pytest.mark.parametrize("value", [-1, float("inf"), float("nan"), True, "1", None])
+def test_negative_or_non_finite_numbers_are_refused(value):
+    with pytest.raises(CalibrationInputError, match="cost must be"):
+        check_non_negative(value, "cost")

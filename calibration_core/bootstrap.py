@@ -283,8 +283,9 @@ def bootstrap_ci(
         Coverage of the interval, in (0, 1).
     n_resamples : int
         R.
-    seed : int, optional
-        Seed of ``numpy.random.default_rng``.
+    seed : None, int or numpy.random.Generator
+        Source of randomness (:func:`~calibration_core.validation.check_seed`);
+        the same int gives the same samples.
     interval : {"percentile", "basic"}
         Percentile interval ``[q_lo, q_hi]``, or the basic bootstrap interval
         ``[2 estimate - q_hi, 2 estimate - q_lo]`` (module docstring).

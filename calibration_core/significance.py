@@ -275,9 +275,9 @@ def calibration_test(
         ``log_loss``; each exactly as the core metric of that name.
     n_resamples : int
         R, the number of label sets drawn under the null (survey: 1,000).
-    seed : int, optional
-        Seed of ``numpy.random.default_rng``; the same seed gives the same
-        null distribution.
+    seed : None, int or numpy.random.Generator
+        Source of randomness (:func:`~calibration_core.validation.check_seed`);
+        the same int gives the same null distribution.
     n_bins, scheme
         Binning of the ECE/MCE measures (ignored by Brier and log-loss).
     eps : float

@@ -31,11 +31,8 @@ from calibration_core.decision import (
     cost_threshold,
     prior_shift_threshold,
 )
-from calibration_core.goodness_of_fit import (
-    MIN_RECOMMENDED_SAMPLES,
-    SmallSampleWarning,
-    hosmer_lemeshow,
-)
+from calibration_core.errors import SmallSampleWarning
+from calibration_core.goodness_of_fit import MIN_RECOMMENDED_SAMPLES, hosmer_lemeshow
 from calibration_core.human_uncertainty import (
     HumanUncertaintyResult,
     human_uncertainty_calibration,

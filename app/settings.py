@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 
 from calibration_core import CalibrationInputError
 from calibration_core.maps import MAP_NAMES
+from calibration_core.notions import NOTIONS
 
 MIN_BINS, MAX_BINS = 2, 100
-NOTIONS = ("confidence", "class", "binary")
 NOTION_LABELS = {
     "confidence": "confidence (top label)",
     "class": "one class vs rest",

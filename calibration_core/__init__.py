@@ -5,7 +5,7 @@ Plain numpy/scipy (never dash, plotly or flask). Definitions follow the survey
 """
 
 from .binning import Binning, BinStatistics, SortedScores
-from .errors import CalibrationInputError
+from .errors import CalibrationInputError, SmallSampleWarning
 from .metrics import (
     accuracy,
     binary_ece,
@@ -52,7 +52,7 @@ _LAZY: dict[str, str] = {
         "ece_variants",
     ),
     **dict.fromkeys(
-        ("HosmerLemeshowResult", "HosmerLemeshowTable", "SmallSampleWarning", "hosmer_lemeshow"),
+        ("HosmerLemeshowResult", "HosmerLemeshowTable", "hosmer_lemeshow"),
         "goodness_of_fit",
     ),
     **dict.fromkeys(

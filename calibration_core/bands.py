@@ -31,7 +31,7 @@ it records is known in closed form once the data are binned:
    score ``sbar_m``. So the positives are ``Binomial(c, sbar_m)``.
 
 Drawing (2) and (3) costs O(M R) after one binning pass, and gives the same
-distribution as the naive loop (kept as :func:`_naive_consistency_band`, the
+distribution as the naive loop (kept as :func:`naive_consistency_band`, the
 test oracle). Resamples in which a bin receives no rows are ignored for that
 bin; the band is NaN where the bin is empty in the data. The band depends on
 the scores only, never on the observed labels.
@@ -47,23 +47,16 @@ import numpy as np
 from .binning import Binning, BinStatistics
 from .errors import CalibrationInputError
 from .reliability import ReliabilityCurve
-from .validation import check_binary_targets, check_scores
+from .validation import (
+    check_binary_targets,
+    check_level,
+    check_scores,
+    check_seed,
+    check_whole_number,
+)
 
 #: Method names accepted by :func:`binomial_band` (``"exact"`` is Clopper-Pearson).
 BINOMIAL_METHODS: tuple[str, ...] = ("wilson", "clopper-pearson", "exact", "jeffreys")
-
-
-def _check_level(level) -> float:
-    if isinstance(level, bool) or not isinstance(level, (int, float, np.floating, np.integer)):
-        raise CalibrationInputError(
-            f"level must be a number strictly between 0 and 1 (e.g. 0.95), got {level!r}."
-        )
-    level = float(level)
-    if not 0.0 < level < 1.0:
-        raise CalibrationInputError(
-            f"level must lie strictly between 0 and 1 (e.g. 0.95 for a 95% band), got {level}."
-        )
-    return level
 
 
 def _counts(curve) -> tuple[np.ndarray, np.ndarray]:
@@ -110,7 +103,7 @@ def binomial_band(curve, *, method: str = "wilson", level: float = 0.95):
     lower, upper : numpy.ndarray, shape (M,) (or the shape of the counts)
         Interval ends in [0, 1]; NaN for empty bins.
     """
-    level = _check_level(level)
+    level = check_level(level)
     if method not in BINOMIAL_METHODS:
         raise CalibrationInputError(
             f"method must be one of {', '.join(repr(m) for m in BINOMIAL_METHODS)}, got {method!r}."
@@ -121,7 +114,7 @@ def binomial_band(curve, *, method: str = "wilson", level: float = 0.95):
     with np.errstate(invalid="ignore", divide="ignore"):
         if method == "wilson":
             # The standard normal quantile (the stdlib's, Wichura's AS241 to full double
-            # precision, as scipy.special.ndtri; scipy.special costs 0.3 s to import).
+            # precision, as scipy.special.ndtri, which is slow to import).
             z = NormalDist().inv_cdf(1.0 - alpha / 2.0)
             z2 = z * z
             centre = (k + z2 / 2.0) / (n + z2)
@@ -150,27 +143,7 @@ def binomial_band(curve, *, method: str = "wilson", level: float = 0.95):
 
 
 # ------------------------------------------------------------ consistency
-def _check_resamples(n_resamples) -> int:
-    if isinstance(n_resamples, bool) or not isinstance(n_resamples, (int, np.integer)):
-        raise CalibrationInputError(
-            f"n_resamples must be a whole number >= 1 (e.g. 1000), got {n_resamples!r}."
-        )
-    if n_resamples < 1:
-        raise CalibrationInputError(f"n_resamples must be at least 1, got {n_resamples}.")
-    return int(n_resamples)
-
-
-def _rng(seed) -> np.random.Generator:
-    if seed is None or isinstance(seed, (np.random.Generator, np.random.SeedSequence)):
-        return np.random.default_rng(seed)
-    if isinstance(seed, (int, np.integer)) and not isinstance(seed, bool) and seed >= 0:
-        return np.random.default_rng(int(seed))
-    raise CalibrationInputError(
-        f"seed must be None, a non-negative int or a numpy Generator, got {seed!r}."
-    )
-
-
-def _resampled_frequencies(
+def resampled_frequencies(
     count: np.ndarray, mean_score: np.ndarray, n_resamples: int, rng: np.random.Generator
 ) -> np.ndarray:
     """Bin frequencies of R consistency resamples, shape (R, M); NaN where a bin got no rows.
@@ -196,6 +169,7 @@ def _resampled_frequencies(
 
 
 def _band_from_samples(freq: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray]:
+    """The ``(1 - level) / 2`` and ``(1 + level) / 2`` quantiles of each bin's frequencies."""
     alpha = 1.0 - level
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN columns (empty bins)
@@ -236,16 +210,16 @@ def consistency_band_from_statistics(
             "consistency_band_from_statistics needs BinStatistics (e.g. Binning.statistics "
             f"or SortedScores.statistics), got {type(stats).__name__}."
         )
-    n_resamples = _check_resamples(n_resamples)
-    level = _check_level(level)
-    rng = _rng(seed)
+    n_resamples = check_whole_number(n_resamples, "n_resamples")
+    level = check_level(level)
+    rng = check_seed(seed)
     count = np.asarray(stats.count)
     mean = np.asarray(stats.mean_score)
     if count.ndim == 1:
-        return _band_from_samples(_resampled_frequencies(count, mean, n_resamples, rng), level)
+        return _band_from_samples(resampled_frequencies(count, mean, n_resamples, rng), level)
     lows, highs = zip(
         *(
-            _band_from_samples(_resampled_frequencies(c, s, n_resamples, rng), level)
+            _band_from_samples(resampled_frequencies(c, s, n_resamples, rng), level)
             for c, s in zip(count, mean, strict=True)
         ),
         strict=True,
@@ -301,7 +275,7 @@ def consistency_band(
     return consistency_band_from_statistics(stats, n_resamples=n_resamples, level=level, seed=seed)
 
 
-def _naive_resampled_frequencies(
+def naive_resampled_frequencies(
     scores: np.ndarray, binning: Binning, edges: np.ndarray, n_resamples: int, rng
 ) -> np.ndarray:
     """The textbook O(N R) consistency resampling loop (test oracle, benchmark reference).
@@ -328,7 +302,7 @@ def _naive_resampled_frequencies(
     return out
 
 
-def _naive_consistency_band(
+def naive_consistency_band(
     scores,
     *,
     n_bins: int = 15,
@@ -341,7 +315,7 @@ def _naive_consistency_band(
     s = check_scores(scores)
     binning = Binning(scheme, n_bins)
     edges = binning.edges(s)
-    freq = _naive_resampled_frequencies(
-        s, binning, edges, _check_resamples(n_resamples), _rng(seed)
+    freq = naive_resampled_frequencies(
+        s, binning, edges, check_whole_number(n_resamples, "n_resamples"), check_seed(seed)
     )
-    return _band_from_samples(freq, _check_level(level))
+    return _band_from_samples(freq, check_level(level))

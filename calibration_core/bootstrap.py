@@ -35,8 +35,8 @@ debiased_ece, for one score column)
     The same, with each class's equal-frequency edges computed once on the
     original rows and kept for every resample (a fixed-edge bootstrap: the
     resampled bins hold about, not exactly, N/M rows). Re-binning every
-    class of every resample would cost a full classwise ECE per resample
-    (~0.1 s for 10,000 x 100); pass the metric as a function, e.g.
+    class of every resample would cost a full classwise ECE per resample;
+    pass the metric as a function, e.g.
     ``lambda p, y: classwise_ece(p, y, scheme="frequency")``, to get that
     exact (slow) loop.
 ``"loop"`` (callables and everything else)
@@ -54,10 +54,17 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import ece_variants, metrics
-from ._inputs import check_positive_int, probs_and_labels
-from .binning import Binning, check_binning_args, width_thresholds
+from .binning import (
+    Binning,
+    check_binning_args,
+    ece_from_sums,
+    mce_from_sums,
+    width_thresholds,
+)
 from .errors import CalibrationInputError
 from .notions import notion_scores
+from .predictions import probs_and_labels
+from .validation import check_level, check_seed, check_whole_number
 
 #: String names accepted as ``metric``.
 METRICS: dict[str, Callable] = {
@@ -132,13 +139,12 @@ def _row_values(name, p, y, kwargs) -> np.ndarray:
     return -np.log(np.clip(true_p, eps, 1.0))
 
 
-def _binned_value(kind, count, sum_score, sum_target, n) -> np.ndarray:
+def _binned_value(kind, count, sum_score, sum_target) -> np.ndarray:
     """ECE / MCE / debiased L2 of per-bin sums of shape (R, ..., M) -> (R,)."""
-    diff = np.abs(sum_target - sum_score)
     if kind == "ece":
-        value = diff.sum(axis=-1) / n
+        value = ece_from_sums(count, sum_score, sum_target)
     elif kind == "mce":
-        value = np.where(count > 0, diff / np.maximum(count, 1), -np.inf).max(axis=-1)
+        value = mce_from_sums(count, sum_score, sum_target)
     else:
         squared = ece_variants.squared_error_terms(count, sum_score, sum_target, debias=True)
         value = np.maximum(squared, 0.0)
@@ -184,7 +190,7 @@ def _sorted_counts(blocks, scores, targets, binning, kind) -> np.ndarray:
             return np.diff(np.take_along_axis(cum, bounds, axis=1), axis=1)
 
         count, sum_target = per_bin(cw), per_bin(cwt).astype(np.float64)
-        out.append(_binned_value(kind, count, per_bin(cws), sum_target, n))
+        out.append(_binned_value(kind, count, per_bin(cws), sum_target))
     return np.concatenate(out)
 
 
@@ -194,17 +200,12 @@ def _sparse_counts(blocks, p, y, binning, kind) -> np.ndarray:
     if binning.scheme == "width":
         bins = binning.assign(p.ravel()).reshape(n, k)
     else:  # edges of the original rows, kept fixed (module docstring)
-        bins = np.column_stack(
-            [
-                binning.assign(p[:, j], binning.edges(np.ascontiguousarray(p[:, j])))
-                for j in range(k)
-            ]
-        )
+        bins = np.column_stack([binning.assign(np.ascontiguousarray(p[:, j])) for j in range(k)])
     cells = (bins + np.arange(k) * m).ravel()
     rows = np.repeat(np.arange(n), k)
     true_cells = cells.reshape(n, k)[np.arange(n), y]
     km = k * m
-    from scipy import sparse  # imported here: 0.2 s that the dashboard's start skips
+    from scipy import sparse  # imported here: slow to import, and rarely needed
 
     indicator = sparse.csr_matrix(
         (
@@ -220,7 +221,7 @@ def _sparse_counts(blocks, p, y, binning, kind) -> np.ndarray:
     for idx in blocks:
         w = _copy_counts(idx).astype(np.float64)
         sums = (indicator @ w.T).T.reshape(-1, 3, k, m)
-        out.append(_binned_value(kind, sums[:, 0], sums[:, 1], sums[:, 2], n))
+        out.append(_binned_value(kind, sums[:, 0], sums[:, 1], sums[:, 2]))
     return np.concatenate(out)
 
 
@@ -282,8 +283,9 @@ def bootstrap_ci(
         Coverage of the interval, in (0, 1).
     n_resamples : int
         R.
-    seed : int, optional
-        Seed of ``numpy.random.default_rng``.
+    seed : None, int or numpy.random.Generator
+        Source of randomness (:func:`~calibration_core.validation.check_seed`);
+        the same int gives the same samples.
     interval : {"percentile", "basic"}
         Percentile interval ``[q_lo, q_hi]``, or the basic bootstrap interval
         ``[2 estimate - q_hi, 2 estimate - q_lo]`` (module docstring).
@@ -306,14 +308,13 @@ def bootstrap_ci(
         name, function = getattr(metric, "__name__", "metric"), metric
     else:
         raise CalibrationInputError(f"metric must be a name or a function, got {metric!r}.")
-    if not isinstance(level, (float, int)) or not 0 < level < 1:
-        raise CalibrationInputError(f"level must lie strictly between 0 and 1, got {level!r}.")
+    level = check_level(level)
     if interval not in ("percentile", "basic"):
         raise CalibrationInputError(f"interval must be 'percentile' or 'basic', got {interval!r}.")
-    r = check_positive_int(n_resamples, "n_resamples")
+    r = check_whole_number(n_resamples, "n_resamples")
     p, y = probs_and_labels(probs, labels)
     estimate = float(function(p, y, **metric_kwargs))
-    rng = np.random.default_rng(seed)
+    rng = check_seed(seed)
     fast = None
     if isinstance(metric, str):
         fast = _fast_samples(name, p, y, metric_kwargs, _blocks(rng, r, p.shape[0]))

@@ -45,23 +45,15 @@ import numpy as np
 
 from .errors import CalibrationInputError
 from .predictions import Predictions
-from .validation import check_binary_targets, check_prob_matrix
+from .validation import (
+    check_binary_targets,
+    check_fraction,
+    check_non_negative,
+    check_prob_matrix,
+)
 
-
-def _cost(value, name: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise CalibrationInputError(f"{name} must be a number, got {value!r}.")
-    if not np.isfinite(value) or value < 0:
-        raise CalibrationInputError(f"{name} must be a finite cost >= 0, got {value!r}.")
-    return float(value)
-
-
-def _prior(value, name: str) -> float:
-    if not isinstance(value, (int, float, np.integer, np.floating)) or not 0 < value < 1:
-        raise CalibrationInputError(
-            f"{name} must be a positive-class rate strictly between 0 and 1, got {value!r}."
-        )
-    return float(value)
+#: How the message of a bad prior names what is expected.
+RATE_HINT = " (a positive-class rate)"
 
 
 def _scores_labels(scores, labels) -> tuple[np.ndarray, np.ndarray]:
@@ -94,7 +86,7 @@ def cost_threshold(cost_fp: float, cost_fn: float) -> float:
     cost_fn : float
         ``C(-|+)``, the cost of a false negative.
     """
-    fp, fn = _cost(cost_fp, "cost_fp"), _cost(cost_fn, "cost_fn")
+    fp, fn = check_non_negative(cost_fp, "cost_fp"), check_non_negative(cost_fn, "cost_fn")
     if fp + fn == 0:
         raise CalibrationInputError("cost_fp and cost_fn are both 0: every decision is free.")
     return fp / (fp + fn)
@@ -116,7 +108,10 @@ def adjust_scores_for_prior(scores, train_prior: float, deploy_prior: float) -> 
         ``s r' / (s r' + (1 - s) r)`` with ``r``, ``r'`` the class ratios.
     """
     s = check_prob_matrix(np.asarray(scores, dtype=np.float64).ravel())[:, 1]
-    pi, pi2 = _prior(train_prior, "train_prior"), _prior(deploy_prior, "deploy_prior")
+    pi, pi2 = (
+        check_fraction(train_prior, "train_prior", RATE_HINT),
+        check_fraction(deploy_prior, "deploy_prior", RATE_HINT),
+    )
     r, r2 = pi / (1 - pi), pi2 / (1 - pi2)
     return s * r2 / (s * r2 + (1 - s) * r)
 
@@ -129,7 +124,10 @@ def prior_shift_threshold(threshold: float, train_prior: float, deploy_prior: fl
     """
     if not isinstance(threshold, (int, float, np.integer, np.floating)) or not 0 <= threshold <= 1:
         raise CalibrationInputError(f"threshold must lie in [0, 1], got {threshold!r}.")
-    pi, pi2 = _prior(train_prior, "train_prior"), _prior(deploy_prior, "deploy_prior")
+    pi, pi2 = (
+        check_fraction(train_prior, "train_prior", RATE_HINT),
+        check_fraction(deploy_prior, "deploy_prior", RATE_HINT),
+    )
     r, r2 = pi / (1 - pi), pi2 / (1 - pi2)
     c = float(threshold)
     return c * r / (c * r + (1 - c) * r2)
@@ -163,9 +161,12 @@ def expected_cost(scores, labels, cost_fp, cost_fn, threshold=None, *, prior=Non
         (module docstring).
     """
     s, y = _scores_labels(scores, labels)
-    fp_cost, fn_cost = _cost(cost_fp, "cost_fp"), _cost(cost_fn, "cost_fn")
+    fp_cost, fn_cost = (
+        check_non_negative(cost_fp, "cost_fp"),
+        check_non_negative(cost_fn, "cost_fn"),
+    )
     t = cost_threshold(fp_cost, fn_cost) if threshold is None else float(threshold)
-    pi = None if prior is None else _prior(prior, "prior")
+    pi = None if prior is None else check_fraction(prior, "prior", RATE_HINT)
     positive = s >= t
     fp = int(np.count_nonzero(positive & (y == 0)))
     fn = int(np.count_nonzero(~positive & (y == 1)))
@@ -185,8 +186,11 @@ def cost_curve(scores, labels, cost_fp, cost_fn, *, prior=None) -> tuple[np.ndar
         :func:`expected_cost` at each threshold.
     """
     s, y = _scores_labels(scores, labels)
-    fp_cost, fn_cost = _cost(cost_fp, "cost_fp"), _cost(cost_fn, "cost_fn")
-    pi = None if prior is None else _prior(prior, "prior")
+    fp_cost, fn_cost = (
+        check_non_negative(cost_fp, "cost_fp"),
+        check_non_negative(cost_fn, "cost_fn"),
+    )
+    pi = None if prior is None else check_fraction(prior, "prior", RATE_HINT)
     order = np.argsort(s, kind="stable")
     s_sorted, y_sorted = s[order], y[order]
     thresholds, first = np.unique(s_sorted, return_index=True)

@@ -72,7 +72,7 @@ import numpy as np
 
 from .binning import Binning
 from .metrics import LOG_LOSS_EPS, brier_score, log_loss
-from .validation import check_labels, check_prob_matrix
+from .predictions import probs_and_labels
 
 
 @dataclass(frozen=True)
@@ -98,19 +98,9 @@ class Decomposition:
     total: float
 
 
-def _inputs(probs, labels) -> tuple[np.ndarray, np.ndarray]:
-    p = check_prob_matrix(probs)
-    return p, check_labels(labels, p.shape[0], p.shape[1])
-
-
 def _bin_frequency(s: np.ndarray, target: np.ndarray, binning: Binning) -> np.ndarray:
     """Observed frequency of ``target`` in the bin of each score, shape (N,)."""
-    if binning.scheme == "width":
-        idx = binning.assign(s)  # the engine's floor rule
-        edges = binning.edges(s)
-    else:
-        edges = binning.edges(s)
-        idx = binning.assign(s, edges)
+    idx, edges = binning.assign_with_edges(s)
     stats = binning.statistics_from_index(idx, s, target, edges)
     return stats.frequency[idx]
 
@@ -142,9 +132,9 @@ def brier_decomposition(probs, labels, *, n_bins: int = 15, scheme: str = "width
 
     Parameters
     ----------
-    probs : array-like, shape (N, K) or (N,)
+    probs : array-like, shape (N, K) or (N,), or Predictions
         Probability rows, or positive-class scores of a binary problem.
-    labels : array-like, shape (N,)
+    labels : array-like, shape (N,), or None with a Predictions
         Class indices in 0..K-1.
     n_bins : int
         Bins M per class column.
@@ -159,7 +149,7 @@ def brier_decomposition(probs, labels, *, n_bins: int = 15, scheme: str = "width
         ``refinement = mean ||c - y||^2``,
         ``residual = 2 mean (s - c) . (c - y)``.
     """
-    p, y = _inputs(probs, labels)
+    p, y = probs_and_labels(probs, labels)
     binning = Binning(scheme, n_bins)
     n = p.shape[0]
     calibration = refinement = residual = 0.0
@@ -187,9 +177,9 @@ def log_loss_decomposition(
 
     Parameters
     ----------
-    probs : array-like, shape (N, K) or (N,)
+    probs : array-like, shape (N, K) or (N,), or Predictions
         Probability rows, or positive-class scores of a binary problem.
-    labels : array-like, shape (N,)
+    labels : array-like, shape (N,), or None with a Predictions
         Class indices in 0..K-1.
     n_bins : int
         Bins M per class column.
@@ -205,7 +195,7 @@ def log_loss_decomposition(
         ``calibration = mean_i KL(c_i || max(s_i, eps))``,
         ``refinement = mean_i -ln c_{i, y_i}``, ``residual`` the rest.
     """
-    p, y = _inputs(probs, labels)
+    p, y = probs_and_labels(probs, labels)
     binning = Binning(scheme, n_bins)
     n = p.shape[0]
     # Per row: Z = sum_j c_j, A = sum_j c_j ln(c_j / s_j), c_true = c_{y}; then with the

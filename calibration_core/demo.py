@@ -96,8 +96,8 @@ _OUTPUT_KIND = {
 
 #: Out-of-fold outputs of the demo's models for seed 0, as trained by
 #: :func:`train_demo_outputs` (``python -m calibration_core.demo`` rewrites it).
-#: Reading them takes milliseconds instead of about 3 s of training (plus 1 s of
-#: importing scikit-learn), so a first start draws the demo at once.
+#: Reading them replaces training (and importing scikit-learn), so a first start
+#: draws the demo at once.
 SHIPPED_OUTPUTS = Path(__file__).resolve().parent / "demo_data" / "demo-seed0.npz"
 #: Seed of :data:`SHIPPED_OUTPUTS`; other seeds are trained.
 SHIPPED_SEED = 0
@@ -128,7 +128,7 @@ def train_demo_outputs(seed: int) -> list[DemoOutput]:
         "digits": load_digits(),
     }
     result = []
-    # Tiny problems: one BLAS thread is several times faster than contended threads.
+    # Tiny problems: one BLAS thread, as contending threads only slow them down.
     with threadpool_limits(limits=1):
         for data_name, bunch in datasets.items():
             X = np.asarray(bunch.data, dtype=np.float64)

@@ -35,12 +35,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._inputs import probs_and_labels
 from .binning import Binning, BinStatistics, check_binning_args
 from .errors import CalibrationInputError
-from .notions import notion_scores
-
-NOTIONS = ("confidence", "binary", "class", "classwise")
+from .notions import check_ece_notion, notion_scores
+from .predictions import probs_and_labels
+from .validation import check_whole_number
 
 
 def _statistics(probs, labels, notion, class_index, n_bins, scheme) -> list[BinStatistics]:
@@ -48,10 +47,7 @@ def _statistics(probs, labels, notion, class_index, n_bins, scheme) -> list[BinS
     p, y = probs_and_labels(probs, labels)
     n_bins, scheme = check_binning_args(n_bins, scheme)
     binning = Binning(scheme, n_bins)
-    if notion not in NOTIONS:
-        raise CalibrationInputError(
-            f"unknown notion {notion!r}; choose one of {', '.join(NOTIONS)}."
-        )
+    check_ece_notion(notion)
     if notion == "classwise":
         columns = [notion_scores(p, y, "class", j) for j in range(p.shape[1])]
     else:
@@ -116,8 +112,7 @@ def plugin_calibration_error(
     -------
     float
     """
-    if isinstance(p, bool) or not isinstance(p, (int, np.integer)) or p < 1:
-        raise CalibrationInputError(f"p must be a whole number >= 1, got {p!r}.")
+    p = check_whole_number(p, "p")
     stats = _statistics(probs, labels, notion, class_index, n_bins, scheme)
     powers = [float(np.sum(s.count * np.nan_to_num(s.gap) ** p) / s.total) for s in stats]
     return float(np.mean(powers) ** (1.0 / p))

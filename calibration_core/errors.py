@@ -1,4 +1,9 @@
-"""The one error type raised for bad input anywhere in :mod:`calibration_core`."""
+"""The error and warning types of :mod:`calibration_core`.
+
+:class:`CalibrationInputError` is the one error type raised for bad input
+anywhere in the core; the warnings flag results that were computed but may be
+unreliable.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +15,14 @@ class CalibrationInputError(ValueError):
     offending rows) and *how to fix it*, so that it can be shown to a user
     as it is, in a terminal or next to the upload in the dashboard.
     """
+
+
+class CalibrationFitWarning(UserWarning):
+    """A fit that ran but may be unreliable (too few rows, separable classes)."""
+
+
+class SmallSampleWarning(UserWarning):
+    """A goodness-of-fit test was run on too few rows to have useful power."""
 
 
 def describe_rows(rows, limit: int = 5) -> str:

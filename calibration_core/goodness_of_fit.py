@@ -55,9 +55,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._inputs import check_positive_int, probs_and_labels
 from .binning import Binning
-from .errors import CalibrationInputError
+from .errors import CalibrationInputError, SmallSampleWarning
+from .predictions import probs_and_labels
+from .validation import check_whole_number
 
 
 def _chi2_sf(statistic: float, dof: int) -> float:
@@ -69,10 +70,6 @@ def _chi2_sf(statistic: float, dof: int) -> float:
 
 #: Below this many rows a :class:`SmallSampleWarning` is issued (survey §6).
 MIN_RECOMMENDED_SAMPLES = 400
-
-
-class SmallSampleWarning(UserWarning):
-    """A goodness-of-fit test was run on too few rows to have useful power."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -172,7 +169,7 @@ def hosmer_lemeshow(
     """
     p, y = probs_and_labels(probs, labels)
     n, k = p.shape
-    g = check_positive_int(n_groups, "n_groups", minimum=3)
+    g = check_whole_number(n_groups, "n_groups", minimum=3)
     if isinstance(reference, bool) or not isinstance(reference, (int, np.integer)):
         raise CalibrationInputError(f"reference must be a class index, got {reference!r}.")
     if not 0 <= reference < k:
@@ -189,7 +186,7 @@ def hosmer_lemeshow(
     score = 1.0 - p[:, int(reference)]
     np.clip(score, 0.0, 1.0, out=score)
     binning = Binning("frequency", g)
-    group = binning.assign(score, binning.edges(score))
+    group = binning.assign(score)
     count = np.bincount(group, minlength=g)
     observed = np.bincount(group * k + y, minlength=g * k).reshape(g, k).astype(np.float64)
     expected = np.column_stack([np.bincount(group, weights=p[:, j], minlength=g) for j in range(k)])

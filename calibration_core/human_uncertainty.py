@@ -131,7 +131,7 @@ def _inputs(probs, human) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _entropy(q: np.ndarray) -> np.ndarray:
-    from scipy.special import entr  # on first use: scipy.special costs 0.3 s of import
+    from scipy.special import entr  # on first use: scipy.special is slow to import
 
     return entr(q).sum(axis=1)
 

@@ -19,7 +19,21 @@ from .binning import block_rows
 from .errors import CalibrationInputError
 
 Notion = Literal["confidence", "class", "binary"]
+#: The notions of one score column, as :func:`notion_scores` takes them.
 NOTIONS: tuple[str, ...] = ("confidence", "class", "binary")
+#: What the ECE estimators of :mod:`~calibration_core.ece_variants` and
+#: :mod:`~calibration_core.sensitivity` take: a notion, or ``"classwise"``, which is
+#: not a notion of one column but the mean over classes of the ``"class"`` value.
+ECE_NOTIONS: tuple[str, ...] = ("confidence", "binary", "class", "classwise")
+
+
+def check_ece_notion(notion) -> str:
+    """``notion`` if it is one of :data:`ECE_NOTIONS`, else a :class:`CalibrationInputError`."""
+    if notion not in ECE_NOTIONS:
+        raise CalibrationInputError(
+            f"unknown notion {notion!r}; choose one of {', '.join(ECE_NOTIONS)}."
+        )
+    return notion
 
 
 def top_label_block(block: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

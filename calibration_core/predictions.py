@@ -61,8 +61,8 @@ def stable_softmax(logits: np.ndarray) -> np.ndarray:
 
     The same numpy operations, in the same order, as
     ``scipy.special.log_softmax(z, axis=1)`` (so the same bits; a test checks
-    it), without importing ``scipy.special`` (0.3 s, which a first start of
-    the dashboard spent on reading the demo's logits).
+    it), without importing ``scipy.special``, which is slow to import and
+    not otherwise needed to read logits.
 
     Parameters
     ----------
@@ -294,3 +294,27 @@ class Predictions:
     def classwise_statistics(self, binning: Binning) -> list[BinStatistics]:
         """One-vs-rest statistics of every class, from cached sorted scores."""
         return [self.statistics(binning, "class", j) for j in range(self.n_classes)]
+
+
+def probs_and_labels(probs, labels) -> tuple[np.ndarray, np.ndarray]:
+    """Validated ``(probs (N, K), labels (N,))`` from arrays or a :class:`Predictions`.
+
+    Parameters
+    ----------
+    probs : array-like, shape (N, K) or (N,), or Predictions
+        Probability rows, positive-class scores of a binary problem, or a
+        ``Predictions`` (whose labels are used when ``labels`` is None).
+    labels : array-like, shape (N,), or None
+        Class indices; None only together with a ``Predictions``.
+    """
+    if isinstance(probs, Predictions):
+        if labels is None:
+            return probs.probs, probs.labels
+        return probs.probs, check_labels(labels, probs.n_samples, probs.n_classes)
+    if labels is None:
+        raise CalibrationInputError(
+            "labels are missing: pass the true class of every row, or a Predictions "
+            "(which carries its labels) instead of a bare probability array."
+        )
+    p = check_prob_matrix(probs)
+    return p, check_labels(labels, p.shape[0], p.shape[1])

@@ -20,9 +20,8 @@ import numpy as np
 
 from .binning import MAX_BINS, SCHEMES, SortedScores, width_thresholds
 from .errors import CalibrationInputError
+from .notions import check_ece_notion
 from .predictions import Predictions
-
-NOTIONS = ("confidence", "binary", "class", "classwise")
 
 
 @dataclass(frozen=True, eq=False)
@@ -149,10 +148,7 @@ def ece_sensitivity(
     EceSensitivity
         Arrays ready to plot: ``n_bins``, ``width``, ``frequency``.
     """
-    if notion not in NOTIONS:
-        raise CalibrationInputError(
-            f"unknown notion {notion!r}; choose one of {', '.join(NOTIONS)}."
-        )
+    check_ece_notion(notion)
     if isinstance(probs, Predictions) and labels is None:
         pred = probs
     elif isinstance(probs, Predictions):

@@ -39,11 +39,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._inputs import check_positive_int, probs_and_labels
-from .binning import Binning, check_binning_args
+from .binning import Binning, check_binning_args, ece_from_sums, mce_from_sums
 from .errors import CalibrationInputError
 from .metrics import LOG_LOSS_EPS
 from .notions import notion_scores
+from .predictions import probs_and_labels
+from .validation import check_seed, check_whole_number
 
 #: Measure name -> (how labels are drawn, what is computed).
 MEASURES: dict[str, tuple[str, str]] = {
@@ -169,17 +170,16 @@ class _CategoricalSampler:
 
 
 # ------------------------------------------------------------ statistics
-def _binned_values(sum_target, count, sum_score, n: int, stat: str) -> np.ndarray:
+def _binned_values(sum_target, count, sum_score, stat: str) -> np.ndarray:
     """ECE or MCE of stacked per-bin target sums, shape (R, ..., M) -> (R,).
 
     Extra middle axes (classes) are averaged (ECE) or maximised (MCE) over.
     """
-    diff = np.abs(sum_target - sum_score)
     if stat == "ece":
-        value = diff.sum(axis=-1) / n
+        value = ece_from_sums(count, sum_score, sum_target)
         return value.reshape(value.shape[0], -1).mean(axis=1)
-    gap = np.where(count > 0, diff / np.maximum(count, 1), -np.inf)
-    return gap.reshape(gap.shape[0], -1).max(axis=1)
+    value = mce_from_sums(count, sum_score, sum_target)
+    return value.reshape(value.shape[0], -1).max(axis=1)
 
 
 def _block_sizes(n_resamples: int, n: int):
@@ -188,28 +188,22 @@ def _block_sizes(n_resamples: int, n: int):
         yield min(size, n_resamples - start)
 
 
-def _row_bins(binning: Binning, scores: np.ndarray) -> np.ndarray:
-    if binning.scheme == "width":
-        return binning.assign(scores)
-    return binning.assign(scores, binning.edges(scores))
-
-
 def _test_top(p, y, family, stat, binning, rng, sizes) -> tuple[float, np.ndarray]:
     notion = "confidence" if family == "confidence" else "binary"
     scores, targets = notion_scores(p, y, notion)
     n, m = scores.shape[0], binning.n_bins
-    bins = _row_bins(binning, scores)
+    bins = binning.assign(scores)
     count = np.bincount(bins, minlength=m)
     sum_score = np.bincount(bins, weights=scores, minlength=m)
     observed = _binned_values(
-        np.bincount(bins, weights=targets, minlength=m)[None], count, sum_score, n, stat
+        np.bincount(bins, weights=targets, minlength=m)[None], count, sum_score, stat
     )[0]
     null = []
     for size in sizes:
         hits = rng.random((size, n)) < scores
         codes = bins + (np.arange(size, dtype=np.intp) * m)[:, None]
         sum_target = np.bincount(codes[hits], minlength=size * m).reshape(size, m)
-        null.append(_binned_values(sum_target, count, sum_score, n, stat))
+        null.append(_binned_values(sum_target, count, sum_score, stat))
     return observed, np.concatenate(null)
 
 
@@ -218,7 +212,7 @@ def _test_classwise(p, y, stat, binning, rng, sizes) -> tuple[float, np.ndarray]
     m = binning.n_bins
     bins = np.empty((n, k), dtype=np.intp)
     for j in range(k):
-        bins[:, j] = _row_bins(binning, np.ascontiguousarray(p[:, j]))
+        bins[:, j] = binning.assign(np.ascontiguousarray(p[:, j]))
     codes = (bins + np.arange(k) * m).ravel()  # (class, bin) code of every cell
     count = np.bincount(codes, minlength=k * m).reshape(k, m)
     sum_score = np.bincount(codes, weights=p.ravel(), minlength=k * m).reshape(k, m)
@@ -228,7 +222,7 @@ def _test_classwise(p, y, stat, binning, rng, sizes) -> tuple[float, np.ndarray]
         size = flat.shape[0]
         cell = codes[flat] + (np.arange(size, dtype=np.intp) * (k * m))[:, None]
         sum_target = np.bincount(cell.ravel(), minlength=size * k * m).reshape(size, k, m)
-        return _binned_values(sum_target, count, sum_score, n, stat)
+        return _binned_values(sum_target, count, sum_score, stat)
 
     observed = values((sampler.base + y)[None])[0]
     null = np.concatenate([values(sampler.draw(rng, size)) for size in sizes])
@@ -281,9 +275,9 @@ def calibration_test(
         ``log_loss``; each exactly as the core metric of that name.
     n_resamples : int
         R, the number of label sets drawn under the null (survey: 1,000).
-    seed : int, optional
-        Seed of ``numpy.random.default_rng``; the same seed gives the same
-        null distribution.
+    seed : None, int or numpy.random.Generator
+        Source of randomness (:func:`~calibration_core.validation.check_seed`);
+        the same int gives the same null distribution.
     n_bins, scheme
         Binning of the ECE/MCE measures (ignored by Brier and log-loss).
     eps : float
@@ -301,9 +295,9 @@ def calibration_test(
             f"{', '.join(MEASURES)}."
         )
     p, y = probs_and_labels(probs, labels)
-    r = check_positive_int(n_resamples, "n_resamples")
+    r = check_whole_number(n_resamples, "n_resamples")
     family, stat = MEASURES[measure]
-    rng = np.random.default_rng(seed)
+    rng = check_seed(seed)
     sizes = list(_block_sizes(r, p.shape[0]))
     binned = family != "categorical"
     if binned:

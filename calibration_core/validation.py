@@ -1,12 +1,22 @@
-"""Cheap, specific checks of probability matrices, score vectors and labels.
+"""The checks of every input of the core: arrays and arguments.
 
-Every public function of the core funnels its array inputs through these
-checks, so that bad input raises :class:`CalibrationInputError` with a message
-that says what is wrong, where, and how to fix it. The checks are written to
-touch each value as few times as possible (a min, a max and a row sum per
-cache-sized block, see :func:`prob_blocks`), because the metrics are
-benchmarked against a plain ``np.bincount`` pass. Only when a cheap check
-fails is the input scanned again, to name the offending rows.
+Every public function of the core funnels its inputs through these checks,
+so that bad input raises :class:`CalibrationInputError` with a message that
+says what is wrong, where, and how to fix it, and the same argument is
+accepted or refused alike everywhere.
+
+Arrays (probability matrices, score vectors, labels)
+    The checks touch each value as few times as possible (a min, a max and a
+    row sum per cache-sized block, see :func:`prob_blocks`), because the
+    metrics are benchmarked against a plain ``np.bincount`` pass. Only when a
+    cheap check fails is the input scanned again, to name the offending rows.
+Arguments
+    Whole numbers (:func:`check_whole_number`, e.g. resample counts),
+    numbers in (0, 1) (:func:`check_fraction`; levels: :func:`check_level`),
+    non-negative numbers (:func:`check_non_negative`, e.g. costs) and seeds
+    (:func:`check_seed`). Bin
+    counts and schemes are checked by
+    :func:`calibration_core.binning.check_binning_args`, beside the bin limit.
 """
 
 from __future__ import annotations
@@ -23,6 +33,68 @@ ROW_SUM_TOLERANCE = 1e-6
 _ONE_BITS = np.float64(1.0).view(np.uint64)
 
 
+# ------------------------------------------------------------------ arguments
+def check_whole_number(value, name: str, minimum: int = 1) -> int:
+    """A whole number (Python or numpy int, not bool) ``>= minimum``, as an int."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise CalibrationInputError(f"{name} must be a whole number >= {minimum}, got {value!r}.")
+    if value < minimum:
+        raise CalibrationInputError(
+            f"{name} must be a whole number >= {minimum} (at least {minimum}), got {value!r}."
+        )
+    return int(value)
+
+
+def _is_real(value) -> bool:
+    return not isinstance(value, bool) and isinstance(value, (int, float, np.integer, np.floating))
+
+
+def check_fraction(value, name: str, hint: str = "") -> float:
+    """A number strictly between 0 and 1 (any real Python or numpy number), as a float.
+
+    ``hint`` (e.g. ``" (e.g. 0.95 for 95%)"``) is added to the message after "1".
+    """
+    if not _is_real(value):
+        raise CalibrationInputError(
+            f"{name} must be a number strictly between 0 and 1{hint}, got {value!r}."
+        )
+    number = float(value)
+    if not 0.0 < number < 1.0:
+        raise CalibrationInputError(
+            f"{name} must lie strictly between 0 and 1{hint}, got {value!r}."
+        )
+    return number
+
+
+def check_level(level, name: str = "level") -> float:
+    """A confidence or band level strictly between 0 and 1, as a float."""
+    return check_fraction(level, name, " (e.g. 0.95 for 95%)")
+
+
+def check_non_negative(value, name: str) -> float:
+    """A finite number ``>= 0`` (any real Python or numpy number), as a float."""
+    if not _is_real(value):
+        raise CalibrationInputError(f"{name} must be a number, got {value!r}.")
+    if not np.isfinite(value) or value < 0:
+        raise CalibrationInputError(f"{name} must be a finite number >= 0, got {value!r}.")
+    return float(value)
+
+
+def check_seed(seed) -> np.random.Generator:
+    """The random generator of a seed: None, a non-negative int, a SeedSequence or a Generator.
+
+    The same int or SeedSequence gives the same stream; a Generator is used as it is.
+    """
+    if seed is None or isinstance(seed, (np.random.Generator, np.random.SeedSequence)):
+        return np.random.default_rng(seed)
+    if isinstance(seed, (int, np.integer)) and not isinstance(seed, bool) and seed >= 0:
+        return np.random.default_rng(int(seed))
+    raise CalibrationInputError(
+        f"seed must be None, a non-negative int or a numpy Generator, got {seed!r}."
+    )
+
+
+# --------------------------------------------------------------------- arrays
 def in_unit_interval(values: np.ndarray) -> bool:
     """True when every value is in [0, 1] (no NaN), in one pass for float64.
 

@@ -1,7 +1,7 @@
 """Format-specific reading: delimited text (also gzipped) and Parquet into a table.
 
-Text is read with pyarrow's multi-threaded CSV reader, measured faster than
-``pandas.read_csv`` (C engine or ``engine="pyarrow"``) on a 1e6 x 10 file.
+Text is read with pyarrow's multi-threaded CSV reader, which is faster than
+``pandas.read_csv`` (C engine or ``engine="pyarrow"``) on large files.
 
 Encodings (a decision, not a guess): text must be UTF-8 (a UTF-8 byte-order
 mark is skipped) or UTF-16/UTF-32 *with* a byte-order mark (Excel's "Unicode

@@ -38,7 +38,7 @@ from .checks import Context
 from .columns import MODEL_COLUMN, SOFT_PREFIX, float_column
 from .readers import detect_encoding, open_stream, sniff_delimiter
 from .source import Source, resolve_source
-from .tables import _model_groups
+from .tables import model_groups
 
 #: npz keys holding soft labels (case-insensitive).
 NPZ_SOFT_KEYS = ("soft_labels", "human")
@@ -142,7 +142,7 @@ def _from_table(table: pa.Table, ctx: Context, class_names, name: str) -> dict[s
     models = [i for i, n in enumerate(names) if n.lower() == MODEL_COLUMN]
     if len(models) > 1:
         raise CalibrationInputError(f"{ctx.display} has {len(models)} model columns; keep one.")
-    groups = _model_groups(table, models[0] if models else None, ctx, name)
+    groups = model_groups(table, models[0] if models else None, ctx, name)
     return {model: (mat if rows is None else mat[rows]) for model, rows in groups}
 
 

@@ -32,7 +32,7 @@ _LOGIT_HINT = (
 )
 
 
-def _model_groups(table, model_i, ctx, default_name):
+def model_groups(table, model_i, ctx, default_name):
     """[(name, rows or None)] of the model column, in order of first appearance."""
     if model_i is None:
         return [(default_name, None)]
@@ -144,7 +144,7 @@ def table_to_predictions(
         labels = labels_to_indices(values, classes, ctx, label_desc)
 
     out = []
-    groups = _model_groups(table, models[0] if models else None, ctx, name)
+    groups = model_groups(table, models[0] if models else None, ctx, name)
     for model, rows in groups:
         m, y = (mat, labels) if rows is None else (mat[rows], labels[rows])
         if require_two_classes:

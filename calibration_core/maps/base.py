@@ -44,10 +44,11 @@ INPUTS = ("probs", "logits")
 JSON_FORMAT = "calibration-dashboard/map/v1"
 
 
-def clip_probs(p: np.ndarray, eps: float = EPS) -> np.ndarray:
-    """Clip probability rows to [eps, 1] and renormalise, shape preserved (N, K)."""
-    p = np.clip(p, eps, 1.0)
-    return p / p.sum(axis=1, keepdims=True)
+def log_inputs(probs: np.ndarray, logits: np.ndarray | None) -> np.ndarray:
+    """Logits when known, else log-probabilities clipped at EPS, shape (N, K)."""
+    if logits is not None:
+        return log_softmax(logits, axis=1)
+    return np.log(np.clip(probs, EPS, 1.0))
 
 
 class CalibrationMap(ClassifierMixin, BaseEstimator):
@@ -137,13 +138,6 @@ class CalibrationMap(ClassifierMixin, BaseEstimator):
                 "logits, or build the map with input='probs'."
             )
         return (stable_softmax(z) if self.needs_probs_with_logits else None), z
-
-    @staticmethod
-    def _log_inputs(probs: np.ndarray, logits: np.ndarray | None) -> np.ndarray:
-        """Logits when known, else log-probabilities clipped at EPS, shape (N, K)."""
-        if logits is not None:
-            return log_softmax(logits, axis=1)
-        return np.log(np.clip(probs, EPS, 1.0))
 
     # ------------------------------------------------------------- sklearn
     def fit(self, X, y, sample_weight=None):

@@ -41,13 +41,9 @@ from scipy.special import expit
 
 from ..errors import CalibrationInputError
 from .base import EPS
-from .onevsrest import (
-    BinaryColumns,
-    LogisticColumnsFit,
-    OneVsRestMap,
-    _warn_few_rows,
-    fit_logistic_columns,
-)
+from .binary_columns import BinaryColumns, warn_few_rows
+from .logistic_columns import LogisticColumnsFit, fit_logistic_columns
+from .onevsrest import OneVsRestMap
 from .registry import register
 
 __all__ = ["BetaCalibration"]
@@ -106,7 +102,7 @@ class BetaCalibration(OneVsRestMap):
             )
         name = type(self).__name__
         n_params = 3 if self.parameters == "abm" else 2
-        _warn_few_rows(name, columns.n_rows, n_params)
+        warn_few_rows(name, columns.n_rows, n_params)
         one_sided = columns.warn_one_sided(name)
         log_s, log_1ms = beta_features(columns.scores)
         n_cols = columns.n_columns

@@ -26,8 +26,7 @@ K > 2
 
 Columns are fitted in cache-sized blocks of :data:`BLOCK_ELEMENTS` values
 (all columns in one block up to N * K = 262144, two columns per block at
-N = 1e5): a block's working arrays then stay in cache, which made the fits
-1.3-1.7x faster than whole-matrix passes on the 2-core benchmark machine.
+N = 1e5), so that a block's working arrays stay in cache.
 """
 
 from __future__ import annotations
@@ -37,10 +36,10 @@ from functools import cached_property
 
 import numpy as np
 
+from ..errors import CalibrationFitWarning
 from .base import EPS
-from .linear import CalibrationFitWarning
 
-__all__ = ["BLOCK_ELEMENTS", "BinaryColumns", "assemble_rows", "column_scores"]
+__all__ = ["BLOCK_ELEMENTS", "BinaryColumns", "assemble_rows", "column_scores", "warn_few_rows"]
 
 #: Columns are fitted in blocks of at most this many values per array (2 MB),
 #: so that the working arrays of a block stay in cache: all columns at once for
@@ -155,7 +154,8 @@ def assemble_rows(g: np.ndarray, n_classes: int, eps: float = EPS) -> np.ndarray
     return np.ascontiguousarray(out.T)
 
 
-def _warn_few_rows(map_name: str, n_rows: int, n_params: int) -> None:
+def warn_few_rows(map_name: str, n_rows: int, n_params: int) -> None:
+    """Warn (:class:`CalibrationFitWarning`) when a map has more parameters per column than rows."""
     if n_rows < n_params:
         warnings.warn(
             f"{map_name}: {n_rows} rows fit {n_params} parameters per column; the map is "

@@ -32,7 +32,8 @@ import numpy as np
 
 from ..binning import Binning
 from ..errors import CalibrationInputError
-from .onevsrest import BinaryColumns, OneVsRestMap, _warn_few_rows
+from .binary_columns import BinaryColumns, warn_few_rows
+from .onevsrest import OneVsRestMap, check_eps
 from .registry import register
 
 __all__ = ["HistogramBinning"]
@@ -120,7 +121,7 @@ class HistogramBinning(OneVsRestMap):
                 f"HistogramBinning alpha (Laplace smoothing) must be a number >= 0, "
                 f"got {self.alpha!r}."
             )
-        _check_eps(self.eps, "HistogramBinning")
+        check_eps(self.eps, "HistogramBinning")
 
     def _output_eps(self) -> float:
         return float(self.eps)
@@ -128,7 +129,7 @@ class HistogramBinning(OneVsRestMap):
     def _fit_columns(self, columns: BinaryColumns) -> None:
         binning = self._binning()
         self._check_params()
-        _warn_few_rows(type(self).__name__, columns.n_rows, binning.n_bins)
+        warn_few_rows(type(self).__name__, columns.n_rows, binning.n_bins)
         columns.warn_one_sided(type(self).__name__)
         if columns.n_classes == 2:
             scores = np.ascontiguousarray(columns.scores[0])
@@ -167,10 +168,3 @@ class HistogramBinning(OneVsRestMap):
         self.edges_ = np.asarray(state["edges"], dtype=np.float64)
         self.values_ = np.asarray(state["values"], dtype=np.float64)
         self.counts_ = np.asarray(state["counts"], dtype=np.int64)
-
-
-def _check_eps(eps, who: str) -> None:
-    if isinstance(eps, bool) or not isinstance(eps, Real) or not (0.0 <= float(eps) < 0.5):
-        raise CalibrationInputError(
-            f"{who} eps (output clip) must be a number in [0, 0.5), got {eps!r}."
-        )

@@ -13,7 +13,7 @@ log-loss of a confidently wrong prediction finite (at most 16 nats) and moves
 outputs by at most 1e-7 from scikit-learn's.
 
 All columns are fitted together: one sort, one tie and run merge, one compiled
-PAVA (see :func:`~calibration_core.maps.onevsrest.fit_isotonic_columns`, which
+PAVA (see :func:`~calibration_core.maps.isotonic_columns.fit_isotonic_columns`, which
 also states the one difference from scikit-learn in what counts as a tie).
 """
 
@@ -23,8 +23,9 @@ from typing import Any
 
 import numpy as np
 
-from .histogram import _check_eps
-from .onevsrest import BinaryColumns, IsotonicColumns, OneVsRestMap, fit_isotonic_columns
+from .binary_columns import BinaryColumns
+from .isotonic_columns import IsotonicColumns, fit_isotonic_columns
+from .onevsrest import OneVsRestMap, check_eps
 from .registry import register
 
 __all__ = ["IsotonicCalibration"]
@@ -60,7 +61,7 @@ class IsotonicCalibration(OneVsRestMap):
         return float(self.eps)
 
     def _fit_columns(self, columns: BinaryColumns) -> None:
-        _check_eps(self.eps, type(self).__name__)
+        check_eps(self.eps, type(self).__name__)
         columns.warn_one_sided(type(self).__name__)
         fit = fit_isotonic_columns(columns.scores, columns.positive)
         self.x_thresholds_ = fit.x

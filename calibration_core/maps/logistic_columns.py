@@ -86,8 +86,8 @@ def _row_log_sum(q: np.ndarray, chunk: int = 256) -> np.ndarray:
     """``ln(q).sum(axis=1)`` for q in [1/2, 1], shape (C, N) -> (C,).
 
     Products of ``chunk`` values stay above ``2**-256`` (no underflow), so one
-    log per chunk replaces one log per value (about 15x faster; the relative
-    rounding error of a product, ``chunk * 1.1e-16``, is far below what matters).
+    log per chunk replaces one log per value (the relative rounding error of a
+    product, ``chunk * 1.1e-16``, is far below what matters).
     """
     n_cols, n = q.shape
     full = n // chunk * chunk
@@ -223,72 +223,15 @@ def fit_logistic_columns(
 
 def _newton_block(X, pos_rows, pos_cols, init, start, t_pos, t_neg, active, ridge, max_iter, xtol):
     """Batched Newton for one block of columns from ``start``; see :func:`fit_logistic_columns`."""
-    n_cols, n = X[0].shape
-    n_feat = len(X)
-    n_par = n_feat + 1
-    # Sums that do not depend on the parameters: sum_n x (A) and sum_n t x (T).
-    n_pos = np.bincount(pos_cols, minlength=n_cols).astype(np.float64)
-    A = np.empty((n_cols, n_par))
-    B = np.empty((n_cols, n_par))
-    for j, x in enumerate(X):
-        A[:, j] = x.sum(axis=1)
-        B[:, j] = np.bincount(pos_cols, weights=x[pos_cols, pos_rows], minlength=n_cols)
-    A[:, n_feat] = n
-    B[:, n_feat] = n_pos
-    T = t_neg[:, None] * A + (t_pos - t_neg)[:, None] * B
+    block = _LogisticBlock(X, pos_rows, pos_cols, init, t_pos, t_neg, active, ridge)
+    n_cols = X[0].shape[0]
     theta = np.where(active, start, init)
-    inactive = ~active
-    eye = np.eye(n_par, dtype=bool)
-    free_pairs = active[:, :, None] & active[:, None, :]
-    z = np.empty((n_cols, n))
-    p = np.empty((n_cols, n))
-    tmp = np.empty((n_cols, n))
-    wx = np.empty((n_cols, n))
-
-    def evaluate(th):
-        """Objective per column, shape (C,); leaves z and p = sigmoid(z) at ``th``."""
-        np.multiply(X[0], th[:, 0:1], out=z)
-        for j in range(1, n_feat):
-            np.add(z, np.multiply(X[j], th[:, j : j + 1], out=tmp), out=z)
-        np.add(z, th[:, n_feat : n_feat + 1], out=z)
-        expit(z, out=p)
-        # softplus(z) = max(z, 0) - ln max(p, 1 - p), the log of values in [1/2, 1].
-        np.subtract(1.0, p, out=tmp)
-        np.maximum(tmp, p, out=tmp)
-        softplus = -_row_log_sum(tmp)
-        np.maximum(z, 0.0, out=tmp)
-        softplus += tmp.sum(axis=1)
-        data = (softplus - (th * T).sum(axis=1)) / n
-        dev = th - init
-        return data, data + 0.5 * ridge * (dev * dev).sum(axis=1)
-
-    data, obj = evaluate(theta)
+    data, obj = block.evaluate(theta)
     done = np.zeros(n_cols, bool)
     converged = np.zeros(n_cols, bool)
     iters = np.zeros(n_cols, np.int64)
     for _ in range(max_iter):
-        np.subtract(1.0, p, out=tmp)
-        w = np.multiply(p, tmp, out=tmp)
-        grad = np.empty((n_cols, n_par))
-        hess = np.empty((n_cols, n_par, n_par))
-        for j, x in enumerate(X):
-            grad[:, j] = _rowdot(p, x)
-            np.multiply(w, x, out=wx)
-            for k in range(j, n_feat):
-                hess[:, j, k] = hess[:, k, j] = _rowdot(wx, X[k])
-            hess[:, j, n_feat] = hess[:, n_feat, j] = wx.sum(axis=1)
-        grad[:, n_feat] = p.sum(axis=1)
-        hess[:, n_feat, n_feat] = w.sum(axis=1)
-        grad = (grad - T) / n + ridge * (theta - init)
-        hess /= n
-        hess += ridge * eye
-        grad[inactive] = 0.0
-        hess = np.where(free_pairs, hess, 0.0)
-        hess[:, eye] += inactive
-        try:
-            delta = -np.linalg.solve(hess, grad[:, :, None])[:, :, 0]
-        except np.linalg.LinAlgError:
-            delta = -np.einsum("cij,cj->ci", np.linalg.pinv(hess), grad)
+        grad, delta = block.newton_step(theta)
         delta[done] = 0.0
         iters[~done] += 1
         decrement = -(grad * delta).sum(axis=1)
@@ -305,26 +248,120 @@ def _newton_block(X, pos_rows, pos_cols, init, start, t_pos, t_neg, active, ridg
             theta = theta + delta
             converged |= last & ~done
             break
-        step = np.ones(n_cols)
-        for _ls in range(60):
-            trial = theta + step[:, None] * delta
-            new_data, new_obj = evaluate(trial)
-            # Armijo, with slack for rounding in the mean (the loss is an O(1) mean).
-            ok = done | small | (new_obj <= obj - 1e-4 * step * decrement + 1e-13)
-            if ok.all():
-                break
-            step = np.where(ok, step, 0.5 * step)
-        else:
-            # No decrease found: the column sits at the rounding floor of its objective.
-            stuck = ~ok
-            converged |= stuck & (decrement < 1e-12)
-            done |= stuck
-            step[stuck] = 0.0
-            trial = theta + step[:, None] * delta
-            new_data, new_obj = evaluate(trial)
-        theta, data, obj = trial, new_data, new_obj
+        theta, data, obj, stuck = _line_search(block, theta, delta, obj, decrement, done | small)
+        converged |= stuck & (decrement < 1e-12)
+        done |= stuck
         converged |= last & ~done
         done |= last
         if done.all():
             break
     return theta, converged, iters, data
+
+
+class _LogisticBlock:
+    """One block of C columns: its data, work buffers, objective and Newton system."""
+
+    def __init__(self, X, pos_rows, pos_cols, init, t_pos, t_neg, active, ridge) -> None:
+        n_cols, n = X[0].shape
+        self.X, self.n, self.n_feat = X, n, len(X)
+        self.init, self.ridge = init, ridge
+        self.T = _target_sums(X, pos_rows, pos_cols, t_pos, t_neg)
+        self.inactive = ~active
+        self.eye = np.eye(self.n_feat + 1, dtype=bool)
+        self.free_pairs = active[:, :, None] & active[:, None, :]
+        self.z = np.empty((n_cols, n))
+        self.p = np.empty((n_cols, n))
+        self.tmp = np.empty((n_cols, n))
+        self.wx = np.empty((n_cols, n))
+
+    def evaluate(self, th: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Mean log-loss and penalised objective per column, shape (C,) each.
+
+        Leaves ``z`` and ``p = sigmoid(z)`` at ``th`` for :meth:`newton_step`.
+        """
+        X, z, p, tmp, n_feat = self.X, self.z, self.p, self.tmp, self.n_feat
+        np.multiply(X[0], th[:, 0:1], out=z)
+        for j in range(1, n_feat):
+            np.add(z, np.multiply(X[j], th[:, j : j + 1], out=tmp), out=z)
+        np.add(z, th[:, n_feat : n_feat + 1], out=z)
+        expit(z, out=p)
+        # softplus(z) = max(z, 0) - ln max(p, 1 - p), the log of values in [1/2, 1].
+        np.subtract(1.0, p, out=tmp)
+        np.maximum(tmp, p, out=tmp)
+        softplus = -_row_log_sum(tmp)
+        np.maximum(z, 0.0, out=tmp)
+        softplus += tmp.sum(axis=1)
+        data = (softplus - (th * self.T).sum(axis=1)) / self.n
+        dev = th - self.init
+        return data, data + 0.5 * self.ridge * (dev * dev).sum(axis=1)
+
+    def newton_step(self, theta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Gradient and Newton step at ``theta`` (the point last evaluated), shape (C, F + 1)."""
+        X, p, tmp, wx, n_feat = self.X, self.p, self.tmp, self.wx, self.n_feat
+        n_cols, n_par = theta.shape
+        np.subtract(1.0, p, out=tmp)
+        w = np.multiply(p, tmp, out=tmp)
+        grad = np.empty((n_cols, n_par))
+        hess = np.empty((n_cols, n_par, n_par))
+        for j, x in enumerate(X):
+            grad[:, j] = _rowdot(p, x)
+            np.multiply(w, x, out=wx)
+            for k in range(j, n_feat):
+                hess[:, j, k] = hess[:, k, j] = _rowdot(wx, X[k])
+            hess[:, j, n_feat] = hess[:, n_feat, j] = wx.sum(axis=1)
+        grad[:, n_feat] = p.sum(axis=1)
+        hess[:, n_feat, n_feat] = w.sum(axis=1)
+        grad = (grad - self.T) / self.n + self.ridge * (theta - self.init)
+        hess /= self.n
+        hess += self.ridge * self.eye
+        # Fixed parameters: zero gradient, identity rows and columns.
+        grad[self.inactive] = 0.0
+        hess = np.where(self.free_pairs, hess, 0.0)
+        hess[:, self.eye] += self.inactive
+        try:
+            delta = -np.linalg.solve(hess, grad[:, :, None])[:, :, 0]
+        except np.linalg.LinAlgError:
+            delta = -np.einsum("cij,cj->ci", np.linalg.pinv(hess), grad)
+        return grad, delta
+
+
+def _target_sums(X, pos_rows, pos_cols, t_pos, t_neg) -> np.ndarray:
+    """``sum_n t_n x_n`` per column and parameter, shape (C, F + 1) (constant in theta).
+
+    From the sums of every row (A) and of the positive rows (B) of each feature
+    and of the intercept's 1.
+    """
+    n_cols, n = X[0].shape
+    n_feat = len(X)
+    n_pos = np.bincount(pos_cols, minlength=n_cols).astype(np.float64)
+    A = np.empty((n_cols, n_feat + 1))
+    B = np.empty((n_cols, n_feat + 1))
+    for j, x in enumerate(X):
+        A[:, j] = x.sum(axis=1)
+        B[:, j] = np.bincount(pos_cols, weights=x[pos_cols, pos_rows], minlength=n_cols)
+    A[:, n_feat] = n
+    B[:, n_feat] = n_pos
+    return t_neg[:, None] * A + (t_pos - t_neg)[:, None] * B
+
+
+def _line_search(block: _LogisticBlock, theta, delta, obj, decrement, settled):
+    """Backtracking (Armijo) along ``delta`` per column: ``(theta, data, obj, stuck)``.
+
+    Columns in ``settled`` accept the full step. ``stuck`` marks the columns for
+    which no decrease was found in 60 halvings; they stay at ``theta``.
+    """
+    step = np.ones(theta.shape[0])
+    for _ in range(60):
+        trial = theta + step[:, None] * delta
+        new_data, new_obj = block.evaluate(trial)
+        # Armijo, with slack for rounding in the mean (the loss is an O(1) mean).
+        ok = settled | (new_obj <= obj - 1e-4 * step * decrement + 1e-13)
+        if ok.all():
+            return trial, new_data, new_obj, np.zeros(theta.shape[0], bool)
+        step = np.where(ok, step, 0.5 * step)
+    # No decrease found: the column sits at the rounding floor of its objective.
+    stuck = ~ok
+    step[stuck] = 0.0
+    trial = theta + step[:, None] * delta
+    new_data, new_obj = block.evaluate(trial)
+    return trial, new_data, new_obj, stuck

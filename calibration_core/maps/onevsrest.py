@@ -3,8 +3,7 @@
 A binary map ``g: [0, 1] -> [0, 1]`` calibrates one score column against 0/1
 targets. :class:`OneVsRestMap`, the base of the binary maps, turns (N, K)
 probability rows into such columns, fits all columns at once, and assembles
-calibrated rows again. The pieces live in modules next to this one and are
-re-exported here:
+calibrated rows again. The pieces live in modules next to this one:
 
 :mod:`~calibration_core.maps.binary_columns`
     The columns (:func:`column_scores`, :class:`BinaryColumns`) and the
@@ -33,31 +32,25 @@ the logistic fits run their blocks on parallel threads
 from __future__ import annotations
 
 import warnings
+from numbers import Real
 
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
+from ..errors import CalibrationFitWarning, CalibrationInputError
 from .base import EPS, CalibrationMap
-from .binary_columns import BLOCK_ELEMENTS as BLOCK_ELEMENTS
 from .binary_columns import BinaryColumns, assemble_rows, column_scores
-from .binary_columns import _warn_few_rows as _warn_few_rows
-from .isotonic_columns import IsotonicColumns, fit_isotonic_columns
-from .linear import CalibrationFitWarning
-from .logistic_columns import RIDGE as RIDGE
-from .logistic_columns import SEPARABLE_LOSS, LogisticColumnsFit, fit_logistic_columns
-from .logistic_columns import WARM_START_FACTOR as WARM_START_FACTOR
-from .logistic_columns import WARM_START_ROWS as WARM_START_ROWS
+from .logistic_columns import SEPARABLE_LOSS, LogisticColumnsFit
 
-__all__ = [
-    "BinaryColumns",
-    "IsotonicColumns",
-    "LogisticColumnsFit",
-    "OneVsRestMap",
-    "assemble_rows",
-    "column_scores",
-    "fit_isotonic_columns",
-    "fit_logistic_columns",
-]
+__all__ = ["OneVsRestMap", "check_eps"]
+
+
+def check_eps(eps, who: str) -> None:
+    """Check the output clip ``eps`` of a binary map: a number in [0, 0.5)."""
+    if isinstance(eps, bool) or not isinstance(eps, Real) or not (0.0 <= float(eps) < 0.5):
+        raise CalibrationInputError(
+            f"{who} eps (output clip) must be a number in [0, 0.5), got {eps!r}."
+        )
 
 
 class OneVsRestMap(CalibrationMap):

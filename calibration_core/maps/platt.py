@@ -30,7 +30,9 @@ from scipy.special import expit
 
 from ..errors import CalibrationInputError
 from .base import EPS
-from .onevsrest import BinaryColumns, OneVsRestMap, _warn_few_rows, fit_logistic_columns
+from .binary_columns import BinaryColumns, warn_few_rows
+from .logistic_columns import fit_logistic_columns
+from .onevsrest import OneVsRestMap
 from .registry import register
 
 __all__ = ["PlattScaling"]
@@ -93,7 +95,7 @@ class PlattScaling(OneVsRestMap):
 
     def _fit_columns(self, columns: BinaryColumns) -> None:
         self._check_params()
-        _warn_few_rows(type(self).__name__, columns.n_rows, 2)
+        warn_few_rows(type(self).__name__, columns.n_rows, 2)
         one_sided = columns.warn_one_sided(type(self).__name__)
         x = transform_scores(columns.scores, self.input_transform)
         n_pos = columns.n_positive.astype(np.float64)

@@ -27,9 +27,8 @@ from typing import Any
 import numpy as np
 from scipy.special import log_softmax
 
-from ..errors import CalibrationInputError
-from .base import CalibrationMap
-from .linear import CalibrationFitWarning
+from ..errors import CalibrationFitWarning, CalibrationInputError
+from .base import CalibrationMap, log_inputs
 from .registry import register
 
 __all__ = ["TemperatureScaling"]
@@ -227,7 +226,7 @@ class TemperatureScaling(CalibrationMap):
     @classmethod
     def _scores(cls, probs: np.ndarray, logits: np.ndarray | None) -> np.ndarray:
         """The logits as given (softmax ignores their per-row shift), else ``ln s``."""
-        return logits if logits is not None else cls._log_inputs(probs, None)
+        return logits if logits is not None else log_inputs(probs, None)
 
     def _fit(self, probs: np.ndarray, logits: np.ndarray | None, labels: np.ndarray) -> None:
         x = self._scores(probs, logits)

@@ -10,7 +10,7 @@ identity map is ``w = 1, b = 0`` (the starting point of the fit).
 
 from __future__ import annotations
 
-from .linear import LinearCalibrationMap, _check_strength
+from .linear import LinearCalibrationMap, check_strength
 from .registry import register
 
 __all__ = ["VectorScaling"]
@@ -55,7 +55,7 @@ class VectorScaling(LinearCalibrationMap):
         self.max_iter = max_iter
 
     def _strengths(self) -> tuple[float, float]:
-        reg = _check_strength("reg", self.reg)
+        reg = check_strength("reg", self.reg)
         if reg is None:
             reg = 0.0
         return reg, reg

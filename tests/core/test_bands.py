@@ -19,9 +19,9 @@ from calibration_core import (
     reliability_curve,
 )
 from calibration_core.bands import (
-    _naive_consistency_band,
-    _naive_resampled_frequencies,
-    _resampled_frequencies,
+    naive_consistency_band,
+    naive_resampled_frequencies,
+    resampled_frequencies,
 )
 
 METHODS = ("wilson", "clopper-pearson", "jeffreys")
@@ -331,10 +331,10 @@ def test_fast_band_agrees_with_naive_loop_within_monte_carlo_error(scheme):
     s, y = _calibrated_data(n, rng)
     binning = Binning(scheme, 10)
     data_stats = binning.statistics(s, y)
-    fast = _resampled_frequencies(
+    fast = resampled_frequencies(
         data_stats.count, data_stats.mean_score, r, np.random.default_rng(1)
     )
-    naive = _naive_resampled_frequencies(s, binning, data_stats.edges, r, np.random.default_rng(2))
+    naive = naive_resampled_frequencies(s, binning, data_stats.edges, r, np.random.default_rng(2))
     assert not np.isnan(fast).any() and not np.isnan(naive).any()  # every bin is well filled
     exact_mean, exact_var = _bin_moments_exact(data_stats.count, data_stats.mean_score, n)
     sigma = np.sqrt(exact_var)
@@ -353,7 +353,7 @@ def test_fast_band_agrees_with_naive_loop_within_monte_carlo_error(scheme):
     q_sd = sigma * np.sqrt(p * (1 - p) / r) / stats.norm.pdf(stats.norm.ppf(p))
     tol = 4 * np.sqrt(2) * q_sd + 1.0 / data_stats.count
     lo_f, up_f = consistency_band_from_statistics(data_stats, n_resamples=r, seed=1)
-    lo_n, up_n = _naive_consistency_band(s, n_bins=10, scheme=scheme, n_resamples=r, seed=2)
+    lo_n, up_n = naive_consistency_band(s, n_bins=10, scheme=scheme, n_resamples=r, seed=2)
     assert np.all(np.abs(lo_f - lo_n) <= tol)
     assert np.all(np.abs(up_f - up_n) <= tol)
 
@@ -378,3 +378,18 @@ def test_consistency_band_coverage_for_calibrated_forecaster():
         total += int(ok.sum())
     coverage = inside / total
     assert 0.93 <= coverage <= 0.98, coverage
+
+
+def test_numpy_float_levels_give_the_same_bands():
+    s = np.array([0.1, 0.2, 0.4, 0.6, 0.9, 0.95])
+    y = np.array([0, 0, 1, 1, 1, 1])
+    curve = reliability_curve(s, y, n_bins=5)
+    for level in (np.float32(0.9), np.float64(0.9)):
+        np.testing.assert_allclose(
+            binomial_band(curve, level=level), binomial_band(curve, level=0.9), rtol=1e-6
+        )
+        np.testing.assert_allclose(
+            consistency_band(s, y, n_bins=5, level=level, seed=1),
+            consistency_band(s, y, n_bins=5, level=0.9, seed=1),
+            rtol=1e-6,
+        )

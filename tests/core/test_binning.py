@@ -438,3 +438,13 @@ def test_a_counter_refuses_to_mix_integer_and_float_targets():
     counter = Binning("width", 4).counter().add(np.array([0.1, 0.9]), np.array([0, 1]))
     with pytest.raises(TypeError, match="mix of 0/1 integer and float targets"):
         counter.add(np.array([0.5]), np.array([0.5]))
+
+
+@pytest.mark.parametrize("scheme", ["width", "frequency"])
+def test_assign_with_edges_is_assign_and_edges(scheme):
+    s = np.random.default_rng(9).random(500)
+    s[:50] = 0.5  # ties at an equal-frequency edge
+    binning = Binning(scheme, 7)
+    idx, edges = binning.assign_with_edges(s)
+    np.testing.assert_array_equal(idx, binning.assign(s))
+    np.testing.assert_array_equal(edges, binning.edges(s))

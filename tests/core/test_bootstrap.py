@@ -138,3 +138,17 @@ def test_bad_input():
         bootstrap_ci("accuracy", p, y, n_resamples=0)
     with pytest.raises(CalibrationInputError, match="metric must be"):
         bootstrap_ci(3, p, y)
+
+
+def test_level_may_be_any_real_number_type():
+    p, y = _data(60, 3, seed=8)
+    a = bootstrap_ci("accuracy", p, y, n_resamples=20, seed=0, level=0.9)
+    b = bootstrap_ci("accuracy", p, y, n_resamples=20, seed=0, level=np.float32(0.9))
+    assert b.level == pytest.approx(0.9) and (b.lower, b.upper) == pytest.approx((a.lower, a.upper))
+
+
+@pytest.mark.parametrize("seed", [-1, "abc", 1.5, True])
+def test_bad_seed_is_an_input_error(seed):
+    p, y = _data(20, 3, seed=7)
+    with pytest.raises(CalibrationInputError, match="seed must be"):
+        bootstrap_ci("accuracy", p, y, n_resamples=5, seed=seed)

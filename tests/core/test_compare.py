@@ -406,7 +406,7 @@ def test_to_dict_is_strict_json(preds):
 
 
 def test_all_means_every_available_map(preds, monkeypatch):
-    import calibration_core.compare as compare_module
+    import calibration_core.compare.run as compare_module
 
     monkeypatch.setattr(compare_module, "available_maps", lambda: ("test-prior", "test-identity"))
     result = compare_maps(preds, "all", folds=2)

@@ -9,7 +9,7 @@ import pytest
 from scipy.special import expit
 
 from calibration_core import CalibrationInputError
-from calibration_core.maps.onevsrest import fit_logistic_columns
+from calibration_core.maps.logistic_columns import fit_logistic_columns
 from calibration_core.parallel import ENV_VAR, MAX_THREADS, map_blocks, n_threads
 
 

@@ -156,3 +156,19 @@ def test_accepts_predictions_and_rejects_bad_input():
         calibration_test(p, y, n_resamples=0)
     with pytest.raises(CalibrationInputError, match="labels are missing"):
         calibration_test(p)
+
+
+@pytest.mark.parametrize("seed", [-1, "abc", 1.5, True])
+def test_bad_seed_is_an_input_error(seed):
+    p, y = _data(50, 3, seed=9)
+    with pytest.raises(CalibrationInputError, match="seed must be"):
+        calibration_test(p, y, measure="brier_score", n_resamples=5, seed=seed)
+
+
+def test_seed_may_be_a_generator_or_a_numpy_int():
+    p, y = _data(50, 3, seed=9)
+    a = calibration_test(p, y, measure="brier_score", n_resamples=20, seed=4)
+    b = calibration_test(p, y, measure="brier_score", n_resamples=20, seed=np.int64(4))
+    c = calibration_test(p, y, measure="brier_score", n_resamples=20, seed=np.random.default_rng(4))
+    np.testing.assert_array_equal(a.null, b.null)
+    np.testing.assert_array_equal(a.null, c.null)

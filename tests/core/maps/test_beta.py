@@ -10,8 +10,8 @@ from scipy.optimize import minimize
 from scipy.special import expit, softmax
 
 from calibration_core import CalibrationInputError
+from calibration_core.errors import CalibrationFitWarning
 from calibration_core.maps import BetaCalibration, PlattScaling, make_map
-from calibration_core.maps.linear import CalibrationFitWarning
 
 
 def logistic_reference(features, y):

@@ -7,9 +7,9 @@ import pytest
 from scipy.special import softmax
 
 from calibration_core import Binning, CalibrationInputError
+from calibration_core.errors import CalibrationFitWarning
 from calibration_core.maps import HistogramBinning, make_map
 from calibration_core.maps.histogram import fill_empty_bins
-from calibration_core.maps.linear import CalibrationFitWarning
 
 # Six scores in two equal-width bins [0, .5) and [.5, 1]:
 # bin 0 holds 0.1, 0.2, 0.3 with targets 0, 0, 1  -> 1 positive of 3

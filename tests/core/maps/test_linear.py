@@ -18,18 +18,16 @@ from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import FunctionTransformer
 
 from calibration_core import CalibrationInputError, Predictions
+from calibration_core.errors import CalibrationFitWarning
 from calibration_core.maps import (
     CalibrationMap,
     DirichletCalibration,
     MatrixScaling,
     TemperatureScaling,
     VectorScaling,
-    linear_fit,
-    linear_objective,
     make_map,
 )
 from calibration_core.maps.linear import (
-    CalibrationFitWarning,
     SoftmaxLinearObjective,
     fit_linear_map,
     identity_parameters,
@@ -37,6 +35,8 @@ from calibration_core.maps.linear import (
     stratified_holdout,
     unpack,
 )
+from calibration_core.maps.linear import fit as linear_fit
+from calibration_core.maps.linear import objective as linear_objective
 
 MULTICLASS = (TemperatureScaling, VectorScaling, MatrixScaling, DirichletCalibration)
 

@@ -11,19 +11,18 @@ from scipy.special import expit, softmax
 from sklearn.isotonic import IsotonicRegression
 
 from calibration_core import CalibrationInputError
+from calibration_core.errors import CalibrationFitWarning
 from calibration_core.maps import (
     BetaCalibration,
     HistogramBinning,
     IsotonicCalibration,
     PlattScaling,
 )
-from calibration_core.maps import onevsrest as ovr
-from calibration_core.maps.linear import CalibrationFitWarning
-from calibration_core.maps.onevsrest import (
-    BinaryColumns,
-    assemble_rows,
-    column_scores,
-    fit_isotonic_columns,
+from calibration_core.maps.binary_columns import BinaryColumns, assemble_rows, column_scores
+from calibration_core.maps.isotonic_columns import fit_isotonic_columns
+from calibration_core.maps.logistic_columns import (
+    WARM_START_FACTOR,
+    WARM_START_ROWS,
     fit_logistic_columns,
 )
 
@@ -172,7 +171,7 @@ def test_warm_started_logistic_fit_reaches_the_cold_start_optimum():
     """The subsample warm start changes the starting point, not the optimum."""
     rng = np.random.default_rng(7)
     c, n = 4, 40_000  # above WARM_START_FACTOR * WARM_START_ROWS
-    assert n > ovr.WARM_START_FACTOR * ovr.WARM_START_ROWS
+    assert n > WARM_START_FACTOR * WARM_START_ROWS
     x1 = rng.normal(size=(c, n))
     x2 = rng.normal(size=(c, n))
     positive = np.full(n, -1)

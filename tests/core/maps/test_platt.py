@@ -14,8 +14,8 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.frozen import FrozenEstimator
 
 from calibration_core import CalibrationInputError, Predictions
+from calibration_core.errors import CalibrationFitWarning
 from calibration_core.maps import PlattScaling, make_map
-from calibration_core.maps.linear import CalibrationFitWarning
 
 
 class Passthrough(ClassifierMixin, BaseEstimator):
@@ -122,10 +122,10 @@ def test_separable_scores_warn_and_stay_finite():
 
 
 def test_convergence_is_reported(monkeypatch):
-    import calibration_core.maps.onevsrest as ovr
+    import calibration_core.maps.logistic_columns as logistic_columns
 
     s, y = binary_data(500, seed=8)
-    original = ovr.fit_logistic_columns
+    original = logistic_columns.fit_logistic_columns
     monkeypatch.setattr(
         "calibration_core.maps.platt.fit_logistic_columns",
         lambda *a, **kw: original(*a, **{**kw, "max_iter": 1}),

@@ -10,8 +10,8 @@ from scipy.optimize import check_grad, minimize_scalar
 from scipy.special import log_softmax, softmax
 
 from calibration_core import accuracy, confidence_ece
+from calibration_core.errors import CalibrationFitWarning
 from calibration_core.maps import TemperatureScaling
-from calibration_core.maps.linear import CalibrationFitWarning
 from calibration_core.maps.temperature import T_MAX, T_MIN, TemperatureObjective, fit_temperature
 
 

@@ -1,43 +1,7 @@
-"""The one binning engine behind every metric and every reliability diagram.
+"""The binning engine: :class:`Binning` and the check of its arguments.
 
-Conventions (the dashboard states them too)
--------------------------------------------
-Equal width (``scheme="width"``)
-    Bin ``m`` of ``M`` is ``[m/M, (m+1)/M)``; a score of exactly 1.0 falls in
-    the last bin. A score ``s`` goes to bin ``min(floor(s * M), M - 1)``,
-    computed in float64; the sorted (re-binning) path uses the exact float64
-    thresholds of that rule, so both paths assign every score identically.
-Equal frequency (``scheme="frequency"``)
-    With ``N`` sorted scores ``s_(0) <= ... <= s_(N-1)``, the interior edges
-    are ``e_m = s_(floor(m * N / M))`` for ``m = 1..M-1``, the outer edges are
-    0 and 1, and bin ``m`` is ``[e_m, e_{m+1})`` (the last bin includes 1.0).
-    Without ties every bin holds ``floor(N/M)`` or ``ceil(N/M)`` scores. Ties
-    are never split: all scores equal to an edge go to the bin above it, so
-    heavy ties can leave some bins empty. The result does not depend on row
-    order.
-Empty bins
-    Are kept (statistics are fixed-length ``M``): their count and sums are 0
-    and their mean score and observed frequency are NaN, never 0. They add
-    nothing to ECE and are ignored by MCE.
-
-Statistics are counts and sums, so statistics of chunks with the same edges
-merge by addition (``stats_a + stats_b``), without touching rows again.
-
-Modules
--------
-This module holds :class:`Binning` and the argument check; the parts it uses
-live beside it and are re-exported here, so ``from calibration_core.binning
-import X`` works for all of them:
-
-- :mod:`~calibration_core.binning_statistics`: :class:`BinStatistics` and
-  :func:`stack_statistics`.
-- :mod:`~calibration_core.binning_counters`: the one-pass block counters
-  :class:`ScoreBinCounter` and :class:`ClasswiseBinCounter`, block sizes
-  (:data:`BLOCK_ELEMENTS`, :func:`block_rows`).
-- :mod:`~calibration_core.binning_sorted`: :class:`SortedScores`, re-binning
-  in O(M log N) from scores sorted once.
-- :mod:`~calibration_core.binning_width`: the equal-width rule's exact
-  thresholds (:func:`width_thresholds`) and cached edges.
+The contract it implements (edges, ties, empty bins, mergeable sums) is stated
+once, in :mod:`calibration_core.binning`.
 """
 
 from __future__ import annotations
@@ -47,36 +11,13 @@ from typing import Literal
 
 import numpy as np
 
-from .binning_counters import (
-    BLOCK_ELEMENTS,
-    MAX_BLOCK_ELEMENTS,
-    MIN_BLOCK_ROWS,
-    ClasswiseBinCounter,
-    ScoreBinCounter,
-    block_rows,
-)
-from .binning_sorted import SortedScores
-from .binning_statistics import BinStatistics, stack_statistics
-from .binning_width import width_edges, width_thresholds
-from .errors import CalibrationInputError
+from ..errors import CalibrationInputError
+from .counters import ClasswiseBinCounter, ScoreBinCounter
+from .sorted import SortedScores
+from .statistics import BinStatistics, stack_statistics
+from .width import width_edges
 
-__all__ = [
-    "BLOCK_ELEMENTS",
-    "MAX_BINS",
-    "MAX_BLOCK_ELEMENTS",
-    "MIN_BLOCK_ROWS",
-    "SCHEMES",
-    "BinStatistics",
-    "Binning",
-    "ClasswiseBinCounter",
-    "Scheme",
-    "ScoreBinCounter",
-    "SortedScores",
-    "block_rows",
-    "check_binning_args",
-    "stack_statistics",
-    "width_thresholds",
-]
+__all__ = ["MAX_BINS", "SCHEMES", "Binning", "Scheme", "check_binning_args"]
 
 Scheme = Literal["width", "frequency"]
 SCHEMES: tuple[str, ...] = ("width", "frequency")
@@ -135,8 +76,8 @@ class Binning:
         positions = self._frequency_positions(scores.shape[0])
         if not positions.size:
             return np.array([0.0, 1.0])
-        # The M - 1 order statistics. A full (SIMD) sort beats np.partition with
-        # many kth values by 2-5x in numpy 2.x; both copy the scores once.
+        # The M - 1 order statistics, by a full (SIMD) sort: faster than
+        # np.partition with many kth values; both copy the scores once.
         interior = np.sort(scores)[positions]
         return np.concatenate(([0.0], interior, [1.0]))
 
@@ -160,15 +101,25 @@ class Binning:
             Scores in [0, 1] (float64, already validated).
         edges : numpy.ndarray, shape (M + 1,), optional
             Explicit edges (e.g. global equal-frequency edges shared by chunks);
-            scores equal to an interior edge go to the bin above it.
+            scores equal to an interior edge go to the bin above it. By default
+            the scheme's (equal width: the floor rule, not a search of edges).
         """
-        if edges is None and self.scheme == "width":
-            idx = np.multiply(scores, self.n_bins).astype(np.intp)
-            np.minimum(idx, self.n_bins - 1, out=idx)
-            return idx
-        if edges is None:
-            edges = self.edges(scores)
-        return np.searchsorted(edges[1:-1], scores, side="right").astype(np.intp, copy=False)
+        if edges is not None:
+            return np.searchsorted(edges[1:-1], scores, side="right").astype(np.intp, copy=False)
+        return self.assign_with_edges(scores)[0]
+
+    def assign_with_edges(self, scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Bin index of every score (N,) and the scheme's edges for these scores (M + 1,).
+
+        The edges are computed once (one sort for equal frequency) and returned
+        for callers that also need them, e.g. for :meth:`statistics_from_index`.
+        """
+        edges = self.edges(scores)
+        if self.scheme == "frequency":
+            return self.assign(scores, edges), edges
+        idx = np.multiply(scores, self.n_bins).astype(np.intp)
+        np.minimum(idx, self.n_bins - 1, out=idx)
+        return idx, edges
 
     def statistics(
         self, scores: np.ndarray, targets: np.ndarray, edges: np.ndarray | None = None

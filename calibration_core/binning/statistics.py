@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .errors import CalibrationInputError
+from ..errors import CalibrationInputError
 
 
 @dataclass(frozen=True, eq=False)
@@ -71,21 +71,22 @@ class BinStatistics:
             )
 
     def ece(self):
-        """Expected calibration error ``sum_m |B_m|/N * |freq_m - mean_m|``.
+        """Expected calibration error ``sum_m |B_m|/N * |freq_m - mean_m|`` (:func:`ece_from_sums`).
 
         Returns a float for one column, an array of shape (K,) for stacked ones.
         Empty bins add nothing.
         """
-        if self.count.ndim == 1:
-            return float(np.abs(self.sum_target - self.sum_score).sum() / self.count.sum())
-        return np.abs(self.sum_target - self.sum_score).sum(axis=-1) / self.count.sum(axis=-1)
+        value = ece_from_sums(self.count, self.sum_score, self.sum_target)
+        return float(value) if np.ndim(value) == 0 else value
 
     def mce(self):
-        """Maximum calibration error: the largest gap over non-empty bins.
+        """Maximum calibration error: the largest gap over non-empty bins (:func:`mce_from_sums`).
 
-        Returns a float for one column, an array of shape (K,) for stacked ones.
+        Returns a float for one column, an array of shape (K,) for stacked ones; NaN
+        when every bin is empty.
         """
-        value = np.nanmax(self.gap, axis=-1)
+        value = mce_from_sums(self.count, self.sum_score, self.sum_target)
+        value = np.where(np.isneginf(value), np.nan, value)
         return float(value) if np.ndim(value) == 0 else value
 
     def __getitem__(self, k) -> BinStatistics:
@@ -107,6 +108,26 @@ class BinStatistics:
             self.sum_score + other.sum_score,
             self.sum_target + other.sum_target,
         )
+
+
+def ece_from_sums(count, sum_score, sum_target) -> np.ndarray:
+    """ECE of per-bin sums over the last axis: ``sum_m |sum_target_m - sum_score_m| / N``.
+
+    The one ECE formula of the core: :meth:`BinStatistics.ece` and the resampling
+    paths of :mod:`~calibration_core.bootstrap` and :mod:`~calibration_core.significance`
+    (arrays of shape (R, ..., M)) all use it. ``N`` is the count summed over the last
+    axis; ``count`` may have fewer leading axes than the sums (it broadcasts).
+    """
+    return np.abs(sum_target - sum_score).sum(axis=-1) / np.sum(count, axis=-1)
+
+
+def mce_from_sums(count, sum_score, sum_target) -> np.ndarray:
+    """MCE of per-bin sums over the last axis: the largest ``|sum_target - sum_score| / count``.
+
+    Empty bins are skipped; where every bin is empty the result is ``-inf``.
+    """
+    diff = np.abs(sum_target - sum_score)
+    return np.where(count > 0, diff / np.maximum(count, 1), -np.inf).max(axis=-1)
 
 
 def stack_statistics(parts: list[BinStatistics]) -> BinStatistics:

@@ -13,13 +13,13 @@ from __future__ import annotations
 import numpy as np
 from sklearn.model_selection import KFold, ShuffleSplit, StratifiedKFold, StratifiedShuffleSplit
 
-from .errors import CalibrationInputError
+from ..errors import CalibrationInputError
+from ..validation import check_fraction, check_whole_number
 
 
 def check_folds(folds, n: int) -> int:
     """The number of cross-fitting folds, checked: a whole number from 2 to ``n`` rows."""
-    if isinstance(folds, bool) or not isinstance(folds, (int, np.integer)) or folds < 2:
-        raise CalibrationInputError(f"folds must be a whole number >= 2, got {folds!r}.")
+    folds = check_whole_number(folds, "folds", minimum=2)
     if folds > n:
         raise CalibrationInputError(
             f"folds={folds} is more than the {n} rows; use at most {n} folds."
@@ -67,14 +67,7 @@ def train_test_mask(labels: np.ndarray, split, test_fraction, seed, notes: list[
                 )
         name = "user split"
     else:
-        frac = test_fraction
-        if isinstance(frac, bool) or not isinstance(frac, (int, float, np.number)):
-            raise CalibrationInputError(f"test_fraction must be a number, got {frac!r}.")
-        if not 0.0 < float(frac) < 1.0:
-            raise CalibrationInputError(
-                f"test_fraction must be strictly between 0 and 1, got {frac}."
-            )
-        frac = float(frac)
+        frac = check_fraction(test_fraction, "test_fraction")
         mask = np.zeros(n, dtype=bool)
         try:
             splitter = StratifiedShuffleSplit(n_splits=1, test_size=frac, random_state=seed)

@@ -12,7 +12,7 @@ of per-class input features ``x`` (logits, or log-probabilities):
 log-likelihood of the true class) plus a quadratic penalty, with the analytic
 gradient and the Hessian diagonal; the helpers here convert between flat
 parameters and ``(coef, intercept)``. Fitting lives in
-:mod:`~calibration_core.maps.linear_fit`.
+:mod:`~calibration_core.maps.linear.fit`.
 
 Penalties (``lam`` and ``mu`` are the user's strengths)
 -----------------------------------------------------
@@ -40,9 +40,18 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import CalibrationMap
+from ..base import log_inputs
 
-__all__: list[str] = []  # shared machinery, no public map here
+__all__ = [
+    "BLOCK_ELEMENTS",
+    "KINDS",
+    "SoftmaxLinearObjective",
+    "identity_parameters",
+    "linear_logits",
+    "map_features",
+    "n_parameters",
+    "unpack",
+]
 
 #: Row blocks of the objective hold at most this many float64 values (32 MB).
 BLOCK_ELEMENTS = 1 << 22
@@ -65,7 +74,7 @@ def map_features(
     """
     if raw_logits and logits is not None:
         return np.ascontiguousarray(logits, dtype=np.float64)
-    return np.ascontiguousarray(CalibrationMap._log_inputs(probs, logits), dtype=np.float64)
+    return np.ascontiguousarray(log_inputs(probs, logits), dtype=np.float64)
 
 
 def n_parameters(kind: str, k: int) -> int:
@@ -121,8 +130,8 @@ class SoftmaxLinearObjective:
     -----
     The features are stored class-major, as contiguous (K, n) blocks of at
     most :data:`BLOCK_ELEMENTS` values: the per-row reductions of the softmax
-    (max, sum over classes) then run along contiguous memory, which is several
-    times faster than reducing short rows when K is small.
+    (max, sum over classes) then run along contiguous memory rather than over
+    short rows when K is small.
     """
 
     def __init__(

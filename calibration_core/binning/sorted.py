@@ -3,7 +3,7 @@
 Sorting once costs O(N log N); afterwards every change of bin count or scheme
 is ``M`` binary searches and differences of cumulative sums. Equal-width bins
 are searched with the exact float64 thresholds of the floor rule
-(:func:`~calibration_core.binning_width.width_thresholds`), so the statistics
+(:func:`~calibration_core.binning.width.width_thresholds`), so the statistics
 equal those of a one-off pass (:meth:`calibration_core.binning.Binning.statistics`).
 """
 
@@ -13,11 +13,11 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .binning_statistics import BinStatistics
-from .binning_width import padded_width_thresholds, width_edges
+from .statistics import BinStatistics
+from .width import padded_width_thresholds, width_edges
 
 if TYPE_CHECKING:
-    from .binning import Binning
+    from .engine import Binning
 
 
 class SortedScores:
@@ -49,8 +49,8 @@ class SortedScores:
 
     def __init__(self, scores: np.ndarray, targets: np.ndarray) -> None:
         # Ties are never split by a threshold (equal scores go to the same bin),
-        # so their order does not matter: the default (SIMD) argsort is 3-4x
-        # faster than a stable one.
+        # so their order does not matter: the default (SIMD) argsort, not a
+        # slower stable one.
         order = np.argsort(scores)
         self.scores = scores[order]
         n = self.scores.shape[0]

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .binning_statistics import BinStatistics
-from .binning_width import width_edges
+from .statistics import BinStatistics
+from .width import width_edges
 
 #: Values per block of the one-off passes (256 KiB of float64: stays in cache).
 BLOCK_ELEMENTS = 1 << 15

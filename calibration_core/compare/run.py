@@ -22,9 +22,8 @@ and are scored once. Metrics come from the core functions of
 pass), so the table agrees with every other view of the same predictions.
 
 This module runs the comparison; the table's columns, scoring and
-:class:`Comparison` live in :mod:`~calibration_core.compare_results`, the
-fold and split assignment in :mod:`~calibration_core.compare_folds`. Their
-public names are re-exported here.
+:class:`Comparison` live in :mod:`~calibration_core.compare.results`, the
+fold and split assignment in :mod:`~calibration_core.compare.folds`.
 """
 
 from __future__ import annotations
@@ -33,37 +32,22 @@ import math
 import time
 import warnings
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import pandas as pd
 from sklearn.base import clone
 
-from .binning import check_binning_args
-from .compare_folds import check_folds, crossfit_folds, train_test_mask
-from .compare_results import (
-    METRIC_COLUMNS,
-    TABLE_COLUMNS,
-    UNCALIBRATED,
-    Comparison,
-    score_probs,
-)
-from .errors import CalibrationInputError
-from .maps import available_maps, make_map
-from .maps.base import CalibrationMap
-from .predictions import Predictions
+from ..binning import check_binning_args
+from ..errors import CalibrationInputError
+from ..maps import available_maps, make_map
+from ..maps.base import CalibrationMap
+from ..predictions import Predictions
+from .folds import check_folds, crossfit_folds, train_test_mask
+from .results import METRIC_COLUMNS, TABLE_COLUMNS, UNCALIBRATED, Comparison, score_probs
 
-__all__ = [
-    "METRIC_COLUMNS",
-    "TABLE_COLUMNS",
-    "UNCALIBRATED",
-    "CancelCallback",
-    "Comparison",
-    "ComparisonCancelled",
-    "ProgressCallback",
-    "compare_maps",
-    "score_probs",
-]
+__all__ = ["CancelCallback", "ComparisonCancelled", "ProgressCallback", "compare_maps"]
 
 ProgressCallback = Callable[[int, int, str], Any]
 CancelCallback = Callable[[], bool]
@@ -191,11 +175,87 @@ def compare_maps(
     if split is not None and test_fraction is not None:
         raise CalibrationInputError("give either split or test_fraction, not both.")
     resolved = _resolve_maps(maps)
-    labels = predictions.labels
-    n, k = predictions.n_samples, predictions.n_classes
     notes: list[str] = []
+    plan = _plan_rows(predictions, folds, seed, split, test_fraction, notes)
+    scored = predictions.subset(plan.scored_rows) if plan.train_test else predictions
+    settings = {
+        "model": predictions.name,
+        "mode": "train_test" if plan.train_test else "crossfit",
+        "folds": plan.n_folds,
+        "seed": seed,
+        "test_fraction": None if test_fraction is None else float(test_fraction),
+        "splitter": plan.splitter,
+        "n_bins": n_bins,
+        "scheme": scheme,
+        "n_samples": predictions.n_samples,
+        "n_scored": int(plan.scored_rows.shape[0]),
+        "n_classes": predictions.n_classes,
+    }
+    tracker = _Tracker(len(resolved) * len(plan.parts), progress, cancel)
+    tracker.report("starting")
+    tracker.check_cancel()
+    base = score_probs(scored.probs, scored.labels, n_bins=n_bins, scheme=scheme)
+    rows: dict[str, dict[str, Any]] = {
+        UNCALIBRATED: {**base, "fit_seconds": 0.0, "converged": pd.NA, "error": None}
+    }
+    calibrated: dict[str, Predictions] = {UNCALIBRATED: scored}
+    fitted: dict[str, list[CalibrationMap]] = {}
+    for label, factory in resolved:
+        run = _fit_folds(label, factory, plan, predictions.n_classes, tracker)
+        notes.extend(f"{label}: {msg}" for msg in run.warnings)
+        cal, metrics = _score_map(run, label, predictions, scored.labels, n_bins, scheme)
+        if run.error is not None:
+            rows[label] = {
+                **dict.fromkeys(METRIC_COLUMNS, math.nan),
+                "fit_seconds": run.seconds,
+                "converged": pd.NA,
+                "error": run.error,
+            }
+            continue
+        if run.not_converged:
+            which = (
+                "the fit"
+                if plan.train_test
+                else "fold(s) " + ", ".join(map(str, run.not_converged))
+            )
+            notes.append(f"{label}: the optimiser did not converge in {which}.")
+        rows[label] = {
+            **metrics,
+            "fit_seconds": run.seconds,
+            "converged": not run.not_converged,
+            "error": None,
+        }
+        calibrated[label] = cal
+        fitted[label] = run.maps
+    return Comparison(
+        table=_table(rows),
+        calibrated=calibrated,
+        fitted=fitted,
+        settings=settings,
+        warnings=notes,
+        scored_rows=plan.scored_rows,
+        fold_ids=plan.fold_ids,
+    )
 
-    # Which rows fit which map, and which rows are scored.
+
+# ----------------------------------------------------------------- the steps
+@dataclass
+class _RowPlan:
+    """Which rows fit and which rows score each map, shared by every map."""
+
+    train_test: bool
+    splitter: str
+    n_folds: int | None
+    #: ``(train, test, test rows)`` per fold (one in train/test mode).
+    parts: list[tuple[Predictions, Predictions, np.ndarray]]
+    scored_rows: np.ndarray
+    fold_ids: np.ndarray
+    #: Position of each input row within the scored rows (-1 if not scored).
+    position: np.ndarray
+
+
+def _plan_rows(predictions, folds, seed, split, test_fraction, notes) -> _RowPlan:
+    labels, n = predictions.labels, predictions.n_samples
     train_test = split is not None or test_fraction is not None
     if train_test:
         splitter, mask = train_test_mask(labels, split, test_fraction, seed, notes)
@@ -213,123 +273,102 @@ def compare_maps(
         scored_rows = np.arange(n)
     # Fit and predict data, built once and shared by every map.
     parts = [(predictions.subset(tr), predictions.subset(te), te) for tr, te in plan]
-    # Positions of each fold's rows within the scored rows (identity for cross-fitting).
     position = np.full(n, -1, dtype=np.intp)
     position[scored_rows] = np.arange(scored_rows.shape[0])
-    scored = predictions if not train_test else predictions.subset(scored_rows)
-    y_scored = scored.labels
+    return _RowPlan(train_test, splitter, n_folds, parts, scored_rows, fold_ids, position)
 
-    settings = {
-        "model": predictions.name,
-        "mode": "train_test" if train_test else "crossfit",
-        "folds": n_folds,
-        "seed": seed,
-        "test_fraction": None if test_fraction is None else float(test_fraction),
-        "splitter": splitter,
-        "n_bins": n_bins,
-        "scheme": scheme,
-        "n_samples": n,
-        "n_scored": int(scored_rows.shape[0]),
-        "n_classes": k,
-    }
 
-    total = len(resolved) * len(parts)
-    done = 0
+class _Tracker:
+    """Counts finished fits, reports progress and polls for cancellation."""
 
-    def report(label: str) -> None:
-        if progress is not None:
-            progress(done, total, label)
+    def __init__(
+        self, total: int, progress: ProgressCallback | None, cancel: CancelCallback | None
+    ) -> None:
+        self.total, self.done = total, 0
+        self._progress, self._cancel = progress, cancel
 
-    def check_cancel() -> None:
-        if cancel is not None and cancel():
-            raise ComparisonCancelled(f"comparison cancelled after {done} of {total} fits")
+    def report(self, label: str) -> None:
+        if self._progress is not None:
+            self._progress(self.done, self.total, label)
 
-    report("starting")
-    check_cancel()
-    rows: dict[str, dict[str, Any]] = {}
-    base = score_probs(scored.probs, y_scored, n_bins=n_bins, scheme=scheme)
-    rows[UNCALIBRATED] = {**base, "fit_seconds": 0.0, "converged": pd.NA, "error": None}
-    calibrated: dict[str, Predictions] = {UNCALIBRATED: scored}
-    fitted: dict[str, list[CalibrationMap]] = {}
-    nan_metrics = dict.fromkeys(METRIC_COLUMNS, math.nan)
+    def check_cancel(self) -> None:
+        if self._cancel is not None and self._cancel():
+            raise ComparisonCancelled(
+                f"comparison cancelled after {self.done} of {self.total} fits"
+            )
 
-    for label, factory in resolved:
-        out = np.empty((scored_rows.shape[0], k), dtype=np.float64)
-        fold_maps: list = []
-        seconds = 0.0
-        error = None
-        not_converged: list[int] = []
-        seen_warnings: dict[str, None] = {}
-        for i, (train, test, test_idx) in enumerate(parts):
-            check_cancel()
-            where = f"fold {i + 1} of {len(parts)}: " if not train_test else ""
-            try:
-                with warnings.catch_warnings(record=True) as caught:
-                    warnings.simplefilter("always")
-                    cmap = factory()
-                    start = time.perf_counter()
-                    cmap.fit(train, train.labels)
-                    seconds += time.perf_counter() - start
-                    out[position[test_idx]] = cmap.predict_proba(test)
-                for w in caught:
-                    seen_warnings[str(w.message)] = None
-            except Exception as exc:  # one failing map must not stop the others
-                error = where + _message(exc)
-            else:
-                fold_maps.append(cmap)
-                if not bool(getattr(cmap, "converged_", True)):
-                    not_converged.append(i + 1)
-            if error is not None:
-                done += len(parts) - i
-                report(f"{label}: failed")
-                break
-            done += 1
-            report(f"{label}: fold {i + 1} of {len(parts)}" if not train_test else label)
 
-        for msg in seen_warnings:
-            notes.append(f"{label}: {msg}")
-        if error is None:
-            try:
-                cal = Predictions.from_probs(
-                    out,
-                    y_scored,
-                    class_names=predictions.class_names,
-                    name=f"{predictions.name} + {label}",
-                    where=f"the output of map {label!r}",
-                )
-                metrics = score_probs(cal.probs, y_scored, n_bins=n_bins, scheme=scheme)
-            except Exception as exc:
-                error = _message(exc)
-        if error is not None:
-            rows[label] = {
-                **nan_metrics,
-                "fit_seconds": seconds,
-                "converged": pd.NA,
-                "error": error,
-            }
-            continue
-        if not_converged:
-            which = "the fit" if train_test else "fold(s) " + ", ".join(map(str, not_converged))
-            notes.append(f"{label}: the optimiser did not converge in {which}.")
-        rows[label] = {
-            **metrics,
-            "fit_seconds": seconds,
-            "converged": not not_converged,
-            "error": None,
-        }
-        calibrated[label] = cal
-        fitted[label] = fold_maps
+@dataclass
+class _MapRun:
+    """One map fitted on every fold: out-of-fold probabilities and what happened."""
 
+    probs: np.ndarray
+    maps: list[CalibrationMap] = field(default_factory=list)
+    seconds: float = 0.0
+    error: str | None = None
+    not_converged: list[int] = field(default_factory=list)
+    #: Messages of the warnings the fits raised, each once, in order.
+    warnings: dict[str, None] = field(default_factory=dict)
+
+
+def _fit_folds(label, factory, plan: _RowPlan, n_classes: int, tracker: _Tracker) -> _MapRun:
+    """Fit a new map on each fold's training rows and predict its test rows.
+
+    A failing fold stops this map (its remaining fits count as done) but not the others.
+    """
+    parts = plan.parts
+    run = _MapRun(np.empty((plan.scored_rows.shape[0], n_classes), dtype=np.float64))
+    for i, (train, test, test_idx) in enumerate(parts):
+        tracker.check_cancel()
+        where = f"fold {i + 1} of {len(parts)}: " if not plan.train_test else ""
+        try:
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                cmap = factory()
+                start = time.perf_counter()
+                cmap.fit(train, train.labels)
+                run.seconds += time.perf_counter() - start
+                run.probs[plan.position[test_idx]] = cmap.predict_proba(test)
+            for w in caught:
+                run.warnings[str(w.message)] = None
+        except Exception as exc:  # one failing map must not stop the others
+            run.error = where + _message(exc)
+            tracker.done += len(parts) - i
+            tracker.report(f"{label}: failed")
+            break
+        run.maps.append(cmap)
+        if not bool(getattr(cmap, "converged_", True)):
+            run.not_converged.append(i + 1)
+        tracker.done += 1
+        tracker.report(f"{label}: fold {i + 1} of {len(parts)}" if not plan.train_test else label)
+    return run
+
+
+def _score_map(run: _MapRun, label, predictions, y_scored, n_bins, scheme):
+    """``(calibrated predictions, metrics)`` of a map's out-of-fold rows.
+
+    Sets ``run.error`` (and returns ``(None, None)``) when the rows cannot be scored.
+    """
+    if run.error is not None:
+        return None, None
+    try:
+        cal = Predictions.from_probs(
+            run.probs,
+            y_scored,
+            class_names=predictions.class_names,
+            name=f"{predictions.name} + {label}",
+            where=f"the output of map {label!r}",
+        )
+        return cal, score_probs(cal.probs, y_scored, n_bins=n_bins, scheme=scheme)
+    except Exception as exc:
+        run.error = _message(exc)
+        return None, None
+
+
+def _table(rows: dict[str, dict[str, Any]]) -> pd.DataFrame:
+    """The comparison table: one row per map, columns :data:`TABLE_COLUMNS`."""
     table = pd.DataFrame.from_dict(rows, orient="index").reindex(columns=list(TABLE_COLUMNS))
     table.index.name = "map"
     table["converged"] = table["converged"].astype("boolean")
     table["error"] = table["error"].astype(object).where(table["error"].notna(), None)
-    return Comparison(
-        table=table,
-        calibrated=calibrated,
-        fitted=fitted,
-        settings=settings,
-        warnings=notes,
-        scored_rows=scored_rows,
-        fold_ids=fold_ids,
-    )
+    return table

@@ -3,7 +3,7 @@
 Metrics come from the core functions of :mod:`calibration_core.metrics` (ECE
 and MCE of a notion share one binning pass, :func:`score_probs`), so the table
 agrees with every other view of the same predictions. The comparison itself is
-run by :func:`calibration_core.compare.compare_maps`.
+run by :func:`calibration_core.compare.run.compare_maps`.
 """
 
 from __future__ import annotations
@@ -15,15 +15,15 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .maps.base import CalibrationMap
-from .metrics import (
+from ..maps.base import CalibrationMap
+from ..metrics import (
     accuracy,
     brier_score,
     classwise_statistics,
     confidence_statistics,
     log_loss,
 )
-from .predictions import Predictions
+from ..predictions import Predictions
 
 #: Name of the always-present first row.
 UNCALIBRATED = "uncalibrated"

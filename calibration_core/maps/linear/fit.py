@@ -1,7 +1,7 @@
 """Fitting of the multiclass linear maps: L-BFGS-B and strength selection.
 
-The maps (see :mod:`~calibration_core.maps.linear_objective`) are fitted by
-minimising their :class:`~calibration_core.maps.linear_objective.SoftmaxLinearObjective`
+The maps (see :mod:`~calibration_core.maps.linear.objective`) are fitted by
+minimising their :class:`~calibration_core.maps.linear.objective.SoftmaxLinearObjective`
 with the analytic gradient, through
 ``scipy.optimize.minimize(method="L-BFGS-B", jac=True)``, starting from the
 identity map (``W = I`` or ``w = 1``, ``b = 0``). Penalty strengths left unset
@@ -23,10 +23,17 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.optimize import minimize
 
-from ..errors import CalibrationInputError
-from .linear_objective import SoftmaxLinearObjective, identity_parameters
+from ...errors import CalibrationInputError
+from .objective import SoftmaxLinearObjective, identity_parameters
 
-__all__: list[str] = []  # shared machinery, no public map here
+__all__ = [
+    "DEFAULT_REG_GRID",
+    "LinearFit",
+    "check_strength",
+    "fit_linear_map",
+    "minimize_objective",
+    "stratified_holdout",
+]
 
 #: Default tied (lambda = mu) strengths tried when a strength is left to validation.
 DEFAULT_REG_GRID: tuple[float, ...] = (1e-2, 1e-1, 1.0, 10.0, 1e2, 1e3, 1e4, 1e5)
@@ -222,7 +229,8 @@ def _check_grid(reg_grid) -> list[float]:
     return grid
 
 
-def _check_strength(name: str, value) -> float | None:
+def check_strength(name: str, value) -> float | None:
+    """A penalty strength: a non-negative number, or None (chosen by validation)."""
     if value is None:
         return None
     try:

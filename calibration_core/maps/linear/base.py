@@ -1,20 +1,6 @@
-"""Shared base classes of the multiclass linear maps (vector, matrix, Dirichlet).
+"""The base classes of the multiclass linear maps (vector, matrix, Dirichlet).
 
-Not a map itself. Each of these maps is a softmax of an affine function of
-per-class input features ``x`` (logits, or log-probabilities), ``"vector"``
-(``softmax(w * x + b)``) or ``"full"`` (``softmax(x @ W.T + b)``) kind; the
-model, its log-loss and its penalties are in
-:mod:`~calibration_core.maps.linear_objective`, the L-BFGS-B fit and the
-choice of penalty strengths in :mod:`~calibration_core.maps.linear_fit`.
-
-Fits report ``converged_`` and ``n_iter_``, warn (:class:`CalibrationFitWarning`)
-when there are fewer rows than parameters or the classes are separable, and warn
-(``ConvergenceWarning``) when L-BFGS-B stops at ``max_iter``. Fits use one BLAS
-thread (small products; measured up to 10x slower with two threads on a busy
-2-core machine).
-
-The names of the two helper modules are re-exported here, so
-``from calibration_core.maps.linear import fit_linear_map`` keeps working.
+The model and the fit are described in :mod:`calibration_core.maps.linear`.
 """
 
 from __future__ import annotations
@@ -26,43 +12,15 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 from threadpoolctl import threadpool_limits
 
-from ..errors import CalibrationInputError
-from .base import CalibrationMap
+from ...errors import CalibrationFitWarning, CalibrationInputError
+from ..base import CalibrationMap
+from .fit import check_strength, fit_linear_map
+from .objective import linear_logits, map_features, n_parameters, unpack
 
-# Used here, and re-exported: these helpers lived here before the split and callers import them
-# from this module.
-from .linear_fit import (  # noqa: F401
-    DEFAULT_REG_GRID,
-    SELECTION_FTOL,
-    SELECTION_ROWS,
-    SUBSAMPLE_ROWS,
-    VALIDATION_FRACTION,
-    LinearFit,
-    _check_grid,
-    _check_strength,
-    fit_linear_map,
-    minimize_objective,
-    stratified_holdout,
-)
-from .linear_objective import (  # noqa: F401
-    BLOCK_ELEMENTS,
-    KINDS,
-    SoftmaxLinearObjective,
-    identity_parameters,
-    linear_logits,
-    map_features,
-    n_parameters,
-    unpack,
-)
-
-__all__: list[str] = []  # shared machinery, no public map here
+__all__ = ["LinearCalibrationMap", "OdirLinearMap"]
 
 #: A training log-loss below this means the classes are (nearly) separable.
 SEPARABLE_LOSS = 1e-4
-
-
-class CalibrationFitWarning(UserWarning):
-    """A fit that ran but may be unreliable (too few rows, separable classes)."""
 
 
 class LinearCalibrationMap(CalibrationMap):
@@ -120,8 +78,8 @@ class LinearCalibrationMap(CalibrationMap):
                 CalibrationFitWarning,
                 stacklevel=3,
             )
-        # One BLAS thread: the (K, n) @ (n, K) products are small, and several threads
-        # on a busy machine (or beside parallel fits) were measured up to 10x slower.
+        # One BLAS thread: the (K, n) @ (n, K) products are too small to gain from
+        # several, which compete with each other and with parallel fits.
         with threadpool_limits(limits=1, user_api="blas"):
             fit = fit_linear_map(
                 x,
@@ -232,6 +190,6 @@ class OdirLinearMap(LinearCalibrationMap):
 
     def _strengths(self) -> tuple[float | None, float | None]:
         return (
-            _check_strength("reg_lambda", self.reg_lambda),
-            _check_strength("reg_mu", self.reg_mu),
+            check_strength("reg_lambda", self.reg_lambda),
+            check_strength("reg_mu", self.reg_mu),
         )

@@ -1,0 +1,23 @@
+"""Held-out comparison of calibration maps.
+
+- :mod:`~calibration_core.compare.run`: :func:`compare_maps`, which fits each map
+  on some rows and scores it on others (cross-fitting or train/test).
+- :mod:`~calibration_core.compare.folds`: which rows fit and which rows score.
+- :mod:`~calibration_core.compare.results`: the table's columns, how a row is
+  scored, and :class:`Comparison`.
+"""
+
+from .results import METRIC_COLUMNS, TABLE_COLUMNS, UNCALIBRATED, Comparison, score_probs
+from .run import CancelCallback, ComparisonCancelled, ProgressCallback, compare_maps
+
+__all__ = [
+    "METRIC_COLUMNS",
+    "TABLE_COLUMNS",
+    "UNCALIBRATED",
+    "CancelCallback",
+    "Comparison",
+    "ComparisonCancelled",
+    "ProgressCallback",
+    "compare_maps",
+    "score_probs",
+]

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 from .config import AppConfig
 from .session import SessionManager
-from .store import DataStore
+from .store.data_store import DataStore
 from .warmup import WarmUp
 
 

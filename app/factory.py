@@ -21,12 +21,12 @@ from .callbacks.fit import plan_fits
 from .callbacks.view import render
 from .config import MB, AppConfig, ConfigError
 from .context import AppContext
-from .errors import install_error_handlers
-from .layout import build_layout, default_settings
+from .layout.page import build_layout, default_settings
 from .page_template import ASSETS_IGNORE, DashboardDash, with_preloads
+from .request_errors import install_error_handlers
 from .security import BasicAuth, SecurityHeaders
 from .session import SessionManager
-from .store import DataStore
+from .store.data_store import DataStore
 from .upload import make_request_class, register_upload_route
 from .warmup import WarmJobManager, install_import_gate
 

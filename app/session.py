@@ -4,7 +4,7 @@ The browser never chooses its session: on every request the cookie is
 verified (signature and age, with :mod:`itsdangerous`); a missing, forged,
 malformed or expired cookie gets a fresh, empty session and a new cookie.
 The id itself is never readable by scripts in the page (HttpOnly), and all
-uploaded data is looked up server-side by it (see :mod:`app.store`).
+uploaded data is looked up server-side by it (see :mod:`app.store.data_store`).
 
 The cookie is re-signed when half of its lifetime has passed, so an active
 session does not expire while an idle one does after ``SESSION_TTL_SECONDS``.

@@ -36,8 +36,9 @@ from flask import Flask, Request, jsonify, request
 from calibration_core import CalibrationInputError
 
 from .session import SessionManager
-from .soft_labels import read_upload_soft_labels, store_soft_labels
-from .store import STORAGE_MESSAGE, DataStore
+from .store.data_store import DataStore
+from .store.disk import STORAGE_MESSAGE
+from .store.soft_label_store import read_upload_soft_labels, store_soft_labels
 from .upload_guard import check_expansion
 from .warmup import import_pandas
 

@@ -2,15 +2,11 @@
 
 * :func:`toggle_state`: show / hide the section (nothing is computed while hidden);
 * :func:`overview`, :func:`hosmer_lemeshow_panel`, :func:`decision_panel`,
-  :func:`human_panel`: cheap diagnostics, redrawn with every setting;
-* :func:`resampling_panel`, :func:`bootstrap_panel`: show the stored results of
-  the resampling test and the bootstrap for the current settings (or say how
-  to get them);
-* :func:`run_resampling_job`, :func:`run_bootstrap_job`: the background jobs
-  (progress bar, cancel button) that compute and store those results.
+  :func:`human_panel`: cheap diagnostics, redrawn with every setting.
 
-The last four live in :mod:`app.callbacks.diagnostics_jobs` (re-exported here),
-and the shapes every callback shares in :mod:`app.callbacks.diagnostics_wiring`.
+The resampling test and the bootstrap (stored results and background jobs)
+are in :mod:`app.callbacks.diagnostics_jobs`, the shapes every callback shares
+in :mod:`app.callbacks.diagnostics_wiring`.
 
 Every function returns what the page shows; problems become messages, never
 tracebacks. The settings used are remembered per session
@@ -27,38 +23,29 @@ from calibration_core import CalibrationInputError
 
 from .. import ids
 from ..context import AppContext
-from ..diagnostics import (
-    decision_view,
-    diag_target,
-    estimator_rows,
-    hosmer_lemeshow_rows,
-    human_rows,
-    notion_spec,
-    parse_costs,
-    parse_groups,
-    parse_prior,
-    remember,
-    sensitivity_curves,
-)
-from ..diagnostics_layout import model_choices, table_component
-from ..diagnostics_tables import (
+from ..diagnostics.cards import decision_view, hosmer_lemeshow_rows, human_rows
+from ..diagnostics.layout import model_choices, table_component
+from ..diagnostics.overview import estimator_rows, sensitivity_curves
+from ..diagnostics.tables import (
     HUMAN_MISSING,
     decision_table,
     estimator_table,
     hosmer_lemeshow_table,
     human_table,
 )
-from ..figures_diagnostics import cost_figure, message_figure, sensitivity_figure
+from ..diagnostics.target import (
+    diag_target,
+    notion_spec,
+    parse_costs,
+    parse_groups,
+    parse_prior,
+    remember,
+)
+from ..figures.diagnostics import cost_figure, message_figure, sensitivity_figure
 from ..options import model_label
 from ..settings import SCHEME_LABELS, RawSettings
-from ..store import ModelInfo
+from ..store.records import ModelInfo
 from . import diagnostics_jobs
-from .diagnostics_jobs import (
-    bootstrap_panel,
-    resampling_panel,
-    run_bootstrap_job,
-    run_resampling_job,
-)
 from .diagnostics_wiring import (
     HIDDEN,
     VIEW_INPUTS,
@@ -72,16 +59,12 @@ from .diagnostics_wiring import (
 )
 
 __all__ = [
-    "bootstrap_panel",
     "decision_panel",
     "hosmer_lemeshow_panel",
     "human_panel",
     "model_picker",
     "overview",
     "register",
-    "resampling_panel",
-    "run_bootstrap_job",
-    "run_resampling_job",
     "toggle_state",
 ]
 

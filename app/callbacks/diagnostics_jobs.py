@@ -21,26 +21,23 @@ from calibration_core import CalibrationInputError
 
 from .. import ids
 from ..context import AppContext
-from ..diagnostics import (
-    NOT_COMPUTED,
+from ..diagnostics.layout import table_component
+from ..diagnostics.resampling import NOT_COMPUTED, Progress, bootstrap_rows, calibration_tests
+from ..diagnostics.tables import bootstrap_table, resampling_table
+from ..diagnostics.target import (
     DiagTarget,
-    bootstrap_rows,
-    calibration_tests,
     diag_target,
     parse_level,
     parse_measure,
     parse_resamples,
     remember,
 )
-from ..diagnostics_layout import table_component
-from ..diagnostics_tables import bootstrap_table, resampling_table
-from ..figures_diagnostics import message_figure, null_figure
+from ..figures.diagnostics import message_figure, null_figure
+from ..metrics_table import METRICS, notion_short
 from ..settings import RawSettings
-from ..tables import METRICS, notion_short
 from .diagnostics_wiring import (
     HIDDEN,
     JobIds,
-    Progress,
     hidden_figure,
     new_job_state,
     note,

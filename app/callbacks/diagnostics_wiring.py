@@ -30,8 +30,8 @@ from calibration_core import CalibrationInputError
 
 from .. import ids
 from ..context import AppContext
-from ..diagnostics_resampling import Progress
-from ..figures_diagnostics import message_figure
+from ..diagnostics.resampling import Progress
+from ..figures.diagnostics import message_figure
 from ..settings import RawSettings
 
 log = logging.getLogger("calibration_dashboard.diagnostics")

@@ -22,7 +22,7 @@ from calibration_core import CalibrationInputError
 from .. import ids
 from ..analysis import variants
 from ..context import AppContext
-from ..diagnostics_report import diagnostics_html
+from ..diagnostics.report import diagnostics_html
 from ..exports import (
     calibrated_csv_chunks,
     download_name,
@@ -31,10 +31,11 @@ from ..exports import (
     metrics_json,
     params_json,
 )
-from ..figures import reliability_figure, view_title
-from ..settings import ViewSettings
-from ..tables import caption
-from .view import RawSettings, compute_view
+from ..figures.common import view_title
+from ..figures.reliability import reliability_figure
+from ..metrics_table import caption
+from ..settings import RawSettings, ViewSettings
+from .view import compute_view
 
 log = logging.getLogger("calibration_dashboard.exports")
 EXPORT_TTL_SECONDS = 600

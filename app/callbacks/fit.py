@@ -33,7 +33,9 @@ from .. import ids
 from ..analysis import UNCALIBRATED
 from ..context import AppContext
 from ..settings import HeldOut, parse_handles, parse_heldout, parse_maps
-from ..store import DataStore, FitRecord, StorageUnavailable
+from ..store.data_store import DataStore
+from ..store.disk import StorageUnavailable
+from ..store.records import FitRecord
 
 log = logging.getLogger("calibration_dashboard.fit")
 

@@ -18,9 +18,10 @@ from calibration_core import CalibrationInputError
 from .. import ids
 from ..analysis import CANCELLED, PENDING, ViewResult, build_view
 from ..context import AppContext
-from ..figures import empty_figure, graph_config, reliability_figure_dict, view_title
+from ..figures.common import empty_figure, graph_config, view_title
+from ..figures.reliability import reliability_figure_dict
+from ..metrics_table import caption, column_defs, row_data
 from ..settings import RawSettings
-from ..tables import caption, column_defs, row_data
 
 log = logging.getLogger("calibration_dashboard.view")
 
@@ -44,9 +45,6 @@ def graphs(result: ViewResult, fmt: str = "png") -> list:
             )
         )
     return out
-
-
-__all__ = ["RawSettings", "compute_view", "graphs", "register", "render"]
 
 
 def render(ctx: AppContext, sid, raw: RawSettings, fit_state=None, fmt="png") -> tuple:

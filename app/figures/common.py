@@ -9,8 +9,8 @@
 * :func:`empty_figure` (a message instead of a figure) and
   :func:`graph_config` (``dcc.Graph``'s PNG/SVG export).
 
-The reliability diagrams are in :mod:`app.figures_reliability`, the
-diagnostics figures in :mod:`app.figures_diagnostics`.
+The reliability diagrams are in :mod:`app.figures.reliability`, the
+diagnostics figures in :mod:`app.figures.diagnostics`.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import textwrap
 
 import plotly.graph_objects as go
 
-from .settings import NOTION_LABELS, ViewSettings
+from ..settings import NOTION_LABELS, ViewSettings
 
 #: Okabe & Ito (2008), colour-blind safe.
 OKABE_ITO = {

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import dash_ag_grid as dag
 
-from . import ids
-from .components import DIAGRAM_SLOT, UNDRAWN_DIAGRAM, UNDRAWN_DIAGRAMS, Deferred
+from .. import ids
+from ..components import DIAGRAM_SLOT, UNDRAWN_DIAGRAM, UNDRAWN_DIAGRAMS, Deferred
 
 
 def metrics_grid(rows: list[dict], cols: list[dict]) -> Deferred:
@@ -22,8 +22,8 @@ def metrics_grid(rows: list[dict], cols: list[dict]) -> Deferred:
     Parameters
     ----------
     rows, cols : list of dict
-        The grid's ``rowData`` and ``columnDefs`` (:func:`app.tables.row_data`,
-        :func:`app.tables.column_defs`).
+        The grid's ``rowData`` and ``columnDefs`` (:func:`app.metrics_table.row_data`,
+        :func:`app.metrics_table.column_defs`).
     """
     grid = dag.AgGrid(
         id=ids.METRICS_GRID,

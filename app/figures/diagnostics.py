@@ -20,9 +20,11 @@ import math
 
 import numpy as np
 
-from .analysis import UNCALIBRATED
-from .diagnostics import MEASURE_LABELS, DecisionView, ResamplingRow, shifted_threshold
-from .figures import FONT, OKABE_ITO, UNCALIBRATED_COLOUR, _template, plot_text
+from ..analysis import UNCALIBRATED
+from ..diagnostics.cards import DecisionView, shifted_threshold
+from ..diagnostics.resampling import ResamplingRow
+from ..diagnostics.target import MEASURE_LABELS
+from .common import FONT, OKABE_ITO, UNCALIBRATED_COLOUR, _template, plot_text
 
 #: Colours of the fitted calibrators, in the order of the maps.
 MAP_COLOURS = (

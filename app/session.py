@@ -21,7 +21,7 @@ from flask import Flask, Response, g, has_request_context, request
 from itsdangerous import BadSignature, SignatureExpired, URLSafeTimedSerializer
 
 COOKIE_NAME = "calibration_session"
-_SALT = "calibration-dashboard/session-id/v1"
+SALT = "calibration-dashboard/session-id/v1"
 #: ``secrets.token_urlsafe(24)``: 32 characters of [A-Za-z0-9_-].
 SESSION_ID_PATTERN = re.compile(r"^[A-Za-z0-9_-]{32}$")
 
@@ -45,7 +45,7 @@ class SessionManager:
     """
 
     def __init__(self, secret_key: str, ttl_seconds: int, *, secure: bool = False) -> None:
-        self._serializer = URLSafeTimedSerializer(secret_key, salt=_SALT)
+        self._serializer = URLSafeTimedSerializer(secret_key, salt=SALT)
         self.ttl_seconds = int(ttl_seconds)
         self.secure = bool(secure)
 

@@ -5,7 +5,7 @@
   text); :func:`safe_file_stem` for download names; :func:`view_title`;
 * :data:`OKABE_ITO` (Okabe & Ito 2008, colour-blind safe), the colours of
   uncalibrated and calibrated predictions, and :data:`FONT`;
-* ``_template()``: a small white template understood by plotly.js itself;
+* :func:`plotly_template`: a small white template understood by plotly.js itself;
 * :func:`empty_figure` (a message instead of a figure) and
   :func:`graph_config` (``dcc.Graph``'s PNG/SVG export).
 
@@ -79,7 +79,7 @@ _AXIS_STYLE = {
 }
 
 
-def _template() -> dict:
+def plotly_template() -> dict:
     """A small white template understood by plotly.js itself (no Python-side lookup)."""
     return {
         "layout": {

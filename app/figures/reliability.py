@@ -30,8 +30,8 @@ from .common import (
     CALIBRATED_COLOUR,
     FONT,
     UNCALIBRATED_COLOUR,
-    _template,
     plot_text,
+    plotly_template,
     view_title,
     wrapped_text,
 )
@@ -351,7 +351,7 @@ def reliability_figure_dict(mv: ModelView, view: ViewSettings, heldout: HeldOut)
         annotations=annotations,
         height=int(plot_px + _MARGIN["t"] + _MARGIN["b"]),
         margin=_MARGIN,
-        template=_template(),
+        template=plotly_template(),
         font={"family": FONT, "size": 12, "color": "#1f2328"},
         legend={
             "orientation": "h",

@@ -105,7 +105,7 @@ def browser_available() -> None:
 
 
 # ------------------------------------------------------------------- server
-def _free_port() -> int:
+def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
@@ -180,7 +180,7 @@ def _wait_until_healthy(server: Server) -> None:
 def server(browser_available, tmp_path_factory) -> Iterator[Server]:
     """The dashboard under gunicorn (2 workers, APP_ENV=production) on 127.0.0.1."""
     tmp = tmp_path_factory.mktemp("dashboard-server")
-    port = _free_port()
+    port = free_port()
     env = {k: v for k, v in os.environ.items() if k not in APP_ENV_VARS}
     env.update(
         APP_ENV="production",

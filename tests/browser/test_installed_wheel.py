@@ -28,7 +28,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import APP_ENV_VARS, REPO, TIMEOUT_MS, VIEWPORT, _free_port
+from .conftest import APP_ENV_VARS, REPO, TIMEOUT_MS, VIEWPORT, free_port
 from .dashboard_page import Dashboard, PageWatch
 
 #: The top-level source folders and where the wheel installs them.
@@ -150,7 +150,7 @@ def test_installed_package_runs_from_the_virtualenv(venv, tmp_path):
 def installed_server(venv, tmp_path_factory):
     """``calibration-dashboard serve`` of the installed wheel, started outside the repository."""
     cwd = tmp_path_factory.mktemp("wheel-serve")
-    port = _free_port()
+    port = free_port()
     log_path = cwd / "serve.log"
     env = _clean_env(CACHE_DIR=str(cwd / "cache"), PYTHONUNBUFFERED="1")
     with open(log_path, "wb") as log:

@@ -32,6 +32,7 @@ from .. import ids
 from ..context import AppContext
 from ..diagnostics.resampling import Progress
 from ..figures.diagnostics import message_figure
+from ..request_errors import request_id
 from ..settings import RawSettings
 
 log = logging.getLogger("calibration_dashboard.diagnostics")
@@ -68,9 +69,9 @@ def view_settings(values: Sequence[Any]) -> RawSettings:
 
 def failure(what: str) -> str:
     """Log the exception being handled; the page's message, with a request id to grep for."""
-    request_id = uuid.uuid4().hex[:12]
-    log.exception("diagnostics: %s failed (request id %s)", what, request_id)
-    return f"Something went wrong in the {what} (request id {request_id})."
+    rid = request_id()
+    log.exception("diagnostics: %s failed (request id %s)", what, rid)
+    return f"Something went wrong in the {what} (request id {rid})."
 
 
 def note(text: str) -> html.Div:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import logging
 import secrets
-import uuid
 
 from dash import ClientsideFunction, Input, Output, State, no_update
 from dash import ctx as dash_ctx
@@ -34,6 +33,7 @@ from ..exports import (
 from ..figures.common import view_title
 from ..figures.reliability import reliability_figure
 from ..metrics_table import caption
+from ..request_errors import request_id
 from ..settings import RawSettings, ViewSettings
 from .view import compute_view
 
@@ -184,9 +184,9 @@ def register(app, ctx: AppContext) -> None:
         except CalibrationInputError as exc:
             return no_update, str(exc)
         except Exception:
-            request_id = uuid.uuid4().hex[:12]
-            log.exception("export failed (request id %s)", request_id)
-            return no_update, f"The export failed (request id {request_id})."
+            rid = request_id()
+            log.exception("export failed (request id %s)", rid)
+            return no_update, f"The export failed (request id {rid})."
 
     @app.callback(
         Output(ids.DOWNLOAD_URL, "data"),
@@ -201,9 +201,9 @@ def register(app, ctx: AppContext) -> None:
         except CalibrationInputError as exc:
             return no_update, str(exc)
         except Exception:
-            request_id = uuid.uuid4().hex[:12]
-            log.exception("export failed (request id %s)", request_id)
-            return no_update, f"The export failed (request id {request_id})."
+            rid = request_id()
+            log.exception("export failed (request id %s)", rid)
+            return no_update, f"The export failed (request id {rid})."
         return {
             "url": url,
             "nonce": secrets.token_hex(4),

@@ -32,6 +32,7 @@ from calibration_core import CalibrationInputError
 from .. import ids
 from ..analysis import UNCALIBRATED
 from ..context import AppContext
+from ..request_errors import request_id
 from ..settings import HeldOut, parse_handles, parse_heldout, parse_maps
 from ..store.data_store import DataStore
 from ..store.disk import StorageUnavailable
@@ -206,12 +207,12 @@ def plan_fits(
 
 
 def _unexpected(what: str) -> dict:
-    request_id = uuid.uuid4().hex[:12]
-    log.exception("%s failed (request id %s)", what, request_id)
+    rid = request_id()
+    log.exception("%s failed (request id %s)", what, rid)
     return {
-        "nonce": request_id,
+        "nonce": rid,
         "fitted": [],
-        "error": f"{what} failed unexpectedly (request id {request_id}).",
+        "error": f"{what} failed unexpectedly (request id {rid}).",
     }
 
 

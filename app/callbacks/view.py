@@ -9,7 +9,6 @@ the fit-state store, which triggers this callback again.
 from __future__ import annotations
 
 import logging
-import uuid
 
 from dash import Input, Output, dcc, html
 
@@ -21,6 +20,7 @@ from ..context import AppContext
 from ..figures.common import empty_figure, graph_config, view_title
 from ..figures.reliability import reliability_figure_dict
 from ..metrics_table import caption, column_defs, row_data
+from ..request_errors import request_id
 from ..settings import RawSettings
 
 log = logging.getLogger("calibration_dashboard.view")
@@ -128,8 +128,8 @@ def register(app, ctx: AppContext) -> None:
         try:
             out = render(ctx, ctx.session_id(), raw, values[11], values[12])
         except Exception:  # never a traceback in the page
-            request_id = uuid.uuid4().hex[:12]
-            log.exception("drawing the view failed (request id %s)", request_id)
-            msg = f"Something went wrong while drawing this view (request id {request_id})."
+            rid = request_id()
+            log.exception("drawing the view failed (request id %s)", rid)
+            msg = f"Something went wrong while drawing this view (request id {rid})."
             return [], [], [], "", "", message_children([msg])
         return (*out[:5], message_children(out[5]))

@@ -14,6 +14,7 @@ import sys
 import pytest
 from werkzeug.security import generate_password_hash
 
+import app.callbacks.exports as exports_callbacks
 import app.callbacks.models as models_callbacks
 import app.callbacks.view as view_callbacks
 import app.upload as upload_module
@@ -115,6 +116,43 @@ def test_unexpected_errors_in_the_view_show_only_a_request_id(tab, monkeypatch, 
         assert marker not in text
     logged = [r for r in caplog.records if rid in r.getMessage()]
     assert logged and logged[0].exc_info and "exploded" in str(logged[0].exc_info[1])
+
+
+def _shown_id(text: str) -> str:
+    """The one request id a response shows (an upload's answer repeats it in its summary)."""
+    (rid,) = set(re.findall(r"request id ([0-9a-f]{12})", text))
+    return rid
+
+
+def _logged_failures(caplog, marker: str) -> list[logging.LogRecord]:
+    return [r for r in caplog.records if r.exc_info and marker in str(r.exc_info[1])]
+
+
+def test_the_request_id_a_user_sees_is_the_response_header_and_the_log_line(
+    tab, monkeypatch, caplog
+):
+    def boom(*args, **kwargs):
+        raise RuntimeError("exploded on purpose")
+
+    monkeypatch.setattr(view_callbacks, "compute_view", boom)
+    monkeypatch.setattr(exports_callbacks, "small_export", boom)
+    monkeypatch.setattr(upload_module, "load_predictions", boom)
+    calls = {
+        "view": lambda: tab.call_raw("reliability-grid.children", ["n-bins.value"]),
+        "export": lambda: tab.call_raw("download.data", ["export-metrics-csv.n_clicks"]),
+        "upload": lambda: tab.request(
+            "POST", "/api/upload", files=[("x.csv", b"p_a,p_b,label\n0.5,0.5,a\n")]
+        ),
+    }
+    for what, call in calls.items():
+        caplog.clear()
+        with caplog.at_level(logging.ERROR):
+            status, headers, body = call()
+        assert status == 200, what
+        shown = _shown_id(body.decode())
+        assert shown == headers["X-Request-ID"], what
+        (logged,) = _logged_failures(caplog, "exploded on purpose")
+        assert shown in logged.getMessage(), what
 
 
 def test_unhandled_callback_errors_answer_500_with_a_request_id(tab, monkeypatch, caplog):

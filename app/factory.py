@@ -93,6 +93,7 @@ def create_app(config: AppConfig | None = None) -> Dash:
         assets_folder=str(ASSETS_DIR),
         assets_ignore=ASSETS_IGNORE,
         background_callback_manager=WarmJobManager(jobs, ctx.warm_up),
+        on_error=ctx.failures,
         suppress_callback_exceptions=False,
         serve_locally=True,
         update_title=None,

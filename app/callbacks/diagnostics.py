@@ -46,17 +46,7 @@ from ..options import model_label
 from ..settings import SCHEME_LABELS, RawSettings
 from ..store.records import ModelInfo
 from . import diagnostics_jobs
-from .diagnostics_wiring import (
-    HIDDEN,
-    VIEW_INPUTS,
-    gate_values,
-    guarded,
-    hidden_figure,
-    note,
-    register_gates,
-    register_panel,
-    view_settings,
-)
+from .diagnostics_wiring import HIDDEN, hidden_figure, note, register_gates, register_panel
 
 __all__ = [
     "decision_panel",
@@ -112,6 +102,22 @@ def overview(ctx: AppContext, sid: str | None, handle: str | None, raw: RawSetti
     figure = sensitivity_figure(curves, view.n_bins, spec.label, target.info.name)
     table = estimator_table(rows, SCHEME_LABELS[view.scheme])
     return caption, figure, table_component(table), []
+
+
+def message_lines(messages: list[str]) -> list:
+    """The section's message area: one line per message, as text."""
+    return [html.Div(m, className="message-line") for m in messages]
+
+
+def overview_panel(ctx: AppContext, sid: str | None, handle: str | None, raw: RawSettings):
+    """:func:`overview` with its messages as lines of the message area."""
+    caption, figure, estimators, messages = overview(ctx, sid, handle, raw)
+    return caption, figure, estimators, message_lines(messages)
+
+
+def overview_failed(message: str) -> tuple:
+    """The overview after an unexpected failure: the message in the figure and the message area."""
+    return "", message_figure(message), [], message_lines([message])
 
 
 def hosmer_lemeshow_panel(
@@ -201,38 +207,26 @@ def register(app, ctx: AppContext) -> None:
         return model_picker(models_json, selected, current)
 
     register_gates(app)
-
-    @app.callback(
-        Output(ids.DIAG_CAPTION, "children"),
-        Output(ids.DIAG_SENSITIVITY, "figure"),
-        Output(ids.DIAG_ESTIMATORS, "children"),
-        Output(ids.DIAG_MESSAGE, "children"),
-        Input(ids.DIAG_VIEW_GATE, "data"),
-        prevent_initial_call=True,
-    )
-    def on_overview(gate):
-        handle, values = gate_values(gate, len(VIEW_INPUTS))
-
-        def fallback(msg):
-            return "", message_figure(msg), [], [html.Div(msg, className="message-line")]
-
-        out = guarded(
-            "diagnostics",
-            fallback,
-            overview,
-            ctx,
-            ctx.session_id(),
-            handle,
-            view_settings(values),
-        )
-        messages = [html.Div(m, className="message-line") for m in out[3]]
-        return (*out[:3], messages)
-
     register_panel(
         app,
         ctx,
-        [Output(ids.DIAG_HL, "children")],
-        [Input(ids.DIAG_HL_GROUPS, "value")],
+        [
+            Output(ids.DIAG_CAPTION, "children"),
+            Output(ids.DIAG_SENSITIVITY, "figure"),
+            Output(ids.DIAG_ESTIMATORS, "children"),
+            Output(ids.DIAG_MESSAGE, "children"),
+        ],
+        {},
+        "diagnostics",
+        overview_failed,
+        overview_panel,
+        view=True,
+    )
+    register_panel(
+        app,
+        ctx,
+        Output(ids.DIAG_HL, "children"),
+        {"groups": Input(ids.DIAG_HL_GROUPS, "value")},
         "Hosmer-Lemeshow test",
         note,
         hosmer_lemeshow_panel,
@@ -245,12 +239,12 @@ def register(app, ctx: AppContext) -> None:
             Output(ids.DIAG_COST_GRAPH, "figure"),
             Output(ids.DIAG_COST_GRAPH, "style"),
         ],
-        [
-            Input(ids.DIAG_COST_FP, "value"),
-            Input(ids.DIAG_COST_FN, "value"),
-            Input(ids.DIAG_TRAIN_PRIOR, "value"),
-            Input(ids.DIAG_DEPLOY_PRIOR, "value"),
-        ],
+        {
+            "cost_fp": Input(ids.DIAG_COST_FP, "value"),
+            "cost_fn": Input(ids.DIAG_COST_FN, "value"),
+            "train": Input(ids.DIAG_TRAIN_PRIOR, "value"),
+            "deploy": Input(ids.DIAG_DEPLOY_PRIOR, "value"),
+        },
         "decision view",
         hidden_figure,
         decision_panel,
@@ -258,8 +252,8 @@ def register(app, ctx: AppContext) -> None:
     register_panel(
         app,
         ctx,
-        [Output(ids.DIAG_HUMAN, "children")],
-        [],
+        Output(ids.DIAG_HUMAN, "children"),
+        {},
         "human-uncertainty view",
         note,
         human_panel,

@@ -137,9 +137,9 @@ def create_app(config: AppConfig | None = None) -> Dash:
         )
 
     # Dash calls a layout function once here, to check the callbacks' ids
-    # against it. The page without diagrams has the same ids and takes
-    # milliseconds instead of the 0.1 s of drawing the demo's view: the server
-    # answers sooner and draws that view meanwhile (draw_first_page).
+    # against it. The page without diagrams has the same ids and is built
+    # without drawing the demo's view, so the server answers sooner and draws
+    # that view meanwhile (draw_first_page).
     app.validation_layout = build_layout([], max_upload_mb=config.max_upload_mb)
     app.layout = serve_layout
     register_callbacks(app, ctx)

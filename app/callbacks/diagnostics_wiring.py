@@ -3,8 +3,8 @@
 * :func:`register_gates`: two stores the browser fills with the model and the
   settings (by name: :data:`~app.callbacks.controls.DIAGNOSTICS_FIELDS` or
   :data:`~app.callbacks.controls.FIT_FIELDS`) only while the section is open,
-  so that a closed section sends no request at all (a page load used to send
-  six that all answered "nothing"); :func:`gate_settings` reads one;
+  so that a closed section sends no request at all (each panel would
+  otherwise answer "nothing" to every page load); :func:`gate_settings` reads one;
 * :func:`register_panel`: a panel redrawn from a plain function while the
   section is open;
 * :func:`register_job`: a background job (progress bar, cancel button) that

@@ -16,8 +16,8 @@ from ..components import DIAGRAM_SLOT, UNDRAWN_DIAGRAM, UNDRAWN_DIAGRAMS, Deferr
 def metrics_grid(rows: list[dict], cols: list[dict]) -> Deferred:
     """The metrics table (dash-ag-grid), built once the page's diagrams are drawn.
 
-    Mounted together with them, its 0.2-0.3 s of work delayed them (see
-    :mod:`app.components`); its library's script runs just before it renders.
+    Mounted together with them, its work delayed them (see :mod:`app.components`;
+    figures in BENCHMARKS.md); its library's script runs just before it renders.
 
     Parameters
     ----------
@@ -53,8 +53,8 @@ def metrics_grid(rows: list[dict], cols: list[dict]) -> Deferred:
 def first_diagram_first(grid: list) -> list:
     """The page's first diagrams: the first one drawn alone, the others in the next task.
 
-    Plotly draws every diagram mounted at once in one task (0.1-0.2 s each);
-    the first one shows sooner when the others wait in a :class:`Deferred`.
+    Plotly draws every diagram mounted at once in one task; the first one
+    shows sooner when the others wait in a :class:`Deferred`.
     Only the page's first drawing does this: the view callback's answers
     replace the grid with plain graphs.
     """

@@ -34,7 +34,9 @@ from calibration_core import (
 from calibration_core.bands import binomial_band, consistency_band_from_statistics
 
 from .settings import BANDS, CONSISTENCY_RESAMPLES, HeldOut, ViewSettings
-from .store import DataStore, DataUnavailable, ModelInfo
+from .store.data_store import DataStore
+from .store.disk import DataUnavailable
+from .store.records import ModelInfo
 
 UNCALIBRATED = "uncalibrated"
 #: Panel text of a map that is not fitted yet (the background fit is running).

@@ -269,7 +269,7 @@ def write_tables(results, out) -> None:
 
 # --------------------------------------------------------------------- serve
 def _without_ipython() -> None:
-    """Keep dash from importing IPython in the server process (0.4-0.5 s of the start).
+    """Keep dash from importing IPython in the server process (a slower start for nothing).
 
     ``dash._jupyter`` imports IPython when it is installed (it usually is next
     to notebooks) and falls back when the import fails; the server started

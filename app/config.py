@@ -154,11 +154,6 @@ class AppConfig:
         return self.app_env == "production"
 
     @property
-    def max_upload_bytes(self) -> int:
-        """The per-file upload limit in bytes."""
-        return self.max_upload_mb * MB
-
-    @property
     def cookie_secure(self) -> bool:
         """Whether the session cookie carries the ``Secure`` flag."""
         if self.session_cookie_secure is None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from .store import DataStore
+from .store.data_store import DataStore
 
 
 def prebuild_demo(cache_dir: str | Path | None = None) -> int:

@@ -23,7 +23,7 @@ import plotly.io as pio
 
 from calibration_core import Predictions
 
-from .tables import METRICS
+from .metrics_table import METRICS
 from .warmup import import_pandas
 
 FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
@@ -150,7 +150,7 @@ def html_report(
         Metric rows (:data:`METRIC_FIELDS`).
     extra_html : str
         Trusted, already escaped HTML appended after the metrics (the
-        diagnostics, :func:`app.diagnostics_report.diagnostics_html`).
+        diagnostics, :func:`app.diagnostics.report.diagnostics_html`).
     """
     parts = []
     for i, fig in enumerate(figures):

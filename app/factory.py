@@ -21,12 +21,12 @@ from .callbacks.fit import plan_fits
 from .callbacks.view import render
 from .config import MB, AppConfig, ConfigError
 from .context import AppContext
-from .errors import install_error_handlers
-from .layout import build_layout, default_settings
+from .layout.page import build_layout, default_settings
 from .page_template import ASSETS_IGNORE, DashboardDash, with_preloads
+from .request_errors import install_error_handlers
 from .security import BasicAuth, SecurityHeaders
 from .session import SessionManager
-from .store import DataStore
+from .store.data_store import DataStore
 from .upload import make_request_class, register_upload_route
 from .warmup import WarmJobManager, install_import_gate
 
@@ -93,6 +93,7 @@ def create_app(config: AppConfig | None = None) -> Dash:
         assets_folder=str(ASSETS_DIR),
         assets_ignore=ASSETS_IGNORE,
         background_callback_manager=WarmJobManager(jobs, ctx.warm_up),
+        on_error=ctx.failures,
         suppress_callback_exceptions=False,
         serve_locally=True,
         update_title=None,
@@ -136,9 +137,9 @@ def create_app(config: AppConfig | None = None) -> Dash:
         )
 
     # Dash calls a layout function once here, to check the callbacks' ids
-    # against it. The page without diagrams has the same ids and takes
-    # milliseconds instead of the 0.1 s of drawing the demo's view: the server
-    # answers sooner and draws that view meanwhile (draw_first_page).
+    # against it. The page without diagrams has the same ids and is built
+    # without drawing the demo's view, so the server answers sooner and draws
+    # that view meanwhile (draw_first_page).
     app.validation_layout = build_layout([], max_upload_mb=config.max_upload_mb)
     app.layout = serve_layout
     register_callbacks(app, ctx)

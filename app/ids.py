@@ -59,13 +59,14 @@ DOWNLOAD = "download"  # dcc.Download shared by the small exports
 DOWNLOAD_URL = "download-url"  # dcc.Store: URL of a streamed export, opened by the browser
 EXPORT_MESSAGE = "export-message"
 
-# -- diagnostics (app/diagnostics_layout.py, app/callbacks/diagnostics.py) ---
+# -- diagnostics (app/diagnostics/layout.py, app/callbacks/diagnostics.py) ---
 DIAG_SECTION = "diagnostics"  # the whole collapsible section below the metrics table
 DIAG_TOGGLE = "diag-toggle"  # button: shows / hides the section body
 DIAG_BODY = "diag-body"
 DIAG_OPEN = "diag-open"  # dcc.Store: True while the body is shown (nothing computed before)
-# dcc.Stores written in the browser only while the section is open: [model, settings..., fit
-# state]; the section's server callbacks take them as input (no request while closed).
+# dcc.Stores written in the browser only while the section is open: {"handle", "settings":
+# {field: value}, "fit_state"}; the section's server callbacks take them as input (no request
+# while closed).
 DIAG_VIEW_GATE = "diag-view-gate"  # the model and the view's eight settings
 DIAG_FIT_GATE = "diag-fit-gate"  # the model and the four fit settings
 DIAG_MODEL = "diag-model"  # dropdown: one of the selected models

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .settings import ALL_CLASSES
-from .store import ModelInfo
+from .store.records import ModelInfo
 
 DEFAULT_MODELS = ("digits · naive Bayes", "digits · random forest")
 

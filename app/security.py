@@ -138,7 +138,7 @@ class BasicAuth:
         self._cache_size = cache_size
         self._lock = threading.Lock()
         # An unknown user is checked against this, so it takes as long as a known
-        # one (hashed only when auth is on: scrypt costs 0.1 s of the start).
+        # one (hashed only when auth is on: a scrypt hash slows the start).
         self._dummy = generate_password_hash(secrets.token_hex(16)) if self._users else ""
 
     @property

@@ -4,7 +4,7 @@ The browser never chooses its session: on every request the cookie is
 verified (signature and age, with :mod:`itsdangerous`); a missing, forged,
 malformed or expired cookie gets a fresh, empty session and a new cookie.
 The id itself is never readable by scripts in the page (HttpOnly), and all
-uploaded data is looked up server-side by it (see :mod:`app.store`).
+uploaded data is looked up server-side by it (see :mod:`app.store.data_store`).
 
 The cookie is re-signed when half of its lifetime has passed, so an active
 session does not expire while an idle one does after ``SESSION_TTL_SECONDS``.
@@ -21,7 +21,7 @@ from flask import Flask, Response, g, has_request_context, request
 from itsdangerous import BadSignature, SignatureExpired, URLSafeTimedSerializer
 
 COOKIE_NAME = "calibration_session"
-_SALT = "calibration-dashboard/session-id/v1"
+SALT = "calibration-dashboard/session-id/v1"
 #: ``secrets.token_urlsafe(24)``: 32 characters of [A-Za-z0-9_-].
 SESSION_ID_PATTERN = re.compile(r"^[A-Za-z0-9_-]{32}$")
 
@@ -45,7 +45,7 @@ class SessionManager:
     """
 
     def __init__(self, secret_key: str, ttl_seconds: int, *, secure: bool = False) -> None:
-        self._serializer = URLSafeTimedSerializer(secret_key, salt=_SALT)
+        self._serializer = URLSafeTimedSerializer(secret_key, salt=SALT)
         self.ttl_seconds = int(ttl_seconds)
         self.secure = bool(secure)
 

@@ -28,16 +28,17 @@ import logging
 import re
 import tempfile
 import unicodedata
-import uuid
 from pathlib import Path
 
 from flask import Flask, Request, jsonify, request
 
 from calibration_core import CalibrationInputError
 
+from .request_errors import request_id
 from .session import SessionManager
-from .soft_labels import read_upload_soft_labels, store_soft_labels
-from .store import STORAGE_MESSAGE, DataStore
+from .store.data_store import DataStore
+from .store.disk import STORAGE_MESSAGE
+from .store.soft_label_store import read_upload_soft_labels, store_soft_labels
 from .upload_guard import check_expansion
 from .warmup import import_pandas
 
@@ -167,13 +168,13 @@ def register_upload_route(
                 errors.append({"file": name, "error": f"{name}: {exc}"})
                 continue
             except Exception:
-                request_id = uuid.uuid4().hex[:12]
-                log.exception("upload of %r failed (request id %s)", name, request_id)
+                rid = request_id()
+                log.exception("upload of %r failed (request id %s)", name, rid)
                 errors.append(
                     {
                         "file": name,
                         "error": f"{name}: could not be read as predictions (unexpected error; "
-                        f"request id {request_id}).",
+                        f"request id {rid}).",
                     }
                 )
                 continue

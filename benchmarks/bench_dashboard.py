@@ -67,11 +67,12 @@ def bench_interactions(n: int, k: int, repeats: int) -> None:
     import plotly.io as pio
 
     from app.callbacks.fit import run_fits
-    from app.callbacks.view import RawSettings, render
+    from app.callbacks.view import render
     from app.config import AppConfig
     from app.context import AppContext
     from app.session import SessionManager, new_session_id
-    from app.store import DataStore
+    from app.settings import RawSettings
+    from app.store.data_store import DataStore
     from calibration_core import Predictions
 
     print(f"\n== interactions on {n:,} x {k} predictions ==")

@@ -2,15 +2,11 @@
 
 * :func:`toggle_state`: show / hide the section (nothing is computed while hidden);
 * :func:`overview`, :func:`hosmer_lemeshow_panel`, :func:`decision_panel`,
-  :func:`human_panel`: cheap diagnostics, redrawn with every setting;
-* :func:`resampling_panel`, :func:`bootstrap_panel`: show the stored results of
-  the resampling test and the bootstrap for the current settings (or say how
-  to get them);
-* :func:`run_resampling_job`, :func:`run_bootstrap_job`: the background jobs
-  (progress bar, cancel button) that compute and store those results.
+  :func:`human_panel`: cheap diagnostics, redrawn with every setting.
 
-The last four live in :mod:`app.callbacks.diagnostics_jobs` (re-exported here),
-and the shapes every callback shares in :mod:`app.callbacks.diagnostics_wiring`.
+The resampling test and the bootstrap (stored results and background jobs)
+are in :mod:`app.callbacks.diagnostics_jobs`, the shapes every callback shares
+in :mod:`app.callbacks.diagnostics_wiring`.
 
 Every function returns what the page shows; problems become messages, never
 tracebacks. The settings used are remembered per session
@@ -27,61 +23,38 @@ from calibration_core import CalibrationInputError
 
 from .. import ids
 from ..context import AppContext
-from ..diagnostics import (
-    decision_view,
-    diag_target,
-    estimator_rows,
-    hosmer_lemeshow_rows,
-    human_rows,
-    notion_spec,
-    parse_costs,
-    parse_groups,
-    parse_prior,
-    remember,
-    sensitivity_curves,
-)
-from ..diagnostics_layout import model_choices, table_component
-from ..diagnostics_tables import (
+from ..diagnostics.cards import decision_view, hosmer_lemeshow_rows, human_rows
+from ..diagnostics.layout import model_choices, table_component
+from ..diagnostics.overview import estimator_rows, sensitivity_curves
+from ..diagnostics.tables import (
     HUMAN_MISSING,
     decision_table,
     estimator_table,
     hosmer_lemeshow_table,
     human_table,
 )
-from ..figures_diagnostics import cost_figure, message_figure, sensitivity_figure
+from ..diagnostics.target import (
+    diag_target,
+    notion_spec,
+    parse_costs,
+    parse_groups,
+    parse_prior,
+    remember,
+)
+from ..figures.diagnostics import cost_figure, message_figure, sensitivity_figure
 from ..options import model_label
 from ..settings import SCHEME_LABELS, RawSettings
-from ..store import ModelInfo
+from ..store.records import ModelInfo
 from . import diagnostics_jobs
-from .diagnostics_jobs import (
-    bootstrap_panel,
-    resampling_panel,
-    run_bootstrap_job,
-    run_resampling_job,
-)
-from .diagnostics_wiring import (
-    HIDDEN,
-    VIEW_INPUTS,
-    gate_values,
-    guarded,
-    hidden_figure,
-    note,
-    register_gates,
-    register_panel,
-    view_settings,
-)
+from .diagnostics_wiring import HIDDEN, hidden_figure, note, register_gates, register_panel
 
 __all__ = [
-    "bootstrap_panel",
     "decision_panel",
     "hosmer_lemeshow_panel",
     "human_panel",
     "model_picker",
     "overview",
     "register",
-    "resampling_panel",
-    "run_bootstrap_job",
-    "run_resampling_job",
     "toggle_state",
 ]
 
@@ -129,6 +102,22 @@ def overview(ctx: AppContext, sid: str | None, handle: str | None, raw: RawSetti
     figure = sensitivity_figure(curves, view.n_bins, spec.label, target.info.name)
     table = estimator_table(rows, SCHEME_LABELS[view.scheme])
     return caption, figure, table_component(table), []
+
+
+def message_lines(messages: list[str]) -> list:
+    """The section's message area: one line per message, as text."""
+    return [html.Div(m, className="message-line") for m in messages]
+
+
+def overview_panel(ctx: AppContext, sid: str | None, handle: str | None, raw: RawSettings):
+    """:func:`overview` with its messages as lines of the message area."""
+    caption, figure, estimators, messages = overview(ctx, sid, handle, raw)
+    return caption, figure, estimators, message_lines(messages)
+
+
+def overview_failed(message: str) -> tuple:
+    """The overview after an unexpected failure: the message in the figure and the message area."""
+    return "", message_figure(message), [], message_lines([message])
 
 
 def hosmer_lemeshow_panel(
@@ -218,38 +207,26 @@ def register(app, ctx: AppContext) -> None:
         return model_picker(models_json, selected, current)
 
     register_gates(app)
-
-    @app.callback(
-        Output(ids.DIAG_CAPTION, "children"),
-        Output(ids.DIAG_SENSITIVITY, "figure"),
-        Output(ids.DIAG_ESTIMATORS, "children"),
-        Output(ids.DIAG_MESSAGE, "children"),
-        Input(ids.DIAG_VIEW_GATE, "data"),
-        prevent_initial_call=True,
-    )
-    def on_overview(gate):
-        handle, values = gate_values(gate, len(VIEW_INPUTS))
-
-        def fallback(msg):
-            return "", message_figure(msg), [], [html.Div(msg, className="message-line")]
-
-        out = guarded(
-            "diagnostics",
-            fallback,
-            overview,
-            ctx,
-            ctx.session_id(),
-            handle,
-            view_settings(values),
-        )
-        messages = [html.Div(m, className="message-line") for m in out[3]]
-        return (*out[:3], messages)
-
     register_panel(
         app,
         ctx,
-        [Output(ids.DIAG_HL, "children")],
-        [Input(ids.DIAG_HL_GROUPS, "value")],
+        [
+            Output(ids.DIAG_CAPTION, "children"),
+            Output(ids.DIAG_SENSITIVITY, "figure"),
+            Output(ids.DIAG_ESTIMATORS, "children"),
+            Output(ids.DIAG_MESSAGE, "children"),
+        ],
+        {},
+        "diagnostics",
+        overview_failed,
+        overview_panel,
+        view=True,
+    )
+    register_panel(
+        app,
+        ctx,
+        Output(ids.DIAG_HL, "children"),
+        {"groups": Input(ids.DIAG_HL_GROUPS, "value")},
         "Hosmer-Lemeshow test",
         note,
         hosmer_lemeshow_panel,
@@ -262,12 +239,12 @@ def register(app, ctx: AppContext) -> None:
             Output(ids.DIAG_COST_GRAPH, "figure"),
             Output(ids.DIAG_COST_GRAPH, "style"),
         ],
-        [
-            Input(ids.DIAG_COST_FP, "value"),
-            Input(ids.DIAG_COST_FN, "value"),
-            Input(ids.DIAG_TRAIN_PRIOR, "value"),
-            Input(ids.DIAG_DEPLOY_PRIOR, "value"),
-        ],
+        {
+            "cost_fp": Input(ids.DIAG_COST_FP, "value"),
+            "cost_fn": Input(ids.DIAG_COST_FN, "value"),
+            "train": Input(ids.DIAG_TRAIN_PRIOR, "value"),
+            "deploy": Input(ids.DIAG_DEPLOY_PRIOR, "value"),
+        },
         "decision view",
         hidden_figure,
         decision_panel,
@@ -275,8 +252,8 @@ def register(app, ctx: AppContext) -> None:
     register_panel(
         app,
         ctx,
-        [Output(ids.DIAG_HUMAN, "children")],
-        [],
+        Output(ids.DIAG_HUMAN, "children"),
+        {},
         "human-uncertainty view",
         note,
         human_panel,

@@ -21,26 +21,23 @@ from calibration_core import CalibrationInputError
 
 from .. import ids
 from ..context import AppContext
-from ..diagnostics import (
-    NOT_COMPUTED,
+from ..diagnostics.layout import table_component
+from ..diagnostics.resampling import NOT_COMPUTED, Progress, bootstrap_rows, calibration_tests
+from ..diagnostics.tables import bootstrap_table, resampling_table
+from ..diagnostics.target import (
     DiagTarget,
-    bootstrap_rows,
-    calibration_tests,
     diag_target,
     parse_level,
     parse_measure,
     parse_resamples,
     remember,
 )
-from ..diagnostics_layout import table_component
-from ..diagnostics_tables import bootstrap_table, resampling_table
-from ..figures_diagnostics import message_figure, null_figure
+from ..figures.diagnostics import message_figure, null_figure
+from ..metrics_table import METRICS, notion_short
 from ..settings import RawSettings
-from ..tables import METRICS, notion_short
 from .diagnostics_wiring import (
     HIDDEN,
     JobIds,
-    Progress,
     hidden_figure,
     new_job_state,
     note,
@@ -183,11 +180,11 @@ def register(app, ctx: AppContext) -> None:
             Output(ids.DIAG_TEST_GRAPH, "figure"),
             Output(ids.DIAG_TEST_GRAPH, "style"),
         ],
-        [
-            Input(ids.DIAG_MEASURE, "value"),
-            Input(ids.DIAG_RESAMPLES, "value"),
-            Input(ids.DIAG_TEST_DONE, "data"),
-        ],
+        {
+            "measure": Input(ids.DIAG_MEASURE, "value"),
+            "resamples": Input(ids.DIAG_RESAMPLES, "value"),
+            "done": Input(ids.DIAG_TEST_DONE, "data"),
+        },
         "resampling test",
         hidden_figure,
         resampling_panel,
@@ -203,21 +200,24 @@ def register(app, ctx: AppContext) -> None:
             progress=ids.DIAG_TEST_PROGRESS,
             status=ids.DIAG_TEST_STATUS,
         ),
-        [],
-        [State(ids.DIAG_MEASURE, "value"), State(ids.DIAG_RESAMPLES, "value")],
+        {},
+        {
+            "measure": State(ids.DIAG_MEASURE, "value"),
+            "resamples": State(ids.DIAG_RESAMPLES, "value"),
+        },
         "resampling test",
         run_resampling_job,
     )
     register_panel(
         app,
         ctx,
-        [Output(ids.DIAG_BOOT_TABLE, "children")],
-        [
-            Input(ids.DIAG_BOOT_TOGGLE, "value"),
-            Input(ids.DIAG_BOOT_LEVEL, "value"),
-            Input(ids.DIAG_RESAMPLES, "value"),
-            Input(ids.DIAG_BOOT_DONE, "data"),
-        ],
+        Output(ids.DIAG_BOOT_TABLE, "children"),
+        {
+            "toggle": Input(ids.DIAG_BOOT_TOGGLE, "value"),
+            "level": Input(ids.DIAG_BOOT_LEVEL, "value"),
+            "resamples": Input(ids.DIAG_RESAMPLES, "value"),
+            "done": Input(ids.DIAG_BOOT_DONE, "data"),
+        },
         "bootstrap",
         note,
         bootstrap_panel,
@@ -233,8 +233,11 @@ def register(app, ctx: AppContext) -> None:
             progress=ids.DIAG_BOOT_PROGRESS,
             status=ids.DIAG_BOOT_STATUS,
         ),
-        [Input(ids.DIAG_BOOT_TOGGLE, "value")],
-        [State(ids.DIAG_BOOT_LEVEL, "value"), State(ids.DIAG_RESAMPLES, "value")],
+        {"toggle": Input(ids.DIAG_BOOT_TOGGLE, "value")},
+        {
+            "level": State(ids.DIAG_BOOT_LEVEL, "value"),
+            "resamples": State(ids.DIAG_RESAMPLES, "value"),
+        },
         "bootstrap",
         run_bootstrap_job,
     )

@@ -1,25 +1,27 @@
 """The shapes every callback of the Diagnostics section shares.
 
-* the main view's settings the diagnostics follow (:data:`VIEW_INPUTS`,
-  :data:`FIT_INPUTS`) and their :class:`~app.settings.RawSettings`;
-* :func:`guarded`: an unexpected failure becomes a message with a request id
-  (logged with its traceback), never a traceback in the page;
 * :func:`register_gates`: two stores the browser fills with the model and the
-  settings only while the section is open, so that a closed section sends no
-  request at all (a page load used to send six that all answered "nothing");
+  settings (by name: :data:`~app.callbacks.controls.DIAGNOSTICS_FIELDS` or
+  :data:`~app.callbacks.controls.FIT_FIELDS`) only while the section is open,
+  so that a closed section sends no request at all (each panel would
+  otherwise answer "nothing" to every page load); :func:`gate_settings` reads one;
 * :func:`register_panel`: a panel redrawn from a plain function while the
   section is open;
 * :func:`register_job`: a background job (progress bar, cancel button) that
   computes and stores results, then writes a ``{"nonce", "error"}`` record to
   its done-store so that its panel redraws; :func:`run_job` is the shared body
   of the plain functions behind those jobs.
+
+An unexpected failure of any of them becomes a message with the request id in
+the panel (:func:`failure_message`, through the app's
+:class:`~app.callback_failures.CallbackFailures`), never a traceback.
 """
 
 from __future__ import annotations
 
-import logging
+import json
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,47 +32,17 @@ from calibration_core import CalibrationInputError
 
 from .. import ids
 from ..context import AppContext
-from ..diagnostics_resampling import Progress
-from ..figures_diagnostics import message_figure
+from ..diagnostics.resampling import Progress
+from ..figures.diagnostics import message_figure
 from ..settings import RawSettings
+from .controls import DIAGNOSTICS_FIELDS, FIT_FIELDS, SETTING_PROPS, setting_states
 
-log = logging.getLogger("calibration_dashboard.diagnostics")
 HIDDEN = {"display": "none"}
 
-#: The main view's settings the diagnostics follow (after the model picker).
-VIEW_INPUTS = [
-    Input(ids.MAPS, "value"),
-    Input(ids.HELDOUT, "value"),
-    Input(ids.FOLDS, "value"),
-    Input(ids.TEST_FRACTION, "value"),
-    Input(ids.NOTION, "value"),
-    Input(ids.CLASS_SELECT, "value"),
-    Input(ids.SCHEME, "value"),
-    Input(ids.N_BINS, "value"),
-]
-VIEW_STATES = [State(i.component_id, i.component_property) for i in VIEW_INPUTS]
-#: What decides the calibrators only (Hosmer-Lemeshow, decision and human-uncertainty
-#: cards do not depend on the notion or the binning, so those do not redraw them).
-FIT_INPUTS = VIEW_INPUTS[:4]
 
-
-def fit_settings(values: Sequence[Any]) -> RawSettings:
-    """RawSettings of the four values of :data:`FIT_INPUTS` (maps, held-out scheme)."""
-    maps, heldout, folds, fraction = values
-    return RawSettings(None, maps, heldout, folds, fraction)
-
-
-def view_settings(values: Sequence[Any]) -> RawSettings:
-    """RawSettings of the eight view values (maps .. n_bins) in :data:`VIEW_INPUTS` order."""
-    maps, heldout, folds, fraction, notion, class_value, scheme, n_bins = values
-    return RawSettings(None, maps, heldout, folds, fraction, notion, class_value, scheme, n_bins)
-
-
-def failure(what: str) -> str:
-    """Log the exception being handled; the page's message, with a request id to grep for."""
-    request_id = uuid.uuid4().hex[:12]
-    log.exception("diagnostics: %s failed (request id %s)", what, request_id)
-    return f"Something went wrong in the {what} (request id {request_id})."
+def failure_message(what: str, rid: str) -> str:
+    """The page's message when ``what`` failed unexpectedly, with the request id to grep for."""
+    return f"Something went wrong in the {what} (request id {rid})."
 
 
 def note(text: str) -> html.Div:
@@ -83,100 +55,98 @@ def hidden_figure(message: str) -> tuple:
     return note(message), message_figure(""), HIDDEN
 
 
-def guarded(what: str, fallback: Callable[[str], Any], function: Callable[..., Any], *args) -> Any:
-    """``function(*args)``, or ``fallback(message)`` when it fails unexpectedly.
+def gate_function(fields: tuple[str, ...]) -> str:
+    """Browser-side gate: nothing while the section is closed, else the values by name.
 
-    :class:`~dash.exceptions.PreventUpdate` passes through; any other exception
-    is logged (:func:`failure`) and shown as a message.
+    Its arguments are the open flag, the model, the settings ``fields`` and the
+    fit state; it writes ``{"handle", "settings": {field: value}, "fit_state"}``.
     """
-    try:
-        return function(*args)
-    except PreventUpdate:
-        raise
-    except Exception:  # never a traceback in the page
-        return fallback(failure(what))
-
-
-#: Browser-side gate: while the section is closed nothing changes (so no server
-#: callback runs); while it is open, the model, the settings and the fit state.
-GATE_FUNCTION = """
-function (isOpen, ...values) {
-    if (!isOpen) {
+    return f"""
+function (isOpen, handle, ...values) {{
+    if (!isOpen) {{
         return window.dash_clientside.no_update;
-    }
-    return values;
-}
+    }}
+    const fields = {json.dumps(list(fields))};
+    const settings = Object.fromEntries(fields.map((name, i) => [name, values[i]]));
+    return {{handle: handle, settings: settings, fit_state: values[fields.length]}};
+}}
 """
 
 
 def register_gates(app) -> None:
     """The clientside callbacks filling :data:`ids.DIAG_VIEW_GATE` and :data:`ids.DIAG_FIT_GATE`.
 
-    Each gate holds ``[model handle, *settings, fit state]`` (settings:
-    :data:`VIEW_INPUTS` or :data:`FIT_INPUTS`), written whenever one of them
-    changes while the section is open, and once when it opens.
+    Each gate is written whenever the model, one of its settings or the fit
+    state changes while the section is open, and once when it opens.
     """
-    for gate, settings in ((ids.DIAG_VIEW_GATE, VIEW_INPUTS), (ids.DIAG_FIT_GATE, FIT_INPUTS)):
+    for gate, fields in ((ids.DIAG_VIEW_GATE, DIAGNOSTICS_FIELDS), (ids.DIAG_FIT_GATE, FIT_FIELDS)):
         app.clientside_callback(
-            GATE_FUNCTION,
+            gate_function(fields),
             Output(gate, "data"),
             Input(ids.DIAG_OPEN, "data"),
             Input(ids.DIAG_MODEL, "value"),
-            *settings,
+            *(Input(*SETTING_PROPS[name]) for name in fields),
             Input(ids.FIT_STATE, "data"),
         )
 
 
-def gate_values(gate: Any, n_settings: int) -> tuple[Any, list]:
-    """The model handle and the settings in a gate's data (PreventUpdate before it opened)."""
-    if not isinstance(gate, list) or len(gate) != n_settings + 2:
+def gate_settings(gate: Any, fields: tuple[str, ...]) -> tuple[Any, RawSettings]:
+    """The model handle and the settings in a gate's data (PreventUpdate before it opened).
+
+    Only ``fields`` are read from the browser's data; the other settings keep
+    :class:`~app.settings.RawSettings`' defaults.
+    """
+    if not isinstance(gate, dict) or not isinstance(gate.get("settings"), dict):
         raise PreventUpdate
-    return gate[0], gate[1 : n_settings + 1]
+    settings = gate["settings"]
+    return gate.get("handle"), RawSettings(**{name: settings.get(name) for name in fields})
 
 
 def register_panel(
     app,
     ctx: AppContext,
-    outputs: Sequence[Output],
-    extra: Sequence[Input],
+    output: Output | list[Output],
+    extra: dict[str, Input],
     what: str,
     fallback: Callable[[str], Any],
     panel: Callable[..., Any],
     *,
     view: bool = False,
 ) -> None:
-    """Redraw ``outputs`` with ``panel`` whenever the model, the settings or ``extra`` change.
+    """Redraw ``output`` with ``panel`` whenever the model, the settings or ``extra`` change.
 
     The callback's inputs are the section's gate (:func:`register_gates`: the
-    picked model, the view's settings (:data:`VIEW_INPUTS` with ``view``, else
-    :data:`FIT_INPUTS`) and the fit state, while the section is open), then
+    picked model, the view's settings (:data:`DIAGNOSTICS_FIELDS` with ``view``,
+    else :data:`FIT_FIELDS`) and the fit state, while the section is open), then
     ``extra``. Nothing is drawn before the section is first opened.
 
     Parameters
     ----------
     app : dash.Dash
     ctx : AppContext
-    outputs : sequence of Output
-        What ``panel`` returns (a tuple when there are several).
-    extra : sequence of Input
-        The panel's own settings, passed to ``panel`` after the RawSettings.
+    output : Output or list of Output
+        What ``panel`` returns (a tuple for a list).
+    extra : dict of Input
+        The panel's own settings, passed to ``panel`` by these names.
     what : str
         The panel's name in failure messages.
     fallback : callable(message)
         What the page shows when ``panel`` fails unexpectedly.
-    panel : callable(ctx, sid, handle, raw, *extra values)
+    panel : callable(ctx, sid, handle, raw, **extra values)
     view : bool
         Follow the notion and the binning too (not only the calibrators).
     """
     gate_id = ids.DIAG_VIEW_GATE if view else ids.DIAG_FIT_GATE
-    parse = view_settings if view else fit_settings
-    n = len(VIEW_INPUTS if view else FIT_INPUTS)
+    fields = DIAGNOSTICS_FIELDS if view else FIT_FIELDS
+    inputs = {"gate": Input(gate_id, "data"), **extra}
+    ctx.failures.reply(
+        what, lambda rid: fallback(failure_message(what, rid)), output=output, inputs=inputs
+    )
 
-    @app.callback(*outputs, Input(gate_id, "data"), *extra, prevent_initial_call=True)
-    def on_change(gate, *extra_values):
-        handle, values = gate_values(gate, n)
-        raw = parse(values)
-        return guarded(what, fallback, panel, ctx, ctx.session_id(), handle, raw, *extra_values)
+    @app.callback(output=output, inputs=inputs, prevent_initial_call=True)
+    def on_change(gate, **extra_values):
+        handle, raw = gate_settings(gate, fields)
+        return panel(ctx, ctx.session_id(), handle, raw, **extra_values)
 
 
 @dataclass(frozen=True)
@@ -222,17 +192,17 @@ def register_job(
     app,
     ctx: AppContext,
     job: JobIds,
-    triggers: Sequence[Input],
-    states: Sequence[State],
+    triggers: dict[str, Input],
+    states: dict[str, State],
     what: str,
     runner: Callable[..., dict],
 ) -> None:
     """Register the background job ``runner``: started by ``job.run``, its record in ``job.done``.
 
     The callback starts on a press of ``job.run`` or a change of ``triggers``,
-    reads the picked model, the view's settings (:data:`VIEW_STATES`) and
-    ``states``, and calls ``runner(ctx, sid, handle, raw, *trigger values,
-    *state values, set_progress)``. While it runs, ``job.run`` is disabled and
+    reads the picked model, the view's settings (:data:`DIAGNOSTICS_FIELDS`) and
+    ``states``, and calls ``runner(ctx, sid, handle, raw, **trigger and state
+    values, set_progress=...)``. While it runs, ``job.run`` is disabled and
     ``job.cancel`` enabled; an unexpected failure is logged and becomes the
     record's ``error``.
 
@@ -241,24 +211,34 @@ def register_job(
     app : dash.Dash
     ctx : AppContext
     job : JobIds
-    triggers : sequence of Input
-        Inputs besides the run button that start the job.
-    states : sequence of State
-        The job's own settings.
+    triggers : dict of Input
+        Inputs besides the run button that start the job, by ``runner``'s argument names.
+    states : dict of State
+        The job's own settings, by ``runner``'s argument names.
     what : str
         The job's name in failure messages.
     runner : callable
         The plain function behind the job; returns the record (:func:`run_job`).
     """
-    k, n = len(triggers), len(VIEW_STATES)
+    output = Output(job.done, "data")
+    inputs = {"run": Input(job.run, "n_clicks"), **triggers}
+    state = {
+        "handle": State(ids.DIAG_MODEL, "value"),
+        "settings": setting_states(DIAGNOSTICS_FIELDS),
+        **states,
+    }
+    ctx.failures.reply(
+        what,
+        lambda rid: {**new_job_state(), "error": failure_message(what, rid)},
+        output=output,
+        inputs=inputs,
+        state=state,
+    )
 
     @app.callback(
-        Output(job.done, "data"),
-        Input(job.run, "n_clicks"),
-        *triggers,
-        State(ids.DIAG_MODEL, "value"),
-        *VIEW_STATES,
-        *states,
+        output=output,
+        inputs=inputs,
+        state=state,
         background=True,
         progress=[
             Output(job.progress, "value"),
@@ -274,10 +254,6 @@ def register_job(
         cancel=[Input(job.cancel, "n_clicks")],
         prevent_initial_call=True,
     )
-    def on_run(set_progress, _clicks, *values):
-        try:
-            triggered, handle, own = values[:k], values[k], values[k + 1 + n :]
-            raw = view_settings(values[k + 1 : k + 1 + n])
-            return runner(ctx, ctx.session_id(), handle, raw, *triggered, *own, set_progress)
-        except Exception:
-            return {"nonce": uuid.uuid4().hex, "error": failure(what)}
+    def on_run(set_progress, run, handle, settings: dict, **own):
+        raw = RawSettings(**settings)
+        return runner(ctx, ctx.session_id(), handle, raw, **own, set_progress=set_progress)

@@ -9,11 +9,9 @@ a small clientside function (``assets/downloads.js``) opens its URL.
 
 from __future__ import annotations
 
-import logging
 import secrets
-import uuid
 
-from dash import ClientsideFunction, Input, Output, State, no_update
+from dash import ClientsideFunction, Input, Output, no_update
 from dash import ctx as dash_ctx
 from flask import Flask, Response, abort, stream_with_context
 
@@ -22,7 +20,7 @@ from calibration_core import CalibrationInputError
 from .. import ids
 from ..analysis import variants
 from ..context import AppContext
-from ..diagnostics_report import diagnostics_html
+from ..diagnostics.report import diagnostics_html
 from ..exports import (
     calibrated_csv_chunks,
     download_name,
@@ -31,28 +29,15 @@ from ..exports import (
     metrics_json,
     params_json,
 )
-from ..figures import reliability_figure, view_title
-from ..settings import ViewSettings
-from ..tables import caption
-from .view import RawSettings, compute_view
+from ..figures.common import view_title
+from ..figures.reliability import reliability_figure
+from ..metrics_table import caption
+from ..settings import RawSettings, ViewSettings
+from .controls import setting_states
+from .view import compute_view
 
-log = logging.getLogger("calibration_dashboard.exports")
 EXPORT_TTL_SECONDS = 600
 EXPORT_PATH = "/api/export/"
-
-SETTINGS_STATES = [
-    State(ids.MODEL_SELECT, "value"),
-    State(ids.MAPS, "value"),
-    State(ids.HELDOUT, "value"),
-    State(ids.FOLDS, "value"),
-    State(ids.TEST_FRACTION, "value"),
-    State(ids.NOTION, "value"),
-    State(ids.CLASS_SELECT, "value"),
-    State(ids.SCHEME, "value"),
-    State(ids.N_BINS, "value"),
-    State(ids.BAND, "value"),
-    State(ids.BAND_LEVEL, "value"),
-]
 
 
 def settings_dict(result) -> dict:
@@ -163,46 +148,65 @@ def register_export_route(server: Flask, ctx: AppContext) -> None:
         )
 
 
+def failed_export(rid: str) -> tuple:
+    """No download, and a message with the request id."""
+    return no_update, f"The export failed (request id {rid})."
+
+
 def register(app, ctx: AppContext) -> None:
     """Export callbacks (and the clientside opener of streamed exports)."""
-
-    @app.callback(
+    small_output = [
         Output(ids.DOWNLOAD, "data"),
         Output(ids.EXPORT_MESSAGE, "children", allow_duplicate=True),
-        Input(ids.EXPORT_METRICS_CSV, "n_clicks"),
-        Input(ids.EXPORT_METRICS_JSON, "n_clicks"),
-        Input(ids.EXPORT_PARAMS_JSON, "n_clicks"),
-        Input(ids.EXPORT_REPORT_HTML, "n_clicks"),
-        *SETTINGS_STATES,
-        prevent_initial_call=True,
+    ]
+    small_inputs = {
+        "clicks": (
+            Input(ids.EXPORT_METRICS_CSV, "n_clicks"),
+            Input(ids.EXPORT_METRICS_JSON, "n_clicks"),
+            Input(ids.EXPORT_PARAMS_JSON, "n_clicks"),
+            Input(ids.EXPORT_REPORT_HTML, "n_clicks"),
+        )
+    }
+    small_state = {"settings": setting_states()}
+    ctx.failures.reply(
+        "export", failed_export, output=small_output, inputs=small_inputs, state=small_state
     )
-    def download_small(_a, _b, _c, _d, *values):
-        which = dash_ctx.triggered_id
-        try:
-            return small_export(ctx, ctx.session_id(), which, RawSettings(*values)), ""
-        except CalibrationInputError as exc:
-            return no_update, str(exc)
-        except Exception:
-            request_id = uuid.uuid4().hex[:12]
-            log.exception("export failed (request id %s)", request_id)
-            return no_update, f"The export failed (request id {request_id})."
 
     @app.callback(
-        Output(ids.DOWNLOAD_URL, "data"),
-        Output(ids.EXPORT_MESSAGE, "children", allow_duplicate=True),
-        Input(ids.EXPORT_CALIBRATED_CSV, "n_clicks"),
-        *SETTINGS_STATES,
-        prevent_initial_call=True,
+        output=small_output, inputs=small_inputs, state=small_state, prevent_initial_call=True
     )
-    def download_calibrated(_n, *values):
+    def download_small(clicks: tuple, settings: dict):
+        which = dash_ctx.triggered_id
         try:
-            url = create_calibrated_export(ctx, ctx.session_id(), RawSettings(*values))
+            return small_export(ctx, ctx.session_id(), which, RawSettings(**settings)), ""
         except CalibrationInputError as exc:
             return no_update, str(exc)
-        except Exception:
-            request_id = uuid.uuid4().hex[:12]
-            log.exception("export failed (request id %s)", request_id)
-            return no_update, f"The export failed (request id {request_id})."
+
+    calibrated_output = [
+        Output(ids.DOWNLOAD_URL, "data"),
+        Output(ids.EXPORT_MESSAGE, "children", allow_duplicate=True),
+    ]
+    calibrated_inputs = {"clicks": Input(ids.EXPORT_CALIBRATED_CSV, "n_clicks")}
+    calibrated_state = {"settings": setting_states()}
+    ctx.failures.reply(
+        "export",
+        failed_export,
+        output=calibrated_output,
+        inputs=calibrated_inputs,
+        state=calibrated_state,
+    )
+
+    @app.callback(
+        output=calibrated_output,
+        inputs=calibrated_inputs,
+        state=calibrated_state,
+        prevent_initial_call=True,
+    )
+    def download_calibrated(clicks, settings: dict):
+        try:
+            url = create_calibrated_export(ctx, ctx.session_id(), RawSettings(**settings))
+        except CalibrationInputError as exc:
+            return no_update, str(exc)
         return {
             "url": url,
             "nonce": secrets.token_hex(4),

@@ -19,7 +19,6 @@ the stored predictions (:mod:`app.callbacks.view`).
 
 from __future__ import annotations
 
-import logging
 import time
 import uuid
 
@@ -32,10 +31,11 @@ from calibration_core import CalibrationInputError
 from .. import ids
 from ..analysis import UNCALIBRATED
 from ..context import AppContext
-from ..settings import HeldOut, parse_handles, parse_heldout, parse_maps
-from ..store import DataStore, FitRecord, StorageUnavailable
-
-log = logging.getLogger("calibration_dashboard.fit")
+from ..settings import HeldOut, RawSettings, parse_handles, parse_heldout, parse_maps
+from ..store.data_store import DataStore
+from ..store.disk import StorageUnavailable
+from ..store.records import FitRecord
+from .controls import FIT_FIELDS, setting_inputs
 
 
 def compare_maps(*args, **kwargs):
@@ -203,43 +203,53 @@ def plan_fits(
     return None, request
 
 
-def _unexpected(what: str) -> dict:
-    request_id = uuid.uuid4().hex[:12]
-    log.exception("%s failed (request id %s)", what, request_id)
+def failed_fit_state(what: str, rid: str) -> dict:
+    """The fit state after an unexpected failure of ``what``, with the request id."""
     return {
-        "nonce": request_id,
+        "nonce": rid,
         "fitted": [],
-        "error": f"{what} failed unexpectedly (request id {request_id}).",
+        "error": f"{what} failed unexpectedly (request id {rid}).",
     }
 
 
 def register(app, ctx: AppContext) -> None:
     """The fit planner and the background fit callback."""
-
-    @app.callback(
-        Output(ids.FIT_STATE, "data"),
-        Output(ids.FIT_REQUEST, "data"),
-        Input(ids.MODEL_SELECT, "value"),
-        Input(ids.MAPS, "value"),
-        Input(ids.HELDOUT, "value"),
-        Input(ids.FOLDS, "value"),
-        Input(ids.TEST_FRACTION, "value"),
-        Input(ids.FIT_START, "n_clicks"),
+    plan_output = [Output(ids.FIT_STATE, "data"), Output(ids.FIT_REQUEST, "data")]
+    plan_inputs = {
+        "settings": setting_inputs(("handles", *FIT_FIELDS)),
+        "start": Input(ids.FIT_START, "n_clicks"),
+    }
+    ctx.failures.reply(
+        "planning the fit",
+        lambda rid: (failed_fit_state("planning the fit", rid), no_update),
+        output=plan_output,
+        inputs=plan_inputs,
     )
-    def plan(handles, maps, mode, folds, fraction, _start_clicks):
-        try:
-            state, request = plan_fits(ctx, ctx.session_id(), handles, maps, mode, folds, fraction)
-        except Exception:  # never a traceback in the page
-            return _unexpected("planning the fit"), no_update
+
+    @app.callback(output=plan_output, inputs=plan_inputs)
+    def plan(settings: dict, start):
+        raw = RawSettings(**settings)
+        state, request = plan_fits(
+            ctx, ctx.session_id(), raw.handles, raw.maps, raw.heldout, raw.folds, raw.fraction
+        )
         if request is None and dash_ctx.triggered_id is None:
             # The page's first call: the layout already shows this view, so a
             # fresh fit state would only redraw it.
             return no_update, no_update
         return (no_update if state is None else state), (no_update if request is None else request)
 
+    fit_output = Output(ids.FIT_STATE, "data", allow_duplicate=True)
+    fit_inputs = Input(ids.FIT_REQUEST, "data")
+    ctx.failures.reply(
+        "fitting",
+        lambda rid: failed_fit_state("fitting", rid),
+        output=fit_output,
+        inputs=fit_inputs,
+    )
+
     @app.callback(
-        Output(ids.FIT_STATE, "data", allow_duplicate=True),
-        Input(ids.FIT_REQUEST, "data"),
+        fit_output,
+        fit_inputs,
         background=True,
         progress=[
             Output(ids.FIT_PROGRESS, "value"),
@@ -259,19 +269,16 @@ def register(app, ctx: AppContext) -> None:
     def fit_maps(set_progress, request):
         if not isinstance(request, dict):
             raise PreventUpdate
-        try:
-            return run_fits(
-                ctx,
-                ctx.session_id(),
-                request.get("handles"),
-                request.get("maps"),
-                request.get("mode"),
-                request.get("folds"),
-                request.get("fraction"),
-                set_progress,
-            )
-        except Exception:  # never a traceback in the page
-            return _unexpected("fitting")
+        return run_fits(
+            ctx,
+            ctx.session_id(),
+            request.get("handles"),
+            request.get("maps"),
+            request.get("mode"),
+            request.get("folds"),
+            request.get("fraction"),
+            set_progress,
+        )
 
     @app.callback(
         Output(ids.FIT_STATE, "data", allow_duplicate=True),

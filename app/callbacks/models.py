@@ -15,7 +15,7 @@ from .. import ids
 from ..context import AppContext
 from ..options import class_choices, model_options
 from ..settings import MAX_SELECTED_MODELS
-from ..store import DataStore
+from ..store.data_store import DataStore
 
 
 def upload_messages(result, known: set[str]) -> list[tuple[str, str]]:

@@ -8,9 +8,6 @@ the fit-state store, which triggers this callback again.
 
 from __future__ import annotations
 
-import logging
-import uuid
-
 from dash import Input, Output, dcc, html
 
 from calibration_core import CalibrationInputError
@@ -18,11 +15,11 @@ from calibration_core import CalibrationInputError
 from .. import ids
 from ..analysis import CANCELLED, PENDING, ViewResult, build_view
 from ..context import AppContext
-from ..figures import empty_figure, graph_config, reliability_figure_dict, view_title
+from ..figures.common import empty_figure, graph_config, view_title
+from ..figures.reliability import reliability_figure_dict
+from ..metrics_table import caption, column_defs, row_data
 from ..settings import RawSettings
-from ..tables import caption, column_defs, row_data
-
-log = logging.getLogger("calibration_dashboard.view")
+from .controls import setting_inputs
 
 
 def compute_view(ctx: AppContext, sid, raw: RawSettings, pending: str = PENDING) -> ViewResult:
@@ -44,9 +41,6 @@ def graphs(result: ViewResult, fmt: str = "png") -> list:
             )
         )
     return out
-
-
-__all__ = ["RawSettings", "compute_view", "graphs", "register", "render"]
 
 
 def render(ctx: AppContext, sid, raw: RawSettings, fit_state=None, fmt="png") -> tuple:
@@ -99,39 +93,31 @@ def message_children(messages: list[str]):
     return [html.Div(m, className="message-line") for m in dict.fromkeys(messages)]
 
 
+def failed_view(rid: str) -> tuple:
+    """The view after an unexpected failure: nothing drawn, a message with the request id."""
+    msg = f"Something went wrong while drawing this view (request id {rid})."
+    return [], [], [], "", "", message_children([msg])
+
+
 def register(app, ctx: AppContext) -> None:
     """The view callback."""
-
-    @app.callback(
+    output = [
         Output(ids.RELIABILITY_GRID, "children"),
         Output(ids.METRICS_GRID, "rowData"),
         Output(ids.METRICS_GRID, "columnDefs"),
         Output(ids.METRICS_CAPTION, "children"),
         Output(ids.VIEW_TITLE, "children"),
         Output(ids.MESSAGE, "children"),
-        Input(ids.MODEL_SELECT, "value"),
-        Input(ids.MAPS, "value"),
-        Input(ids.HELDOUT, "value"),
-        Input(ids.FOLDS, "value"),
-        Input(ids.TEST_FRACTION, "value"),
-        Input(ids.NOTION, "value"),
-        Input(ids.CLASS_SELECT, "value"),
-        Input(ids.SCHEME, "value"),
-        Input(ids.N_BINS, "value"),
-        Input(ids.BAND, "value"),
-        Input(ids.BAND_LEVEL, "value"),
-        Input(ids.FIT_STATE, "data"),
-        Input(ids.FIGURE_FORMAT, "value"),
-        # The page arrives with the initial view drawn (app.factory.serve_layout).
-        prevent_initial_call=True,
-    )
-    def update_view(*values):
-        raw = RawSettings(*values[:11])
-        try:
-            out = render(ctx, ctx.session_id(), raw, values[11], values[12])
-        except Exception:  # never a traceback in the page
-            request_id = uuid.uuid4().hex[:12]
-            log.exception("drawing the view failed (request id %s)", request_id)
-            msg = f"Something went wrong while drawing this view (request id {request_id})."
-            return [], [], [], "", "", message_children([msg])
+    ]
+    inputs = {
+        "settings": setting_inputs(),
+        "fit_state": Input(ids.FIT_STATE, "data"),
+        "fmt": Input(ids.FIGURE_FORMAT, "value"),
+    }
+    ctx.failures.reply("drawing the view", failed_view, output=output, inputs=inputs)
+
+    # The page arrives with the initial view drawn (app.factory.serve_layout).
+    @app.callback(output=output, inputs=inputs, prevent_initial_call=True)
+    def update_view(settings: dict, fit_state, fmt):
+        out = render(ctx, ctx.session_id(), RawSettings(**settings), fit_state, fmt)
         return (*out[:5], message_children(out[5]))

@@ -11,7 +11,7 @@ import pytest
 from app.config import AppConfig
 from app.context import AppContext
 from app.session import SessionManager, new_session_id
-from app.store import DataStore
+from app.store.data_store import DataStore
 
 SECRET = "test-secret-key-0123456789abcdef"
 

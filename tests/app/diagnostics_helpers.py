@@ -9,7 +9,7 @@ from app.config import AppConfig
 from app.context import AppContext
 from app.session import SessionManager
 from app.settings import RawSettings
-from app.store import DataStore
+from app.store.data_store import DataStore
 
 SECRET = "test-secret-key-0123456789abcdef"
 R = 200  # resamples (the smallest choice) keep the files fast

@@ -13,10 +13,11 @@ import app.callbacks.fit as fit_module
 from app import ids
 from app.callbacks.exports import create_calibrated_export, small_export
 from app.callbacks.fit import plan_fits, run_fits
-from app.callbacks.models import after_upload, class_choices
-from app.callbacks.view import RawSettings, render
+from app.callbacks.models import after_upload
+from app.callbacks.view import render
 from app.exports import safe_cell
-from app.settings import ALL_CLASSES
+from app.options import class_choices
+from app.settings import ALL_CLASSES, RawSettings
 from calibration_core import (
     Predictions,
     brier_score,
@@ -370,7 +371,7 @@ def _find(node, component_id):
 
 def test_page_arrives_idle_and_says_when_its_maps_are_fitted(tmp_path):
     from app.factory import create_app
-    from app.layout import default_settings
+    from app.layout.page import default_settings
 
     dash_app = create_app(make_config(tmp_path))
     client = dash_app.server.test_client()

@@ -10,14 +10,11 @@ import pytest
 
 from app.callbacks.diagnostics import overview
 from app.callbacks.view import render
-from app.diagnostics import (
-    diag_target,
-    estimator_rows,
-    hosmer_lemeshow_rows,
-    sensitivity_curves,
-)
-from app.diagnostics_tables import hosmer_lemeshow_table
-from app.figures_diagnostics import sensitivity_figure
+from app.diagnostics.cards import hosmer_lemeshow_rows
+from app.diagnostics.overview import estimator_rows, sensitivity_curves
+from app.diagnostics.tables import hosmer_lemeshow_table
+from app.diagnostics.target import diag_target
+from app.figures.diagnostics import sensitivity_figure
 from app.session import new_session_id
 from app.settings import ALL_CLASSES, RawSettings
 from calibration_core import (

@@ -5,27 +5,20 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from app.callbacks.diagnostics import (
+from app.callbacks.diagnostics import decision_panel
+from app.callbacks.diagnostics_jobs import (
     bootstrap_panel,
-    decision_panel,
     resampling_panel,
     run_bootstrap_job,
     run_resampling_job,
 )
 from app.callbacks.fit import run_fits
 from app.callbacks.view import render
-from app.diagnostics import (
-    BOOT_INTERVAL,
-    SEED,
-    bootstrap_rows,
-    calibration_tests,
-    decision_view,
-    diag_target,
-    remembered,
-    shifted_threshold,
-)
-from app.diagnostics_tables import bootstrap_table
-from app.figures_diagnostics import cost_figure, format_p, null_figure
+from app.diagnostics.cards import decision_view, shifted_threshold
+from app.diagnostics.resampling import BOOT_INTERVAL, SEED, bootstrap_rows, calibration_tests
+from app.diagnostics.tables import bootstrap_table
+from app.diagnostics.target import diag_target, remembered
+from app.figures.diagnostics import cost_figure, format_p, null_figure
 from app.session import new_session_id
 from app.settings import ALL_CLASSES, RawSettings
 from calibration_core import CalibrationInputError, bootstrap_ci
@@ -106,7 +99,7 @@ def test_null_figure_and_p_formatting():
     p = rng.dirichlet(np.ones(3), size=400)
     y = rng.integers(0, 3, size=400)
     res = calibration_test(p, y, measure="brier_score", n_resamples=300, seed=1)
-    from app.diagnostics import ResamplingRow
+    from app.diagnostics.resampling import ResamplingRow
 
     fig = null_figure(
         [ResamplingRow("uncalibrated", res), ResamplingRow("iso", res)], "brier_score", "m"

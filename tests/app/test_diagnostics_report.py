@@ -9,16 +9,18 @@ import pandas as pd
 import pytest
 
 from app import ids
-from app.callbacks.diagnostics import human_panel, model_picker, run_resampling_job, toggle_state
+from app.callbacks.diagnostics import human_panel, model_picker, toggle_state
+from app.callbacks.diagnostics_jobs import run_resampling_job
 from app.callbacks.exports import small_export
 from app.callbacks.fit import run_fits
 from app.config import AppConfig
-from app.diagnostics import diag_target, human_rows
-from app.diagnostics_report import diagnostics_html
+from app.diagnostics.cards import human_rows
+from app.diagnostics.report import diagnostics_html
+from app.diagnostics.target import diag_target
 from app.factory import create_app
 from app.session import COOKIE_NAME
 from app.settings import RawSettings
-from app.soft_labels import get_soft_labels
+from app.store.soft_label_store import get_soft_labels
 from app.upload import UPLOAD_PATH
 
 from .diagnostics_helpers import SECRET, R, progress, soft_csv

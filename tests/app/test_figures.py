@@ -7,17 +7,10 @@ import plotly.graph_objects as go
 import pytest
 
 from app.analysis import UNCALIBRATED, ModelView, Panel, build_view
-from app.figures import (
-    empty_figure,
-    graph_config,
-    plot_text,
-    reliability_figure,
-    reliability_figure_dict,
-    safe_file_stem,
-    wrapped_text,
-)
+from app.figures.common import empty_figure, graph_config, plot_text, safe_file_stem, wrapped_text
+from app.figures.reliability import reliability_figure, reliability_figure_dict
 from app.settings import HeldOut, parse_view
-from app.store import ModelInfo
+from app.store.records import ModelInfo
 from calibration_core import Binning, Predictions, ReliabilityCurve, reliability_curve
 from calibration_core.bands import binomial_band, consistency_band_from_statistics
 

@@ -103,8 +103,8 @@ def test_metrics_grid_waits_for_the_diagrams_and_its_library(tmp_path):
 def test_view_callback_answers_plain_graphs(tmp_path):
     """Only the page's first drawing holds diagrams back; callback answers do not."""
     from app.callbacks.view import render
-    from app.layout import default_settings
-    from app.layout_results import first_diagram_first
+    from app.layout.page import default_settings
+    from app.layout.results import first_diagram_first
 
     app = create_app(make_config(tmp_path / "cache"))
     ctx = app.server.extensions["calibration_dashboard"]

@@ -9,7 +9,9 @@ import pytest
 
 from app.session import new_session_id
 from app.settings import HeldOut
-from app.store import DEMO_PREFIX, DataStore, DataUnavailable, FitRecord
+from app.store.data_store import DEMO_PREFIX, DataStore
+from app.store.disk import DataUnavailable
+from app.store.records import FitRecord
 from calibration_core import Predictions
 
 
@@ -159,9 +161,9 @@ def test_forked_background_jobs_do_not_inherit_held_locks(tmp_path):
 
 
 def test_prebuilt_demo_is_read_not_trained_again(tmp_path, monkeypatch):
-    import app.store as store_module
+    import app.store.data_store as store_module
     from app.demo_cache import prebuild_demo
-    from app.store import DataStore
+    from app.store.data_store import DataStore
 
     assert prebuild_demo(tmp_path) == 8
 

@@ -246,7 +246,7 @@ def free_port() -> int:
 
 def prewarm_demo(cache_dir: Path) -> None:
     """Put the built-in demo into the disk store, so workers do not each compute it."""
-    from app.store import DataStore
+    from app.store.data_store import DataStore
 
     store = DataStore(Path(cache_dir) / "store")
     store.demo_models()

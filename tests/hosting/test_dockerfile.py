@@ -209,7 +209,7 @@ def test_install_steps_replay_in_a_fresh_virtualenv(tmp_path):
         [
             str(py),
             "-c",
-            "import os, app.store as s\n"
+            "import os, app.store.data_store as s\n"
             "def boom(*a): raise AssertionError('the demo was trained again')\n"
             "s.demo_predictions = boom\n"
             "store = s.DataStore(os.path.join(os.environ['CACHE_DIR'], 'store'))\n"

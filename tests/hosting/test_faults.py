@@ -27,7 +27,7 @@ from app.callbacks.fit import run_fits
 from app.callbacks.view import render
 from app.factory import create_app
 from app.settings import RawSettings
-from app.store import STORAGE_MESSAGE
+from app.store.disk import STORAGE_MESSAGE
 from calibration_core.maps import available_maps, get_map_class
 
 STORAGE_WORDS = "storage (CACHE_DIR) is full or read-only"

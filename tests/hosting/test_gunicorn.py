@@ -34,7 +34,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 from itsdangerous import TimestampSigner, URLSafeTimedSerializer
 
-from app.session import _SALT
+from app.session import SALT
 
 SECRET = "hosting-test-secret-key-0123456789abcdef"
 EXPIRED = "your data expired, please upload again"
@@ -149,11 +149,11 @@ def _expired_cookie(sid: str) -> str:
         def get_timestamp(self) -> int:
             return int(time.time()) - 7200
 
-    return URLSafeTimedSerializer(SECRET, salt=_SALT, signer=TwoHoursAgo).dumps(sid)
+    return URLSafeTimedSerializer(SECRET, salt=SALT, signer=TwoHoursAgo).dumps(sid)
 
 
 def _cookie_sid(cookie: str) -> str:
-    return URLSafeTimedSerializer(SECRET, salt=_SALT).loads(cookie)
+    return URLSafeTimedSerializer(SECRET, salt=SALT).loads(cookie)
 
 
 def test_forged_malformed_and_expired_cookies_get_a_fresh_empty_session(server, dash_tab, make_csv):
@@ -166,9 +166,9 @@ def test_forged_malformed_and_expired_cookies_get_a_fresh_empty_session(server, 
         "empty": "",
         "huge": "a" * 600,
         "tampered": good[:-2] + ("AA" if not good.endswith("AA") else "BB"),
-        "other key": URLSafeTimedSerializer("another-secret-key-0123456789", salt=_SALT).dumps(sid),
+        "other key": URLSafeTimedSerializer("another-secret-key-0123456789", salt=SALT).dumps(sid),
         "expired": _expired_cookie(sid),
-        "malformed id": URLSafeTimedSerializer(SECRET, salt=_SALT).dumps("../../" + sid),
+        "malformed id": URLSafeTimedSerializer(SECRET, salt=SALT).dumps("../../" + sid),
         "raw id": sid,
     }
     for what, value in bad_cookies.items():

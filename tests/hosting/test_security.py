@@ -10,10 +10,15 @@ import os
 import re
 import subprocess
 import sys
+import time
+from urllib.parse import urlencode
 
 import pytest
 from werkzeug.security import generate_password_hash
 
+import app.callbacks.diagnostics as diagnostics_callbacks
+import app.callbacks.diagnostics_jobs as diagnostics_jobs
+import app.callbacks.exports as exports_callbacks
 import app.callbacks.models as models_callbacks
 import app.callbacks.view as view_callbacks
 import app.upload as upload_module
@@ -115,6 +120,116 @@ def test_unexpected_errors_in_the_view_show_only_a_request_id(tab, monkeypatch, 
         assert marker not in text
     logged = [r for r in caplog.records if rid in r.getMessage()]
     assert logged and logged[0].exc_info and "exploded" in str(logged[0].exc_info[1])
+
+
+def _shown_id(text: str) -> str:
+    """The one request id a response shows (an upload's answer repeats it in its summary)."""
+    (rid,) = set(re.findall(r"request id ([0-9a-f]{12})", text))
+    return rid
+
+
+def _logged_failures(caplog, marker: str) -> list[logging.LogRecord]:
+    return [r for r in caplog.records if r.exc_info and marker in str(r.exc_info[1])]
+
+
+def test_the_request_id_a_user_sees_is_the_response_header_and_the_log_line(
+    tab, monkeypatch, caplog
+):
+    def boom(*args, **kwargs):
+        raise RuntimeError("exploded on purpose")
+
+    monkeypatch.setattr(view_callbacks, "compute_view", boom)
+    monkeypatch.setattr(exports_callbacks, "small_export", boom)
+    monkeypatch.setattr(upload_module, "load_predictions", boom)
+    calls = {
+        "view": lambda: tab.call_raw("reliability-grid.children", ["n-bins.value"]),
+        "export": lambda: tab.call_raw("download.data", ["export-metrics-csv.n_clicks"]),
+        "upload": lambda: tab.request(
+            "POST", "/api/upload", files=[("x.csv", b"p_a,p_b,label\n0.5,0.5,a\n")]
+        ),
+    }
+    for what, call in calls.items():
+        caplog.clear()
+        with caplog.at_level(logging.ERROR):
+            status, headers, body = call()
+        assert status == 200, what
+        shown = _shown_id(body.decode())
+        assert shown == headers["X-Request-ID"], what
+        (logged,) = _logged_failures(caplog, "exploded on purpose")
+        assert shown in logged.getMessage(), what
+
+
+def _fit_gate(tab) -> dict:
+    """The Diagnostics fit gate's data for the page's first selected model (section open)."""
+    fit_settings = {"maps": [], "heldout": "folds", "folds": 5, "fraction": 0.5}
+    handle = tab.values["model-select.value"][0]
+    return {"handle": handle, "settings": fit_settings, "fit_state": None}
+
+
+def test_diagnostics_panels_read_the_gate_by_name_and_report_failures(tab, monkeypatch, caplog):
+    gate = {"diag-fit-gate.data": _fit_gate(tab)}
+    out = tab.call("diag-hl.children", ["diag-fit-gate.data"], gate)
+    assert "Hosmer" in json.dumps(out) and "request id" not in json.dumps(out)
+
+    def boom(*args, **kwargs):
+        raise RuntimeError("exploded on purpose")
+
+    monkeypatch.setattr(diagnostics_callbacks, "diag_target", boom)
+    with caplog.at_level(logging.ERROR):
+        status, headers, body = tab.call_raw("diag-hl.children", ["diag-fit-gate.data"], gate)
+    assert status == 200
+    shown = _shown_id(body.decode())
+    assert shown == headers["X-Request-ID"]
+    assert f"Something went wrong in the Hosmer-Lemeshow test (request id {shown})." in (
+        body.decode()
+    )
+    (logged,) = _logged_failures(caplog, "exploded on purpose")
+    assert shown in logged.getMessage()
+
+
+def _background(tab, writes: str, changed: list[str], values: dict, timeout: float = 60):
+    """Start a background callback and poll it: the answer with its result."""
+    status, headers, body = tab.call_raw(writes, changed, values)
+    assert status == 200, body[:300]
+    handles = json.loads(body)
+    if "response" in handles:
+        return status, headers, body
+    query = {"cacheKey": handles["cacheKey"], "job": handles["job"]}
+    if tab.end_id:
+        query["endId"] = tab.end_id
+    payload = json.dumps(tab.payload(writes, changed, values))
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        time.sleep(0.2)
+        status, headers, body = tab.request(
+            "POST",
+            "/_dash-update-component?" + urlencode(query),
+            data=payload,
+            headers={"Content-Type": "application/json"},
+        )
+        if status != 200 or "response" in json.loads(body):
+            return status, headers, body
+    raise TimeoutError(writes)
+
+
+def test_a_failing_background_job_reports_the_request_id_of_its_answer(tab, monkeypatch, caplog):
+    def boom(*args, **kwargs):
+        raise RuntimeError("exploded on purpose")
+
+    monkeypatch.setattr(diagnostics_jobs, "diag_target", boom)  # inherited by the forked job
+    with caplog.at_level(logging.ERROR):
+        status, headers, body = _background(
+            tab, "diag-test-done.data", ["diag-test-run.n_clicks"], {"diag-test-run.n_clicks": 1}
+        )
+    assert status == 200
+    record = json.loads(body)["response"]["diag-test-done"]["data"]
+    shown = _shown_id(record["error"])
+    assert shown == headers["X-Request-ID"]
+    assert record["error"] == f"Something went wrong in the resampling test (request id {shown})."
+    for marker in LEAKS:
+        assert marker not in body.decode()
+    (logged,) = _logged_failures(caplog, "exploded on purpose")
+    assert shown in logged.getMessage()
 
 
 def test_unhandled_callback_errors_answer_500_with_a_request_id(tab, monkeypatch, caplog):

@@ -23,9 +23,10 @@ from typing import Any, TypeVar
 
 from calibration_core import Binning, BinStatistics, Predictions
 
-from .analysis import Variant, targets, variants
-from .settings import HeldOut, RawSettings, SettingsError, ViewSettings, parse_handles
-from .store import DataStore, ModelInfo
+from ..analysis import Variant, targets, variants
+from ..settings import HeldOut, RawSettings, SettingsError, ViewSettings, parse_handles
+from ..store.data_store import DataStore
+from ..store.records import ModelInfo
 
 _T = TypeVar("_T")
 

@@ -17,7 +17,8 @@ import numpy as np
 
 from calibration_core import Predictions
 
-from .store import DataStore, ModelInfo
+from .data_store import DataStore
+from .records import ModelInfo
 
 
 def soft_key(handle: str) -> str:

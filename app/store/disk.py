@@ -27,7 +27,7 @@ import numpy as np
 
 from calibration_core import CalibrationInputError, Predictions, SortedScores
 
-from .store_models import slot_arrays
+from .records import slot_arrays
 
 log = logging.getLogger("calibration_dashboard.store")
 

@@ -11,11 +11,10 @@ from dash import dcc, html
 
 from calibration_core.maps import MAP_NAMES
 
-from . import ids
-from .diagnostics_layout import diagnostics_section
-from .layout_results import first_diagram_first, metrics_grid
-from .options import class_choices, default_selection, model_options
-from .settings import (
+from .. import ids
+from ..diagnostics.layout import diagnostics_section
+from ..options import class_choices, default_selection, model_options
+from ..settings import (
     BAND_LABELS,
     LEVELS,
     MAX_BINS,
@@ -27,7 +26,8 @@ from .settings import (
     MIN_TEST_FRACTION,
     RawSettings,
 )
-from .store import ModelInfo
+from ..store.records import ModelInfo
+from .results import first_diagram_first, metrics_grid
 
 DEFAULT_MAPS = ("temperature", "isotonic")
 MAP_LABELS = {

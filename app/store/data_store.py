@@ -8,9 +8,8 @@ in memory together with their load-time sorted scores, so re-binning does
 not touch the disk.
 
 The disk layer (the cache, its errors, arrays as ``.npy`` files) lives in
-:mod:`app.store_disk`; the records (:class:`ModelInfo`, :class:`FitRecord`)
-and the in-memory Predictions helpers in :mod:`app.store_models`. Both are
-re-exported here.
+:mod:`app.store.disk`; the records (:class:`ModelInfo`, :class:`FitRecord`)
+and the in-memory Predictions helpers in :mod:`app.store.records`.
 
 Keys
 ----
@@ -56,8 +55,8 @@ import numpy as np
 from calibration_core import Predictions
 from calibration_core.demo import demo_predictions
 
-from .settings import HeldOut
-from .store_disk import (
+from ..settings import HeldOut
+from .disk import (
     DISK_ERRORS,
     STORAGE_MESSAGE,
     DataUnavailable,
@@ -67,8 +66,7 @@ from .store_disk import (
     save_predictions,
     touch_predictions,
 )
-from .store_models import (
-    WARM_LIMIT,
+from .records import (
     FitRecord,
     MemoryLRU,
     ModelInfo,
@@ -77,22 +75,6 @@ from .store_models import (
     readonly,
     warm,
 )
-
-__all__ = [
-    "DEMO_PREFIX",
-    "STORAGE_MESSAGE",
-    "STORE_FORMAT",
-    "UPLOAD_PREFIX",
-    "VARIANT_PREFIX",
-    "WARM_LIMIT",
-    "DataStore",
-    "DataUnavailable",
-    "FitRecord",
-    "ModelInfo",
-    "ResilientCache",
-    "StorageUnavailable",
-    "warm",
-]
 
 DEMO_PREFIX = "demo-"
 UPLOAD_PREFIX = "up-"
@@ -297,7 +279,7 @@ class DataStore:
         Arrays are kept as ``.npy`` files in the disk store (one key each) and
         memory-mapped when read; the small ``pred:<handle>`` record that lists
         them is written last, so a reader never sees half a model
-        (:func:`app.store_disk.save_predictions`).
+        (:func:`app.store.disk.save_predictions`).
         """
         warm(pred)
         save_predictions(self.cache, handle, pred, self.ttl)

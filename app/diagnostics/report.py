@@ -7,7 +7,7 @@ again for the view's settings (they are cheap); the resampling test and the
 bootstrap intervals are taken from the disk store, where the dashboard's
 background jobs put them, for the measure, resamples and level last used in
 the Diagnostics section of this session (otherwise the report says how to get
-them). The tables are the page's (:mod:`app.diagnostics_tables`); every text
+them). The tables are the page's (:mod:`app.diagnostics.tables`); every text
 is escaped here, and figures reuse the plotly.js the report already embeds.
 """
 
@@ -21,24 +21,16 @@ import plotly.io as pio
 
 from calibration_core import CalibrationInputError
 
-from .analysis import variants
-from .context import AppContext
-from .diagnostics import (
-    DEFAULT_BOOT_LEVEL,
-    DEFAULT_RESAMPLES,
-    HL_DEFAULT_GROUPS,
-    DiagTarget,
-    bootstrap_rows,
-    calibration_tests,
-    decision_view,
-    estimator_rows,
-    hosmer_lemeshow_rows,
-    human_rows,
-    notion_spec,
-    remembered,
-    sensitivity_curves,
-)
-from .diagnostics_tables import (
+from ..analysis import variants
+from ..context import AppContext
+from ..figures.diagnostics import cost_figure, null_figure, sensitivity_figure
+from ..metrics_table import METRICS, notion_short
+from ..options import model_label
+from ..settings import SCHEME_LABELS
+from .cards import decision_view, hosmer_lemeshow_rows, human_rows
+from .overview import estimator_rows, sensitivity_curves
+from .resampling import bootstrap_rows, calibration_tests
+from .tables import (
     HUMAN_MISSING,
     TextTable,
     bootstrap_table,
@@ -48,10 +40,14 @@ from .diagnostics_tables import (
     human_table,
     resampling_table,
 )
-from .figures_diagnostics import cost_figure, null_figure, sensitivity_figure
-from .options import model_label
-from .settings import SCHEME_LABELS
-from .tables import METRICS, notion_short
+from .target import (
+    DEFAULT_BOOT_LEVEL,
+    DEFAULT_RESAMPLES,
+    HL_DEFAULT_GROUPS,
+    DiagTarget,
+    notion_spec,
+    remembered,
+)
 
 log = logging.getLogger("calibration_dashboard.report")
 

@@ -1,8 +1,8 @@
 """Tables and notes of the Diagnostics section, as plain text (shared by page and report).
 
-Each builder turns rows of :mod:`app.diagnostics` into a :class:`TextTable`
-(header, formatted cells, notes); :mod:`app.diagnostics_layout` renders it as
-an HTML table component and :mod:`app.diagnostics_report` as escaped HTML, so
+Each builder turns rows of :mod:`app.diagnostics` modules into a :class:`TextTable`
+(header, formatted cells, notes); :mod:`app.diagnostics.layout` renders it as
+an HTML table component and :mod:`app.diagnostics.report` as escaped HTML, so
 the page and the report always show the same numbers. Cells are text only.
 """
 
@@ -13,22 +13,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .diagnostics import (
-    BOOT_FIELDS,
-    BOOT_INTERVAL,
-    HL_SMALL_SAMPLE,
-    MEASURE_LABELS,
-    SEED,
-    BootRow,
-    DecisionView,
-    EstimatorRow,
-    HosmerLemeshowRow,
-    HumanRow,
-    ResamplingRow,
-    shifted_threshold,
-)
-from .figures_diagnostics import format_p
-from .tables import METRICS
+from ..figures.diagnostics import format_p
+from ..metrics_table import METRICS
+from .cards import HL_SMALL_SAMPLE, DecisionView, HosmerLemeshowRow, HumanRow, shifted_threshold
+from .overview import EstimatorRow
+from .resampling import BOOT_FIELDS, BOOT_INTERVAL, SEED, BootRow, ResamplingRow
+from .target import MEASURE_LABELS
 
 
 @dataclass

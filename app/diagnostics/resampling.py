@@ -1,9 +1,9 @@
 """The resampling test and the bootstrap intervals of the Diagnostics section.
 
-For every calibrator of a :class:`~app.diagnostics_target.DiagTarget`:
+For every calibrator of a :class:`~app.diagnostics.target.DiagTarget`:
 
 * the **resampling test** (:func:`calibration_core.calibration_test`) of one
-  measure of :data:`~app.diagnostics_target.MEASURE_LABELS`;
+  measure of :data:`~app.diagnostics.target.MEASURE_LABELS`;
 * **bootstrap intervals** (:func:`calibration_core.bootstrap_ci`) of every
   column of the metrics table.
 
@@ -25,9 +25,10 @@ from calibration_core import Predictions
 from calibration_core.bootstrap import bootstrap_ci
 from calibration_core.significance import CalibrationTestResult, calibration_test
 
-from .diagnostics_target import MEASURE_LABELS, DiagTarget, NotionSpec, notion_spec
-from .settings import SettingsError, ViewSettings
-from .store import DataStore, ModelInfo
+from ..settings import SettingsError, ViewSettings
+from ..store.data_store import DataStore
+from ..store.records import ModelInfo
+from .target import MEASURE_LABELS, DiagTarget, NotionSpec, notion_spec
 
 #: Seed of every resampling diagnostic (the same numbers on every run).
 SEED = 0
@@ -113,7 +114,7 @@ def calibration_tests(
     store : DataStore
     target : DiagTarget
     measure : str
-        A key of :data:`~app.diagnostics_target.MEASURE_LABELS` (binary ones need K = 2).
+        A key of :data:`~app.diagnostics.target.MEASURE_LABELS` (binary ones need K = 2).
     n_resamples : int
     compute : bool
         Run the missing tests (the background job); otherwise missing ones
@@ -286,7 +287,7 @@ def bootstrap_rows(
     store : DataStore
     target : DiagTarget
     level : float
-        One of :data:`~app.diagnostics_target.BOOT_LEVELS`.
+        One of :data:`~app.diagnostics.target.BOOT_LEVELS`.
     n_resamples : int
     compute : bool
         Compute (and store) the missing intervals (the background job);

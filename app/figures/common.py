@@ -5,12 +5,12 @@
   text); :func:`safe_file_stem` for download names; :func:`view_title`;
 * :data:`OKABE_ITO` (Okabe & Ito 2008, colour-blind safe), the colours of
   uncalibrated and calibrated predictions, and :data:`FONT`;
-* ``_template()``: a small white template understood by plotly.js itself;
+* :func:`plotly_template`: a small white template understood by plotly.js itself;
 * :func:`empty_figure` (a message instead of a figure) and
   :func:`graph_config` (``dcc.Graph``'s PNG/SVG export).
 
-The reliability diagrams are in :mod:`app.figures_reliability`, the
-diagnostics figures in :mod:`app.figures_diagnostics`.
+The reliability diagrams are in :mod:`app.figures.reliability`, the
+diagnostics figures in :mod:`app.figures.diagnostics`.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import textwrap
 
 import plotly.graph_objects as go
 
-from .settings import NOTION_LABELS, ViewSettings
+from ..settings import NOTION_LABELS, ViewSettings
 
 #: Okabe & Ito (2008), colour-blind safe.
 OKABE_ITO = {
@@ -79,7 +79,7 @@ _AXIS_STYLE = {
 }
 
 
-def _template() -> dict:
+def plotly_template() -> dict:
     """A small white template understood by plotly.js itself (no Python-side lookup)."""
     return {
         "layout": {

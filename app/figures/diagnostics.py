@@ -20,9 +20,11 @@ import math
 
 import numpy as np
 
-from .analysis import UNCALIBRATED
-from .diagnostics import MEASURE_LABELS, DecisionView, ResamplingRow, shifted_threshold
-from .figures import FONT, OKABE_ITO, UNCALIBRATED_COLOUR, _template, plot_text
+from ..analysis import UNCALIBRATED
+from ..diagnostics.cards import DecisionView, shifted_threshold
+from ..diagnostics.resampling import ResamplingRow
+from ..diagnostics.target import MEASURE_LABELS
+from .common import FONT, OKABE_ITO, UNCALIBRATED_COLOUR, plot_text, plotly_template
 
 #: Colours of the fitted calibrators, in the order of the maps.
 MAP_COLOURS = (
@@ -66,7 +68,7 @@ def _layout(title: str, subtitle: str, height: int = HEIGHT, **extra) -> dict:
         },
         "height": height,
         "margin": {"l": 64, "r": 16, "t": 92, "b": 52},
-        "template": _template(),
+        "template": plotly_template(),
         "font": {"family": FONT, "size": 12, "color": "#1f2328"},
         # A vertical legend right of the plot never collides with the title and subtitle.
         "legend": {
@@ -103,7 +105,7 @@ def message_figure(message: str, height: int = 160) -> dict:
             "yaxis": {"visible": False},
             "height": height,
             "margin": {"l": 10, "r": 10, "t": 10, "b": 10},
-            "template": _template(),
+            "template": plotly_template(),
         },
     }
 

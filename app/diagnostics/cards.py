@@ -1,6 +1,6 @@
 """The Hosmer-Lemeshow, decision and human-uncertainty cards of the Diagnostics section.
 
-For every calibrator of a :class:`~app.diagnostics_target.DiagTarget`:
+For every calibrator of a :class:`~app.diagnostics.target.DiagTarget`:
 
 * **Hosmer-Lemeshow** (:func:`calibration_core.hosmer_lemeshow`) with the
   held-out degrees of freedom ``G (K - 1)``: the dashboard's predictions are
@@ -38,9 +38,9 @@ from calibration_core.human_uncertainty import (
     human_uncertainty_calibration,
 )
 
-from .diagnostics_target import HL_DEFAULT_GROUPS, DiagTarget, memo
-from .soft_labels import get_soft_labels, has_soft_labels
-from .store import DataStore
+from ..store.data_store import DataStore
+from ..store.soft_label_store import get_soft_labels, has_soft_labels
+from .target import HL_DEFAULT_GROUPS, DiagTarget, memo
 
 #: Below this many rows the Hosmer-Lemeshow test has little power (survey §6).
 HL_SMALL_SAMPLE = MIN_RECOMMENDED_SAMPLES
@@ -90,7 +90,7 @@ def hosmer_lemeshow_rows(
     store : DataStore
     target : DiagTarget
     groups : int
-        Number of risk groups ``G`` (parsed by :func:`~app.diagnostics_target.parse_groups`).
+        Number of risk groups ``G`` (parsed by :func:`~app.diagnostics.target.parse_groups`).
 
     Returns
     -------

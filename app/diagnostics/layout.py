@@ -10,9 +10,13 @@ from __future__ import annotations
 
 from dash import dcc, html
 
-from . import ids
-from .components import UNDRAWN_DIAGRAMS, Deferred
-from .diagnostics import (
+from .. import ids
+from ..components import UNDRAWN_DIAGRAMS, Deferred
+from ..options import model_label
+from ..store.records import ModelInfo
+from .resampling import SEED
+from .tables import TextTable
+from .target import (
     BOOT_LEVELS,
     DEFAULT_BOOT_LEVEL,
     DEFAULT_RESAMPLES,
@@ -21,11 +25,7 @@ from .diagnostics import (
     HL_MIN_GROUPS,
     MEASURE_LABELS,
     RESAMPLE_CHOICES,
-    SEED,
 )
-from .diagnostics_tables import TextTable
-from .options import model_label
-from .store import ModelInfo
 
 GRAPH_CONFIG = {
     "displaylogo": False,

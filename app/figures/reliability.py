@@ -14,7 +14,7 @@ panel:
 
 Hovering a point gives the bin's edges, count, mean score, frequency and
 interval. Colours are Okabe-Ito (colour-blind safe). Every user-supplied
-name (model, class) is HTML-escaped (:func:`app.figures_common.plot_text`).
+name (model, class) is HTML-escaped (:func:`app.figures.common.plot_text`).
 """
 
 from __future__ import annotations
@@ -24,17 +24,17 @@ import math
 import numpy as np
 import plotly.graph_objects as go
 
-from .analysis import UNCALIBRATED, ModelView, Panel
-from .figures_common import (
+from ..analysis import UNCALIBRATED, ModelView, Panel
+from ..settings import BANDS, HeldOut, ViewSettings
+from .common import (
     CALIBRATED_COLOUR,
     FONT,
     UNCALIBRATED_COLOUR,
-    _template,
     plot_text,
+    plotly_template,
     view_title,
     wrapped_text,
 )
-from .settings import BANDS, HeldOut, ViewSettings
 
 CONSISTENCY_FILL = "rgba(230, 159, 0, 0.28)"
 HISTOGRAM_COLOUR = "#8c8c8c"
@@ -351,7 +351,7 @@ def reliability_figure_dict(mv: ModelView, view: ViewSettings, heldout: HeldOut)
         annotations=annotations,
         height=int(plot_px + _MARGIN["t"] + _MARGIN["b"]),
         margin=_MARGIN,
-        template=_template(),
+        template=plotly_template(),
         font={"family": FONT, "size": 12, "color": "#1f2328"},
         legend={
             "orientation": "h",

@@ -1,6 +1,6 @@
 """The ECE overview of the Diagnostics section: sensitivity to the binning, and estimators.
 
-For every calibrator of a :class:`~app.diagnostics_target.DiagTarget`:
+For every calibrator of a :class:`~app.diagnostics.target.DiagTarget`:
 
 * **ECE sensitivity**: :func:`calibration_core.ece_sensitivity` for 2..100
   bins and both schemes, from the load-time sorted scores (cheap);
@@ -11,7 +11,7 @@ For every calibrator of a :class:`~app.diagnostics_target.DiagTarget`:
   :func:`~calibration_core.plugin_calibration_error` and
   :func:`~calibration_core.adaptive_classwise_ece`, without a pass over the rows).
 
-Both are memoised per calibrator (:func:`~app.diagnostics_target.memo`).
+Both are memoised per calibrator (:func:`~app.diagnostics.target.memo`).
 """
 
 from __future__ import annotations
@@ -25,9 +25,9 @@ from calibration_core import Binning, BinStatistics, Predictions
 from calibration_core.ece_variants import squared_error_terms
 from calibration_core.sensitivity import EceSensitivity, ece_sensitivity
 
-from .diagnostics_target import DiagTarget, NotionSpec, memo, notion_spec, notion_statistics
-from .settings import ViewSettings
-from .store import DataStore
+from ..settings import ViewSettings
+from ..store.data_store import DataStore
+from .target import DiagTarget, NotionSpec, memo, notion_spec, notion_statistics
 
 
 # --------------------------------------------------------------- sensitivity

@@ -1,14 +1,13 @@
 """Request ids and the last line of defence: no traceback, path or exception text leaves the server.
 
-Every request gets a short random id (``g.request_id``, also sent back as the
-``X-Request-ID`` header). An exception that nothing else handled is logged
-with the id and the full traceback, and the client receives only
-"Something went wrong (request id ...)" with HTTP 500: JSON for ``/api/``
-routes and Dash callbacks, plain text elsewhere. HTTP errors (404, 405,
-413, ...) keep their status and get the same short treatment, so even
-werkzeug's default pages carry no detail. Callbacks that want to explain a
-failure in the page (e.g. the view) catch their own exceptions and use
-:func:`new_request_id` in the message they show.
+Every request gets a short random id when it arrives, sent back as the
+``X-Request-ID`` header; :func:`request_id` is the one source of it, so the
+id a message shows a user is the id of the log line and of the header. An
+exception that nothing else handled is logged with the id and the full
+traceback, and the client receives only "Something went wrong (request id
+...)" with HTTP 500: JSON for ``/api/`` routes and Dash callbacks, plain
+text elsewhere. HTTP errors (404, 405, 413, ...) keep their status and get
+the same short treatment, so even werkzeug's default pages carry no detail.
 """
 
 from __future__ import annotations
@@ -24,19 +23,18 @@ HEADER = "X-Request-ID"
 _JSON_PREFIXES = ("/api/", "/_dash-")
 
 
-def new_request_id() -> str:
-    """A fresh 12-character request id."""
+def _new_request_id() -> str:
     return uuid.uuid4().hex[:12]
 
 
 def request_id() -> str:
-    """The id of the running request (a fresh one outside requests)."""
+    """The id of the running request: its ``X-Request-ID`` (a fresh id outside requests)."""
     if has_request_context():
         rid = g.get("request_id")
         if rid is None:
-            rid = g.request_id = new_request_id()
+            rid = g.request_id = _new_request_id()
         return rid
-    return new_request_id()
+    return _new_request_id()
 
 
 def failure_message(rid: str) -> str:
@@ -53,7 +51,7 @@ def install_error_handlers(server: Flask, *, hide_errors: bool = True) -> None:
 
     @server.before_request
     def _assign_request_id() -> None:
-        g.request_id = new_request_id()
+        g.request_id = _new_request_id()
 
     @server.after_request
     def _send_request_id(response):

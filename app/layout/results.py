@@ -9,21 +9,21 @@ from __future__ import annotations
 
 import dash_ag_grid as dag
 
-from . import ids
-from .components import DIAGRAM_SLOT, UNDRAWN_DIAGRAM, UNDRAWN_DIAGRAMS, Deferred
+from .. import ids
+from ..components import DIAGRAM_SLOT, UNDRAWN_DIAGRAM, UNDRAWN_DIAGRAMS, Deferred
 
 
 def metrics_grid(rows: list[dict], cols: list[dict]) -> Deferred:
     """The metrics table (dash-ag-grid), built once the page's diagrams are drawn.
 
-    Mounted together with them, its 0.2-0.3 s of work delayed them (see
-    :mod:`app.components`); its library's script runs just before it renders.
+    Mounted together with them, its work delayed them (see :mod:`app.components`;
+    figures in BENCHMARKS.md); its library's script runs just before it renders.
 
     Parameters
     ----------
     rows, cols : list of dict
-        The grid's ``rowData`` and ``columnDefs`` (:func:`app.tables.row_data`,
-        :func:`app.tables.column_defs`).
+        The grid's ``rowData`` and ``columnDefs`` (:func:`app.metrics_table.row_data`,
+        :func:`app.metrics_table.column_defs`).
     """
     grid = dag.AgGrid(
         id=ids.METRICS_GRID,
@@ -53,8 +53,8 @@ def metrics_grid(rows: list[dict], cols: list[dict]) -> Deferred:
 def first_diagram_first(grid: list) -> list:
     """The page's first diagrams: the first one drawn alone, the others in the next task.
 
-    Plotly draws every diagram mounted at once in one task (0.1-0.2 s each);
-    the first one shows sooner when the others wait in a :class:`Deferred`.
+    Plotly draws every diagram mounted at once in one task; the first one
+    shows sooner when the others wait in a :class:`Deferred`.
     Only the page's first drawing does this: the view callback's answers
     replace the grid with plain graphs.
     """

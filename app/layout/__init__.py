@@ -1,0 +1,8 @@
+"""The page's layout: Dash components only, no callbacks.
+
+* :mod:`app.layout.page`: the whole page (control sidebar and results);
+* :mod:`app.layout.results`: the results column's parts that wait for the
+  first diagram.
+
+The Diagnostics section's part is :mod:`app.diagnostics.layout`.
+"""

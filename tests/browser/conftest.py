@@ -162,6 +162,24 @@ class Server:
         self.proc.wait(timeout=10)
 
 
+def start_server(cmd: list[str], url: str, *, cwd: Path, env: dict, log_path: Path) -> Server:
+    """Start ``cmd`` (a server answering at ``url``) in its own process group.
+
+    Its output goes to ``log_path``; :meth:`Server.stop` ends the whole group.
+    """
+    with open(log_path, "wb") as log:
+        proc = subprocess.Popen(
+            cmd,
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    return Server(url=url, proc=proc, log_path=log_path)
+
+
 def wait_until_healthy(server: Server) -> None:
     deadline = time.monotonic() + SERVER_START_SECONDS
     while time.monotonic() < deadline:
@@ -204,18 +222,9 @@ def server(browser_available, tmp_path_factory) -> Iterator[Server]:
         *_control_socket_args(tmp),
         "app.wsgi:server",
     ]
-    log_path = tmp / "server.log"
-    with open(log_path, "wb") as log:
-        proc = subprocess.Popen(
-            cmd,
-            cwd=REPO,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-    srv = Server(url=f"http://127.0.0.1:{port}", proc=proc, log_path=log_path)
+    srv = start_server(
+        cmd, f"http://127.0.0.1:{port}", cwd=REPO, env=env, log_path=tmp / "server.log"
+    )
     try:
         wait_until_healthy(srv)
         # Warm both workers: the first layout builds the demo (a few seconds).

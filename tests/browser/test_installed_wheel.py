@@ -33,6 +33,7 @@ from .conftest import (
     VIEWPORT,
     Server,
     free_port,
+    start_server,
     wait_until_healthy,
 )
 from .dashboard_page import Dashboard, PageWatch
@@ -156,19 +157,13 @@ def installed_server(venv, tmp_path_factory) -> Iterator[Server]:
     """``calibration-dashboard serve`` of the installed wheel, started outside the repository."""
     cwd = tmp_path_factory.mktemp("wheel-serve")
     port = free_port()
-    log_path = cwd / "serve.log"
-    env = _clean_env(CACHE_DIR=str(cwd / "cache"), PYTHONUNBUFFERED="1")
-    with open(log_path, "wb") as log:
-        proc = subprocess.Popen(
-            [str(venv / "bin" / "calibration-dashboard"), "serve", "--port", str(port)],
-            cwd=cwd,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-    srv = Server(url=f"http://127.0.0.1:{port}", proc=proc, log_path=log_path)
+    srv = start_server(
+        [str(venv / "bin" / "calibration-dashboard"), "serve", "--port", str(port)],
+        f"http://127.0.0.1:{port}",
+        cwd=cwd,
+        env=_clean_env(CACHE_DIR=str(cwd / "cache"), PYTHONUNBUFFERED="1"),
+        log_path=cwd / "serve.log",
+    )
     try:
         wait_until_healthy(srv)
     except RuntimeError as exc:

@@ -280,8 +280,8 @@ class Gunicorn:
             "--threads",
             str(threads),
             "--worker-class",
-            # As app/gunicorn_conf.py: single-threaded workers, since background
-            # jobs are forked from the worker (see docs/hosting.md).
+            # As app/gunicorn_conf.py: gthread for several threads (with REDIS_URL;
+            # without it jobs are forked from the worker: one thread, see docs/hosting.md).
             "gthread" if threads > 1 else "sync",
             "--timeout",
             "120",

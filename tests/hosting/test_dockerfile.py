@@ -137,6 +137,19 @@ def test_gunicorn_config_reads_environment(monkeypatch):
         check=True,
     ).stdout.split()
     assert out == ["0.0.0.0:9123", "3", "5", "gthread"]
+    # Default: threads once jobs run in Celery workers (REDIS_URL), one thread otherwise.
+    for redis_url, expected in (("redis://redis:6379/0", ["4", "gthread"]), ("", ["1", "sync"])):
+        env = {k: v for k, v in os.environ.items() if k not in ("THREADS", "REDIS_URL")}
+        env["REDIS_URL"] = redis_url
+        out = subprocess.run(
+            [sys.executable, "-c", script],
+            cwd=REPO,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.split()
+        assert out[2:] == expected, (redis_url, out)
 
 
 def _copy_sources(rest: str, workdir: Path) -> None:

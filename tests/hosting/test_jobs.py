@@ -3,7 +3,8 @@
 The services run natively, as ``compose.yaml`` runs them: ``redis-server`` on a
 free port, one job worker (:func:`app.supervisor.worker_command`, JOB_WORKERS=2,
 fits slowed down explicitly by :mod:`slow_jobs`), and two gunicorn servers
-(``A``: 2 workers, ``B``: 1 worker) on the same ``REDIS_URL`` and ``CACHE_DIR``.
+(``A``: 2 workers, ``B``: 1 worker, gthread with 4 threads each) on the same
+``REDIS_URL`` and ``CACHE_DIR``.
 The tabs talk HTTP as ``dash-renderer`` does: the first POST of a background
 callback answers signed ``cacheKey``/``job`` handles, then polls carry them.
 Proves that nothing of a job lives in the web worker that queued it:
@@ -31,6 +32,8 @@ from app.supervisor import wait_for_redis
 from .conftest import CeleryWorker, Fit, Gunicorn, RedisServer, fit_state, prewarm_demo, uploaded
 
 JOB_WORKERS = 2
+#: gunicorn threads per worker: app/gunicorn_conf.py's default with REDIS_URL (gthread).
+THREADS = 4
 #: Seconds slept at each fit step by the job worker (slow_jobs): a fit of two maps
 #: on one model takes 12 steps.
 STEP_SECONDS = 0.5
@@ -55,9 +58,9 @@ def stack(tmp_path_factory):
         )
         started.append(worker)
         env = {"REDIS_URL": redis_server.url}
-        a = Gunicorn(cache_dir, workers=2, env=env, log=cache_dir / "a.log")
+        a = Gunicorn(cache_dir, workers=2, threads=THREADS, env=env, log=cache_dir / "a.log")
         started.append(a)
-        b = Gunicorn(cache_dir, workers=1, env=env, log=cache_dir / "b.log")
+        b = Gunicorn(cache_dir, workers=1, threads=THREADS, env=env, log=cache_dir / "b.log")
         b.access_log = cache_dir / "access-b.log"
         started.append(b)
         worker.wait_ready()

@@ -4,9 +4,9 @@ Team hosting runs three services (``compose.yaml``): gunicorn (:func:`web_comman
 a pool of Celery job workers (:func:`worker_command`) and Redis. The image run
 alone (``docker run``) starts the same processes itself: when ``REDIS_URL`` is
 unset, a private ``redis-server`` on a Unix socket (no TCP port, nothing written
-to disk) in a fresh folder of the temporary directory, then
-one Celery worker with ``JOB_WORKERS`` processes, then gunicorn. A signal
-(SIGTERM, SIGINT) is passed on to all of them; when one exits, the others are
+to disk) in a fresh temporary folder, then one Celery worker with
+``JOB_WORKERS`` processes, then gunicorn. A signal (SIGTERM, SIGINT) is passed
+on to each of them, web first and Redis last; when one exits, the others are
 stopped and the supervisor exits with the first one's status, so the container
 stops instead of serving with half its processes.
 """
@@ -14,6 +14,7 @@ stops instead of serving with half its processes.
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -95,6 +96,7 @@ def main() -> int:
     signal.signal(signal.SIGINT, lambda signum, _frame: received.append(signum))
     env = dict(os.environ)
     children: list[subprocess.Popen] = []
+    directory = None
     if not env.get("REDIS_URL", "").strip():
         directory = Path(tempfile.mkdtemp(prefix="calibration-redis-"))
         unix_socket = directory / "redis.sock"
@@ -118,6 +120,8 @@ def main() -> int:
             except subprocess.TimeoutExpired:
                 child.kill()
                 child.wait()
+    if directory is not None:
+        shutil.rmtree(directory, ignore_errors=True)
     return status
 
 

@@ -61,7 +61,6 @@ def stack(tmp_path_factory):
         a = Gunicorn(cache_dir, workers=2, threads=THREADS, env=env, log=cache_dir / "a.log")
         started.append(a)
         b = Gunicorn(cache_dir, workers=1, threads=THREADS, env=env, log=cache_dir / "b.log")
-        b.access_log = cache_dir / "access-b.log"
         started.append(b)
         worker.wait_ready()
         a.wait_ready()

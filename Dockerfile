@@ -1,6 +1,8 @@
 # calibration-dashboard: one instance for a whole team.
 #   docker build -t calibration-dashboard .
 #   docker run -p 8050:8050 -e SECRET_KEY=... calibration-dashboard
+# Run alone, the container starts gunicorn, a Celery job worker and a private Redis
+# (app.supervisor); compose.yaml runs them as three services instead (REDIS_URL set).
 # Configuration by environment variables: see README.md ("Hosting for a team").
 
 ARG PYTHON_IMAGE=python:3.11.14-slim-bookworm
@@ -36,9 +38,16 @@ ENV PATH=/opt/venv/bin:$PATH \
     APP_ENV=production \
     PORT=8050 \
     WEB_CONCURRENCY=4 \
-    THREADS=1 \
+    THREADS=4 \
+    JOB_WORKERS=2 \
     CACHE_DIR=/var/cache/calibration-dashboard \
     MPLCONFIGDIR=/tmp
+# redis-server for the image run alone (app.supervisor starts it when REDIS_URL is unset);
+# Debian's package, unpinned so that a rebuild takes the release's security updates.
+# hadolint ignore=DL3008
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends redis-server \
+    && rm -rf /var/lib/apt/lists/*
 RUN groupadd --system --gid 10001 app \
     && useradd --system --uid 10001 --gid app --home-dir /srv/app --shell /usr/sbin/nologin app \
     && mkdir -p /var/cache/calibration-dashboard \
@@ -53,4 +62,5 @@ RUN python -c "from app.demo_cache import prebuild_demo; print(prebuild_demo(), 
 EXPOSE 8050
 HEALTHCHECK --interval=30s --timeout=5s --start-period=30s --retries=3 \
     CMD ["python", "-c", "import os, urllib.request; urllib.request.urlopen('http://127.0.0.1:%s/healthz' % os.environ.get('PORT', '8050'), timeout=4)"]
-CMD ["gunicorn", "--config", "python:app.gunicorn_conf", "app.wsgi:server"]
+# gunicorn (app.wsgi:server, app.gunicorn_conf), the job worker and, without REDIS_URL, Redis.
+CMD ["python", "-m", "app.supervisor"]

@@ -28,6 +28,11 @@ Variable                   Meaning                                       Default
 ``BASIC_AUTH_PASSWORD``    plain text or such a hash.
 ``SESSION_COOKIE_SECURE``  Send the session cookie over HTTPS only.      1 in production
 ``DEBUG``                  Dash debug mode (never in production).        0
+``REDIS_URL``              Team hosting: background jobs go to a pool of (off: diskcache,
+                           Celery workers through this Redis             jobs forked by
+                           (``redis://host:6379/0``); see app.jobs.      the server)
+``JOB_WORKERS``            Jobs one Celery worker runs at once (more     2
+                           wait in the queue).
 =========================  ============================================  ===================
 """
 
@@ -130,6 +135,9 @@ class AppConfig:
     debug: bool = False
     #: ``(user, password or werkzeug hash)`` pairs; empty: no basic auth.
     basic_auth: tuple[tuple[str, str], ...] = field(default=(), repr=False)
+    #: Redis for Celery (broker and results); None: Dash's diskcache manager.
+    redis_url: str | None = field(default=None, repr=False)
+    job_workers: int = 2
 
     def __post_init__(self) -> None:
         if self.app_env not in ENVIRONMENTS:
@@ -181,6 +189,8 @@ class AppConfig:
             else _bool_env(env, "SESSION_COOKIE_SECURE", False),
             debug=_bool_env(env, "DEBUG", False),
             basic_auth=_basic_auth_env(env),
+            redis_url=env.get("REDIS_URL", "").strip() or None,
+            job_workers=_int_env(env, "JOB_WORKERS", 2),
         )
 
     def resolved_secret_key(self) -> str:

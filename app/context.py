@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from dash.background_callback.managers import BaseBackgroundCallbackManager
+
 from .callback_failures import CallbackFailures
 from .config import AppConfig
 from .session import SessionManager
@@ -13,7 +15,7 @@ from .warmup import WarmUp
 
 @dataclass(frozen=True)
 class AppContext:
-    """The configuration, the disk store, the session manager and the library warm-up.
+    """The configuration, the disk store, the session manager, the library warm-up, the jobs.
 
     ``failures`` is Dash's ``on_error`` handler: what the page shows when a
     callback fails unexpectedly (:mod:`app.callback_failures`).
@@ -24,6 +26,8 @@ class AppContext:
     sessions: SessionManager
     warm_up: WarmUp = field(default_factory=WarmUp)
     failures: CallbackFailures = field(default_factory=CallbackFailures)
+    #: Dash's background-callback manager (:func:`app.jobs.background_manager`).
+    jobs: BaseBackgroundCallbackManager | None = None
 
     def session_id(self) -> str | None:
         """The current request's (or background job's) verified session id."""

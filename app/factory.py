@@ -1,8 +1,9 @@
 """``create_app(config) -> dash.Dash``: the whole dashboard, with no module-level state.
 
 Each call builds its own disk store, session manager, background-callback
-manager, Flask routes and callbacks, so tests can create isolated apps and
-gunicorn workers that share ``CACHE_DIR`` share uploads, fits and jobs.
+manager (:mod:`app.jobs`), Flask routes and callbacks, so tests can create
+isolated apps, and gunicorn workers and Celery job workers that share
+``CACHE_DIR`` (and ``REDIS_URL``) share uploads, fits and jobs.
 """
 
 from __future__ import annotations
@@ -11,7 +12,6 @@ import logging
 import threading
 from pathlib import Path
 
-import diskcache
 from dash import Dash
 from flask import jsonify
 
@@ -21,6 +21,7 @@ from .callbacks.fit import plan_fits
 from .callbacks.view import render
 from .config import MB, AppConfig, ConfigError
 from .context import AppContext
+from .jobs import background_manager
 from .layout.page import build_layout, default_settings
 from .page_template import ASSETS_IGNORE, DashboardDash, with_preloads
 from .request_errors import install_error_handlers
@@ -28,7 +29,7 @@ from .security import BasicAuth, SecurityHeaders
 from .session import SessionManager
 from .store.data_store import DataStore
 from .upload import make_request_class, register_upload_route
-from .warmup import WarmJobManager, install_import_gate
+from .warmup import WarmUp, install_import_gate
 
 
 def _assets_dir() -> Path:
@@ -84,15 +85,16 @@ def create_app(config: AppConfig | None = None) -> Dash:
             "at a writable directory with free space."
         ) from None
     sessions = SessionManager(secret_key, config.session_ttl_seconds, secure=config.cookie_secure)
-    ctx = AppContext(config=config, store=store, sessions=sessions)
-    jobs = diskcache.Cache(str(cache_dir / "jobs"), size_limit=256 * MB)
+    warm_up = WarmUp()
+    jobs = background_manager(config, cache_dir, warm_up)
+    ctx = AppContext(config=config, store=store, sessions=sessions, warm_up=warm_up, jobs=jobs)
 
     app = DashboardDash(
         __name__,
         title=TITLE,
         assets_folder=str(ASSETS_DIR),
         assets_ignore=ASSETS_IGNORE,
-        background_callback_manager=WarmJobManager(jobs, ctx.warm_up),
+        background_callback_manager=jobs,
         on_error=ctx.failures,
         suppress_callback_exceptions=False,
         serve_locally=True,

@@ -8,7 +8,9 @@ Variable               Meaning                                    Default
 ``PORT``               Port to listen on (all interfaces)         8050
 ``BIND``               Full bind address, overrides ``PORT``      -
 ``WEB_CONCURRENCY``    Worker processes                           4
-``THREADS``            Threads per worker (keep 1, see below)     1
+``THREADS``            Threads per worker (> 1: gthread worker)   4 with
+                                                                  ``REDIS_URL``,
+                                                                  else 1
 ``TIMEOUT``            Seconds before a silent worker is killed   120
 ``LOG_LEVEL``          Gunicorn log level                         info
 =====================  =========================================  =========
@@ -31,11 +33,12 @@ def _int(name: str, default: int) -> int:
 
 bind = os.environ.get("BIND") or f"0.0.0.0:{_int('PORT', 8050)}"
 workers = _int("WEB_CONCURRENCY", 4)
-# One thread per worker: Dash's DiskcacheManager forks each background job from the
-# worker, and a fork while another thread holds SQLite's (diskcache's) mutex leaves
-# the job hung forever (seen with 4 threads under benchmarks/load_test.py, never with 1).
-# Scale with WEB_CONCURRENCY instead; THREADS > 1 switches to the gthread worker.
-threads = _int("THREADS", 1)
+# With REDIS_URL background jobs run in Celery job workers and nothing forks from a web
+# worker, so threads are safe: gthread with 4 threads answered more changes per second
+# with lower latencies than sync under benchmarks/load_test.py (docs/hosting.md).
+# Without it Dash's DiskcacheManager forks each job from the worker, and a fork while
+# another thread holds SQLite's (diskcache's) mutex hangs the job: one thread (sync).
+threads = _int("THREADS", 4 if os.environ.get("REDIS_URL", "").strip() else 1)
 worker_class = "gthread" if threads > 1 else "sync"
 timeout = _int("TIMEOUT", 120)
 graceful_timeout = 30

@@ -4,15 +4,17 @@ The page itself needs only dash, numpy and ``scipy.special`` (the first paint
 of the demo waits for nothing else); scikit-learn, pandas, pyarrow and
 ``scipy.stats`` are imported here instead, so that
 
-* background jobs, which Dash forks from the server process, start with them
-  loaded (a job would otherwise import scikit-learn itself, 1-2 s per fit);
+* background jobs start with them loaded (a job would otherwise import
+  scikit-learn itself, 1-2 s per fit): the jobs that Dash's diskcache manager
+  forks from ``calibration-dashboard serve``, and the processes of a Celery
+  job worker's pool (:mod:`app.worker` warms up before the pool forks);
 * the first upload, fit and export do not pay for the imports.
 
 ``calibration-dashboard serve`` starts the warm-up on a thread shortly after
 the server listens; gunicorn workers run it before they answer (:mod:`app.wsgi`).
-:class:`WarmJobManager` waits for a running warm-up before it forks a job: a
-fork while another thread holds an import lock could leave the child waiting
-for a lock nobody releases.
+:class:`app.jobs.LocalJobManager` waits for a running warm-up before it forks
+a job: a fork while another thread holds an import lock could leave the child
+waiting for a lock nobody releases.
 
 pandas and the import gate
 --------------------------
@@ -23,26 +25,22 @@ another thread is importing pandas meets a half-initialised module and fails
 only through :data:`IMPORT_GATE` (by the warm-up, and by the upload and export
 routes should they come first): the gate lets the requests in progress finish,
 holds new ones for the import (about 0.3 s, once per process) and lets them in
-again. Every request passes the gate (:func:`install_import_gate`). Background
-jobs are forked through the same gate: a fork during another request's SQLite
-call would leave the job hanging on SQLite's mutex (see :class:`ImportGate`).
+again. Every request passes the gate (:func:`install_import_gate`). The jobs
+of :class:`app.jobs.LocalJobManager` are forked through the same gate: a fork
+during another request's SQLite call would leave the job hanging on SQLite's
+mutex.
 """
 
 from __future__ import annotations
 
 import importlib
 import logging
-import os
-import socket
-import stat
 import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from types import ModuleType
-
-import dash
 
 log = logging.getLogger("calibration_dashboard.warmup")
 
@@ -105,9 +103,10 @@ class ImportGate:
 
     def __init__(self, drain_timeout: float = 5.0) -> None:
         self.drain_timeout = drain_timeout
-        self._reset()
+        self.reset()
 
-    def _reset(self) -> None:
+    def reset(self) -> None:
+        """Start afresh: no request inside, no exclusive section (a forked job's gate)."""
         self._cond = threading.Condition()
         self._inside: dict[int, int] = {}  # thread id -> nesting depth
         self._exclusive = False
@@ -174,49 +173,6 @@ class ImportGate:
 
 #: One gate per process: ``sys.modules`` is per process, and so is the race it closes.
 IMPORT_GATE = ImportGate()
-# A forked job starts with no request of its parent in progress.
-os.register_at_fork(after_in_child=IMPORT_GATE._reset)
-
-
-def close_listening_sockets() -> int:
-    """Close the listening sockets this process inherited (run in a forked child).
-
-    A background job is forked from the server and inherits its listening
-    socket; a job still running when the server stops kept the port bound, so
-    the next start failed with "Address already in use". The child serves no
-    requests: it drops its copy (the parent's socket is untouched). Linux
-    (``/proc/self/fd``); elsewhere nothing is done.
-
-    Returns
-    -------
-    int
-        How many sockets were closed.
-    """
-    try:
-        fds = [int(name) for name in os.listdir("/proc/self/fd")]
-    except OSError:
-        return 0
-    closed = 0
-    for fd in fds:
-        try:
-            if not stat.S_ISSOCK(os.fstat(fd).st_mode):
-                continue
-            sock = socket.socket(fileno=fd)
-        except OSError:
-            continue
-        try:
-            listening = sock.getsockopt(socket.SOL_SOCKET, socket.SO_ACCEPTCONN)
-        except OSError:
-            listening = 0
-        if listening:
-            sock.close()
-            closed += 1
-        else:
-            sock.detach()  # not ours to close
-    return closed
-
-
-os.register_at_fork(after_in_child=close_listening_sockets)
 
 
 def install_import_gate(server, gate: ImportGate = IMPORT_GATE) -> None:
@@ -285,22 +241,3 @@ class WarmUp:
         if not self._started.is_set():
             return True
         return self._done.wait(timeout)
-
-
-class WarmJobManager(dash.DiskcacheManager):
-    """Dash's diskcache job manager that forks neither during a warm-up nor during a request.
-
-    It waits for a running warm-up, then forks inside :data:`IMPORT_GATE`'s
-    exclusive section (no other request in progress; see :class:`ImportGate`).
-    """
-
-    def __init__(self, cache, warm_up: WarmUp, **kwargs) -> None:
-        super().__init__(cache, **kwargs)
-        self.warm_up = warm_up
-
-    def call_job_fn(self, key, job_fn, args, context):
-        if not self.warm_up.wait(timeout=120):
-            log.warning("warm-up still running after 120 s; starting the job anyway")
-        # No other request may be inside SQLite while the job is forked (see ImportGate).
-        with IMPORT_GATE.exclusive("forking a background job"):
-            return super().call_job_fn(key, job_fn, args, context)

@@ -29,7 +29,7 @@ except ConfigError as exc:
     print(f"calibration-dashboard: configuration error: {exc}", file=sys.stderr, flush=True)
     raise SystemExit(APP_LOAD_ERROR) from None
 server = app.server
-# A worker loads the fitting libraries before it answers, so that background jobs
-# forked from it start with them (see app.warmup).
+# A worker loads the fitting libraries before it answers, so that uploads, exports and,
+# without REDIS_URL, the background jobs forked from it start with them (see app.warmup).
 server.extensions["calibration_dashboard"].warm_up.run()
 draw_first_page(app)

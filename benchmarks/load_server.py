@@ -34,12 +34,16 @@ def free_port() -> int:
 
 @dataclass
 class Server:
-    """A gunicorn master started by this script (its own process group)."""
+    """A gunicorn master started by this script (its own process group).
+
+    With Redis, ``helpers`` are the job worker and ``redis-server`` (stopped after it).
+    """
 
     proc: subprocess.Popen
     port: int
     log_path: Path
     started: float = field(default_factory=time.perf_counter)
+    helpers: list[subprocess.Popen] = field(default_factory=list)
 
     @property
     def url(self) -> str:
@@ -61,13 +65,31 @@ class Server:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait(timeout=10)
-        try:  # leftovers of this server only (its own process group)
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
+        for helper in self.helpers:
+            if helper.poll() is None:
+                helper.send_signal(signal.SIGTERM)
+                try:
+                    helper.wait(timeout=40)
+                except subprocess.TimeoutExpired:
+                    helper.kill()
+                    helper.wait(timeout=10)
+        for proc in (self.proc, *self.helpers):
+            try:  # leftovers of this server only (its own process groups)
+                os.killpg(proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
 
 
-def start_server(cache_dir: Path, workers: int, threads: int, log_path: Path) -> Server:
+def start_server(
+    cache_dir: Path, workers: int, threads: int, log_path: Path, job_workers: int = 0
+) -> Server:
+    """gunicorn; with ``job_workers``, first ``redis-server`` and a Celery job worker pool.
+
+    Those run as ``compose.yaml`` runs them (``app.supervisor``'s commands, ``REDIS_URL``),
+    their output in ``redis.log`` and ``celery.log`` beside ``log_path``.
+    """
+    from app.supervisor import redis_command, wait_for_redis, worker_command
+
     port = free_port()
     env = dict(
         os.environ,
@@ -80,18 +102,34 @@ def start_server(cache_dir: Path, workers: int, threads: int, log_path: Path) ->
         PYTHONPATH=str(REPO),
     )
     env.pop("DEBUG", None)
-    log = log_path.open("wb")
+    env.pop("REDIS_URL", None)
+    helpers = []
+    if job_workers:
+        redis_dir = Path(cache_dir).parent / "redis"
+        redis_dir.mkdir(parents=True, exist_ok=True)
+        redis_port = free_port()
+        helpers.append(
+            _spawn(redis_command(redis_port, redis_dir), env, log_path.parent / "redis.log")
+        )
+        env["REDIS_URL"] = f"redis://127.0.0.1:{redis_port}/0"
+        env["JOB_WORKERS"] = str(job_workers)
+        wait_for_redis(env["REDIS_URL"])
+        helpers.insert(0, _spawn(worker_command(), env, log_path.parent / "celery.log"))
     command = [sys.executable, "-m", "gunicorn", "--config", "python:app.gunicorn_conf"]
-    proc = subprocess.Popen(
-        [*command, "app.wsgi:server"],
-        cwd=REPO,
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
-    log.close()
-    return Server(proc, port, log_path)
+    proc = _spawn([*command, "app.wsgi:server"], env, log_path)
+    return Server(proc, port, log_path, helpers=helpers)
+
+
+def _spawn(command: list[str], env: dict, log_path: Path) -> subprocess.Popen:
+    with log_path.open("wb") as log:
+        return subprocess.Popen(
+            command,
+            cwd=REPO,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
 
 
 def wait_healthy(server: Server, timeout: float = 180.0) -> float:

@@ -3,6 +3,7 @@
     python benchmarks/load_test.py                  # 20 sessions, 60 s, 4 workers
     python benchmarks/load_test.py --quick          # 3 sessions, 10 s, 2 workers (smoke)
     python benchmarks/load_test.py --json out.json  # also write the results
+    python benchmarks/load_test.py --job-workers 2 --threads 4  # jobs in Celery (Redis)
 
 What it does
 ------------
@@ -16,7 +17,9 @@ What it does
 2. Starts ``python -m gunicorn --config python:app.gunicorn_conf app.wsgi:server``
    bound to 127.0.0.1 on a free port (``APP_ENV=production``, a generated
    ``SECRET_KEY``, a fresh ``CACHE_DIR``, ``WEB_CONCURRENCY`` workers) and
-   loads the page once so that the demo's maps are fitted.
+   loads the page once so that the demo's maps are fitted. With
+   ``--job-workers N``, first ``redis-server`` and a Celery job worker pool of
+   N processes, and gunicorn gets their ``REDIS_URL`` (jobs in Celery).
 3. Runs the sessions concurrently (one thread each, its own cookie jar,
    talking HTTP like the browser: page, ``POST /api/upload``, Dash callbacks
    with the signatures of ``/_dash-dependencies``, the background fit
@@ -81,6 +84,13 @@ def parse_args(argv=None):
     parser.add_argument("--seconds", type=float, default=None, help="loop time (60; quick 10)")
     parser.add_argument("--workers", type=int, default=None, help="WEB_CONCURRENCY (4; quick 2)")
     parser.add_argument("--threads", type=int, default=1, help="THREADS per worker")
+    parser.add_argument(
+        "--job-workers",
+        type=int,
+        default=0,
+        help="run jobs in a Celery pool of this size with its own redis-server (REDIS_URL); "
+        "0: Dash's diskcache manager, jobs forked by the web workers",
+    )
     parser.add_argument("--rows", type=int, default=100_000)
     parser.add_argument("--classes", type=int, default=10)
     parser.add_argument("--folds", type=int, default=None, help="default: the page's default")
@@ -114,12 +124,15 @@ def run(args) -> dict:
     machine = machine_info()
     print(
         f"{args.sessions} sessions x {args.rows:,} x {args.classes} files, {args.seconds:.0f} s "
-        f"loop, gunicorn {args.workers} workers x {args.threads} threads; "
+        f"loop, gunicorn {args.workers} workers x {args.threads} threads, "
+        f"{args.job_workers or 'no'} Celery job workers; "
         f"{machine['cpus']} CPUs, load average {machine['load_average_before'][0]}",
         flush=True,
     )
     # The server boots (imports, workers) while the files are prepared.
-    server = start_server(tmp / "cache", args.workers, args.threads, tmp / "gunicorn.log")
+    server = start_server(
+        tmp / "cache", args.workers, args.threads, tmp / "gunicorn.log", args.job_workers
+    )
     monitor = MemoryMonitor(server)
     stats = Stats()
     runners: list[SessionRunner] = []
@@ -192,6 +205,7 @@ def run(args) -> dict:
             "seconds": args.seconds,
             "workers": args.workers,
             "threads": args.threads,
+            "job_workers": args.job_workers,
             "folds": folds,
             "think_seconds": args.think,
             "maps": list(MAPS),

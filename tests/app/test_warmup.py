@@ -1,4 +1,4 @@
-"""The page starts without the fitting libraries; the warm-up loads them before any job forks."""
+"""The page starts without the fitting libraries; the warm-up loads them in the background."""
 
 from __future__ import annotations
 
@@ -8,9 +8,7 @@ import textwrap
 import threading
 import time
 
-import dash
-
-from app.warmup import HEAVY_MODULES, WarmJobManager, WarmUp
+from app.warmup import HEAVY_MODULES, WarmUp
 
 HEAVY = ("sklearn", "pandas", "pyarrow", "scipy.stats", "scipy.special", "scipy.sparse", "IPython")
 
@@ -80,31 +78,6 @@ def test_warm_up_imports_its_modules_once_and_tolerates_a_missing_one(tmp_path, 
     warm.run()  # a second run does nothing
     assert sys.modules["warm_probe_module"].COUNT == [1]
     assert set(HEAVY_MODULES) >= {"sklearn.base", "pandas", "calibration_core.compare"}
-
-
-def test_job_manager_never_forks_while_a_warm_up_imports(tmp_path, monkeypatch):
-    (tmp_path / "slow_warm_probe.py").write_text("import time\ntime.sleep(0.6)\n")
-    monkeypatch.syspath_prepend(str(tmp_path))
-    calls: list[tuple[float, bool]] = []
-    warm = WarmUp(("slow_warm_probe",))
-
-    def fake_fork(self, key, job_fn, args, context):
-        calls.append((time.perf_counter(), warm.done))
-        return 1234
-
-    monkeypatch.setattr(dash.DiskcacheManager, "call_job_fn", fake_fork)
-    import diskcache
-
-    manager = WarmJobManager(diskcache.Cache(str(tmp_path / "jobs")), warm)
-    thread = warm.start()
-    deadline = time.perf_counter() + 5
-    while "slow_warm_probe" not in sys.modules and time.perf_counter() < deadline:
-        time.sleep(0.01)  # the warm-up thread is inside the slow import now
-    started = time.perf_counter()
-    assert manager.call_job_fn("key", None, (), None) == 1234
-    thread.join(timeout=30)
-    assert calls and calls[0][1] is True  # the fork came after the warm-up
-    assert calls[0][0] - started > 0.2
 
 
 def test_delayed_warm_up_starts_later_and_can_be_waited_for(monkeypatch, tmp_path):
@@ -267,79 +240,3 @@ def test_dev_server_answers_every_request_while_the_warm_up_runs(tmp_path):
     log = log_path.read_text()
     assert "warm-up: libraries loaded" in log, log[-2000:]
     assert set(codes) == {200} and codes[200] > 20, (codes, log[-3000:])
-
-
-def test_job_is_forked_only_when_no_other_request_is_in_progress(tmp_path, monkeypatch):
-    """A fork while another request thread is inside SQLite hung the job (seen in CI)."""
-    import diskcache
-
-    from app.warmup import IMPORT_GATE
-
-    forked_while: list[dict] = []
-
-    def fake_fork(self, key, job_fn, args, context):
-        forked_while.append(dict(IMPORT_GATE._inside))
-        return 4321
-
-    monkeypatch.setattr(dash.DiskcacheManager, "call_job_fn", fake_fork)
-    manager = WarmJobManager(diskcache.Cache(str(tmp_path / "jobs")), WarmUp(()))
-    other_inside = threading.Event()
-    release = threading.Event()
-
-    def other_request():
-        IMPORT_GATE.enter()
-        other_inside.set()
-        release.wait(10)
-        IMPORT_GATE.leave()
-
-    other = threading.Thread(target=other_request)
-    other.start()
-    assert other_inside.wait(10)
-    threading.Timer(0.4, release.set).start()
-    IMPORT_GATE.enter()  # the request that starts the job
-    try:
-        start = time.perf_counter()
-        assert manager.call_job_fn("key", None, (), None) == 4321
-        waited = time.perf_counter() - start
-    finally:
-        IMPORT_GATE.leave()
-    other.join(timeout=10)
-    assert waited > 0.3, waited
-    assert forked_while == [{threading.get_ident(): 1}]  # only the forking request itself
-
-
-def test_forked_child_drops_the_inherited_listening_socket():
-    """A background job (forked) must not keep the server's port once the server stops."""
-    import os
-    import socket
-
-    from app import warmup  # registers close_listening_sockets for every fork
-
-    assert warmup.close_listening_sockets  # the hook exists
-    server = socket.socket()
-    server.bind(("127.0.0.1", 0))
-    server.listen()
-    other = socket.socket()  # not listening: left alone
-    read, write = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the child: report whether each fd is still open
-        status = []
-        for fd in (server.fileno(), other.fileno()):
-            try:
-                os.fstat(fd)
-                status.append("open")
-            except OSError:
-                status.append("closed")
-        os.write(write, ",".join(status).encode())
-        os._exit(0)
-    os.close(write)
-    _, code = os.waitpid(pid, 0)
-    reported = os.read(read, 100).decode()
-    os.close(read)
-    assert code == 0
-    assert reported == "closed,open"
-    # The parent still listens.
-    probe = socket.create_connection(server.getsockname(), timeout=5)
-    probe.close()
-    server.close()
-    other.close()

@@ -19,6 +19,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from urllib.parse import quote
 
 import numpy as np
 import pandas as pd
@@ -314,8 +315,8 @@ class Gunicorn:
             "--threads",
             str(threads),
             "--worker-class",
-            # As app/gunicorn_conf.py: single-threaded workers, since background
-            # jobs are forked from the worker (see docs/hosting.md).
+            # As app/gunicorn_conf.py: gthread for several threads (with REDIS_URL;
+            # without it jobs are forked from the worker: one thread, see docs/hosting.md).
             "gthread" if threads > 1 else "sync",
             "--timeout",
             "120",
@@ -430,3 +431,183 @@ def hosting_config(tmp_path):
         return AppConfig(**base)
 
     return make
+
+
+class RedisServer:
+    """``redis-server`` (Debian's) on a free loopback port, memory only, in its own directory."""
+
+    def __init__(self, directory: Path):
+        from app.supervisor import redis_command
+
+        directory.mkdir(parents=True, exist_ok=True)
+        self.port = free_port()
+        self.url = f"redis://127.0.0.1:{self.port}/0"
+        self._log = open(directory / "redis.log", "wb")
+        self.proc = subprocess.Popen(
+            redis_command(self.port, directory), stdout=self._log, stderr=subprocess.STDOUT
+        )
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(10)
+        self._log.close()
+
+
+class CeleryWorker:
+    """The job worker (:func:`app.supervisor.worker_command`) on ``REDIS_URL`` and ``CACHE_DIR``."""
+
+    def __init__(self, cache_dir: Path, redis_url: str, job_workers: int = 2, env=None, app=None):
+        from app.supervisor import worker_command
+
+        command = worker_command()
+        if app is not None:  # a module of this folder wrapping app.worker (slow_jobs)
+            command[command.index("app.worker:celery_app")] = app
+        self.log_path = Path(cache_dir) / "celery.log"
+        environ = {
+            **os.environ,
+            "APP_ENV": "production",
+            "SECRET_KEY": SECRET,
+            "CACHE_DIR": str(cache_dir),
+            "PYTHONPATH": os.pathsep.join([str(REPO), str(Path(__file__).parent)]),
+            "REDIS_URL": redis_url,
+            "JOB_WORKERS": str(job_workers),
+            **(env or {}),
+        }
+        self._log = open(self.log_path, "wb")
+        self.proc = subprocess.Popen(
+            command,
+            cwd=REPO,
+            env=environ,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def wait_ready(self, timeout: float = 120) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"celery worker exited: {self.log()[-3000:]}")
+            if " ready." in self.log():
+                return
+            time.sleep(0.3)
+        raise RuntimeError(f"celery worker not ready in {timeout} s: {self.log()[-3000:]}")
+
+    def pool_pids(self) -> list[int]:
+        import psutil
+
+        return [c.pid for c in psutil.Process(self.proc.pid).children()]
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait(5)
+        self._log.close()
+
+
+# ----------------------------------------------------- background callbacks
+def background_dep(tab, output: str) -> dict:
+    """The background callback writing ``output`` (its output carries an ``@`` hash)."""
+    return next(d for d in tab.deps if d["output"].startswith(output + "@"))
+
+
+def payload(tab, dep: dict, changed: str) -> str:
+    def fill(items):
+        return [{**d, "value": tab.values.get(f"{d['id']}.{d['property']}")} for d in items or []]
+
+    cid, _, prop = dep["output"].split("@")[0].rpartition(".")
+    return json.dumps(
+        {
+            "output": dep["output"],
+            "outputs": {"id": cid, "property": prop},
+            "inputs": fill(dep["inputs"]),
+            "changedPropIds": [changed],
+            "state": fill(dep.get("state")),
+        }
+    )
+
+
+def post(tab, query: dict, body: str):
+    args = {"endId": tab.end_id, **query}
+    path = UPDATE + "?" + "&".join(f"{k}={quote(str(v), safe='~')}" for k, v in args.items())
+    return tab.request("POST", path, data=body, headers={"Content-Type": "application/json"})
+
+
+class Fit:
+    """One tab's background fit: started with :meth:`start`, then polled or cancelled."""
+
+    def __init__(self, tab):
+        self.tab = tab
+        self.dep = background_dep(tab, "fit-state.data")
+        self.handles: dict = {}
+
+    def start(self, handle: str, maps=("temperature", "isotonic")) -> Fit:
+        out = self.tab.call(
+            "fit-request.data",
+            ["maps.value"],
+            {"model-select.value": [handle], "maps.value": list(maps)},
+        )
+        assert "fit-request.data" in out, out
+        status, _, body = post(self.tab, {}, payload(self.tab, self.dep, "fit-request.data"))
+        assert status == 200, body[:500]
+        self.handles = json.loads(body)
+        assert self.handles.get("cacheKey") and self.handles.get("job"), self.handles
+        return self
+
+    @property
+    def task_id(self) -> str:
+        """The Celery task id inside the signed job handle (``<id>~<signature>``)."""
+        return self.handles["job"].split("~")[0]
+
+    def poll(self) -> tuple[int, dict]:
+        query = {"cacheKey": self.handles["cacheKey"], "job": self.handles["job"]}
+        status, _, body = post(self.tab, query, payload(self.tab, self.dep, "fit-request.data"))
+        assert status in (200, 204), body[:500]
+        return status, (json.loads(body) if status == 200 else {})
+
+    def result(self, timeout: float = 120) -> tuple[int, dict]:
+        """Poll every 0.5 s until the job answers (200 with a response, or 204)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            status, answer = self.poll()
+            if status == 204 or "response" in answer:
+                return status, answer
+            time.sleep(0.5)
+        raise TimeoutError("the fit did not finish")
+
+    def cancel(self) -> int:
+        dep = next(d for d in self.tab.deps if d["output"] == "fit-cancel.id")
+        body = json.dumps(
+            {
+                "output": dep["output"],
+                "outputs": {"id": "fit-cancel", "property": "id"},
+                "inputs": [{"id": "fit-cancel", "property": "n_clicks", "value": 1}],
+                "changedPropIds": ["fit-cancel.n_clicks"],
+                "state": [],
+            }
+        )
+        status, _, _ = post(self.tab, {"cancelJob": self.handles["job"]}, body)
+        return status
+
+
+def uploaded(tab, make_csv, seed: int) -> str:
+    """A new model uploaded by ``tab`` (nothing of it fitted yet): its handle."""
+    tab.load()
+    name = f"jobs-{seed}.csv"
+    status, body = tab.upload(name, make_csv(n=300, k=3, seed=seed))
+    assert status == 200 and not body["errors"], body
+    result = {"nonce": time.time(), "results": [{"file": name, "models": body["models"]}]}
+    tab.call("models-store.data", ["upload-result.data"], {"upload-result.data": result})
+    return body["models"][0]["handle"]
+
+
+def fit_state(answer: dict) -> dict:
+    return answer["response"]["fit-state"]["data"]

@@ -6,8 +6,9 @@ locally (Debian bookworm + python3, no registry needed), tags it with the
 name the Dockerfile's ``ARG PYTHON_IMAGE`` default asks for and builds the
 Dockerfile unchanged (pip inside the build reaches PyPI). The tests then run
 the image as a team would (``-p``, ``-e SECRET_KEY``), wait for
-``/healthz``, load the page, call a Dash callback over HTTP, check that the
-server runs as a non-root user and that the image refuses to start without
+``/healthz``, load the page, call a Dash callback over HTTP, run a background
+fit (in the container's own Celery worker and Redis), check that the server's
+processes run as a non-root user and that the image refuses to start without
 ``SECRET_KEY``. Every failure names the command that failed and its output.
 
 Takes minutes the first time (bootstrap and pip install); later runs reuse
@@ -186,16 +187,48 @@ def test_image_serves_the_dashboard_and_a_callback(container):
     assert not client.text_of(out.get("message.children"))
 
 
+def test_image_runs_a_background_fit_in_its_job_worker(container):
+    """The image run alone: its own Redis and Celery worker run the fit, gunicorn polls it."""
+    name, port = container
+    client = _dash_client()
+    session = client.DashSession(f"http://127.0.0.1:{port}", timeout=120)
+    session.load_page()
+    session.values["maps.value"] = ["platt", "histogram"]  # not fitted at build time
+    out, _seconds, polls = session.fit(["maps.value"], timeout=240)
+    state = out.get("fit-state.data") or {}
+    assert state.get("error") is None, state
+    assert "Fitted" in state.get("summary", ""), state
+    assert polls >= 1, out
+    logs = run([*PODMAN, "logs", name], check=False, timeout=60)
+    assert " succeeded in " in logs.stdout + logs.stderr, _logs(name)  # a Celery task
+
+
 def test_server_runs_as_a_non_root_user(container):
     name, _ = container
     uid = run([*PODMAN, "exec", name, "id", "-u"], timeout=60).stdout.strip()
     assert uid.isdigit() and int(uid) != 0, f"podman exec id -u gave {uid!r}"
-    # The serving process itself (PID 1: the gunicorn master) is not root either.
-    status = run([*PODMAN, "exec", name, "cat", "/proc/1/status"], timeout=60).stdout
-    real_uid = next(line.split()[1] for line in status.splitlines() if line.startswith("Uid:"))
-    assert real_uid == uid, f"PID 1 runs as uid {real_uid}, exec as {uid}"
-    cmdline = run([*PODMAN, "exec", name, "cat", "/proc/1/cmdline"], timeout=60).stdout
-    assert "gunicorn" in cmdline, cmdline
+    # The serving processes themselves are not root either: PID 1 (app.supervisor), the
+    # gunicorn master and workers, the Celery job worker and the container's redis-server.
+    script = (
+        "import os\n"
+        "for pid in sorted(p for p in os.listdir('/proc') if p.isdigit()):\n"
+        "    if pid == str(os.getpid()):\n"
+        "        continue\n"
+        "    try:\n"
+        "        cmd = ' '.join(open(f'/proc/{pid}/cmdline').read().replace(chr(0), ' ').split())\n"
+        "        uid = [l.split()[1] for l in open(f'/proc/{pid}/status') if l[:4] == 'Uid:'][0]\n"
+        "    except OSError:\n"
+        "        continue\n"
+        "    print(pid, uid, cmd)\n"
+    )
+    table = run([*PODMAN, "exec", name, "python", "-c", script], timeout=60).stdout
+    processes = [line.split(" ", 2) for line in table.splitlines() if line.strip()]
+    by_pid = {pid: (puid, cmd) for pid, puid, cmd in processes}
+    assert "app.supervisor" in by_pid["1"][1], table
+    for needle in ("gunicorn", "app.worker:celery_app", "redis-server"):
+        assert any(needle in cmd for _, cmd in by_pid.values()), (needle, table)
+    served_by = {puid for puid, _ in by_pid.values()}
+    assert served_by == {uid}, f"processes run as {served_by}, exec as {uid}:\n{table}"
     health = run([*PODMAN, "healthcheck", "run", name], check=False, timeout=60)
     assert health.returncode == 0, f"HEALTHCHECK failed: {health.stdout} {health.stderr}"
 

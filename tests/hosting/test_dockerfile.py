@@ -73,12 +73,18 @@ def test_base_image_is_pinned_slim_python():
 
 
 def test_runtime_stage_runs_as_non_root_and_serves_with_gunicorn():
+    from app.supervisor import web_command, worker_command
+
     runtime = _stages()[-1]
     users = [rest for word, rest in runtime if word == "USER"]
     assert users, "the runtime stage sets no USER"
     assert users[-1].split(":")[0] not in ("root", "0")
+    # The command is the supervisor: gunicorn, the job worker and (alone) Redis.
     cmd = [rest for word, rest in runtime if word == "CMD"][-1]
-    assert "gunicorn" in cmd and "app.wsgi:server" in cmd
+    assert "app.supervisor" in cmd
+    assert "gunicorn" in web_command() and web_command()[-1] == "app.wsgi:server"
+    assert "python:app.gunicorn_conf" in web_command()
+    assert "celery" in worker_command() and "app.worker:celery_app" in worker_command()
     assert "8050" in [rest for word, rest in runtime if word == "EXPOSE"]
     health = [rest for word, rest in runtime if word == "HEALTHCHECK"]
     assert health and "/healthz" in health[0]
@@ -90,8 +96,16 @@ def test_runtime_stage_runs_as_non_root_and_serves_with_gunicorn():
 def test_runtime_stage_installs_no_build_tools():
     runtime = _stages()[-1]
     runs = " ".join(rest for word, rest in runtime if word == "RUN")
-    for tool in ("apt-get install", "gcc", "build-essential", "pip install"):
+    for tool in ("gcc", "build-essential", "pip install"):
         assert tool not in runs, f"runtime stage runs {tool!r}"
+    # Debian's redis-server (for the image run alone) is the one package it installs.
+    installs = re.findall(r"apt-get install ([^&;]*)", runs)
+    assert installs, "the runtime stage should install redis-server"
+    for args in installs:
+        words = args.split()
+        assert "--no-install-recommends" in words, args
+        assert [w for w in words if not w.startswith("-")] == ["redis-server"], args
+    assert "rm -rf /var/lib/apt/lists/*" in runs
     copies = [rest for word, rest in runtime if word == "COPY"]
     assert all("--from=build" in c for c in copies), copies
 
@@ -123,6 +137,19 @@ def test_gunicorn_config_reads_environment(monkeypatch):
         check=True,
     ).stdout.split()
     assert out == ["0.0.0.0:9123", "3", "5", "gthread"]
+    # Default: threads once jobs run in Celery workers (REDIS_URL), one thread otherwise.
+    for redis_url, expected in (("redis://redis:6379/0", ["4", "gthread"]), ("", ["1", "sync"])):
+        env = {k: v for k, v in os.environ.items() if k not in ("THREADS", "REDIS_URL")}
+        env["REDIS_URL"] = redis_url
+        out = subprocess.run(
+            [sys.executable, "-c", script],
+            cwd=REPO,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.split()
+        assert out[2:] == expected, (redis_url, out)
 
 
 def _copy_sources(rest: str, workdir: Path) -> None:

@@ -1,0 +1,129 @@
+"""``python -m app.supervisor``: the image's command; gunicorn and a job worker side by side.
+
+Team hosting runs three services (``compose.yaml``): gunicorn (:func:`web_command`),
+a pool of Celery job workers (:func:`worker_command`) and Redis. The image run
+alone (``docker run``) starts the same processes itself: when ``REDIS_URL`` is
+unset, a private ``redis-server`` on a Unix socket (no TCP port, nothing written
+to disk) in a fresh temporary folder, then one Celery worker with
+``JOB_WORKERS`` processes, then gunicorn. A signal (SIGTERM, SIGINT) is passed
+on to each of them, web first and Redis last; when one exits, the others are
+stopped and the supervisor exits with the first one's status, so the container
+stops instead of serving with half its processes.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+
+def web_command() -> list[str]:
+    """gunicorn with :mod:`app.gunicorn_conf` (settings from the environment)."""
+    return [
+        sys.executable,
+        "-m",
+        "gunicorn",
+        "--config",
+        "python:app.gunicorn_conf",
+        "app.wsgi:server",
+    ]
+
+
+def worker_command() -> list[str]:
+    """One Celery worker of :mod:`app.worker` (``JOB_WORKERS`` processes)."""
+    return [
+        sys.executable,
+        "-m",
+        "celery",
+        "--app",
+        "app.worker:celery_app",
+        "worker",
+        "--loglevel",
+        "INFO",
+        "--without-gossip",
+        "--without-mingle",
+    ]
+
+
+def redis_command(port: int, directory: Path, unix_socket: Path | None = None) -> list[str]:
+    """A memory-only ``redis-server`` on 127.0.0.1:``port`` (0: none) or ``unix_socket``."""
+    socket_args = [] if unix_socket is None else ["--unixsocket", str(unix_socket)]
+    return [
+        "redis-server",
+        "--bind",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--dir",
+        str(directory),
+        "--save",
+        "",
+        "--appendonly",
+        "no",
+        *socket_args,
+    ]
+
+
+def wait_for_redis(url: str, timeout: float = 30.0) -> None:
+    """Return once Redis at ``url`` answers PING (RuntimeError after ``timeout`` seconds)."""
+    import redis
+
+    # redis-py spells Celery's redis+socket:///path as unix:///path.
+    client = redis.Redis.from_url(
+        url.replace("redis+socket://", "unix://"), socket_connect_timeout=1
+    )
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            client.ping()
+            return
+        except redis.RedisError:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"Redis at {url} did not answer in {timeout:.0f} s") from None
+            time.sleep(0.1)
+
+
+def main() -> int:
+    """Start the processes; stop them all (web first, Redis last) when one exits or on a signal."""
+    received: list[int] = []
+    signal.signal(signal.SIGTERM, lambda signum, _frame: received.append(signum))
+    signal.signal(signal.SIGINT, lambda signum, _frame: received.append(signum))
+    env = dict(os.environ)
+    children: list[subprocess.Popen] = []
+    directory = None
+    if not env.get("REDIS_URL", "").strip():
+        directory = Path(tempfile.mkdtemp(prefix="calibration-redis-"))
+        unix_socket = directory / "redis.sock"
+        children.append(subprocess.Popen(redis_command(0, directory, unix_socket)))
+        env["REDIS_URL"] = f"redis+socket://{unix_socket}"
+        wait_for_redis(env["REDIS_URL"])
+    children.append(subprocess.Popen(worker_command(), env=env))
+    children.append(subprocess.Popen(web_command(), env=env))
+    status = 0
+    while not received:
+        exited = [child for child in children if child.poll() is not None]
+        if exited:
+            status = exited[0].returncode
+            break
+        time.sleep(0.2)
+    for child in reversed(children):
+        if child.poll() is None:
+            child.send_signal(received[0] if received else signal.SIGTERM)
+            try:
+                child.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                child.kill()
+                child.wait()
+    if directory is not None:
+        shutil.rmtree(directory, ignore_errors=True)
+    return status
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

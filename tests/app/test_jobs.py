@@ -1,0 +1,136 @@
+"""Which manager runs background callbacks, and how the local one forks its jobs."""
+
+from __future__ import annotations
+
+import os
+import socket
+import sys
+import threading
+import time
+
+import dash
+import diskcache
+import pytest
+
+from app.config import AppConfig, ConfigError
+from app.jobs import LocalJobManager, background_manager, close_listening_sockets
+from app.warmup import IMPORT_GATE, WarmUp
+
+
+def test_redis_url_switches_to_celery_with_job_workers_processes(tmp_path):
+    config = AppConfig(
+        cache_dir=tmp_path, secret_key="k" * 32, redis_url="redis://127.0.0.1:1/0", job_workers=3
+    )
+    manager = background_manager(config, tmp_path, WarmUp(()))
+    assert isinstance(manager, dash.CeleryManager)
+    assert manager.handle.conf.worker_concurrency == 3
+    assert manager.handle.conf.worker_prefetch_multiplier == 1  # the queue stays in Redis
+    local = background_manager(AppConfig(cache_dir=tmp_path), tmp_path, WarmUp(()))
+    assert isinstance(local, LocalJobManager) and isinstance(local, dash.DiskcacheManager)
+
+
+def test_redis_url_and_job_workers_from_the_environment():
+    config = AppConfig.from_env({"REDIS_URL": " redis://redis:6379/0 ", "JOB_WORKERS": "5"})
+    assert (config.redis_url, config.job_workers) == ("redis://redis:6379/0", 5)
+    assert AppConfig.from_env({}).redis_url is None
+    assert AppConfig.from_env({}).job_workers == 2
+    with pytest.raises(ConfigError, match="JOB_WORKERS must be at least 1"):
+        AppConfig.from_env({"JOB_WORKERS": "0"})
+
+
+def test_job_manager_never_forks_while_a_warm_up_imports(tmp_path, monkeypatch):
+    (tmp_path / "slow_warm_probe.py").write_text("import time\ntime.sleep(0.6)\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    calls: list[tuple[float, bool]] = []
+    warm = WarmUp(("slow_warm_probe",))
+
+    def fake_fork(self, key, job_fn, args, context):
+        calls.append((time.perf_counter(), warm.done))
+        return 1234
+
+    monkeypatch.setattr(dash.DiskcacheManager, "call_job_fn", fake_fork)
+    manager = LocalJobManager(diskcache.Cache(str(tmp_path / "jobs")), warm)
+    thread = warm.start()
+    deadline = time.perf_counter() + 5
+    while "slow_warm_probe" not in sys.modules and time.perf_counter() < deadline:
+        time.sleep(0.01)  # the warm-up thread is inside the slow import now
+    started = time.perf_counter()
+    assert manager.call_job_fn("key", None, (), None) == 1234
+    thread.join(timeout=30)
+    assert calls and calls[0][1] is True  # the fork came after the warm-up
+    assert calls[0][0] - started > 0.2
+
+
+def test_job_is_forked_only_when_no_other_request_is_in_progress(tmp_path, monkeypatch):
+    """A fork while another request thread is inside SQLite hung the job (seen in CI)."""
+    forked_while: list[dict] = []
+
+    def fake_fork(self, key, job_fn, args, context):
+        forked_while.append(dict(IMPORT_GATE._inside))
+        return 4321
+
+    monkeypatch.setattr(dash.DiskcacheManager, "call_job_fn", fake_fork)
+    manager = LocalJobManager(diskcache.Cache(str(tmp_path / "jobs")), WarmUp(()))
+    other_inside = threading.Event()
+    release = threading.Event()
+
+    def other_request():
+        IMPORT_GATE.enter()
+        other_inside.set()
+        release.wait(10)
+        IMPORT_GATE.leave()
+
+    other = threading.Thread(target=other_request)
+    other.start()
+    assert other_inside.wait(10)
+    threading.Timer(0.4, release.set).start()
+    IMPORT_GATE.enter()  # the request that starts the job
+    try:
+        start = time.perf_counter()
+        assert manager.call_job_fn("key", None, (), None) == 4321
+        waited = time.perf_counter() - start
+    finally:
+        IMPORT_GATE.leave()
+    other.join(timeout=10)
+    assert waited > 0.3, waited
+    assert forked_while == [{threading.get_ident(): 1}]  # only the forking request itself
+
+
+def test_forked_job_drops_the_inherited_listening_socket(tmp_path, monkeypatch):
+    """A background job (forked) must not keep the server's port once the server stops."""
+    assert close_listening_sockets  # what the job runs first
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen()
+    other = socket.socket()  # not listening: left alone
+    read, write = os.pipe()
+
+    def report(*_args):  # the job: whether each fd is still open
+        status = []
+        for fd in (server.fileno(), other.fileno()):
+            try:
+                os.fstat(fd)
+                status.append("open")
+            except OSError:
+                status.append("closed")
+        os.write(write, ",".join(status).encode())
+
+    monkeypatch.setattr(dash.DiskcacheManager, "make_job_fn", lambda self, fn, *a, **k: fn)
+    job = LocalJobManager(diskcache.Cache(str(tmp_path / "jobs")), WarmUp(())).make_job_fn(
+        report, False
+    )
+    pid = os.fork()
+    if pid == 0:  # the child: what Dash's Process runs
+        job("key", "key-progress", (), {})
+        os._exit(0)
+    os.close(write)
+    _, code = os.waitpid(pid, 0)
+    reported = os.read(read, 100).decode()
+    os.close(read)
+    assert code == 0
+    assert reported == "closed,open"
+    # The parent still listens.
+    probe = socket.create_connection(server.getsockname(), timeout=5)
+    probe.close()
+    server.close()
+    other.close()

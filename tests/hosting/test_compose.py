@@ -1,0 +1,80 @@
+"""``compose.yaml``, checked without a container engine: parsed, and held to the design.
+
+The stack itself runs natively in test_jobs.py (redis-server, the Celery worker and
+gunicorn with the commands checked here); ``podman-compose config`` also parses the
+file when it is installed.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from app.supervisor import web_command, worker_command
+
+REPO = Path(__file__).resolve().parents[2]
+COMPOSE = REPO / "compose.yaml"
+
+
+@pytest.fixture(scope="module")
+def compose() -> dict:
+    return yaml.safe_load(COMPOSE.read_text(encoding="utf-8"))
+
+
+def _dockerfile_env(name: str) -> str:
+    text = (REPO / "Dockerfile").read_text(encoding="utf-8")
+    return re.search(rf"\b{name}=(\S+)", text).group(1)
+
+
+def test_three_services_web_worker_and_redis(compose):
+    services = compose["services"]
+    assert set(services) == {"web", "worker", "redis"}
+    # The same commands as the supervisor of the image run alone (python -m ...).
+    assert services["web"]["command"][1:] == web_command()[1:]
+    assert services["worker"]["command"][1:] == worker_command()[1:]
+    assert services["web"]["command"][0] == services["worker"]["command"][0] == "python"
+    assert services["web"]["ports"] == ["8050:8050"]
+    assert re.fullmatch(r"redis:\d+\.\d+\.\d+-\w+", services["redis"]["image"])
+    assert services["redis"]["healthcheck"]["test"] == ["CMD", "redis-cli", "ping"]
+
+
+def test_web_and_worker_share_the_store_and_redis(compose):
+    cache_dir = _dockerfile_env("CACHE_DIR")
+    services = compose["services"]
+    for name in ("web", "worker"):
+        service = services[name]
+        env = service["environment"]
+        assert service["build"] == "."
+        assert env["APP_ENV"] == "production"
+        assert env["CACHE_DIR"] == cache_dir
+        assert env["REDIS_URL"] == "redis://redis:6379/0"
+        assert env["SECRET_KEY"].startswith("${SECRET_KEY:?")  # required, never a default
+        assert service["volumes"] == [f"cache:{cache_dir}"]
+        assert service["depends_on"]["redis"]["condition"] == "service_healthy"
+    assert "cache" in compose["volumes"]
+    assert services["worker"]["environment"]["JOB_WORKERS"] == "${JOB_WORKERS:-2}"
+    assert services["worker"]["healthcheck"] == {"disable": True}  # no web server in it
+
+
+def test_every_variable_has_a_default_or_is_required():
+    text = COMPOSE.read_text(encoding="utf-8")
+    for ref in re.findall(r"\$\{([^}]*)\}", text):
+        assert re.fullmatch(r"[A-Z_]+(:-[^}]*|:\?.+)", ref), ref
+
+
+@pytest.mark.skipif(shutil.which("podman-compose") is None, reason="podman-compose not installed")
+def test_podman_compose_reads_it():
+    done = subprocess.run(
+        ["podman-compose", "-f", str(COMPOSE), "config"],
+        env={"PATH": "/usr/bin:/bin", "SECRET_KEY": "compose-test-secret-0123456789"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr

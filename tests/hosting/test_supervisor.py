@@ -1,0 +1,104 @@
+"""``python -m app.supervisor`` (the image's command) natively: the image run alone.
+
+Without ``REDIS_URL`` it starts a private redis-server (Unix socket), a Celery job
+worker and gunicorn; a background fit runs in the job worker; SIGTERM stops all
+three; a configuration error stops the supervisor with a non-zero status and a
+one-line message (and gunicorn's own "App failed to load").
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import psutil
+import requests
+
+from .conftest import REPO, SECRET, Fit, fit_state, free_port, prewarm_demo, uploaded
+
+
+def _env(cache_dir, port, **extra) -> dict:
+    env = {
+        **os.environ,
+        "APP_ENV": "production",
+        "SECRET_KEY": SECRET,
+        "SESSION_COOKIE_SECURE": "0",
+        "CACHE_DIR": str(cache_dir),
+        "PYTHONPATH": str(REPO),
+        "BIND": f"127.0.0.1:{port}",
+        "WEB_CONCURRENCY": "2",
+        "JOB_WORKERS": "1",
+        **extra,
+    }
+    env.pop("REDIS_URL", None)
+    return env
+
+
+def test_the_image_command_runs_web_jobs_and_redis_and_stops_them(tmp_path, dash_tab, make_csv):
+    prewarm_demo(tmp_path)
+    port = free_port()
+    log = open(tmp_path / "supervisor.log", "wb")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "app.supervisor"],
+        cwd=REPO,
+        env=_env(tmp_path, port),
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 150
+        while True:
+            assert proc.poll() is None, (tmp_path / "supervisor.log").read_text()[-3000:]
+            try:
+                if requests.get(url + "/healthz", timeout=5).status_code == 200:
+                    break
+            except requests.RequestException:
+                pass
+            assert time.monotonic() < deadline, (tmp_path / "supervisor.log").read_text()[-3000:]
+            time.sleep(0.3)
+        names = [" ".join(c.cmdline()) for c in psutil.Process(proc.pid).children()]
+        assert any("redis-server" in n for n in names), names
+        assert any("celery" in n and "app.worker:celery_app" in n for n in names), names
+        assert any("gunicorn" in n for n in names), names
+        assert not any(
+            c.laddr.port == 6379
+            for c in psutil.net_connections("tcp")
+            if c.pid in {p.pid for p in psutil.Process(proc.pid).children()}
+        )
+        tab = dash_tab(url)
+        handle = uploaded(tab, make_csv, seed=21)
+        status, answer = Fit(tab).start(handle).result()
+        assert status == 200
+        assert f"{handle}:temperature" in fit_state(answer)["fitted"]
+        assert " succeeded in " in (tmp_path / "supervisor.log").read_text()  # a Celery task
+        children = psutil.Process(proc.pid).children(recursive=True)
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(60) == 0
+        _, alive = psutil.wait_procs(children, timeout=30)
+        assert not alive, alive
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(10)
+        log.close()
+
+
+def test_a_configuration_error_stops_the_supervisor(tmp_path):
+    env = _env(tmp_path, free_port())
+    env.pop("SECRET_KEY")
+    done = subprocess.run(
+        [sys.executable, "-m", "app.supervisor"],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode != 0
+    assert "SECRET_KEY is required" in done.stdout + done.stderr

@@ -22,7 +22,6 @@ import secrets
 import signal
 import socket
 import subprocess
-import sys
 import time
 import urllib.error
 import urllib.request
@@ -32,6 +31,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+from app.supervisor import web_command
 
 from .dashboard_page import Dashboard, PageWatch
 
@@ -213,15 +214,7 @@ def server(browser_available, tmp_path_factory) -> Iterator[Server]:
         PYTHONUNBUFFERED="1",
         PYTHONPATH=os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")]).rstrip(os.pathsep),
     )
-    cmd = [
-        sys.executable,
-        "-m",
-        "gunicorn",
-        "--config",
-        "python:app.gunicorn_conf",
-        *_control_socket_args(tmp),
-        "app.wsgi:server",
-    ]
+    cmd = [*web_command(), *_control_socket_args(tmp)]  # the image's own gunicorn command
     srv = start_server(
         cmd, f"http://127.0.0.1:{port}", cwd=REPO, env=env, log_path=tmp / "server.log"
     )

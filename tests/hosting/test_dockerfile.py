@@ -125,10 +125,10 @@ def test_dockerignore_keeps_tests_and_git_out():
         assert entry in ignored
 
 
-def test_gunicorn_config_reads_environment(monkeypatch):
+def _gunicorn_settings(env: dict[str, str]) -> list[str]:
+    """bind, workers, threads and worker class that app.gunicorn_conf reads from ``env``."""
     script = "import app.gunicorn_conf as c; print(c.bind, c.workers, c.threads, c.worker_class)"
-    env = dict(os.environ, PORT="9123", WEB_CONCURRENCY="3", THREADS="5")
-    out = subprocess.run(
+    return subprocess.run(
         [sys.executable, "-c", script],
         cwd=REPO,
         env=env,
@@ -136,20 +136,16 @@ def test_gunicorn_config_reads_environment(monkeypatch):
         text=True,
         check=True,
     ).stdout.split()
-    assert out == ["0.0.0.0:9123", "3", "5", "gthread"]
+
+
+def test_gunicorn_config_reads_environment():
+    env = dict(os.environ, PORT="9123", WEB_CONCURRENCY="3", THREADS="5")
+    assert _gunicorn_settings(env) == ["0.0.0.0:9123", "3", "5", "gthread"]
     # Default: threads once jobs run in Celery workers (REDIS_URL), one thread otherwise.
     for redis_url, expected in (("redis://redis:6379/0", ["4", "gthread"]), ("", ["1", "sync"])):
         env = {k: v for k, v in os.environ.items() if k not in ("THREADS", "REDIS_URL")}
         env["REDIS_URL"] = redis_url
-        out = subprocess.run(
-            [sys.executable, "-c", script],
-            cwd=REPO,
-            env=env,
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.split()
-        assert out[2:] == expected, (redis_url, out)
+        assert _gunicorn_settings(env)[2:] == expected, redis_url
 
 
 def _copy_sources(rest: str, workdir: Path) -> None:

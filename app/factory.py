@@ -9,7 +9,6 @@ isolated apps, and gunicorn workers and Celery job workers that share
 from __future__ import annotations
 
 import logging
-import threading
 from pathlib import Path
 
 from dash import Dash
@@ -145,10 +144,26 @@ def create_app(config: AppConfig | None = None) -> Dash:
     app.validation_layout = build_layout([], max_upload_mb=config.max_upload_mb)
     app.layout = serve_layout
     register_callbacks(app, ctx)
-    _serialize_dash_setup(app)
     # After every callback: Dash hashes its inline scripts (renderer, inline clientside).
     security_headers.set_script_hashes(app.csp_hashes())
     return app
+
+
+def finish_setup(app: Dash) -> None:
+    """Run Dash's once-per-process server setup now, through one request of ``test_client()``.
+
+    Dash sets its app up in a ``before_request`` hook of the first request and
+    marks that done *before* it registers the component bundles, so the
+    parallel bundle requests of a threaded server's first page could fail with
+    HTTP 500 ("... is not a registered library", plotly/dash#3971). A server
+    calls this before it accepts connections: ``serve`` before it listens,
+    each gunicorn worker when it loads :mod:`app.wsgi`. The setup also draws
+    the page once (Dash checks the layout), which leaves the demo's view in
+    the stores' memory for the first visitor.
+    """
+    response = app.server.test_client().get("/healthz")
+    if response.status_code != 200:
+        log.warning("the set-up request answered HTTP %s", response.status_code)
 
 
 def draw_first_page(app: Dash) -> None:
@@ -162,23 +177,3 @@ def draw_first_page(app: Dash) -> None:
         app.layout()
     except Exception:
         log.exception("drawing the first page in advance failed")
-
-
-def _serialize_dash_setup(app: Dash) -> None:
-    """Make Dash's once-per-process server setup safe under threaded workers.
-
-    ``Dash._setup_server`` (a ``before_request`` hook) marks itself done
-    *before* it registers the component bundles, so on a gthread worker the
-    first page's parallel bundle requests can fail with HTTP 500 ("... is not
-    a registered library", plotly/dash#3971) and the page never loads. Run it
-    under a lock: later requests wait until the first one has finished it.
-    """
-    setup = app._setup_server
-    lock = threading.Lock()
-
-    def setup_once():
-        with lock:
-            setup()
-
-    hooks = app.server.before_request_funcs.setdefault(None, [])
-    hooks[:] = [setup_once if hook == setup else hook for hook in hooks]

@@ -10,7 +10,7 @@ import threading
 from collections.abc import Callable
 
 from .config import AppConfig, ConfigError
-from .factory import create_app, draw_first_page
+from .factory import create_app, draw_first_page, finish_setup
 
 #: Seconds between the server's start and the warm-up of the fitting libraries.
 WARM_UP_DELAY = 2.0
@@ -56,4 +56,5 @@ def serve(host: str = "127.0.0.1", port: int = 8050, debug: bool = False) -> Non
     # scikit-learn & co. load once the first page is (most likely) drawn; the
     # page does not need them, fits and uploads do (see app.warmup).
     ctx.warm_up.start(delay=WARM_UP_DELAY)
+    finish_setup(app)  # before the server listens (plotly/dash#3971)
     app.run(host=host, port=port, debug=bool(debug or config.debug), use_reloader=False)

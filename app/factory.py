@@ -139,8 +139,7 @@ def create_app(config: AppConfig | None = None) -> Dash:
 
     # Dash calls a layout function once here, to check the callbacks' ids
     # against it. The page without diagrams has the same ids and is built
-    # without drawing the demo's view, so the server answers sooner and draws
-    # that view meanwhile (draw_first_page).
+    # without drawing the demo's view.
     app.validation_layout = build_layout([], max_upload_mb=config.max_upload_mb)
     app.layout = serve_layout
     register_callbacks(app, ctx)
@@ -164,16 +163,3 @@ def finish_setup(app: Dash) -> None:
     response = app.server.test_client().get("/healthz")
     if response.status_code != 200:
         log.warning("the set-up request answered HTTP %s", response.status_code)
-
-
-def draw_first_page(app: Dash) -> None:
-    """Draw a new visitor's page once (the demo's view), so the stores hold its data.
-
-    The predictions and fitted maps it reads stay in the store's memory, so
-    the first visitor's layout request is answered from there. Failures are
-    logged: the page itself reports them when it is requested.
-    """
-    try:
-        app.layout()
-    except Exception:
-        log.exception("drawing the first page in advance failed")

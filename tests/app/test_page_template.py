@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from app.components import DIAGRAM_SLOT, NAMESPACE, UNDRAWN_DIAGRAM, UNDRAWN_DIAGRAMS, Deferred
-from app.factory import ASSETS_DIR, create_app, draw_first_page
+from app.factory import ASSETS_DIR, create_app
 from app.page_template import (
     DEFERRED_LIBRARIES,
     REGENERATOR_RUNTIME,
@@ -123,5 +123,3 @@ def test_validation_layout_has_every_callback_id(tmp_path):
         for item in [*dep["inputs"], *dep["state"]]:
             if not item["id"].startswith("{"):  # pattern ids are drawn per model
                 assert item["id"] in ids, item
-    # Drawing the first page in advance works outside a request (the demo's view).
-    draw_first_page(app)

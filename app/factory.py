@@ -22,7 +22,7 @@ from .config import MB, AppConfig, ConfigError
 from .context import AppContext
 from .jobs import background_manager
 from .layout.page import build_layout, default_settings
-from .page_template import ASSETS_IGNORE, DashboardDash, with_preloads
+from .page_template import DashboardDash
 from .request_errors import install_error_handlers
 from .security import BasicAuth, SecurityHeaders
 from .session import SessionManager
@@ -92,14 +92,12 @@ def create_app(config: AppConfig | None = None) -> Dash:
         __name__,
         title=TITLE,
         assets_folder=str(ASSETS_DIR),
-        assets_ignore=ASSETS_IGNORE,
         background_callback_manager=jobs,
         on_error=ctx.failures,
         suppress_callback_exceptions=False,
         serve_locally=True,
         update_title=None,
     )
-    app.index_string = with_preloads(app.index_string, app.config.requests_pathname_prefix)
     server = app.server
     install_import_gate(server)  # first: see app.warmup (pandas and the import gate)
     server.secret_key = secret_key

@@ -5,29 +5,14 @@ from __future__ import annotations
 import re
 
 from app.components import DIAGRAM_SLOT, NAMESPACE, UNDRAWN_DIAGRAM, UNDRAWN_DIAGRAMS, Deferred
-from app.factory import ASSETS_DIR, create_app
-from app.page_template import (
-    DEFERRED_LIBRARIES,
-    REGENERATOR_RUNTIME,
-    with_deferred_libraries,
-    without_polyfill,
-)
+from app.factory import create_app
+from app.page_template import DEFERRED_LIBRARIES, with_deferred_libraries
 
 from .conftest import make_config
 
-POLYFILL = (
-    '<script src="/_dash-component-suites/dash/deps/polyfill@7.v4_4_1m17.12.1.min.js"></script>'
-)
 REACT = '<script src="/_dash-component-suites/dash/deps/react@18.v4_4_1m17.3.1.min.js"></script>'
 GRID = '<script src="/_dash-component-suites/dash_ag_grid/dash_ag_grid.v35_3_0m17.min.js"></script>'
 GRID_CHUNK = '<script src="/_dash-component-suites/dash_ag_grid/async-community.js"></script>'
-
-
-def test_polyfill_tag_is_replaced_by_the_runtime_and_nothing_else():
-    out = without_polyfill(POLYFILL + "\n" + REACT, "/assets/rt.js")
-    assert out == '<script src="/assets/rt.js"></script>\n' + REACT
-    # No polyfill tag (another Dash version): the scripts stay as they are.
-    assert without_polyfill(REACT, "/assets/rt.js") == REACT
 
 
 def test_library_bundle_becomes_a_marked_prefetch_link():
@@ -44,10 +29,6 @@ def test_index_page_scripts(tmp_path):
     client = app.server.test_client()
     index = client.get("/").get_data(as_text=True)
     scripts = re.findall(r'<script src="([^"]+)"', index)
-    # The regenerator runtime comes first, once, and Babel's polyfill is gone.
-    assert scripts[0] == "/assets/" + REGENERATOR_RUNTIME
-    assert sum("regenerator-runtime" in s for s in scripts) == 1
-    assert not [s for s in scripts if "polyfill" in s]
     # dash-ag-grid's bundle is downloaded (prefetch) but not a script of the page.
     assert not [s for s in scripts if "dash_ag_grid.v" in s]
     deferred = re.findall(
@@ -58,13 +39,6 @@ def test_index_page_scripts(tmp_path):
     for src in [*scripts, *(href for href, _ in deferred)]:
         assert client.get(src).status_code == 200, src
     assert any(s.startswith("/assets/deferred.js") for s in scripts)
-
-
-def test_regenerator_runtime_is_the_vendored_mit_release():
-    text = (ASSETS_DIR / REGENERATOR_RUNTIME).read_text(encoding="utf-8")
-    assert "This source code is licensed under the MIT license" in text
-    # It defines the global the component bundles call.
-    assert "regeneratorRuntime = runtime" in text
 
 
 def _find(component, predicate, found=None):

@@ -28,7 +28,7 @@ from .security import BasicAuth, SecurityHeaders
 from .session import SessionManager
 from .store.data_store import DataStore
 from .upload import make_request_class, register_upload_route
-from .warmup import WarmUp, install_import_gate
+from .warmup import WarmUp
 
 
 def _assets_dir() -> Path:
@@ -99,7 +99,6 @@ def create_app(config: AppConfig | None = None) -> Dash:
         update_title=None,
     )
     server = app.server
-    install_import_gate(server)  # first: see app.warmup (pandas and the import gate)
     server.secret_key = secret_key
     server.request_class = make_request_class(cache_dir / "uploads")
     server.extensions["calibration_dashboard"] = ctx

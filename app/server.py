@@ -9,6 +9,7 @@ import logging
 
 from .config import AppConfig, ConfigError
 from .factory import create_app, finish_setup
+from .warmup import import_before_serving
 
 #: Seconds between the server's start and the warm-up of the fitting libraries.
 WARM_UP_DELAY = 2.0
@@ -25,9 +26,19 @@ def serve(host: str = "127.0.0.1", port: int = 8050, debug: bool = False) -> Non
         raise SystemExit(f"calibration-dashboard: configuration error: {exc}") from None
     app = create_app(config)
     ctx = app.server.extensions["calibration_dashboard"]
+    import_before_serving()
     # scikit-learn & co. load once the first page is (most likely) drawn; the
     # page does not need them, fits and uploads do (see app.warmup).
     ctx.warm_up.start(delay=WARM_UP_DELAY)
     # Before the server listens (plotly/dash#3971); it also draws the demo's view once.
     finish_setup(app)
-    app.run(host=host, port=port, debug=bool(debug or config.debug), use_reloader=False)
+    # One request at a time: background jobs are forked from this process
+    # (app.jobs.LocalJobManager), and a fork while another request thread is
+    # inside SQLite hangs the job.
+    app.run(
+        host=host,
+        port=port,
+        debug=bool(debug or config.debug),
+        use_reloader=False,
+        threaded=False,
+    )

@@ -18,12 +18,6 @@ NAMESPACE = "calibration_dashboard"
 #: carries the class name; Plotly adds ``.main-svg`` inside it when it draws).
 UNDRAWN_DIAGRAM = ".reliability-graph:not(:has(.main-svg))"
 
-#: Class of the slots that hold the page's second and later diagrams back.
-DIAGRAM_SLOT = "diagram-slot"
-
-#: Any diagram not drawn yet, shown or still held back in its slot.
-UNDRAWN_DIAGRAMS = f"{UNDRAWN_DIAGRAM}, .{DIAGRAM_SLOT}[aria-busy]"
-
 
 class Deferred(Component):
     """Render ``children`` once no element matches ``pending`` (or after ``timeout``).
@@ -44,10 +38,6 @@ class Deferred(Component):
     pending : str
         CSS selector; while an element of the page matches it, the children
         wait. Empty: render at once.
-    libraries : list of str, optional
-        Component libraries (namespaces) the children need that the page
-        does not evaluate at load (see :data:`app.page_template.DEFERRED_LIBRARIES`):
-        their scripts run just before the children render.
     timeout : int
         Milliseconds after which the children render anyway (default 3000).
     className : str, optional
@@ -64,18 +54,16 @@ class Deferred(Component):
         children: Any = None,
         id: str | None = None,
         pending: str = "",
-        libraries: list[str] | None = None,
         timeout: int = 3000,
         className: str | None = None,
         **kwargs: Any,
     ) -> None:
-        self._prop_names = ["children", "id", "pending", "libraries", "timeout", "className"]
+        self._prop_names = ["children", "id", "pending", "timeout", "className"]
         self._valid_wildcard_attributes = []
         self.available_properties = list(self._prop_names)
         self.available_wildcard_properties = []
         props: dict[str, Any] = {
             "pending": pending,
-            "libraries": list(libraries or []),
             "timeout": int(timeout),
         }
         if id is not None:

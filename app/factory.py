@@ -22,7 +22,6 @@ from .config import MB, AppConfig, ConfigError
 from .context import AppContext
 from .jobs import background_manager
 from .layout.page import build_layout, default_settings
-from .page_template import DashboardDash
 from .request_errors import install_error_handlers
 from .security import BasicAuth, SecurityHeaders
 from .session import SessionManager
@@ -88,7 +87,7 @@ def create_app(config: AppConfig | None = None) -> Dash:
     jobs = background_manager(config, cache_dir, warm_up)
     ctx = AppContext(config=config, store=store, sessions=sessions, warm_up=warm_up, jobs=jobs)
 
-    app = DashboardDash(
+    app = Dash(
         __name__,
         title=TITLE,
         assets_folder=str(ASSETS_DIR),

@@ -9,79 +9,14 @@
  * metrics grid (dash-ag-grid, 0.2-0.3 s to build on a laptop core) waits
  * behind this wrapper so the diagrams show first. Once shown, the children
  * stay shown; their props follow callbacks all along.
- *
- * Deferred component libraries. The page template (app/page_template.py)
- * may turn a component library's script tag into
- * <link rel="prefetch" as="script" data-deferred-library="NAME" href="...">:
- * the browser downloads it when idle but does not evaluate it (0.2 s for
- * dash-ag-grid). Until then `window[NAME]` is a stand-in, so Dash's renderer
- * can walk a layout that mentions the library's components; a Deferred whose
- * `libraries` prop names it evaluates the script before showing its children.
  */
 (function () {
   "use strict";
 
   var React = window.React;
-  var STAND_IN = "__calibrationDeferredStandIn";
-  var loading = {};
-
-  function Placeholder() {
-    return null; // never rendered: a Deferred waits for the real library
-  }
-
-  function installStandIns() {
-    var links = document.querySelectorAll("link[data-deferred-library]");
-    Array.prototype.forEach.call(links, function (link) {
-      var name = link.getAttribute("data-deferred-library");
-      if (!name || window[name]) {
-        return;
-      }
-      window[name] = new Proxy(
-        {},
-        {
-          get: function (target, key) {
-            if (key === STAND_IN) {
-              return true;
-            }
-            return typeof key === "string" ? Placeholder : undefined;
-          },
-        }
-      );
-    });
-  }
-
-  function loadLibrary(name) {
-    var current = window[name];
-    if (current && !current[STAND_IN]) {
-      return Promise.resolve();
-    }
-    if (!loading[name]) {
-      loading[name] = new Promise(function (resolve) {
-        var link = document.querySelector(
-          'link[data-deferred-library="' + name + '"]'
-        );
-        if (!link) {
-          resolve();
-          return;
-        }
-        var script = document.createElement("script");
-        script.src = link.href;
-        script.onload = function () {
-          resolve();
-        };
-        script.onerror = function () {
-          console.error("calibration dashboard: could not load " + link.href);
-          resolve();
-        };
-        document.body.appendChild(script);
-      });
-    }
-    return loading[name];
-  }
 
   function Deferred(props) {
     var pending = props.pending;
-    var libraries = props.libraries || [];
     var timeout = props.timeout === undefined ? 3000 : props.timeout;
     var state = React.useState(false);
     var ready = state[0];
@@ -98,11 +33,9 @@
       var frame = null;
 
       function show() {
-        Promise.all(libraries.map(loadLibrary)).then(function () {
-          if (!cancelled) {
-            setReady(true);
-          }
-        });
+        if (!cancelled) {
+          setReady(true);
+        }
       }
 
       function reveal() {
@@ -160,7 +93,6 @@
     return React.createElement("div", attributes, ready ? props.children : null);
   }
 
-  installStandIns();
   window.calibration_dashboard = Object.assign(window.calibration_dashboard || {}, {
     Deferred: Deferred,
   });

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dash import dcc, html
 
 from .. import ids
-from ..components import UNDRAWN_DIAGRAMS, Deferred
+from ..components import UNDRAWN_DIAGRAM, Deferred
 from ..options import model_label
 from ..store.records import ModelInfo
 from .resampling import SEED
@@ -267,7 +267,7 @@ def diagnostics_section(infos: list[ModelInfo], selected) -> html.Section:
                 card_id="diag-human-card",
             ),
         ],
-        pending=UNDRAWN_DIAGRAMS,
+        pending=UNDRAWN_DIAGRAM,
     )
     body = html.Div(
         body_children, id=ids.DIAG_BODY, className="diag-body", style={"display": "none"}

@@ -1,18 +1,14 @@
-"""The results column's part that waits for the diagrams (app.components.Deferred)."""
+"""The results column's metrics table."""
 
 from __future__ import annotations
 
 import dash_ag_grid as dag
 
 from .. import ids
-from ..components import UNDRAWN_DIAGRAM, Deferred
 
 
-def metrics_grid(rows: list[dict], cols: list[dict]) -> Deferred:
-    """The metrics table (dash-ag-grid), built once the page's diagrams are drawn.
-
-    Mounted together with them, its work delayed them (see :mod:`app.components`;
-    figures in BENCHMARKS.md).
+def metrics_grid(rows: list[dict], cols: list[dict]) -> dag.AgGrid:
+    """The metrics table (dash-ag-grid).
 
     Parameters
     ----------
@@ -20,7 +16,7 @@ def metrics_grid(rows: list[dict], cols: list[dict]) -> Deferred:
         The grid's ``rowData`` and ``columnDefs`` (:func:`app.metrics_table.row_data`,
         :func:`app.metrics_table.column_defs`).
     """
-    grid = dag.AgGrid(
+    return dag.AgGrid(
         id=ids.METRICS_GRID,
         rowData=rows,
         columnDefs=cols,
@@ -40,4 +36,3 @@ def metrics_grid(rows: list[dict], cols: list[dict]) -> Deferred:
         className="ag-theme-quartz metrics-grid",
         style={"width": "100%"},
     )
-    return Deferred(grid, pending=UNDRAWN_DIAGRAM, className="metrics-slot")

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import gc
 import io
 import json
 import sys
@@ -282,9 +281,6 @@ def _without_ipython() -> None:
 def serve(args: argparse.Namespace) -> int:
     """Start the dashboard (imports dash only now)."""
     _without_ipython()
-    # Importing dash, flask and numpy allocates many long-lived objects; the
-    # garbage collector's passes over them only cost start-up time.
-    gc.disable()
     try:
         from app.server import serve as run_server
     except ModuleNotFoundError as exc:
@@ -294,8 +290,6 @@ def serve(args: argparse.Namespace) -> int:
                 "its web dependencies"
             ) from None
         raise
-    finally:
-        gc.enable()
     run_server(host=args.host, port=args.port, debug=args.debug)
     return EXIT_OK
 

@@ -24,7 +24,6 @@ import plotly.io as pio
 from calibration_core import Predictions
 
 from .metrics_table import METRICS
-from .warmup import import_pandas
 
 FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
 EXPORT_FORMAT = "calibration-dashboard/export/v1"
@@ -112,7 +111,7 @@ def calibrated_csv_chunks(
             if c not in classes:
                 classes.append(c)
     yield csv_text(["model", "calibrator", "row", "label", *[f"p_{c}" for c in classes]], [])
-    pd = import_pandas()  # its fast CSV writer; through the import gate (app.warmup)
+    import pandas as pd  # its fast CSV writer, loaded on the first export
 
     for model, calibrator, pred, rows in items:
         col_of = [classes.index(c) for c in pred.class_names]

@@ -9,7 +9,6 @@ isolated apps, and gunicorn workers and Celery job workers that share
 from __future__ import annotations
 
 import logging
-import threading
 from pathlib import Path
 
 from dash import Dash
@@ -23,13 +22,12 @@ from .config import MB, AppConfig, ConfigError
 from .context import AppContext
 from .jobs import background_manager
 from .layout.page import build_layout, default_settings
-from .page_template import ASSETS_IGNORE, DashboardDash, with_preloads
 from .request_errors import install_error_handlers
 from .security import BasicAuth, SecurityHeaders
 from .session import SessionManager
 from .store.data_store import DataStore
 from .upload import make_request_class, register_upload_route
-from .warmup import WarmUp, install_import_gate
+from .warmup import WarmUp
 
 
 def _assets_dir() -> Path:
@@ -89,20 +87,17 @@ def create_app(config: AppConfig | None = None) -> Dash:
     jobs = background_manager(config, cache_dir, warm_up)
     ctx = AppContext(config=config, store=store, sessions=sessions, warm_up=warm_up, jobs=jobs)
 
-    app = DashboardDash(
+    app = Dash(
         __name__,
         title=TITLE,
         assets_folder=str(ASSETS_DIR),
-        assets_ignore=ASSETS_IGNORE,
         background_callback_manager=jobs,
         on_error=ctx.failures,
         suppress_callback_exceptions=False,
         serve_locally=True,
         update_title=None,
     )
-    app.index_string = with_preloads(app.index_string, app.config.requests_pathname_prefix)
     server = app.server
-    install_import_gate(server)  # first: see app.warmup (pandas and the import gate)
     server.secret_key = secret_key
     server.request_class = make_request_class(cache_dir / "uploads")
     server.extensions["calibration_dashboard"] = ctx
@@ -140,45 +135,27 @@ def create_app(config: AppConfig | None = None) -> Dash:
 
     # Dash calls a layout function once here, to check the callbacks' ids
     # against it. The page without diagrams has the same ids and is built
-    # without drawing the demo's view, so the server answers sooner and draws
-    # that view meanwhile (draw_first_page).
+    # without drawing the demo's view.
     app.validation_layout = build_layout([], max_upload_mb=config.max_upload_mb)
     app.layout = serve_layout
     register_callbacks(app, ctx)
-    _serialize_dash_setup(app)
     # After every callback: Dash hashes its inline scripts (renderer, inline clientside).
     security_headers.set_script_hashes(app.csp_hashes())
     return app
 
 
-def draw_first_page(app: Dash) -> None:
-    """Draw a new visitor's page once (the demo's view), so the stores hold its data.
+def finish_setup(app: Dash) -> None:
+    """Run Dash's once-per-process server setup now, through one request of ``test_client()``.
 
-    The predictions and fitted maps it reads stay in the store's memory, so
-    the first visitor's layout request is answered from there. Failures are
-    logged: the page itself reports them when it is requested.
+    Dash sets its app up in a ``before_request`` hook of the first request and
+    marks that done *before* it registers the component bundles, so the
+    parallel bundle requests of a threaded server's first page could fail with
+    HTTP 500 ("... is not a registered library", plotly/dash#3971). A server
+    calls this before it accepts connections: ``serve`` before it listens,
+    each gunicorn worker when it loads :mod:`app.wsgi`. The setup also draws
+    the page once (Dash checks the layout), which leaves the demo's view in
+    the stores' memory for the first visitor.
     """
-    try:
-        app.layout()
-    except Exception:
-        log.exception("drawing the first page in advance failed")
-
-
-def _serialize_dash_setup(app: Dash) -> None:
-    """Make Dash's once-per-process server setup safe under threaded workers.
-
-    ``Dash._setup_server`` (a ``before_request`` hook) marks itself done
-    *before* it registers the component bundles, so on a gthread worker the
-    first page's parallel bundle requests can fail with HTTP 500 ("... is not
-    a registered library", plotly/dash#3971) and the page never loads. Run it
-    under a lock: later requests wait until the first one has finished it.
-    """
-    setup = app._setup_server
-    lock = threading.Lock()
-
-    def setup_once():
-        with lock:
-            setup()
-
-    hooks = app.server.before_request_funcs.setdefault(None, [])
-    hooks[:] = [setup_once if hook == setup else hook for hook in hooks]
+    response = app.server.test_client().get("/healthz")
+    if response.status_code != 200:
+        log.warning("the set-up request answered HTTP %s", response.status_code)

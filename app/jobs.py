@@ -25,7 +25,7 @@ import diskcache
 from dash import CeleryManager, DiskcacheManager
 
 from .config import MB, AppConfig
-from .warmup import IMPORT_GATE, WarmUp
+from .warmup import WarmUp
 
 if TYPE_CHECKING:
     from celery import Celery
@@ -65,16 +65,17 @@ def background_manager(config: AppConfig, cache_dir: Path, warm_up: WarmUp):
 
 
 class LocalJobManager(DiskcacheManager):
-    """Dash's diskcache manager, forking neither during a warm-up nor during a request.
+    """Dash's diskcache manager, forking only from a process with no other busy thread.
 
     A fork copies the process with whatever locks its other threads hold: a
     request thread inside SQLite (diskcache) at that moment leaves SQLite's
     mutex locked in the job, whose first store access then hangs for ever
-    (seen with the threaded development server). So a job is forked once the
-    warm-up's imports are done, inside :data:`app.warmup.IMPORT_GATE`'s
-    exclusive section (no other request in progress). In the job, the gate
-    starts afresh and the server's listening sockets are closed
-    (:func:`close_listening_sockets`).
+    (seen with the threaded development server), and a thread inside an
+    import leaves the import lock held. So the servers that use this manager
+    answer one request at a time (``serve`` runs Flask's server unthreaded,
+    gunicorn without ``REDIS_URL`` runs sync workers), and a job is forked
+    once the warm-up's imports are done. In the job, the server's listening
+    sockets are closed (:func:`close_listening_sockets`).
     """
 
     def __init__(self, cache, warm_up: WarmUp, **kwargs) -> None:
@@ -84,14 +85,12 @@ class LocalJobManager(DiskcacheManager):
     def call_job_fn(self, key, job_fn, args, context):
         if not self.warm_up.wait(timeout=120):
             log.warning("warm-up still running after 120 s; starting the job anyway")
-        with IMPORT_GATE.exclusive("forking a background job"):
-            return super().call_job_fn(key, job_fn, args, context)
+        return super().call_job_fn(key, job_fn, args, context)
 
     def make_job_fn(self, fn, progress, key=None):
         job_fn = super().make_job_fn(fn, progress, key)
 
         def forked_job(*args):
-            IMPORT_GATE.reset()  # no request of the server is in progress in the job
             close_listening_sockets()
             return job_fn(*args)
 

@@ -6,36 +6,13 @@ For a team deployment use gunicorn instead: ``gunicorn app.wsgi:server``.
 from __future__ import annotations
 
 import logging
-import threading
-from collections.abc import Callable
 
 from .config import AppConfig, ConfigError
-from .factory import create_app, draw_first_page
+from .factory import create_app, finish_setup
+from .warmup import import_before_serving
 
 #: Seconds between the server's start and the warm-up of the fitting libraries.
 WARM_UP_DELAY = 2.0
-
-
-def on_first_request(work, *args) -> Callable[[], None]:
-    """A ``before_request`` hook that starts ``work(*args)`` on a thread, once.
-
-    Started by the first request rather than before the server listens, the
-    work does not hold the interpreter while the server binds its socket.
-    """
-    lock = threading.Lock()
-    started = False
-
-    def hook() -> None:
-        nonlocal started
-        if started:
-            return
-        with lock:
-            if started:
-                return
-            started = True
-        threading.Thread(target=work, args=args, name="calibration-first-page", daemon=True).start()
-
-    return hook
 
 
 def serve(host: str = "127.0.0.1", port: int = 8050, debug: bool = False) -> None:
@@ -49,11 +26,19 @@ def serve(host: str = "127.0.0.1", port: int = 8050, debug: bool = False) -> Non
         raise SystemExit(f"calibration-dashboard: configuration error: {exc}") from None
     app = create_app(config)
     ctx = app.server.extensions["calibration_dashboard"]
-    # The demo's models are read (on a first start: built from the shipped outputs
-    # and stored) and its view drawn while the browser loads the page's scripts;
-    # a page requested before that waits for the same work (the store's lock).
-    app.server.before_request(on_first_request(draw_first_page, app))
+    import_before_serving()
     # scikit-learn & co. load once the first page is (most likely) drawn; the
     # page does not need them, fits and uploads do (see app.warmup).
     ctx.warm_up.start(delay=WARM_UP_DELAY)
-    app.run(host=host, port=port, debug=bool(debug or config.debug), use_reloader=False)
+    # Before the server listens (plotly/dash#3971); it also draws the demo's view once.
+    finish_setup(app)
+    # One request at a time: background jobs are forked from this process
+    # (app.jobs.LocalJobManager), and a fork while another request thread is
+    # inside SQLite hangs the job.
+    app.run(
+        host=host,
+        port=port,
+        debug=bool(debug or config.debug),
+        use_reloader=False,
+        threaded=False,
+    )

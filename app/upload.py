@@ -40,7 +40,6 @@ from .store.data_store import DataStore
 from .store.disk import STORAGE_MESSAGE
 from .store.soft_label_store import read_upload_soft_labels, store_soft_labels
 from .upload_guard import check_expansion
-from .warmup import import_pandas
 
 
 def load_predictions(*args, **kwargs):
@@ -48,7 +47,6 @@ def load_predictions(*args, **kwargs):
 
     The readers load pandas and pyarrow, which the page does not need to start.
     """
-    import_pandas()  # through the import gate (see app.warmup)
     from calibration_core.io import load_predictions as load
 
     return load(*args, **kwargs)

@@ -11,7 +11,7 @@ import logging
 import sys
 
 from .config import ConfigError
-from .factory import create_app, draw_first_page
+from .factory import create_app, finish_setup
 
 #: Exit status of a worker whose application cannot load (gunicorn's APP_LOAD_ERROR).
 APP_LOAD_ERROR = 4
@@ -29,7 +29,9 @@ except ConfigError as exc:
     print(f"calibration-dashboard: configuration error: {exc}", file=sys.stderr, flush=True)
     raise SystemExit(APP_LOAD_ERROR) from None
 server = app.server
+# Dash's setup, before the worker accepts connections (plotly/dash#3971); it also
+# draws the demo's view once.
+finish_setup(app)
 # A worker loads the fitting libraries before it answers, so that uploads, exports and,
 # without REDIS_URL, the background jobs forked from it start with them (see app.warmup).
 server.extensions["calibration_dashboard"].warm_up.run()
-draw_first_page(app)

@@ -21,6 +21,9 @@ paint
     background; warm: the demo is read from the cache) and measures, with
     Chromium driven by Playwright, the time from process start until the first
     reliability diagram is painted (timed in the page). Target: < 3 s.
+    With ``--trees A B ...``: warm runs only, interleaved between the source
+    trees (each its own cache, primed by one uncounted run), and for each tree
+    the median, range and ratio to the first tree (an A/B of a change).
 """
 
 from __future__ import annotations
@@ -140,8 +143,8 @@ def bench_interactions(n: int, k: int, repeats: int) -> None:
 
 
 # ----------------------------------------------------------------------- server
-def start_server(cache_dir: Path, port: int, extra_env: dict | None = None):
-    env = dict(os.environ, CACHE_DIR=str(cache_dir), PYTHONPATH=str(REPO))
+def start_server(cache_dir: Path, port: int, extra_env: dict | None = None, repo: Path = REPO):
+    env = dict(os.environ, CACHE_DIR=str(cache_dir), PYTHONPATH=str(repo))
     # As installed: Python caches compiled modules (a sandbox may switch that off).
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     env.update(extra_env or {})
@@ -149,7 +152,7 @@ def start_server(cache_dir: Path, port: int, extra_env: dict | None = None):
     code = f"from app.cli import main; raise SystemExit(main(['serve', '--port', '{port}']))"
     proc = subprocess.Popen(
         [sys.executable, "-c", code],
-        cwd=REPO,
+        cwd=repo,
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -280,6 +283,55 @@ def bench_paint(port: int, repeats: int = 5, cold_repeats: int = 3) -> None:
     print(f"machine speed now: a fresh Python imports dash in {import_reference():.2f} s (median)")
 
 
+def paint_once(browser, cache: Path, port: int, repo: Path = REPO) -> tuple[float, float, float]:
+    """One start of the server in ``repo``: (server up, first diagram painted, seen), seconds."""
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    page.add_init_script(PAINT_PROBE)
+    start = time.time()
+    proc = start_server(cache, port, repo=repo)
+    try:
+        wait_healthy(port)
+        up = time.time() - start
+        page.goto(f"http://127.0.0.1:{port}/")
+        painted, seen = first_diagram_times(page, start)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+        page.close()
+        time.sleep(SETTLE_SECONDS)
+    return up, painted, seen
+
+
+def bench_paint_trees(port: int, trees: list[Path], repeats: int) -> None:
+    """Warm first paint of several source trees, runs interleaved (A B A B ...)."""
+    from playwright.sync_api import sync_playwright
+
+    print(f"\n== first paint, warm, {repeats} interleaved runs per tree ==")
+    caches = {tree: Path(tempfile.mkdtemp(prefix="bench-paint-")) for tree in trees}
+    painted: dict[Path, list[float]] = {tree: [] for tree in trees}
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
+        time.sleep(SETTLE_SECONDS)
+        for tree in trees:  # stores the demo in the tree's cache (not counted)
+            paint_once(browser, caches[tree], port, tree)
+        for i in range(repeats):
+            order = trees if i % 2 == 0 else trees[::-1]
+            for tree in order:
+                up, seconds, _seen = paint_once(browser, caches[tree], port, tree)
+                painted[tree].append(seconds)
+                print(f"{tree}: server up {up:5.2f} s, painted {seconds:5.2f} s", flush=True)
+        browser.close()
+    reference = statistics.median(painted[trees[0]])
+    print(f"{'tree':40s} {'median':>7s} {'range':>13s} {'ratio':>6s}")
+    for tree, values in painted.items():
+        median = statistics.median(values)
+        print(
+            f"{tree!s:40s} {median:6.2f}s {min(values):5.2f}-{max(values):5.2f} s "
+            f"{median / reference:6.3f}"
+        )
+    print(f"machine speed now: a fresh Python imports dash in {import_reference():.2f} s (median)")
+
+
 def import_reference(repeats: int = 5) -> float:
     """Median seconds of a fresh interpreter importing dash as ``serve`` does (no IPython).
 
@@ -376,6 +428,12 @@ def main(argv=None) -> None:
     parser.add_argument(
         "--cold-repeats", type=int, default=3, help="first-paint runs on an empty cache"
     )
+    parser.add_argument(
+        "--trees",
+        type=Path,
+        nargs="+",
+        help="paint only: warm runs of these source trees, interleaved (the first is the A)",
+    )
     args = parser.parse_args(argv)
     only = set(args.only or ("interactions", "upload", "paint"))
     print(
@@ -384,7 +442,9 @@ def main(argv=None) -> None:
     )
     if "interactions" in only:
         bench_interactions(args.rows, args.classes, args.repeats)
-    if "paint" in only:
+    if "paint" in only and args.trees:
+        bench_paint_trees(args.port, [tree.resolve() for tree in args.trees], args.paint_repeats)
+    elif "paint" in only:
         bench_paint(args.port, args.paint_repeats, args.cold_repeats)
     if "upload" in only:
         bench_upload(args.port, args.rows, args.classes)

@@ -11,7 +11,6 @@ from __future__ import annotations
 from dash import dcc, html
 
 from .. import ids
-from ..components import UNDRAWN_DIAGRAMS, Deferred
 from ..options import model_label
 from ..store.records import ModelInfo
 from .resampling import SEED
@@ -222,53 +221,48 @@ def diagnostics_section(infos: list[ModelInfo], selected) -> html.Section:
         dcc.Graph(id=ids.DIAG_COST_GRAPH, config=GRAPH_CONFIG, style={"display": "none"}),
         card_id="diag-decision-card",
     )
-    # Hidden until opened: its components (three graphs, dropdowns, tables)
-    # render after the page's first diagrams are drawn, not together with them.
-    body_children = Deferred(
-        [
-            controls,
-            html.P(id=ids.DIAG_CAPTION, className="caption"),
-            html.Div(id=ids.DIAG_MESSAGE, className="message", role="alert"),
-            _card(
-                "ECE against the number of bins",
-                dcc.Graph(id=ids.DIAG_SENSITIVITY, config=GRAPH_CONFIG),
-                card_id="diag-sensitivity-card",
-            ),
-            _card(
-                "Plug-in, adaptive and debiased calibration errors",
-                html.Div(id=ids.DIAG_ESTIMATORS),
-                card_id="diag-estimators-card",
-            ),
-            _card(
-                "Hosmer-Lemeshow goodness of fit",
-                html.Div(
-                    _label(
-                        "Groups",
-                        _number_input(
-                            ids.DIAG_HL_GROUPS,
-                            HL_DEFAULT_GROUPS,
-                            min=HL_MIN_GROUPS,
-                            max=HL_MAX_GROUPS,
-                            step=1,
-                        ),
-                        f"{HL_MIN_GROUPS} to {HL_MAX_GROUPS} equal-frequency groups",
+    body_children = [
+        controls,
+        html.P(id=ids.DIAG_CAPTION, className="caption"),
+        html.Div(id=ids.DIAG_MESSAGE, className="message", role="alert"),
+        _card(
+            "ECE against the number of bins",
+            dcc.Graph(id=ids.DIAG_SENSITIVITY, config=GRAPH_CONFIG),
+            card_id="diag-sensitivity-card",
+        ),
+        _card(
+            "Plug-in, adaptive and debiased calibration errors",
+            html.Div(id=ids.DIAG_ESTIMATORS),
+            card_id="diag-estimators-card",
+        ),
+        _card(
+            "Hosmer-Lemeshow goodness of fit",
+            html.Div(
+                _label(
+                    "Groups",
+                    _number_input(
+                        ids.DIAG_HL_GROUPS,
+                        HL_DEFAULT_GROUPS,
+                        min=HL_MIN_GROUPS,
+                        max=HL_MAX_GROUPS,
+                        step=1,
                     ),
-                    className="diag-controls",
+                    f"{HL_MIN_GROUPS} to {HL_MAX_GROUPS} equal-frequency groups",
                 ),
-                _loading(html.Div(id=ids.DIAG_HL)),
-                card_id="diag-hl-card",
+                className="diag-controls",
             ),
-            test_card,
-            boot_card,
-            decision_card,
-            _card(
-                "Human-uncertainty calibration (soft labels)",
-                _loading(html.Div(id=ids.DIAG_HUMAN)),
-                card_id="diag-human-card",
-            ),
-        ],
-        pending=UNDRAWN_DIAGRAMS,
-    )
+            _loading(html.Div(id=ids.DIAG_HL)),
+            card_id="diag-hl-card",
+        ),
+        test_card,
+        boot_card,
+        decision_card,
+        _card(
+            "Human-uncertainty calibration (soft labels)",
+            _loading(html.Div(id=ids.DIAG_HUMAN)),
+            card_id="diag-human-card",
+        ),
+    ]
     body = html.Div(
         body_children, id=ids.DIAG_BODY, className="diag-body", style={"display": "none"}
     )

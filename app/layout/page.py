@@ -27,7 +27,7 @@ from ..settings import (
     RawSettings,
 )
 from ..store.records import ModelInfo
-from .results import first_diagram_first, metrics_grid
+from .results import metrics_grid
 
 DEFAULT_MAPS = ("temperature", "isotonic")
 MAP_LABELS = {
@@ -303,7 +303,6 @@ def build_layout(
     """
     raw = default_settings(infos) if raw is None else raw
     grid, rows, cols, table_caption, title, messages = view or ([], [], [], "", "", [])
-    grid = first_diagram_first(grid)
     return html.Div(
         [
             html.Header(

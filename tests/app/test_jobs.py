@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import socket
 import sys
-import threading
 import time
 
 import dash
@@ -14,7 +13,7 @@ import pytest
 
 from app.config import AppConfig, ConfigError
 from app.jobs import LocalJobManager, background_manager, close_listening_sockets
-from app.warmup import IMPORT_GATE, WarmUp
+from app.warmup import WarmUp
 
 
 def test_redis_url_switches_to_celery_with_job_workers_processes(tmp_path):
@@ -61,39 +60,18 @@ def test_job_manager_never_forks_while_a_warm_up_imports(tmp_path, monkeypatch):
     assert calls[0][0] - started > 0.2
 
 
-def test_job_is_forked_only_when_no_other_request_is_in_progress(tmp_path, monkeypatch):
-    """A fork while another request thread is inside SQLite hung the job (seen in CI)."""
-    forked_while: list[dict] = []
+def test_serve_answers_one_request_at_a_time(tmp_path, monkeypatch):
+    """Jobs are forked from the ``serve`` process: a fork while another request thread
+    was inside SQLite hung the job (seen in CI), so ``serve`` runs no request threads."""
+    import app.server
 
-    def fake_fork(self, key, job_fn, args, context):
-        forked_while.append(dict(IMPORT_GATE._inside))
-        return 4321
-
-    monkeypatch.setattr(dash.DiskcacheManager, "call_job_fn", fake_fork)
-    manager = LocalJobManager(diskcache.Cache(str(tmp_path / "jobs")), WarmUp(()))
-    other_inside = threading.Event()
-    release = threading.Event()
-
-    def other_request():
-        IMPORT_GATE.enter()
-        other_inside.set()
-        release.wait(10)
-        IMPORT_GATE.leave()
-
-    other = threading.Thread(target=other_request)
-    other.start()
-    assert other_inside.wait(10)
-    threading.Timer(0.4, release.set).start()
-    IMPORT_GATE.enter()  # the request that starts the job
-    try:
-        start = time.perf_counter()
-        assert manager.call_job_fn("key", None, (), None) == 4321
-        waited = time.perf_counter() - start
-    finally:
-        IMPORT_GATE.leave()
-    other.join(timeout=10)
-    assert waited > 0.3, waited
-    assert forked_while == [{threading.get_ident(): 1}]  # only the forking request itself
+    runs: list[dict] = []
+    monkeypatch.setenv("CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(app.server, "WARM_UP_DELAY", 600.0)  # not during this test
+    monkeypatch.setattr(dash.Dash, "run", lambda self, **kwargs: runs.append(kwargs))
+    app.server.serve(port=1)
+    assert len(runs) == 1 and runs[0]["threaded"] is False
+    assert "pandas" in sys.modules  # imported before the server listens (app.warmup)
 
 
 def test_forked_job_drops_the_inherited_listening_socket(tmp_path, monkeypatch):

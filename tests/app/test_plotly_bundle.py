@@ -84,18 +84,3 @@ def test_figure_builders_use_only_basic_trace_types():
     assert {"scatter", "bar"} <= set(used), used  # the scan does see the builders
     outside = {t: where for t, where in used.items() if t not in BASIC_TRACES}
     assert not outside, f"trace types the basic plotly.js bundle cannot draw: {outside}"
-
-
-def test_page_preloads_the_async_chunks_it_always_needs(tmp_path):
-    from app.page_template import PREFETCHED_CHUNKS, PRELOADED_CHUNKS
-
-    app = create_app(make_config(tmp_path))
-    client = app.server.test_client()
-    index = client.get("/").get_data(as_text=True)
-    hrefs = re.findall(r'<link rel="preload" as="script" href="([^"]+)">', index)
-    assert len(hrefs) == len(PRELOADED_CHUNKS)
-    later = re.findall(r'<link rel="prefetch" as="script" href="([^"]+)">', index)
-    assert [h.split("_dash-component-suites/")[1] for h in later] == list(PREFETCHED_CHUNKS)
-    hrefs += later
-    for href in hrefs:
-        assert client.get(href).status_code == 200, href

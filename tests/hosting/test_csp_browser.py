@@ -131,7 +131,9 @@ def live_url(tmp_path_factory):
         session_cookie_secure=False,
     )
     dash_app = create_app(config)
-    server = make_server("127.0.0.1", 0, dash_app.server, threaded=True)
+    # Unthreaded, as ``calibration-dashboard serve`` runs it: the upload's fit is a job
+    # forked from this process (app.jobs.LocalJobManager).
+    server = make_server("127.0.0.1", 0, dash_app.server, threaded=False)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     yield f"http://127.0.0.1:{server.server_port}"

@@ -38,7 +38,14 @@ workers = _int("WEB_CONCURRENCY", 4)
 # with lower latencies than sync under benchmarks/load_test.py (docs/hosting.md).
 # Without it Dash's DiskcacheManager forks each job from the worker, and a fork while
 # another thread holds SQLite's (diskcache's) mutex hangs the job: one thread (sync).
-threads = _int("THREADS", 4 if os.environ.get("REDIS_URL", "").strip() else 1)
+_jobs_in_celery = bool(os.environ.get("REDIS_URL", "").strip())
+threads = _int("THREADS", 4 if _jobs_in_celery else 1)
+if threads > 1 and not _jobs_in_celery:
+    raise ValueError(
+        f"THREADS={threads} needs REDIS_URL: without it background jobs are forked from the "
+        "web worker, and a fork from a threaded worker can hang the job. Set REDIS_URL (jobs "
+        "then run in Celery) or THREADS=1."
+    )
 worker_class = "gthread" if threads > 1 else "sync"
 timeout = _int("TIMEOUT", 120)
 graceful_timeout = 30

@@ -139,13 +139,21 @@ def _gunicorn_settings(env: dict[str, str]) -> list[str]:
 
 
 def test_gunicorn_config_reads_environment():
-    env = dict(os.environ, PORT="9123", WEB_CONCURRENCY="3", THREADS="5")
+    env = dict(os.environ, PORT="9123", WEB_CONCURRENCY="3", THREADS="5", REDIS_URL="redis://r")
     assert _gunicorn_settings(env) == ["0.0.0.0:9123", "3", "5", "gthread"]
     # Default: threads once jobs run in Celery workers (REDIS_URL), one thread otherwise.
     for redis_url, expected in (("redis://redis:6379/0", ["4", "gthread"]), ("", ["1", "sync"])):
         env = {k: v for k, v in os.environ.items() if k not in ("THREADS", "REDIS_URL")}
         env["REDIS_URL"] = redis_url
         assert _gunicorn_settings(env)[2:] == expected, redis_url
+
+
+def test_gunicorn_config_refuses_threads_when_jobs_are_forked():
+    """Without REDIS_URL jobs fork from the web worker: threaded workers are refused."""
+    env = {k: v for k, v in os.environ.items() if k != "REDIS_URL"}
+    with pytest.raises(subprocess.CalledProcessError) as refused:
+        _gunicorn_settings({**env, "THREADS": "4"})
+    assert "THREADS=4 needs REDIS_URL" in refused.value.stderr
 
 
 def _copy_sources(rest: str, workdir: Path) -> None:

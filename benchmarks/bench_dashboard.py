@@ -175,6 +175,8 @@ def wait_healthy(port: int, timeout: float = 120.0) -> None:
 
 #: Pause between first-paint runs (the previous run's processes wind down).
 SETTLE_SECONDS = 1.5
+#: The page size of every first-paint run.
+VIEWPORT = {"width": 1280, "height": 900}
 
 #: The first reliability diagram is drawn: Plotly has put a trace in its scatter layer.
 FIRST_DIAGRAM = ".reliability-graph .main-svg .scatterlayer .trace"
@@ -236,31 +238,20 @@ def bench_paint(port: int, repeats: int = 5, cold_repeats: int = 3) -> None:
         time.sleep(SETTLE_SECONDS)  # the browser's own start is not the first run's
         # "returning": one browser context kept across runs, as a user's browser that
         # has the page's scripts cached from an earlier visit (its first load primes it).
-        returning = browser.new_context(viewport={"width": 1280, "height": 900})
+        returning = browser.new_context(viewport=VIEWPORT)
+
+        def fresh_page():
+            return browser.new_page(viewport=VIEWPORT)
+
         plan = ["cold"] * cold_repeats + ["warm"] * repeats
         plan += ["prime"] + ["returning"] * repeats
         for label in plan:
-            if label in ("prime", "returning"):
-                page = returning.new_page()
-            else:
-                page = browser.new_page(viewport={"width": 1280, "height": 900})
-            page.add_init_script(PAINT_PROBE)
+            # A returning visit opens its page in the kept context; the others each in a
+            # fresh context of their own.
+            opener = returning.new_page if label in ("prime", "returning") else fresh_page
             if label == "cold" and runs["cold"]:  # each cold run on an empty cache
                 cache = Path(tempfile.mkdtemp(prefix="bench-paint-"))
-            start = time.time()
-            proc = start_server(cache, port)
-            try:
-                wait_healthy(port)
-                up = time.time() - start
-                page.goto(f"http://127.0.0.1:{port}/")
-                painted, seen = first_diagram_times(page, start)
-            finally:
-                proc.terminate()
-                proc.wait(timeout=30)
-                page.close()
-                # Let the previous server's exit and page's teardown finish: each run
-                # starts on a quiet machine, as a user's start does.
-                time.sleep(SETTLE_SECONDS)
+            up, painted, seen = paint_once(opener, cache, port)
             if label == "prime":
                 continue
             runs[label].append((up, painted, seen))
@@ -283,9 +274,15 @@ def bench_paint(port: int, repeats: int = 5, cold_repeats: int = 3) -> None:
     print(f"machine speed now: a fresh Python imports dash in {import_reference():.2f} s (median)")
 
 
-def paint_once(browser, cache: Path, port: int, repo: Path = REPO) -> tuple[float, float, float]:
-    """One start of the server in ``repo``: (server up, first diagram painted, seen), seconds."""
-    page = browser.new_page(viewport={"width": 1280, "height": 900})
+def paint_once(new_page, cache: Path, port: int, repo: Path = REPO) -> tuple[float, float, float]:
+    """One start of the server in ``repo``: (server up, first diagram painted, seen), seconds.
+
+    ``new_page()`` opens the page: in a fresh browser context, or in a kept one for a
+    returning visitor whose browser has the scripts cached. The server runs with
+    ``cache`` as ``CACHE_DIR``; a pause after it lets its exit and the page's teardown
+    finish, so each run starts on a quiet machine.
+    """
+    page = new_page()
     page.add_init_script(PAINT_PROBE)
     start = time.time()
     proc = start_server(cache, port, repo=repo)
@@ -312,12 +309,16 @@ def bench_paint_trees(port: int, trees: list[Path], repeats: int) -> None:
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
         time.sleep(SETTLE_SECONDS)
+
+        def fresh_page():
+            return browser.new_page(viewport=VIEWPORT)
+
         for tree in trees:  # stores the demo in the tree's cache (not counted)
-            paint_once(browser, caches[tree], port, tree)
+            paint_once(fresh_page, caches[tree], port, tree)
         for i in range(repeats):
             order = trees if i % 2 == 0 else trees[::-1]
             for tree in order:
-                up, seconds, _seen = paint_once(browser, caches[tree], port, tree)
+                up, seconds, _seen = paint_once(fresh_page, caches[tree], port, tree)
                 painted[tree].append(seconds)
                 print(f"{tree}: server up {up:5.2f} s, painted {seconds:5.2f} s", flush=True)
         browser.close()

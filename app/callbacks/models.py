@@ -73,25 +73,31 @@ def register(app, ctx: AppContext) -> None:
     """Upload follow-up, class picker and held-out field callbacks."""
 
     @app.callback(
-        Output(ids.MODELS_STORE, "data"),
-        Output(ids.MODEL_SELECT, "options"),
-        Output(ids.MODEL_SELECT, "value"),
-        Output(ids.UPLOAD_MESSAGE, "children"),
-        Input(ids.UPLOAD_RESULT, "data"),
-        State(ids.MODEL_SELECT, "value"),
+        output=[
+            Output(ids.MODELS_STORE, "data"),
+            Output(ids.MODEL_SELECT, "options"),
+            Output(ids.MODEL_SELECT, "value"),
+            Output(ids.UPLOAD_MESSAGE, "children"),
+        ],
+        inputs={"result": Input(ids.UPLOAD_RESULT, "data")},
+        state={"selected": State(ids.MODEL_SELECT, "value")},
         prevent_initial_call=True,
     )
     def on_upload(result, selected):
         return after_upload(ctx.store, ctx.session_id(), result, selected)
 
     @app.callback(
-        Output(ids.CLASS_SELECT, "options"),
-        Output(ids.CLASS_SELECT, "value"),
-        Output(ids.CLASS_FIELD, "style"),
-        Input(ids.MODELS_STORE, "data"),
-        Input(ids.MODEL_SELECT, "value"),
-        Input(ids.NOTION, "value"),
-        State(ids.CLASS_SELECT, "value"),
+        output=[
+            Output(ids.CLASS_SELECT, "options"),
+            Output(ids.CLASS_SELECT, "value"),
+            Output(ids.CLASS_FIELD, "style"),
+        ],
+        inputs={
+            "models_json": Input(ids.MODELS_STORE, "data"),
+            "selected": Input(ids.MODEL_SELECT, "value"),
+            "notion": Input(ids.NOTION, "value"),
+        },
+        state={"current": State(ids.CLASS_SELECT, "value")},
         prevent_initial_call=True,  # the layout starts with these options
     )
     def on_models_or_notion(models_json, selected, notion, current):

@@ -234,16 +234,35 @@ def reliability_figure_dict(mv: ModelView, view: ViewSettings, heldout: HeldOut)
     panels = mv.panels
     n_rows, n_cols = _grid_shape(len(panels), view)
     x_domains, y_domains, plot_px = _domains(n_rows, n_cols)
-    band_kind = BANDS[view.band][0]
     data: list[dict] = []
     layout: dict = {}
     annotations: list[dict] = []
     legend_done: set[str] = set()
     for i, panel in enumerate(panels):
         r, c = divmod(i, n_cols)
-        rel, hist, rel_ref, hist_ref = _axis_names(i)
         (rel_y, hist_y), x_dom = y_domains[r], x_domains[c]
-        layout[f"xaxis{rel}"] = {
+        layout.update(
+            _panel_axes(i, view, x_dom, rel_y, hist_y, left=c == 0, bottom=r == n_rows - 1)
+        )
+        annotations.append(_panel_title(panel, view, x_dom, rel_y))
+        traces, notes = _panel_traces(i, panel, view, legend_done)
+        data += traces
+        annotations += notes
+    layout.update(_figure_layout(mv, view, heldout, plot_px, annotations))
+    return {"data": data, "layout": layout}
+
+
+def _panel_axes(
+    i: int, view: ViewSettings, x_dom, rel_y, hist_y, *, left: bool, bottom: bool
+) -> dict:
+    """The four axes of panel ``i``: reliability x/y above, histogram x/y below.
+
+    Every panel's reliability axes match the first panel's; only the left
+    column titles its y axes and only the bottom row its score axis.
+    """
+    rel, hist, rel_ref, hist_ref = _axis_names(i)
+    return {
+        f"xaxis{rel}": {
             "domain": x_dom,
             "anchor": f"y{rel}",
             "range": [0, 1],
@@ -251,92 +270,118 @@ def reliability_figure_dict(mv: ModelView, view: ViewSettings, heldout: HeldOut)
             "tick0": 0,
             "showticklabels": False,
             **({} if i == 0 else {"matches": "x"}),
-        }
-        layout[f"yaxis{rel}"] = {
+        },
+        f"yaxis{rel}": {
             "domain": rel_y,
             "anchor": rel_ref,
             "range": [-0.02, 1.02],
             "dtick": 0.25,
             "tick0": 0,
-            "title": {"text": frequency_axis_label(view) if c == 0 else ""},
+            "title": {"text": frequency_axis_label(view) if left else ""},
             **({} if i == 0 else {"matches": "y"}),
-        }
-        layout[f"xaxis{hist}"] = {
+        },
+        f"xaxis{hist}": {
             "domain": x_dom,
             "anchor": f"y{hist}",
             "range": [0, 1],
             "dtick": 0.25,
             "tick0": 0,
             "matches": "x",
-            "title": {"text": score_axis_label(view) if r == n_rows - 1 else ""},
-        }
-        layout[f"yaxis{hist}"] = {
+            "title": {"text": score_axis_label(view) if bottom else ""},
+        },
+        f"yaxis{hist}": {
             "domain": hist_y,
             "anchor": hist_ref,
             "rangemode": "tozero",
             "nticks": 3,
-            "title": {"text": "count" if c == 0 else ""},
-        }
-        annotations.append(
-            {
-                "text": plot_text(panel_title(panel, view)),
-                "x": (x_dom[0] + x_dom[1]) / 2,
-                "y": rel_y[1],
-                "xref": "paper",
-                "yref": "paper",
-                "xanchor": "center",
-                "yanchor": "bottom",
-                "yshift": 2,
-                "showarrow": False,
-                "font": {"size": 13},
-            }
-        )
-        colour = UNCALIBRATED_COLOUR if panel.calibrator == UNCALIBRATED else CALIBRATED_COLOUR
-        data.append(_diagonal_trace("diagonal" not in legend_done, rel))
-        legend_done.add("diagonal")
-        if panel.curve is None:
-            annotations.append(
-                {
-                    "text": wrapped_text(panel.message or "no data"),
-                    "x": 0.5,
-                    "y": 0.5,
-                    "xref": f"{rel_ref} domain",
-                    "yref": f"y{rel} domain",
-                    "showarrow": False,
-                    "font": {"color": "#444444"},
-                }
-            )
-            continue
-        if band_kind == "consistency":
-            fill, band_name = CONSISTENCY_FILL, f"consistency band {view.level:.0%}"
-        else:
-            fill, band_name = _rgba(colour, 0.2), f"{view.describe_band()} interval"
-        band = _band_trace(panel, fill, band_name, "band" not in legend_done, rel)
-        if band is not None:
-            data.append(band)
-            legend_done.add("band")
-        data.append(_point_trace(panel, colour, "curve" not in legend_done, rel))
-        legend_done.add("curve")
-        data.append(_histogram_trace(panel, hist))
-        annotations.append(
-            {
-                "text": f"ECE {panel.curve.ece:.4f}",
-                "x": 0.03,
-                "y": 0.97,
-                "xref": f"{rel_ref} domain",
-                "yref": f"y{rel} domain",
-                "xanchor": "left",
-                "yanchor": "top",
-                "showarrow": False,
-                "font": {"size": 11, "color": "#222222"},
-                "bgcolor": "rgba(255,255,255,0.8)",
-            }
-        )
+            "title": {"text": "count" if left else ""},
+        },
+    }
+
+
+def _panel_title(panel: Panel, view: ViewSettings, x_dom, rel_y) -> dict:
+    """The panel's title, centred above its reliability plot."""
+    return {
+        "text": plot_text(panel_title(panel, view)),
+        "x": (x_dom[0] + x_dom[1]) / 2,
+        "y": rel_y[1],
+        "xref": "paper",
+        "yref": "paper",
+        "xanchor": "center",
+        "yanchor": "bottom",
+        "yshift": 2,
+        "showarrow": False,
+        "font": {"size": 13},
+    }
+
+
+def _panel_traces(
+    i: int, panel: Panel, view: ViewSettings, legend_done: set[str]
+) -> tuple[list[dict], list[dict]]:
+    """Panel ``i``'s traces (diagonal, band, points, histogram) and its in-plot notes.
+
+    ``legend_done`` names the trace kinds already in the legend; each kind
+    is shown there once per figure (it is updated here). A panel without a
+    curve gets the diagonal and its message instead.
+    """
+    rel, hist, rel_ref, _ = _axis_names(i)
+    traces = [_diagonal_trace("diagonal" not in legend_done, rel)]
+    legend_done.add("diagonal")
+    if panel.curve is None:
+        return traces, [_in_plot_note(wrapped_text(panel.message or "no data"), rel, rel_ref)]
+    colour = UNCALIBRATED_COLOUR if panel.calibrator == UNCALIBRATED else CALIBRATED_COLOUR
+    if BANDS[view.band][0] == "consistency":
+        fill, band_name = CONSISTENCY_FILL, f"consistency band {view.level:.0%}"
+    else:
+        fill, band_name = _rgba(colour, 0.2), f"{view.describe_band()} interval"
+    band = _band_trace(panel, fill, band_name, "band" not in legend_done, rel)
+    if band is not None:
+        traces.append(band)
+        legend_done.add("band")
+    traces.append(_point_trace(panel, colour, "curve" not in legend_done, rel))
+    legend_done.add("curve")
+    traces.append(_histogram_trace(panel, hist))
+    return traces, [_ece_label(panel.curve.ece, rel, rel_ref)]
+
+
+def _in_plot_note(text: str, rel: str, rel_ref: str) -> dict:
+    """A grey message in the middle of a reliability plot (a panel with no curve)."""
+    return {
+        "text": text,
+        "x": 0.5,
+        "y": 0.5,
+        "xref": f"{rel_ref} domain",
+        "yref": f"y{rel} domain",
+        "showarrow": False,
+        "font": {"color": "#444444"},
+    }
+
+
+def _ece_label(ece: float, rel: str, rel_ref: str) -> dict:
+    """The panel's ECE in its top-left corner."""
+    return {
+        "text": f"ECE {ece:.4f}",
+        "x": 0.03,
+        "y": 0.97,
+        "xref": f"{rel_ref} domain",
+        "yref": f"y{rel} domain",
+        "xanchor": "left",
+        "yanchor": "top",
+        "showarrow": False,
+        "font": {"size": 11, "color": "#222222"},
+        "bgcolor": "rgba(255,255,255,0.8)",
+    }
+
+
+def _figure_layout(
+    mv: ModelView, view: ViewSettings, heldout: HeldOut, plot_px: float, annotations: list
+) -> dict:
+    """The figure-wide layout: title and subtitle, size, template, legend, annotations."""
     subtitle = f"{view_title(view)} · {heldout.describe()}"
     if mv.n_scored is not None:
         subtitle += f" · N = {mv.n_scored:,} scored rows"
-    layout.update(
-        title={
+    return {
+        "title": {
             "text": plot_text(mv.info.name),
             "subtitle": {"text": plot_text(subtitle)},
             "x": 0.0,
@@ -348,12 +393,12 @@ def reliability_figure_dict(mv: ModelView, view: ViewSettings, heldout: HeldOut)
             "pad": {"l": 10},
             "font": {"size": 15},
         },
-        annotations=annotations,
-        height=int(plot_px + _MARGIN["t"] + _MARGIN["b"]),
-        margin=_MARGIN,
-        template=plotly_template(),
-        font={"family": FONT, "size": 12, "color": "#1f2328"},
-        legend={
+        "annotations": annotations,
+        "height": int(plot_px + _MARGIN["t"] + _MARGIN["b"]),
+        "margin": _MARGIN,
+        "template": plotly_template(),
+        "font": {"family": FONT, "size": 12, "color": "#1f2328"},
+        "legend": {
             "orientation": "h",
             "x": 0.0,
             "xanchor": "left",
@@ -361,7 +406,6 @@ def reliability_figure_dict(mv: ModelView, view: ViewSettings, heldout: HeldOut)
             "yanchor": "bottom",
             "font": {"size": 11},
         },
-        bargap=0,
-        hoverlabel={"font": {"family": FONT}},
-    )
-    return {"data": data, "layout": layout}
+        "bargap": 0,
+        "hoverlabel": {"font": {"family": FONT}},
+    }

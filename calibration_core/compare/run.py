@@ -108,6 +108,49 @@ def _message(exc: BaseException) -> str:
 
 
 # --------------------------------------------------------------- the engine
+def _settings(
+    predictions: Predictions, plan: _RowPlan, seed, test_fraction, n_bins: int, scheme: str
+) -> dict:
+    """What the comparison ran with (``Comparison.settings``)."""
+    return {
+        "model": predictions.name,
+        "mode": "train_test" if plan.train_test else "crossfit",
+        "folds": plan.n_folds,
+        "seed": seed,
+        "test_fraction": None if test_fraction is None else float(test_fraction),
+        "splitter": plan.splitter,
+        "n_bins": n_bins,
+        "scheme": scheme,
+        "n_samples": predictions.n_samples,
+        "n_scored": int(plan.scored_rows.shape[0]),
+        "n_classes": predictions.n_classes,
+    }
+
+
+def _map_row(run: _MapRun, metrics: dict[str, Any]) -> dict[str, Any]:
+    """One map's table row: its held-out metrics, or NaN metrics and the fit's error."""
+    if run.error is not None:
+        return {
+            **dict.fromkeys(METRIC_COLUMNS, math.nan),
+            "fit_seconds": run.seconds,
+            "converged": pd.NA,
+            "error": run.error,
+        }
+    return {
+        **metrics,
+        "fit_seconds": run.seconds,
+        "converged": not run.not_converged,
+        "error": None,
+    }
+
+
+def _where(run: _MapRun, plan: _RowPlan) -> str:
+    """Which fits of a map did not converge, in words."""
+    if plan.train_test:
+        return "the fit"
+    return "fold(s) " + ", ".join(map(str, run.not_converged))
+
+
 def compare_maps(
     predictions: Predictions,
     maps=("temperature",),
@@ -178,19 +221,7 @@ def compare_maps(
     notes: list[str] = []
     plan = _plan_rows(predictions, folds, seed, split, test_fraction, notes)
     scored = predictions.subset(plan.scored_rows) if plan.train_test else predictions
-    settings = {
-        "model": predictions.name,
-        "mode": "train_test" if plan.train_test else "crossfit",
-        "folds": plan.n_folds,
-        "seed": seed,
-        "test_fraction": None if test_fraction is None else float(test_fraction),
-        "splitter": plan.splitter,
-        "n_bins": n_bins,
-        "scheme": scheme,
-        "n_samples": predictions.n_samples,
-        "n_scored": int(plan.scored_rows.shape[0]),
-        "n_classes": predictions.n_classes,
-    }
+    settings = _settings(predictions, plan, seed, test_fraction, n_bins, scheme)
     tracker = _Tracker(len(resolved) * len(plan.parts), progress, cancel)
     tracker.report("starting")
     tracker.check_cancel()
@@ -204,27 +235,11 @@ def compare_maps(
         run = _fit_folds(label, factory, plan, predictions.n_classes, tracker)
         notes.extend(f"{label}: {msg}" for msg in run.warnings)
         cal, metrics = _score_map(run, label, predictions, scored.labels, n_bins, scheme)
+        rows[label] = _map_row(run, metrics)
         if run.error is not None:
-            rows[label] = {
-                **dict.fromkeys(METRIC_COLUMNS, math.nan),
-                "fit_seconds": run.seconds,
-                "converged": pd.NA,
-                "error": run.error,
-            }
             continue
         if run.not_converged:
-            which = (
-                "the fit"
-                if plan.train_test
-                else "fold(s) " + ", ".join(map(str, run.not_converged))
-            )
-            notes.append(f"{label}: the optimiser did not converge in {which}.")
-        rows[label] = {
-            **metrics,
-            "fit_seconds": run.seconds,
-            "converged": not run.not_converged,
-            "error": None,
-        }
+            notes.append(f"{label}: the optimiser did not converge in {_where(run, plan)}.")
         calibrated[label] = cal
         fitted[label] = run.maps
     return Comparison(

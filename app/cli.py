@@ -18,7 +18,6 @@ settings), 2 bad command line, 130 interrupted.
 from __future__ import annotations
 
 import argparse
-import csv
 import io
 import json
 import sys
@@ -229,13 +228,14 @@ def write_csv(results, out) -> None:
     """One CSV with a ``model`` and a ``map`` column, then the table columns."""
     from calibration_core.compare import TABLE_COLUMNS
 
-    writer = csv.writer(out, lineterminator="\n")
+    from .exports import csv_writer, safe_cell
+
+    writer = csv_writer(out)
     writer.writerow(["model", "map", *TABLE_COLUMNS])
     for result in results:
         for row in result.rows():
-            writer.writerow(
-                [result.settings["model"], row["map"], *(_text(row[c]) for c in TABLE_COLUMNS)]
-            )
+            cells = [result.settings["model"], row["map"], *(row[c] for c in TABLE_COLUMNS)]
+            writer.writerow([_text(safe_cell(cell)) for cell in cells])
 
 
 def write_tables(results, out) -> None:

@@ -2,8 +2,13 @@
 calibrated predictions (CSV, streamed) and a standalone HTML report.
 
 CSV cells are safe to open in a spreadsheet (OWASP "CSV injection"): a
-*string* cell starting with ``=``, ``+``, ``-``, ``@``, a tab or a carriage
-return gets a leading single quote; numbers are never touched. Download
+*string* cell starting with ``=``, ``+``, ``-``, ``@`` or any control or
+invisible formatting character (tab, carriage return, line feed, bidi
+overrides...) gets a leading single quote; numbers are never touched. Every
+CSV ends its lines with ``\r\n`` (RFC 4180), so the writer quotes any cell
+holding a carriage return or a line feed: a bare ``\r`` inside a name can
+never start a new row whose first cell is a formula. Every CSV export (the
+page's and the command line's) is written by :func:`csv_writer`. Download
 file names are generated here, never taken from user input.
 """
 
@@ -15,7 +20,9 @@ import io
 import json
 import math
 import time
+import unicodedata
 from collections.abc import Iterable, Iterator
+from typing import TextIO
 
 import numpy as np
 import plotly.graph_objects as go
@@ -25,25 +32,42 @@ from calibration_core import Predictions
 
 from .metrics_table import METRICS
 
-FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
+FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r", "\n")
+#: RFC 4180 line ends: the csv module quotes every cell that holds ``\r`` or ``\n``.
+CSV_LINE_END = "\r\n"
 EXPORT_FORMAT = "calibration-dashboard/export/v1"
 
 
 def safe_cell(value):
-    """A CSV cell: strings that a spreadsheet would run as a formula are quoted.
+    """A CSV cell: strings that a spreadsheet could run as a formula get a leading ``'``.
 
-    Only ``str`` values are changed; numbers (including negative ones) and
-    None are returned as they are.
+    A string is changed when it starts with one of :data:`FORMULA_PREFIXES`
+    or with any other control or format character (Unicode category ``C``:
+    ``\x00``, ``\x0b``, a right-to-left override...), since a reader or a
+    spreadsheet may drop or split on such a character and see what follows
+    as the cell's start. Only ``str`` values are changed; numbers (including
+    negative ones) and None are returned as they are.
     """
-    if isinstance(value, str) and value.startswith(FORMULA_PREFIXES):
-        return "'" + value
+    if isinstance(value, str) and value:
+        first = value[0]
+        if first in FORMULA_PREFIXES or unicodedata.category(first)[0] == "C":
+            return "'" + value
     return value
+
+
+def csv_writer(out: TextIO):
+    """The :func:`csv.writer` of every CSV export (``\r\n`` line ends, see the module doc).
+
+    Pass cells through :func:`safe_cell`; the line ends make the writer quote
+    any cell with a line break inside, so a row can never be split.
+    """
+    return csv.writer(out, lineterminator=CSV_LINE_END)
 
 
 def csv_text(header: list[str], rows: Iterable[Iterable]) -> str:
     """CSV text with every string cell (and header) passed through :func:`safe_cell`."""
     buf = io.StringIO()
-    writer = csv.writer(buf, lineterminator="\n")
+    writer = csv_writer(buf)
     writer.writerow([safe_cell(h) for h in header])
     for row in rows:
         writer.writerow(["" if v is None else safe_cell(v) for v in row])
@@ -127,7 +151,7 @@ def calibrated_csv_chunks(
             frame.insert(0, "row", index)
             frame.insert(0, "calibrator", cal_cell)
             frame.insert(0, "model", model_cell)
-            yield frame.to_csv(header=False, index=False, lineterminator="\n")
+            yield frame.to_csv(header=False, index=False, lineterminator=CSV_LINE_END)
 
 
 def html_report(

@@ -15,10 +15,14 @@ import csv
 import io
 import json
 import re
+import unicodedata
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from app.exports import FORMULA_PREFIXES, csv_text, safe_cell
 from app.factory import create_app
@@ -168,3 +172,92 @@ def test_figures_carry_names_as_text(hostile):
     # The table's cells are plain text (no HTML renderer), whatever the names.
     for col in out["metrics-grid.columnDefs"]:
         assert "cellRenderer" not in col and "dangerously_allow_code" not in json.dumps(col)
+
+
+def _first_cell_is_safe(cell: str) -> bool:
+    return not cell or not (cell[0] in FORMULA_PREFIXES or unicodedata.category(cell[0])[0] == "C")
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.text(), min_size=1, max_size=6), st.lists(st.text(), min_size=1, max_size=6))
+def test_any_text_is_one_cell_that_cannot_start_a_formula(header, row):
+    text = csv_text(header, [row])
+    read = list(csv.reader(io.StringIO(text, newline="")))
+    assert read == [[safe_cell(h) for h in header], [safe_cell(c) for c in row]]
+    assert all(_first_cell_is_safe(cell) for line in read for cell in line)
+
+
+CARRIAGE_RETURN_NAMES = ("\r=1+1", "a\r=1+1", "\n@SUM(1)", "\u202e=2+2")
+
+
+@pytest.fixture(scope="module")
+def carriage_returns(tmp_path_factory, dash_tab):
+    """Models and classes whose names hide a formula behind a bare carriage return."""
+    from app.config import AppConfig
+
+    config = AppConfig(cache_dir=tmp_path_factory.mktemp("cr"), secret_key="c" * 32)
+    tab = dash_tab(flask_client=create_app(config).server.test_client()).load()
+    rng = np.random.default_rng(1)
+    classes = ["ok", "p_\r=2+2"]
+    frames = []
+    for model in CARRIAGE_RETURN_NAMES:
+        p = rng.dirichlet(np.ones(2), size=120)
+        frame = pd.DataFrame({f"p_{c}": p[:, j] for j, c in enumerate(classes)})
+        frame["label"] = np.asarray(classes, dtype=object)[rng.integers(0, 2, 120)]
+        frame.insert(0, "model", model)
+        frames.append(frame)
+    buffer = io.BytesIO()
+    pd.concat(frames).to_parquet(buffer, index=False)
+    status, body = tab.upload("cr.parquet", buffer.getvalue())
+    assert status == 200 and not body["errors"], body
+    assert {m["name"] for m in body["models"]} == set(CARRIAGE_RETURN_NAMES)
+    return tab, [m["handle"] for m in body["models"]]
+
+
+def _cells(text: str) -> list[list[str]]:
+    return list(csv.reader(io.StringIO(text, newline="")))
+
+
+def test_carriage_returns_never_split_a_metrics_csv_row(carriage_returns):
+    tab, handles = carriage_returns
+    rows = _cells(_download(tab, handles, "export-metrics-csv")["content"])
+    assert len(rows) == 1 + len(CARRIAGE_RETURN_NAMES)
+    assert all(_first_cell_is_safe(cell) for row in rows for cell in row if not _number(cell))
+    assert {row[0] for row in rows[1:]} == {safe_cell(n) for n in CARRIAGE_RETURN_NAMES}
+
+
+def test_carriage_returns_never_split_a_calibrated_csv_row(carriage_returns):
+    tab, handles = carriage_returns
+    out = tab.call(
+        "download-url.data",
+        ["export-calibrated-csv.n_clicks"],
+        {"export-calibrated-csv.n_clicks": 1, "model-select.value": handles, "maps.value": []},
+    )
+    status, _, body = tab.get(out["download-url.data"]["url"])
+    assert status == 200
+    rows = _cells(body.decode())
+    assert len(rows) == 1 + 120 * len(CARRIAGE_RETURN_NAMES)
+    assert {len(row) for row in rows} == {6}
+    assert rows[0][5] == "p_p_\r=2+2"
+    assert all(_first_cell_is_safe(cell) for row in rows for cell in row if not _number(cell))
+
+
+def test_the_command_line_csv_is_neutralised_too(tmp_path):
+    from app.cli import write_csv
+    from calibration_core.compare import TABLE_COLUMNS
+
+    row = {"map": "\n=map", **dict.fromkeys(TABLE_COLUMNS, -0.5)}
+    result = SimpleNamespace(settings={"model": "\r=1+1"}, rows=lambda: [row])
+    out = io.StringIO()
+    write_csv([result], out)
+    rows = _cells(out.getvalue())
+    assert len(rows) == 2
+    assert rows[1][:3] == ["'\r=1+1", "'\n=map", "-0.5"]
+
+
+def _number(cell: str) -> bool:
+    try:
+        float(cell)
+    except ValueError:
+        return False
+    return True

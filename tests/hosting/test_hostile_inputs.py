@@ -588,3 +588,33 @@ def test_fuzz_the_upload_route(session, upload):
         assert "unexpected error" not in error["error"], error  # every failure is explained
     status, _, layout = tab.get("/_dash-layout")
     assert good["handle"].encode() in layout
+
+
+# ------------------------------------------------------------------ classes
+def _classes_npz(classes: int, rows: int) -> bytes:
+    rng = np.random.default_rng(classes)
+    return _npz(probs=rng.dirichlet(np.ones(classes), size=rows), labels=np.arange(rows) % classes)
+
+
+def _store_files(app) -> int:
+    root = Path(app.server.extensions["calibration_dashboard"].store.directory)
+    return sum(1 for p in root.rglob("*") if p.is_file())
+
+
+def test_a_thousand_class_model_takes_a_few_files_and_every_view_works(dash_app, dash_tab):
+    """24,000 classes once made 48,006 store files; now MAX_CLASSES bounds K and a model is
+    stored in a constant number of files, read back (memory-mapped) by every view."""
+    tab = dash_tab(flask_client=dash_app.server.test_client()).load()
+    before = _store_files(dash_app)
+    status, body = tab.upload("k1000.npz", _classes_npz(1000, 2000))
+    assert status == 200 and not body["errors"], body
+    (model,) = body["models"]
+    assert model["n_classes"] == 1000
+    assert _store_files(dash_app) - before <= 6  # 4 arrays, the record, the session's list
+    for view in ({}, {"notion": "class", "class_value": "999"}, {"notion": "class"}):
+        out = tab.view([model["handle"]], maps=[], **view)
+        figures = [k["props"]["figure"] for k in out["reliability-grid.children"]]
+        assert figures and all(f["data"] for f in figures), (view, out.get("message.children"))
+    status, body = tab.upload("k1001.npz", _classes_npz(1001, 1001))
+    assert body["models"] == []
+    assert "1,001 classes" in body["error"] and "MAX_CLASSES" in body["error"]

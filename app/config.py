@@ -9,7 +9,10 @@ Variable                   Meaning                                       Default
                                                                          random key kept in
                                                                          ``CACHE_DIR``
 ``MAX_UPLOAD_MB``          Largest accepted upload, per file (HTTP 413   200
-                           above it, before anything is parsed).
+                           above it, before anything is parsed); the
+                           data a file decodes to is bounded by 8x it.
+``MAX_CLASSES``            Most classes of an uploaded model (a file     1000
+                           with more is refused with a message).
 ``CACHE_DIR``              Disk store shared by all workers: parsed      ``<tmp>/calibration-
                            uploads, fitted maps, background jobs.        dashboard``
 ``CACHE_SIZE_LIMIT_MB``    Size bound of the disk store (least recently  4096
@@ -125,6 +128,7 @@ class AppConfig:
     app_env: str = "development"
     secret_key: str | None = field(default=None, repr=False)
     max_upload_mb: int = 200
+    max_classes: int = 1000
     cache_dir: Path = field(default_factory=default_cache_dir)
     cache_size_limit_mb: int = 4096
     memory_cache_mb: int = 1024
@@ -178,6 +182,7 @@ class AppConfig:
             app_env=env.get("APP_ENV", "development").strip().lower() or "development",
             secret_key=env.get("SECRET_KEY") or None,
             max_upload_mb=_int_env(env, "MAX_UPLOAD_MB", 200),
+            max_classes=_int_env(env, "MAX_CLASSES", 1000, minimum=2),
             cache_dir=Path(cache_dir) if cache_dir else default_cache_dir(),
             cache_size_limit_mb=_int_env(env, "CACHE_SIZE_LIMIT_MB", 4096),
             memory_cache_mb=_int_env(env, "MEMORY_CACHE_MB", 1024, minimum=0),

@@ -108,7 +108,11 @@ def create_app(config: AppConfig | None = None) -> Dash:
     BasicAuth(config.basic_auth).install(server)
     sessions.install(server)
     register_upload_route(
-        server, store=store, sessions=sessions, max_upload_mb=config.max_upload_mb
+        server,
+        store=store,
+        sessions=sessions,
+        max_upload_mb=config.max_upload_mb,
+        max_classes=config.max_classes,
     )
     register_export_route(server, ctx)
 

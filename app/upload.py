@@ -18,7 +18,9 @@ Response (JSON)
     ``error``; ``413`` when too large, ``400`` for a request without files,
     ``507`` when the server's disk cannot take the file (full or read-only).
     Compressed content is bounded too (:mod:`app.upload_guard`): a file that
-    expands past the limit is listed in ``errors``.
+    expands past the limit, or whose decoded data would pass
+    ``DECODED_FACTOR x MAX_UPLOAD_MB``, is listed in ``errors``; so is a model
+    with more than ``MAX_CLASSES`` classes.
     A file that fails never removes models already loaded.
 """
 
@@ -32,14 +34,14 @@ from pathlib import Path
 
 from flask import Flask, Request, jsonify, request
 
-from calibration_core import CalibrationInputError
+from calibration_core import CalibrationInputError, Predictions
 
 from .request_errors import request_id
 from .session import SessionManager
 from .store.data_store import DataStore
 from .store.disk import STORAGE_MESSAGE
 from .store.soft_label_store import read_upload_soft_labels, store_soft_labels
-from .upload_guard import check_expansion
+from .upload_guard import check_expansion, decoded_limit
 
 
 def load_predictions(*args, **kwargs):
@@ -109,8 +111,28 @@ def _file_size(stream) -> int:
     return size
 
 
+def check_classes(preds: list[Predictions], max_classes: int) -> None:
+    """Refuse a file with a model of more than ``max_classes`` classes (``MAX_CLASSES``).
+
+    The core keeps no such limit; on a shared server every class costs sorted
+    scores and a row in the class views, so the operator sets the bound.
+    """
+    for pred in preds:
+        if pred.n_classes > max_classes:
+            raise CalibrationInputError(
+                f"model {pred.name!r} has {pred.n_classes:,} classes; this server accepts at "
+                f"most {max_classes:,} per model (MAX_CLASSES). Keep the frequent classes and "
+                "merge the rest into an 'other' column, or ask the operator to raise MAX_CLASSES."
+            )
+
+
 def register_upload_route(
-    server: Flask, *, store: DataStore, sessions: SessionManager, max_upload_mb: int
+    server: Flask,
+    *,
+    store: DataStore,
+    sessions: SessionManager,
+    max_upload_mb: int,
+    max_classes: int,
 ) -> None:
     """Add ``POST /api/upload`` (and a JSON 413 handler for ``/api/``) to the Flask server."""
     limit = max_upload_mb * 1024 * 1024
@@ -158,8 +180,11 @@ def register_upload_route(
                 if _file_size(part.stream) > limit:
                     return _too_large(max_upload_mb, f"{name}")
                 check_expansion(part.stream, name, limit)  # compressed bombs, huge widths
-                preds = load_predictions(part.stream, file_name=name)
-                soft = read_upload_soft_labels(part.stream, name, preds)
+                preds = load_predictions(
+                    part.stream, file_name=name, max_decoded_bytes=decoded_limit(limit)
+                )
+                check_classes(preds, max_classes)
+                soft = read_upload_soft_labels(part.stream, name, preds, decoded_limit(limit))
                 infos = store.add_models(sid, preds, source=name)
                 store_soft_labels(store, infos, preds, soft)
             except CalibrationInputError as exc:

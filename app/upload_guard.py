@@ -1,9 +1,27 @@
-"""Bounds on what an uploaded file *expands* to, checked before the loader parses it.
+"""Bounds on what an uploaded file *expands* to: before the loader parses it, and while it does.
 
 The upload limit (``MAX_UPLOAD_MB``) bounds the bytes received; a small
-compressed file can still expand to gigabytes (a "bomb"). Before parsing,
-:func:`check_expansion` therefore looks at the container, reading at most
-the limit:
+compressed file can still expand to gigabytes (a "bomb"). Two layers bound
+what one upload may cost a worker:
+
+**While parsing** (every format), the loader is given
+:func:`decoded_limit`: the data it decodes (the Arrow columns or npz arrays it
+reads, and the float64 matrix it builds) may be at most
+:data:`DECODED_FACTOR` x ``MAX_UPLOAD_MB`` (1.6 GB at the default 200 MB).
+The loader checks Parquet footers before reading any page, counts Parquet
+batches as they are decoded, npz arrays from their headers, and refuses as
+soon as the total would pass the bound; names (classes, models, string
+labels) are at most :data:`calibration_core.io.budget.MAX_NAME_LENGTH`
+characters and are checked on distinct values before any is expanded (see
+:mod:`calibration_core.io.budget`). Eight times the upload limit leaves room
+for a legitimate file at the limit: the loader counts 8 bytes per value read
+plus twice 8 per probability for the float64 matrix (and a copy), which is
+about 1.2x a CSV of ``%.17g`` numbers, 4-5x one of numbers rounded to 3
+decimals, and 6x a Parquet file of float32 probabilities. Size the workers'
+memory for that many bytes per concurrent upload.
+
+**Before parsing**, :func:`check_expansion` looks at the container, reading at
+most the limit:
 
 * gzip (``1f 8b``): decompressed in a stream, counting bytes, and refused
   as soon as the count passes the limit (so a bomb costs at most the limit
@@ -12,12 +30,15 @@ the limit:
   never inflates a member past its declared size) must add up to at most
   the limit, and the archive may hold at most :data:`MAX_MEMBERS` members;
   every ``.npy`` member's header is read for its shape;
-* Parquet (``PAR1``): the footer's row and column counts (8 bytes per cell,
-  the loader's float64) must stay within twice the limit;
+* Parquet (``PAR1``): at most :data:`MAX_COLUMNS` columns in the footer (its
+  sizes are checked by the loader, above);
 
 and, for every format, at most :data:`MAX_COLUMNS` columns (the core's text
 reader refuses wider headers itself). Anything else passes through; the
 loader gives its own message for a corrupt container.
+
+The number of classes of a model is a separate server policy
+(``MAX_CLASSES``, checked in :mod:`app.upload` once the file is parsed).
 """
 
 from __future__ import annotations
@@ -34,6 +55,8 @@ from calibration_core import CalibrationInputError
 MAX_COLUMNS = 25_000
 #: Most members of an uploaded zip / npz archive.
 MAX_MEMBERS = 64
+#: Decoded data of one upload is at most this many times ``MAX_UPLOAD_MB``.
+DECODED_FACTOR = 8
 _CHUNK = 1 << 20
 
 
@@ -105,7 +128,7 @@ def _npy_shape(archive: zipfile.ZipFile, member: zipfile.ZipInfo):
         return None  # the loader explains what is wrong with it
 
 
-def _check_parquet(stream, name: str, limit: int) -> None:
+def _check_parquet(stream, name: str) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -115,10 +138,11 @@ def _check_parquet(stream, name: str, limit: int) -> None:
         return
     if meta.num_columns > MAX_COLUMNS:
         raise _too_wide(name, meta.num_columns)
-    if meta.num_rows * meta.num_columns * 8 > 2 * limit:
-        raise _too_large(
-            name, f"holds {meta.num_rows:,} rows x {meta.num_columns} columns, past", limit
-        )
+
+
+def decoded_limit(limit_bytes: int) -> int:
+    """Most bytes the loader may decode from one upload: :data:`DECODED_FACTOR` x the limit."""
+    return DECODED_FACTOR * limit_bytes
 
 
 def check_expansion(stream, name: str, limit_bytes: int) -> None:
@@ -147,6 +171,6 @@ def check_expansion(stream, name: str, limit_bytes: int) -> None:
         elif head in (b"PK\x03\x04", b"PK\x05\x06"):
             _check_zip(stream, name, limit_bytes)
         elif head == b"PAR1":
-            _check_parquet(stream, name, limit_bytes)
+            _check_parquet(stream, name)
     finally:
         stream.seek(0)

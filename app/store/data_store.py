@@ -80,7 +80,7 @@ DEMO_PREFIX = "demo-"
 UPLOAD_PREFIX = "up-"
 VARIANT_PREFIX = "var-"
 #: Layout version of the disk store (a new version starts in a new subdirectory).
-STORE_FORMAT = 2
+STORE_FORMAT = 3
 
 
 def _mb(n: int) -> str:

@@ -12,6 +12,13 @@ one copy in the page cache. :func:`save_predictions`,
 :func:`load_predictions` and :func:`touch_predictions` lay a whole
 :class:`~calibration_core.Predictions` out as such arrays plus a small
 record naming them (the ``pred:<handle>`` and ``arr:<handle>:...`` keys).
+
+A model takes a bounded number of files whatever its number of classes: its
+probabilities, labels and logits, and one file per attribute of the sorted
+scores, which stacks that attribute of every notion and class (the record
+keeps the row offsets; readers slice the memory map). One file per class and
+attribute made a 24,000-class model 48,006 files and exhausted the workers'
+file descriptors.
 """
 
 from __future__ import annotations
@@ -20,6 +27,7 @@ import io
 import logging
 import os
 import sqlite3
+import tempfile
 import time
 
 import diskcache
@@ -157,16 +165,51 @@ def load_array(cache: diskcache.Cache, key: str) -> np.ndarray:
         return np.load(io.BytesIO(handle.read()), allow_pickle=False)
 
 
+def save_stacked(
+    cache: diskcache.Cache, key: str, parts: list[np.ndarray], expire: float | None
+) -> None:
+    """Store ``parts`` (one dtype and trailing shape) concatenated along axis 0 as one ``.npy``.
+
+    The file is written part by part to a temporary file next to the cache, so
+    no concatenated copy is made in memory.
+
+    Raises
+    ------
+    StorageUnavailable
+        When the disk refuses the temporary file or the cache entry.
+    """
+    first = parts[0]
+    rows = sum(p.shape[0] for p in parts)
+    header = {
+        "descr": np.lib.format.dtype_to_descr(first.dtype),
+        "fortran_order": False,
+        "shape": (rows, *first.shape[1:]),
+    }
+    try:
+        with tempfile.TemporaryFile(dir=cache.directory, prefix="stack-") as fh:
+            np.lib.format.write_array_header_1_0(fh, header)
+            for part in parts:
+                fh.write(np.ascontiguousarray(part, dtype=first.dtype).data)
+            fh.seek(0)
+            cache.set(key, fh, read=True, expire=expire)
+    except DISK_ERRORS as exc:
+        if isinstance(cache, ResilientCache):
+            cache._failed(exc)
+        raise StorageUnavailable(STORAGE_MESSAGE) from None
+
+
 def save_predictions(
     cache: diskcache.Cache, handle: str, pred: Predictions, expire: float | None
 ) -> dict:
-    """Store ``pred`` under ``handle``: each array, then the record that lists them.
+    """Store ``pred`` under ``handle``: its arrays, then the record that lists them.
 
     Keys: ``arr:<handle>:<field>`` for probs (N, K), labels (N,) and logits
-    (N, K, when present); ``arr:<handle>:sorted:<notion>:<class>:<slot>`` for
-    each array of the sorted scores already built; last ``pred:<handle>``,
-    the record (name, class names, array fields, sorted-scores keys and
-    slots), so a reader never sees half a model.
+    (N, K, when present); ``arr:<handle>:sorted:<slot>`` for each attribute
+    of the sorted scores already built, stacked over notions and classes
+    (:func:`save_stacked`; ``record["sorted"]`` lists the ``(notion, class)``
+    keys and ``record["offsets"][slot]`` the first row of each); last
+    ``pred:<handle>``, the record, so a reader never sees half a model. At
+    most 5 array files whatever the number of classes.
 
     Returns
     -------
@@ -181,18 +224,22 @@ def save_predictions(
         "class_names": list(pred.class_names),
         "arrays": [],
         "sorted": [],
+        "offsets": {},
     }
     for field_name, arr in arrays.items():
         save_array(cache, f"arr:{handle}:{field_name}", arr, expire)
         record["arrays"].append(field_name)
+    stacks: dict[str, list[np.ndarray]] = {}
     for key, sorted_scores in pred._sorted.items():
         slots = slot_arrays(sorted_scores)
         if slots is None:
             continue
-        tag = f"{key[0]}:{key[1]}"
+        record["sorted"].append(list(key))
         for slot, arr in slots.items():
-            save_array(cache, f"arr:{handle}:sorted:{tag}:{slot}", arr, expire)
-        record["sorted"].append((list(key), list(slots)))
+            stacks.setdefault(slot, []).append(arr)
+    for slot, parts in stacks.items():
+        save_stacked(cache, f"arr:{handle}:sorted:{slot}", parts, expire)
+        record["offsets"][slot] = np.cumsum([0] + [p.shape[0] for p in parts]).tolist()
     cache.set(f"pred:{handle}", record, expire=expire)
     return record
 
@@ -216,11 +263,11 @@ def load_predictions(cache: diskcache.Cache, handle: str) -> tuple[Predictions, 
         logits=arrays.get("logits"),
         name=record["name"],
     )
-    for key, slots in record["sorted"]:
-        tag = f"{key[0]}:{key[1]}"
+    stacked = {slot: load_array(cache, f"arr:{handle}:sorted:{slot}") for slot in record["offsets"]}
+    for i, key in enumerate(record["sorted"]):
         sorted_scores = SortedScores.__new__(SortedScores)
-        for slot in slots:
-            setattr(sorted_scores, slot, load_array(cache, f"arr:{handle}:sorted:{tag}:{slot}"))
+        for slot, offsets in record["offsets"].items():
+            setattr(sorted_scores, slot, stacked[slot][offsets[i] : offsets[i + 1]])
         pred._sorted[(key[0], key[1])] = sorted_scores
     return pred, record
 
@@ -232,6 +279,5 @@ def touch_predictions(
     cache.touch(f"pred:{handle}", expire=expire)
     for name in record["arrays"]:
         cache.touch(f"arr:{handle}:{name}", expire=expire)
-    for key, slots in record["sorted"]:
-        for slot in slots:
-            cache.touch(f"arr:{handle}:sorted:{key[0]}:{key[1]}:{slot}", expire=expire)
+    for slot in record["offsets"]:
+        cache.touch(f"arr:{handle}:sorted:{slot}", expire=expire)

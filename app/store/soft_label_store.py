@@ -26,7 +26,9 @@ def soft_key(handle: str) -> str:
     return f"soft:{handle}"
 
 
-def read_upload_soft_labels(stream, file_name: str, preds: list[Predictions]) -> dict:
+def read_upload_soft_labels(
+    stream, file_name: str, preds: list[Predictions], max_decoded_bytes: int | None = None
+) -> dict:
     """Soft labels of an uploaded file, by model name (empty when it has none).
 
     Parameters
@@ -36,6 +38,8 @@ def read_upload_soft_labels(stream, file_name: str, preds: list[Predictions]) ->
     file_name : str
     preds : list of Predictions
         What :func:`calibration_core.io.load_predictions` returned for the file.
+    max_decoded_bytes : int, optional
+        Bound of the decoded soft-label columns (as for the predictions).
 
     Raises
     ------
@@ -47,7 +51,12 @@ def read_upload_soft_labels(stream, file_name: str, preds: list[Predictions]) ->
     stream.seek(0)
     from calibration_core.io.soft_labels import load_soft_labels  # pandas: on first upload
 
-    soft = load_soft_labels(stream, file_name=file_name, class_names=preds[0].class_names)
+    soft = load_soft_labels(
+        stream,
+        file_name=file_name,
+        class_names=preds[0].class_names,
+        max_decoded_bytes=max_decoded_bytes,
+    )
     return {p.name: soft[p.name] for p in preds if p.name in soft}
 
 

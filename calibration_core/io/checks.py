@@ -50,6 +50,37 @@ class Context:
         return f"{prefix}{describe_rows(shifted)}{suffix}"
 
 
+@dataclass(frozen=True)
+class Coded:
+    """String values as ``codes`` (N,) into their distinct ``values``: no Python string per row.
+
+    Attributes
+    ----------
+    codes : numpy.ndarray, shape (N,), integer
+    values : numpy.ndarray of object (str)
+        The distinct values; ``values[codes]`` are the rows.
+    """
+
+    codes: np.ndarray
+    values: np.ndarray
+    dtype = np.dtype(object)
+
+    def __len__(self) -> int:
+        return len(self.codes)
+
+    def at(self, rows) -> list:
+        """The values of ``rows``, as Python strings."""
+        return self.values[self.codes[rows]].tolist()
+
+    @classmethod
+    def of(cls, values) -> Coded:
+        """``values`` itself when coded, else the codes of a NumPy array of strings."""
+        if isinstance(values, Coded):
+            return values
+        distinct, codes = np.unique(np.asarray(values), return_inverse=True)
+        return cls(codes.reshape(-1), distinct.astype(str).astype(object))
+
+
 def row_sum_tolerance(n_classes: int) -> float:
     """Tolerated ``|row sum - 1|``: float32 rounding of K terms, at least 1e-6.
 
@@ -147,7 +178,8 @@ def _known(class_names, limit: int = 10) -> str:
 
 
 def _unknown_labels(values, bad, ctx, label_desc, class_names, fix) -> CalibrationInputError:
-    distinct = list(dict.fromkeys(values[bad[:1000]].tolist()))[:5]
+    shown = values.at(bad[:1000]) if isinstance(values, Coded) else values[bad[:1000]].tolist()
+    distinct = list(dict.fromkeys(shown))[:5]
     return CalibrationInputError(
         f"{label_desc} of {ctx.display} holds labels that are not among the classes "
         f"({_known(class_names)}): {', '.join(repr(v) for v in distinct)} at {ctx.rows(bad)}. "
@@ -160,7 +192,8 @@ def labels_to_indices(values: np.ndarray, class_names, ctx: Context, label_desc:
 
     Rules (no guessing):
 
-    * string labels map to classes by name (exact, case-sensitive);
+    * string labels (a NumPy array or :class:`Coded`) map to classes by name
+      (exact, case-sensitive);
     * integer labels map by index when the class names are ``"0".."K-1"``, and
       by name when every class name is a stringified integer (``p_1, p_2``);
       integer labels with non-numeric class names are rejected;
@@ -173,11 +206,12 @@ def labels_to_indices(values: np.ndarray, class_names, ctx: Context, label_desc:
     names = [str(c) for c in class_names]
     k = len(names)
     if values.dtype.kind in "OUS":
-        idx = pd.Index(names).get_indexer(values.astype(object))
+        coded = Coded.of(values)
+        idx = pd.Index(names).get_indexer(coded.values)[coded.codes]
         bad = np.flatnonzero(idx < 0)
         if bad.size:
             raise _unknown_labels(
-                values, bad, ctx, label_desc, names,
+                coded, bad, ctx, label_desc, names,
                 "String labels must equal a class name exactly (the part after p_/prob_/"
                 "logit_ in the column names); fix the labels or rename the columns.",
             )  # fmt: skip
@@ -230,11 +264,12 @@ def binary_labels(values: np.ndarray, ctx: Context, label_desc: str) -> np.ndarr
     if values.dtype.kind == "b":
         return values.astype(np.intp)
     if values.dtype.kind in "OUS":
-        low = np.char.lower(values.astype(str))
-        pos, neg = np.isin(low, list(_TRUE)), np.isin(low, list(_FALSE))
+        coded = Coded.of(values)
+        low = np.char.lower(coded.values.astype(str))
+        pos, neg = np.isin(low, list(_TRUE))[coded.codes], np.isin(low, list(_FALSE))[coded.codes]
         if (pos | neg).all():
             return pos.astype(np.intp)
-        found = sorted(set(values.tolist()), key=str)
+        found = sorted(set(coded.values[np.unique(coded.codes)].tolist()), key=str)
     else:
         if np.isin(values, (0, 1)).all():
             return values.astype(np.intp)

@@ -15,6 +15,7 @@ whose labels are all one class is fine (the whole file is not checked).
 
 from __future__ import annotations
 
+import re
 import zlib
 from collections.abc import Iterator
 
@@ -28,13 +29,14 @@ from .checks import Context
 from .columns import MODEL_COLUMN, find_label_column, prediction_columns
 from .load import load_predictions
 from .npz import read_npz
-from .readers import arrow_error, open_stream, text_options
+from .readers import arrow_error, open_stream, parquet_damaged, text_options
 from .source import resolve_source
 from .tables import table_to_predictions
 
 
 def _text_batches(src, encoding, label_column, block_size) -> Iterator[pa.RecordBatch]:
     read_options, parse_options = text_options(src, encoding, block_size)
+    names: list[str] = []
     try:
         with pacsv.open_csv(
             open_stream(src), read_options=read_options, parse_options=parse_options
@@ -61,23 +63,35 @@ def _text_batches(src, encoding, label_column, block_size) -> Iterator[pa.Record
         ) as reader:
             for batch in reader:
                 yield batch.rename_columns([n.strip() for n in batch.schema.names])
-    except UnicodeDecodeError as exc:
+    except UnicodeDecodeError:
         raise CalibrationInputError(
-            f"{src.display} is not valid {read_options.encoding} text ({exc.reason}). Re-save it "
-            "as UTF-8, or pass its real encoding, e.g. encoding='latin-1'."
+            f"{src.display} is not valid {read_options.encoding} text. Re-save it as UTF-8, or "
+            "pass its real encoding, e.g. encoding='latin-1'."
         ) from None
-    except zlib.error as exc:
+    except zlib.error:
         raise CalibrationInputError(
-            f"{src.display} cannot be decompressed ({exc}); the file is corrupt or truncated."
+            f"{src.display} cannot be decompressed: the gzip data is corrupt or truncated. "
+            "Export it again."
         ) from None
     except pa.ArrowException as exc:
         if "conversion error" in str(exc):
-            raise CalibrationInputError(
-                f"{src.display} has a value that is not a number in a prediction column "
-                f"({exc}; pyarrow counts the header as row 1). Fix that cell, or load the file "
-                "with load_predictions for a full report."
-            ) from None
+            raise _conversion_error(src, str(exc), names) from None
         raise arrow_error(src, exc, read_options, parse_options) from None
+
+
+def _conversion_error(src, msg: str, names: list[str]) -> CalibrationInputError:
+    """A cell that is not a number, located from pyarrow's "column #i ... invalid value 'v'"."""
+    column = re.search(r"column #(\d+)", msg)
+    value = re.search(r"invalid value '(.{0,40})", msg)
+    where = "a prediction column"
+    if column and int(column.group(1)) < len(names):
+        where = f"column {names[int(column.group(1))]!r}"
+    shown = f" ({value.group(1).rstrip(chr(39))!r})" if value else ""
+    return CalibrationInputError(
+        f"{src.display} has a value that is not a number{shown} in {where}. Fix that cell "
+        "(numbers only, '.' decimal point), or load the file with load_predictions, which "
+        "names its row."
+    )
 
 
 def iter_prediction_chunks(
@@ -116,10 +130,8 @@ def iter_prediction_chunks(
     if src.kind == "parquet":
         try:
             batches = pq.ParquetFile(src.file_arg()).iter_batches(batch_size=chunk_rows)
-        except (pa.ArrowException, OSError) as exc:
-            raise CalibrationInputError(
-                f"{src.display} cannot be read as Parquet ({exc}); write it again."
-            ) from None
+        except (pa.ArrowException, OSError):
+            raise parquet_damaged(src, "its footer (the table of contents at its end)") from None
         style = "table"
     else:
         batches = _text_batches(src, encoding, label_column, block_size=1 << 22)

@@ -29,9 +29,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..errors import CalibrationInputError
-from .checks import (
-    Context,
-)
+from .budget import MAX_NAME_LENGTH, MAX_NUMBER_LENGTH, shorten
+from .checks import Coded, Context
 
 LABEL_CANDIDATES = ("label", "y", "target", "true", "ground_truth")
 PROB_PREFIXES = ("proba_", "prob_", "p_")
@@ -46,9 +45,63 @@ _CONVENTIONS = (
 
 
 def _decode(col: pa.ChunkedArray) -> pa.ChunkedArray:
-    if pa.types.is_dictionary(col.type):
-        return col.cast(col.type.value_type)
+    """A dictionary column of numbers as plain numbers; text and bytes stay encoded."""
+    t = col.type
+    if pa.types.is_dictionary(t) and not (is_text(t) or _is_bytes(t)):
+        return col.cast(t.value_type)
     return col
+
+
+def _is_bytes(t: pa.DataType) -> bool:
+    if pa.types.is_dictionary(t):
+        t = t.value_type
+    return pa.types.is_binary(t) or pa.types.is_large_binary(t)
+
+
+def is_text(t: pa.DataType) -> bool:
+    """Whether ``t`` is a string type, or a dictionary of strings."""
+    if pa.types.is_dictionary(t):
+        t = t.value_type
+    return pa.types.is_string(t) or pa.types.is_large_string(t)
+
+
+def _dictionary(col: pa.ChunkedArray) -> pa.DictionaryArray:
+    """A string column as one dictionary array (Arrow only: no Python string per row)."""
+    if not pa.types.is_dictionary(col.type):
+        col = col.dictionary_encode()
+    return col.unify_dictionaries().combine_chunks()
+
+
+def _too_long(desc, ctx, rows, length, limit, what) -> CalibrationInputError:
+    return CalibrationInputError(
+        f"{desc} of {ctx.display} holds a value of {length:,} characters at {ctx.rows(rows)}; "
+        f"{what} are at most {limit} characters. Check that this is the right column, and "
+        "shorten those values."
+    )
+
+
+def string_codes(
+    col: pa.ChunkedArray, desc: str, ctx: Context, limit: int = MAX_NAME_LENGTH
+) -> Coded:
+    """A string column as :class:`Coded`, refusing values longer than ``limit`` characters.
+
+    The lengths are checked on the distinct values (the dictionary) before any
+    value becomes a Python string, and only the distinct values do. Null rows
+    get code 0; callers check them first.
+    """
+    arr = _dictionary(col)
+    lengths = pc.utf8_length(arr.dictionary).fill_null(0).to_numpy(zero_copy_only=False)
+    codes = arr.indices.fill_null(0).to_numpy(zero_copy_only=False).astype(np.intp)
+    ok = lengths <= limit
+    if not ok.all():
+        rows = np.flatnonzero(~ok[codes])
+        if rows.size:
+            what = "names and labels" if limit == MAX_NAME_LENGTH else "numbers written as text"
+            raise _too_long(desc, ctx, rows, int(lengths[codes[rows[0]]]), limit, what)
+    values = np.full(len(lengths), "", dtype=object)
+    values[ok] = arr.dictionary.filter(pa.array(ok)).to_pylist()  # unused long ones stay ""
+    distinct, canon = pd.factorize(values)  # a dictionary may list a value twice
+    return Coded(np.asarray(distinct, dtype=np.intp)[codes], np.asarray(canon, dtype=object))
 
 
 def _missing_error(desc, col, ctx, what) -> CalibrationInputError:
@@ -63,8 +116,10 @@ def _missing_error(desc, col, ctx, what) -> CalibrationInputError:
 
 
 def _encoding_error(desc, col, ctx) -> CalibrationInputError:
-    values = col.to_pylist()
-    bad = [i for i, v in enumerate(values) if v is not None and not _decodes(v)]
+    arr = _dictionary(col)  # bytes: decoded once per distinct value
+    undecodable = np.array([v is not None and not _decodes(v) for v in arr.dictionary.to_pylist()])
+    codes = arr.indices.fill_null(-1).to_numpy(zero_copy_only=False)
+    bad = np.flatnonzero(np.append(undecodable, False)[codes])
     return CalibrationInputError(
         f"{desc} of {ctx.display} holds text that is not valid UTF-8 at {ctx.rows(bad)}. "
         "Re-save the file as UTF-8 (in Excel: 'CSV UTF-8'), or pass its real encoding, "
@@ -84,45 +139,57 @@ def float_column(col: pa.ChunkedArray, desc: str, ctx: Context, what: str) -> np
     """A numeric column as float64, rejecting missing and non-numeric values."""
     col = _decode(col)
     t = col.type
-    if pa.types.is_binary(t) or pa.types.is_large_binary(t):
+    if _is_bytes(t):
         raise _encoding_error(desc, col, ctx)
     if col.null_count or pa.types.is_null(t):
         raise _missing_error(desc, col, ctx, what)
     if pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t):
         return np.asarray(col.to_numpy(), dtype=np.float64)
-    if pa.types.is_string(t) or pa.types.is_large_string(t):
-        text = np.asarray(col.to_numpy(zero_copy_only=False), dtype=object)
-        parsed = pd.to_numeric(pd.Series(text), errors="coerce").to_numpy(dtype=np.float64)
-        bad = np.flatnonzero(np.isnan(parsed))
-        shown = ", ".join(repr(v) for v in text[bad[:3]])
-        hint = ""
-        if any(re.fullmatch(r"\s*-?\d+,\d+\s*", str(v)) for v in text[bad[:20]]):
-            hint = " Decimal commas are not read: save with '.' as the decimal point."
-        raise CalibrationInputError(
-            f"{desc} of {ctx.display} must hold numbers; found {shown} at {ctx.rows(bad)}."
-            f"{hint} Fix those cells (numbers only, '.' decimal point)."
-        )
+    if is_text(t):
+        return _parse_numbers(col, desc, ctx)
     raise CalibrationInputError(
         f"{desc} of {ctx.display} has type {t}, not numbers; store {what} as floats."
     )
 
 
-def label_values(col: pa.ChunkedArray, desc: str, ctx: Context) -> np.ndarray:
-    """Labels as an int64, bool or object (str) array; missing labels are errors."""
+def _parse_numbers(col: pa.ChunkedArray, desc: str, ctx: Context) -> np.ndarray:
+    """Numbers stored as text (e.g. a Parquet string column), as float64; else an error."""
+    coded = string_codes(col, desc, ctx, MAX_NUMBER_LENGTH)
+    parsed = pd.to_numeric(pd.Series(coded.values), errors="coerce").to_numpy(dtype=np.float64)
+    bad = np.flatnonzero(np.isnan(parsed)[coded.codes])
+    if not bad.size:
+        return parsed[coded.codes]
+    shown = ", ".join(repr(v) for v in coded.at(bad[:3]))
+    hint = ""
+    if any(re.fullmatch(r"\s*-?\d+,\d+\s*", str(v)) for v in coded.at(bad[:20])):
+        hint = " Decimal commas are not read: save with '.' as the decimal point."
+    raise CalibrationInputError(
+        f"{desc} of {ctx.display} must hold numbers; found {shown} at {ctx.rows(bad)}."
+        f"{hint} Fix those cells (numbers only, '.' decimal point)."
+    )
+
+
+def label_values(col: pa.ChunkedArray, desc: str, ctx: Context) -> np.ndarray | Coded:
+    """Labels as an int64 or bool array, or :class:`Coded` strings; missing labels are errors.
+
+    String labels are at most :data:`MAX_NAME_LENGTH` characters.
+    """
     col = _decode(col)
     t = col.type
-    if pa.types.is_binary(t) or pa.types.is_large_binary(t):
+    if _is_bytes(t):
         raise _encoding_error(desc, col, ctx)
     if col.null_count or pa.types.is_null(t):
         raise _missing_error(desc, col, ctx, "a label")
-    if pa.types.is_string(t) or pa.types.is_large_string(t):
-        empty = np.flatnonzero(pc.equal(pc.utf8_trim_whitespace(col), "").to_numpy())
+    if is_text(t):
+        coded = string_codes(col, desc, ctx)
+        blank = np.array([not v.strip() for v in coded.values.tolist()], dtype=bool)
+        empty = np.flatnonzero(blank[coded.codes])
         if empty.size:
             raise CalibrationInputError(
                 f"{desc} of {ctx.display} has empty labels at {ctx.rows(empty)}. Every row "
                 "needs a label: drop or fix those rows."
             )
-        return np.asarray(col.to_numpy(zero_copy_only=False), dtype=object)
+        return coded
     if pa.types.is_boolean(t):
         return col.to_numpy(zero_copy_only=False).astype(bool)
     if pa.types.is_integer(t):
@@ -224,6 +291,13 @@ def prediction_columns(names, skip, ctx):
             )
         return "score", idx, ("0", "1")
     classes = [names[i][len(kind) :] for i in idx]
+    long = [i for i, c in zip(idx, classes, strict=True) if len(c) > MAX_NAME_LENGTH]
+    if long:
+        raise CalibrationInputError(
+            f"{ctx.display} has a column whose class name is {len(names[long[0]]) - len(kind):,} "
+            f"characters long ({shorten(names[long[0]])!r}, column {long[0] + 1}); class names "
+            f"are at most {MAX_NAME_LENGTH} characters. Shorten the column names."
+        )
     if any(not c for c in classes):
         raise CalibrationInputError(
             f"{ctx.display} has a column named {kind!r} with no class name after the prefix; "

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ..predictions import Predictions
+from .budget import DecodedBudget
 from .checks import Context
 from .npz import read_npz
 from .readers import read_parquet_table, read_text_table
@@ -18,6 +19,7 @@ def load_predictions(
     name: str | None = None,
     file_name: str | None = None,
     encoding: str | None = None,
+    max_decoded_bytes: int | None = None,
 ) -> list[Predictions]:
     """Load predictions and labels from a CSV/TSV (.gz), Parquet or npz file.
 
@@ -42,6 +44,11 @@ def load_predictions(
         Text encoding of CSV/TSV files. Default: UTF-8 (with or without a
         byte-order mark) or UTF-16/32 with a byte-order mark; anything else
         is an error, never a silent Latin-1 fallback.
+    max_decoded_bytes : int, optional
+        Refuse the file (:class:`~calibration_core.io.budget.DecodedTooLarge`)
+        when the data it decodes to (columns read, arrays, the float64 matrix)
+        would pass this many bytes, counted before allocating them (see
+        :mod:`calibration_core.io.budget`). Default: no bound.
 
     Returns
     -------
@@ -64,16 +71,25 @@ def load_predictions(
     0/1 or false/true); an optional ``model`` column; ``h_<class>`` soft
     labels and other columns are ignored. String labels match class names;
     integer labels are class indices when the classes are ``0..K-1``.
-    A model whose labels are all one class is rejected.
+    A model whose labels are all one class is rejected. Class names, model
+    names and string labels are at most
+    :data:`~calibration_core.io.budget.MAX_NAME_LENGTH` characters.
     """
     src = resolve_source(source, file_name)
     model_name = name or src.stem or "model"
+    budget = DecodedBudget(max_decoded_bytes, src.display)
     if src.kind == "npz":
-        return [read_npz(src, label_column=label_column, renormalize=renormalize, name=model_name)]
+        pred = read_npz(
+            src, label_column=label_column, renormalize=renormalize, name=model_name, budget=budget
+        )
+        return [pred]
     if src.kind == "parquet":
-        table, ctx = read_parquet_table(src), Context(src.display, "table")
+        table = read_parquet_table(src, label_column=label_column, budget=budget)
+        ctx = Context(src.display, "table")
     else:
-        table, ctx = read_text_table(src, encoding=encoding), Context(src.display, "data")
+        table = read_text_table(src, encoding=encoding, budget=budget)
+        ctx = Context(src.display, "data")
     return table_to_predictions(
-        table, ctx, label_column=label_column, renormalize=renormalize, name=model_name
-    )
+        table, ctx, label_column=label_column, renormalize=renormalize, name=model_name,
+        budget=budget,
+    )  # fmt: skip

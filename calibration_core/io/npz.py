@@ -19,12 +19,15 @@ Rows are reported as 0-based array indices. netcal's record files (keys
 from __future__ import annotations
 
 import zipfile
+import zlib
 
 import numpy as np
 
 from ..errors import CalibrationInputError
 from ..predictions import Predictions, stable_softmax
+from .budget import MAX_NAME_LENGTH, DecodedBudget
 from .checks import (
+    Coded,
     Context,
     binary_labels,
     check_finite,
@@ -41,21 +44,71 @@ CLASS_NAMES_KEY = "class_names"
 _SAVE = "save numeric arrays, e.g. numpy.savez(path, probs=probs, labels=labels)"
 
 
-def _array(npz, key: str, display: str) -> np.ndarray:
+def _header(npz, key: str, display: str) -> tuple[tuple, np.dtype]:
+    """(shape, dtype) of array ``key`` from its ``.npy`` header, before reading its data.
+
+    Refuses object arrays (which need pickle) and arrays whose data is shorter
+    than the header declares (a truncated file), so that loading never
+    allocates more than the member holds.
+    """
+    info = next(i for i in npz.zip.infolist() if i.filename in (key, f"{key}.npy"))
+    try:
+        with npz.zip.open(info) as fh:
+            version = np.lib.format.read_magic(fh)
+            read = {(1, 0): np.lib.format.read_array_header_1_0}.get(
+                version, np.lib.format.read_array_header_2_0
+            )
+            shape, _, dtype = read(fh)
+            header = fh.tell()
+    except (ValueError, OSError, EOFError, zipfile.BadZipFile, zlib.error):
+        raise CalibrationInputError(
+            f"member {key!r} of {display} is not a readable NumPy array (its .npy header is "
+            f"missing or damaged); {_SAVE}."
+        ) from None
+    if dtype.hasobject:
+        raise CalibrationInputError(
+            f"array {key!r} of {display} holds Python objects (dtype {dtype}), which are never "
+            f"loaded because unpickling can run code; {_SAVE}."
+        )
+    declared = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    if declared > info.file_size - header:
+        raise CalibrationInputError(
+            f"array {key!r} of {display} is truncated: its header declares shape {shape} of "
+            f"{dtype} ({declared:,} bytes) but only {max(info.file_size - header, 0):,} bytes "
+            "follow. The file was cut off or damaged: save or upload it again."
+        )
+    return shape, dtype
+
+
+def read_array(npz, key: str, display: str, budget: DecodedBudget | None = None) -> np.ndarray:
+    """Array ``key`` of an open npz, after :func:`_header`'s checks (and counted by ``budget``)."""
+    shape, dtype = _header(npz, key, display)
+    if budget is not None:
+        budget.add(int(np.prod(shape, dtype=np.int64)) * dtype.itemsize, f"array {key!r}")
     try:
         arr = npz[key]
-    except ValueError as exc:  # object arrays need pickle, which is never allowed
+    except (ValueError, OSError, zipfile.BadZipFile, EOFError, zlib.error):
         raise CalibrationInputError(
-            f"array {key!r} of {display} holds Python objects (pickled data), which are never "
-            f"loaded because unpickling can run code ({exc}); {_SAVE}."
-        ) from None
-    except (OSError, zipfile.BadZipFile, EOFError) as exc:
-        raise CalibrationInputError(
-            f"array {key!r} of {display} cannot be read ({exc}); the file is corrupt: {_SAVE}."
+            f"array {key!r} of {display} cannot be read: its compressed data is damaged (e.g. "
+            f"a failed checksum). Save or upload the file again; {_SAVE}."
         ) from None
     if not isinstance(arr, np.ndarray):
         raise CalibrationInputError(f"member {key!r} of {display} is not a NumPy array; {_SAVE}.")
     return arr
+
+
+def _check_lengths(arr: np.ndarray, what: str, ctx: Context) -> None:
+    """Refuse strings longer than :data:`MAX_NAME_LENGTH` (class names, string labels)."""
+    if arr.dtype.kind not in "US" or arr.size == 0:
+        return
+    lengths = np.char.str_len(arr).reshape(-1)
+    bad = np.flatnonzero(lengths > MAX_NAME_LENGTH)
+    if bad.size:
+        raise CalibrationInputError(
+            f"{what} of {ctx.display} holds a string of {int(lengths[bad[0]]):,} characters at "
+            f"{ctx.rows(bad)}; class names and labels are at most {MAX_NAME_LENGTH} "
+            "characters. Shorten them."
+        )
 
 
 def _pick(keys, wanted, display, what):
@@ -76,7 +129,9 @@ def _numeric(arr, key, display, kinds="biuf"):
     return arr
 
 
-def read_npz(src: Source, *, label_column=None, renormalize=False, name="model") -> Predictions:
+def read_npz(
+    src: Source, *, label_column=None, renormalize=False, name="model", budget=None
+) -> Predictions:
     """Load one :class:`Predictions` from an ``.npz`` archive.
 
     Parameters
@@ -86,6 +141,9 @@ def read_npz(src: Source, *, label_column=None, renormalize=False, name="model")
         The key of the label array.
     renormalize : bool
     name : str
+    budget : DecodedBudget, optional
+        Counts each array (from its header, before reading it) and the float64
+        matrix.
 
     Returns
     -------
@@ -94,10 +152,10 @@ def read_npz(src: Source, *, label_column=None, renormalize=False, name="model")
     d = src.display
     try:
         npz = np.load(src.file_arg(), allow_pickle=False)
-    except (ValueError, OSError, EOFError, zipfile.BadZipFile) as exc:
+    except (ValueError, OSError, EOFError, zipfile.BadZipFile):
         raise CalibrationInputError(
-            f"{d} cannot be read as an .npz archive ({exc}); it is corrupt or not written by "
-            f"numpy: {_SAVE}."
+            f"{d} is not a readable .npz archive: its zip table of contents is missing or "
+            f"damaged (the file is truncated or corrupt, or not written by numpy); {_SAVE}."
         ) from None
     with npz:
         if not hasattr(npz, "files"):
@@ -131,10 +189,16 @@ def read_npz(src: Source, *, label_column=None, renormalize=False, name="model")
                 f"{listed}. Rename the array, or name it with label_column=..."
             )
         main = logit_key or prob_key
-        preds = _numeric(_array(npz, main, d), main, d)
-        probs = None if logit_key is None or prob_key is None else _array(npz, prob_key, d)
-        labels = _array(npz, label_key, d)
-        names = _array(npz, keys[CLASS_NAMES_KEY], d) if CLASS_NAMES_KEY in keys else None
+        preds = _numeric(read_array(npz, main, d, budget), main, d)
+        probs = None
+        if logit_key is not None and prob_key is not None:
+            probs = read_array(npz, prob_key, d, budget)
+        labels = read_array(npz, label_key, d, budget)
+        names = None
+        if CLASS_NAMES_KEY in keys:
+            names = read_array(npz, keys[CLASS_NAMES_KEY], d, budget)
+    if budget is not None:
+        budget.add(2 * preds.size * 8, f"{preds.size:,} predictions as float64")
     return _build(src, preds, main, probs, labels, label_key, names, renormalize, name)
 
 
@@ -192,7 +256,8 @@ def _build(src, preds, key, probs, labels, label_key, names, renormalize, name):
 
 def _label_values(labels, key, ctx):
     if labels.dtype.kind in "US":
-        return labels.astype(str).astype(object)
+        _check_lengths(labels, f"labels {key!r}", ctx)
+        return Coded.of(labels)
     _numeric(labels, key, ctx.display)
     if labels.dtype.kind == "f":
         bad = np.flatnonzero(~np.isfinite(labels) | (labels != np.round(labels)))
@@ -236,6 +301,7 @@ def _class_names(names, k, d):
             f"'class_names' of {d} must be {k} strings (one per column), got shape "
             f"{names.shape} and dtype {names.dtype}."
         )
+    _check_lengths(names, "'class_names'", Context(d, "array"))
     return tuple(str(c) for c in names.tolist())
 
 

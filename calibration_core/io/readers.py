@@ -26,6 +26,14 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from ..errors import CalibrationInputError
+from .budget import MAX_NAME_LENGTH, MAX_NUMBER_LENGTH, DecodedBudget
+from .columns import (
+    LABEL_CANDIDATES,
+    LOGIT_PREFIX,
+    MODEL_COLUMN,
+    PROB_PREFIXES,
+    SCORE_COLUMN,
+)
 from .source import Source
 
 _BOMS = (
@@ -147,7 +155,9 @@ def text_options(src: Source, encoding: str | None = None, block_size: int | Non
     return read_options, pacsv.ParseOptions(delimiter=delimiter, newlines_in_values=False)
 
 
-def read_text_table(src: Source, *, encoding: str | None = None) -> pa.Table:
+def read_text_table(
+    src: Source, *, encoding: str | None = None, budget: DecodedBudget | None = None
+) -> pa.Table:
     """Read CSV/TSV/TXT (optionally gzipped) into a pyarrow Table.
 
     Parameters
@@ -155,6 +165,9 @@ def read_text_table(src: Source, *, encoding: str | None = None) -> pa.Table:
     src : Source
     encoding : str, optional
         Overrides the UTF-8 / byte-order-mark detection.
+    budget : DecodedBudget, optional
+        Counts the table read (at most a few times the text's size: every
+        field takes at least one byte and its delimiter).
 
     Returns
     -------
@@ -185,11 +198,13 @@ def read_text_table(src: Source, *, encoding: str | None = None) -> pa.Table:
         if isinstance(exc, pa.ArrowException):
             raise arrow_error(src, exc, read_options, parse_options) from None
         raise CalibrationInputError(
-            f"{src.display} cannot be decompressed ({exc}); the file is corrupt or truncated: "
-            "export or upload it again."
+            f"{src.display} cannot be decompressed: the gzip data is corrupt or truncated. "
+            "Export or upload it again."
         ) from None
     except pa.ArrowException as exc:
         raise arrow_error(src, exc, read_options, parse_options) from None
+    if budget is not None:
+        budget.add(table.nbytes, f"{table.num_rows:,} rows x {table.num_columns:,} columns read")
     return table.rename_columns(column_names(table, src))
 
 
@@ -218,38 +233,164 @@ def arrow_error(src, exc, read_options, parse_options) -> CalibrationInputError:
         )
     if "Expected" in msg and "columns" in msg:
         detail = _locate_bad_row(src, read_options, parse_options)
+        detail = detail or "a row has more or fewer fields than the header. "
         return CalibrationInputError(
-            f"{src.display} is not a well-formed table: {detail or msg + '. '}Every row must "
+            f"{src.display} is not a well-formed table: {detail}Every row must "
             f"have as many fields as the header (delimiter {parse_options.delimiter!r}); quote "
             "values that contain the delimiter."
         )
     if "inflate" in msg.lower() or "gzip" in msg.lower() or "compress" in msg.lower():
         return CalibrationInputError(
-            f"{src.display} cannot be decompressed ({msg}); the file is corrupt or truncated: "
-            "export or upload it again."
+            f"{src.display} cannot be decompressed: the gzip data is corrupt or truncated. "
+            "Export or upload it again."
         )
     return CalibrationInputError(
-        f"{src.display} cannot be read as delimited text ({msg}). Check that it is a CSV/TSV "
-        "file with one header line."
+        f"{src.display} cannot be read as delimited text. Check that it is a CSV/TSV file: one "
+        "header line, then rows with as many fields as the header."
     )
 
 
-def read_parquet_table(src: Source) -> pa.Table:
-    """Read a Parquet file into a pyarrow Table.
+#: Rows decoded at a time from Parquet, so that the budget is checked as the data grows.
+PARQUET_BATCH_ROWS = 1 << 16
+
+
+def parquet_damaged(src: Source, part: str) -> CalibrationInputError:
+    """The message of a Parquet file that pyarrow cannot decode (no library text)."""
+    return CalibrationInputError(
+        f"{src.display} is a damaged Parquet file: {part} cannot be decoded (the file is "
+        "truncated or corrupt). Write it again, e.g. with DataFrame.to_parquet(path)."
+    )
+
+
+def _wanted(names: list[str], label_column: str | None) -> list[str]:
+    """The columns the loader uses: label candidates, model, score and prediction columns."""
+    asked = str(label_column).lower() if label_column is not None else None
+    keep = []
+    for n in names:
+        low = n.strip().lower()
+        if low in (*LABEL_CANDIDATES, MODEL_COLUMN, SCORE_COLUMN, asked) or low.startswith(
+            (*PROB_PREFIXES, LOGIT_PREFIX)
+        ):
+            keep.append(n)
+    return keep
+
+
+def _parquet_estimate(meta, wanted: set[str]) -> int:
+    """Decoded bytes of the ``wanted`` columns from the footer, before reading any page.
+
+    Per column chunk the larger of its uncompressed size and 8 bytes per value
+    (dictionary and run-length encodings make numbers smaller on disk than in
+    memory); text columns are read dictionary-encoded, so their size is their
+    pages' (the name length rules bound what they expand to later).
+    """
+    total = 0
+    for g in range(meta.num_row_groups):
+        group = meta.row_group(g)
+        for j in range(group.num_columns):
+            chunk = group.column(j)
+            if chunk.path_in_schema.split(".")[0] in wanted:
+                total += max(chunk.total_uncompressed_size, 8 * group.num_rows)
+    return total
+
+
+def _check_text_sizes(src: Source, meta, text: list[str]) -> None:
+    """Refuse a text column whose footer sizes exceed what capped values can take.
+
+    Every value of a name, label or number column takes at most 4 bytes per
+    character plus a 4-byte length (plain encoding), or a dictionary entry of
+    that size plus a 4-byte index, so its uncompressed pages hold at most
+    ``rows * (4 * cap + 8)`` bytes (plus page headers); more means values past
+    the cap, refused before any page is read.
+    """
+    sizes = dict.fromkeys(text, 0)
+    for g in range(meta.num_row_groups):
+        group = meta.row_group(g)
+        for j in range(group.num_columns):
+            top = group.column(j).path_in_schema.split(".")[0]
+            if top in sizes:
+                sizes[top] += group.column(j).total_uncompressed_size
+    rows = max(meta.num_rows, 1)
+    for name, size in sizes.items():
+        numbers = name.strip().lower().startswith((*PROB_PREFIXES, LOGIT_PREFIX, SCORE_COLUMN))
+        cap = MAX_NUMBER_LENGTH if numbers else MAX_NAME_LENGTH
+        if size > rows * (4 * cap + 8) + (64 << 10):
+            what = "numbers written as text" if numbers else "names and labels"
+            raise CalibrationInputError(
+                f"column {name!r} of {src.display} holds about {size // rows:,} bytes per row "
+                f"({size:,} bytes for {meta.num_rows:,} rows, as the file's footer declares); "
+                f"{what} are at most {cap} characters. Check that this is the right column, "
+                "and shorten its values."
+            )
+
+
+def read_parquet_table(
+    src: Source,
+    *,
+    label_column: str | None = None,
+    columns: list[str] | None = None,
+    budget: DecodedBudget | None = None,
+) -> pa.Table:
+    """Read the columns the loader uses from a Parquet file into a pyarrow Table.
 
     Parameters
     ----------
     src : Source
+    label_column : str, optional
+        As in :func:`~calibration_core.io.load_predictions` (read as well).
+    columns : list of str, optional
+        The columns to read instead of the loader's (label, model, predictions).
+    budget : DecodedBudget, optional
+        Checked against the footer's sizes before reading, then counted batch
+        by batch (:data:`PARQUET_BATCH_ROWS` rows) while decoding.
 
     Returns
     -------
     pyarrow.Table
+        Every column of the file, by name; the ones the loader does not use
+        (soft labels, other columns) are all-null placeholders, never read.
+        Text columns stay dictionary-encoded.
     """
     try:
-        table = pq.read_table(src.file_arg())
-    except (pa.ArrowException, OSError) as exc:
-        raise CalibrationInputError(
-            f"{src.display} cannot be read as Parquet ({exc}); the file is corrupt or "
-            "truncated: write it again (e.g. DataFrame.to_parquet)."
-        ) from None
+        pf = pq.ParquetFile(src.file_arg())
+        schema = pf.schema_arrow
+    except (pa.ArrowException, OSError):
+        raise parquet_damaged(src, "its footer (the table of contents at its end)") from None
+    names = list(schema.names)
+    if columns is not None:
+        wanted = columns
+    else:
+        wanted = names if len(set(names)) < len(names) else _wanted(names, label_column)
+    keep = set(wanted)
+    types = zip(names, schema.types, strict=True)
+    text = list(dict.fromkeys(n for n, t in types if n in keep and _is_text_or_bytes(t)))
+    _check_text_sizes(src, pf.metadata, text)
+    if budget is not None:
+        n_pred = sum(n.strip().lower().startswith((*PROB_PREFIXES, LOGIT_PREFIX)) for n in wanted)
+        rows = pf.metadata.num_rows
+        budget.check(
+            _parquet_estimate(pf.metadata, keep) + 16 * rows * max(n_pred, 1),
+            f"{rows:,} rows of {len(wanted)} columns, as the file's footer declares them",
+        )
+    batches = []
+    try:
+        pf = pq.ParquetFile(src.file_arg(), read_dictionary=text)  # text stays encoded
+        for batch in pf.iter_batches(batch_size=PARQUET_BATCH_ROWS, columns=wanted):
+            if budget is not None:
+                budget.add(batch.nbytes, f"{batch.num_rows:,} more rows decoded")
+            batches.append(batch)
+        table = pa.Table.from_batches(batches) if batches else pf.read(columns=wanted)
+    except (pa.ArrowException, OSError):
+        raise parquet_damaged(src, "its data pages") from None
+    if wanted is not names:
+        table = pa.table(
+            [table.column(n) if n in wanted else pa.nulls(table.num_rows) for n in names],
+            names=names,
+        )
     return table.rename_columns(column_names(table, src))
+
+
+def _is_text_or_bytes(t: pa.DataType) -> bool:
+    return any(
+        f(t) for f in (pa.types.is_string, pa.types.is_large_string, pa.types.is_binary,
+                       pa.types.is_large_binary)
+    )  # fmt: skip

@@ -34,9 +34,17 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from ..errors import CalibrationInputError
+from .budget import DecodedBudget
 from .checks import Context
 from .columns import MODEL_COLUMN, SOFT_PREFIX, float_column
-from .readers import detect_encoding, open_stream, sniff_delimiter
+from .npz import read_array
+from .readers import (
+    detect_encoding,
+    open_stream,
+    parquet_damaged,
+    read_parquet_table,
+    sniff_delimiter,
+)
 from .source import Source, resolve_source
 from .tables import model_groups
 
@@ -146,7 +154,7 @@ def _from_table(table: pa.Table, ctx: Context, class_names, name: str) -> dict[s
     return {model: (mat if rows is None else mat[rows]) for model, rows in groups}
 
 
-def _read_text(src: Source, encoding: str | None) -> tuple[pa.Table, Context] | None:
+def _read_text(src: Source, encoding: str | None, budget) -> tuple[pa.Table, Context] | None:
     names, enc, delimiter = _header_names(src, encoding)
     wanted = [
         n
@@ -165,38 +173,38 @@ def _read_text(src: Source, encoding: str | None) -> tuple[pa.Table, Context] | 
             parse_options=pacsv.ParseOptions(delimiter=delimiter, newlines_in_values=True),
             convert_options=pacsv.ConvertOptions(include_columns=wanted),
         )
-    except (pa.ArrowException, OSError, UnicodeDecodeError) as exc:
+    except (pa.ArrowException, OSError, UnicodeDecodeError):
         raise CalibrationInputError(
-            f"the soft-label columns of {src.display} cannot be read ({exc}); check that every "
-            "row has as many fields as the header."
+            f"the soft-label columns of {src.display} cannot be read; check that every row has "
+            "as many fields as the header and that the h_<class> cells are numbers."
         ) from None
+    budget.add(table.nbytes, f"{table.num_rows:,} rows of soft labels")
     return table, ctx
 
 
-def _read_parquet(src: Source) -> tuple[pa.Table, Context] | None:
+def _read_parquet(src: Source, budget: DecodedBudget) -> tuple[pa.Table, Context] | None:
     try:
-        schema = pq.read_schema(src.file_arg())
-        wanted = [
-            n
-            for n in schema.names
-            if n.strip().lower().startswith(SOFT_PREFIX) or n.strip().lower() == MODEL_COLUMN
-        ]
-        if not any(n.strip().lower().startswith(SOFT_PREFIX) for n in wanted):
-            return None
-        table = pq.read_table(src.file_arg(), columns=wanted)
-    except (pa.ArrowException, OSError) as exc:
-        raise CalibrationInputError(
-            f"{src.display} cannot be read as Parquet ({exc}); write it again."
-        ) from None
-    return table, Context(src.display, "table")
+        names = pq.read_schema(src.file_arg()).names
+    except (pa.ArrowException, OSError):
+        raise parquet_damaged(src, "its footer (the table of contents at its end)") from None
+    wanted = [
+        n
+        for n in names
+        if n.strip().lower().startswith(SOFT_PREFIX) or n.strip().lower() == MODEL_COLUMN
+    ]
+    if not any(n.strip().lower().startswith(SOFT_PREFIX) for n in wanted):
+        return None
+    return read_parquet_table(src, columns=wanted, budget=budget), Context(src.display, "table")
 
 
-def _read_npz(src: Source, class_names, name: str) -> dict[str, np.ndarray]:
+def _read_npz(src: Source, class_names, name: str, budget) -> dict[str, np.ndarray]:
     ctx = Context(src.display, "array")
     try:
         npz = np.load(src.file_arg(), allow_pickle=False)
-    except (ValueError, OSError, EOFError, zipfile.BadZipFile) as exc:
-        raise CalibrationInputError(f"{src.display} cannot be read as .npz ({exc}).") from None
+    except (ValueError, OSError, EOFError, zipfile.BadZipFile):
+        raise CalibrationInputError(
+            f"{src.display} is not a readable .npz archive (truncated or corrupt); save it again."
+        ) from None
     with npz:
         keys = {k.lower(): k for k in getattr(npz, "files", [])}
         hits = [keys[k] for k in NPZ_SOFT_KEYS if k in keys]
@@ -207,12 +215,7 @@ def _read_npz(src: Source, class_names, name: str) -> dict[str, np.ndarray]:
                 f"{src.display} has several soft-label arrays ({', '.join(map(repr, hits))}); "
                 "keep one."
             )
-        try:
-            arr = npz[hits[0]]
-        except ValueError:
-            raise CalibrationInputError(
-                f"array {hits[0]!r} of {src.display} holds Python objects; save numbers."
-            ) from None
+        arr = read_array(npz, hits[0], src.display, budget)
     k = None if class_names is None else len(class_names)
     if arr.dtype.kind not in "biuf" or arr.ndim != 2 or (k is not None and arr.shape[1] != k):
         raise CalibrationInputError(
@@ -230,6 +233,7 @@ def load_soft_labels(
     class_names=None,
     name: str | None = None,
     encoding: str | None = None,
+    max_decoded_bytes: int | None = None,
 ) -> dict[str, np.ndarray]:
     """Read annotator label distributions (``h_<class>`` columns) from a prediction file.
 
@@ -248,6 +252,8 @@ def load_soft_labels(
         file name without extensions, else ``"model"``), as :func:`load_predictions`.
     encoding : str, optional
         Text encoding, as :func:`load_predictions`.
+    max_decoded_bytes : int, optional
+        Bound of the decoded data, as :func:`load_predictions`.
 
     Returns
     -------
@@ -263,9 +269,13 @@ def load_soft_labels(
     """
     src = resolve_source(source, file_name)
     model_name = name or src.stem or "model"
+    budget = DecodedBudget(max_decoded_bytes, src.display)
     if src.kind == "npz":
-        return _read_npz(src, class_names, model_name)
-    read = _read_parquet(src) if src.kind == "parquet" else _read_text(src, encoding)
+        return _read_npz(src, class_names, model_name, budget)
+    if src.kind == "parquet":
+        read = _read_parquet(src, budget)
+    else:
+        read = _read_text(src, encoding, budget)
     if read is None:
         return {}
     table, ctx = read

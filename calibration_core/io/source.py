@@ -82,10 +82,10 @@ class Source:
                 with self.path.open("rb") as fh:
                     return fh.read(n)
             return self.data[:n]
-        except (OSError, EOFError, zlib.error) as exc:
+        except (OSError, EOFError, zlib.error):
             raise CalibrationInputError(
-                f"{self.display} looks gzip-compressed but cannot be decompressed ({exc}); "
-                "the file is corrupt or truncated: export or upload it again."
+                f"{self.display} looks gzip-compressed but cannot be decompressed: the gzip "
+                "data is corrupt or truncated. Export or upload it again."
             ) from None
 
     def file_arg(self):

@@ -5,11 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from ..errors import CalibrationInputError
 from ..predictions import Predictions
+from .budget import DecodedBudget
 from .checks import (
+    Coded,
     Context,
     binary_labels,
     check_finite,
@@ -21,8 +22,10 @@ from .columns import (
     MODEL_COLUMN,
     find_label_column,
     float_column,
+    is_text,
     label_values,
     prediction_columns,
+    string_codes,
 )
 
 _WHAT = {"probs": "probabilities", "logits": "logits", "score": "scores"}
@@ -33,31 +36,36 @@ _LOGIT_HINT = (
 
 
 def model_groups(table, model_i, ctx, default_name):
-    """[(name, rows or None)] of the model column, in order of first appearance."""
+    """[(name, rows or None)] of the model column, in order of first appearance.
+
+    Model names are at most :data:`~.budget.MAX_NAME_LENGTH` characters; only
+    the distinct names become Python strings.
+    """
     if model_i is None:
         return [(default_name, None)]
-    name = table.column_names[model_i]
+    desc = f"model column {table.column_names[model_i]!r}"
     col = table.column(model_i)
-    if pa.types.is_dictionary(col.type):
-        col = col.cast(col.type.value_type)
     if pa.types.is_null(col.type):
         missing = np.ones(len(col), dtype=bool)
     else:
         missing = col.is_null().to_numpy(zero_copy_only=False)
-        if pa.types.is_string(col.type) or pa.types.is_large_string(col.type):
-            blank = pc.equal(pc.utf8_trim_whitespace(col.fill_null("")), "")
-            missing |= blank.to_numpy(zero_copy_only=False)
+    if is_text(col.type) and not missing.all():
+        coded = string_codes(col, desc, ctx)
+        blank = np.array([not v.strip() for v in coded.values.tolist()], dtype=bool)
+        missing |= blank[coded.codes]
+    elif not missing.any():
+        codes, values = pd.factorize(np.asarray(col.to_numpy(zero_copy_only=False)))
+        coded = Coded(codes, np.asarray([str(v) for v in values], dtype=object))
     if missing.any():
-        rows = np.flatnonzero(missing)
         raise CalibrationInputError(
-            f"model column {name!r} of {ctx.display} is empty at {ctx.rows(rows)}; name the "
+            f"{desc} of {ctx.display} is empty at {ctx.rows(np.flatnonzero(missing))}; name the "
             "model of every row, or drop the model column for a single model."
         )
-    values = np.asarray(col.to_numpy(zero_copy_only=False), dtype=object)
-    codes, uniques = pd.factorize(values, sort=False)
+    codes, first = pd.factorize(coded.codes, sort=False)
     order = np.argsort(codes, kind="stable")
-    bounds = np.searchsorted(codes[order], np.arange(len(uniques) + 1))
-    return [(str(u), order[bounds[c] : bounds[c + 1]]) for c, u in enumerate(uniques)]
+    bounds = np.searchsorted(codes[order], np.arange(len(first) + 1))
+    names = coded.values[first].tolist()
+    return [(str(u), order[bounds[c] : bounds[c + 1]]) for c, u in enumerate(names)]
 
 
 def _check_scores(scores, desc, ctx):
@@ -81,6 +89,7 @@ def table_to_predictions(
     renormalize: bool = False,
     name: str = "model",
     require_two_classes: bool = True,
+    budget: DecodedBudget | None = None,
 ) -> list[Predictions]:
     """Turn a table into one :class:`Predictions` per model.
 
@@ -100,6 +109,8 @@ def table_to_predictions(
         The model name when there is no model column.
     require_two_classes : bool
         Reject a model whose labels are all one class (off for chunks).
+    budget : DecodedBudget, optional
+        Counts the float64 matrix (and its normalised copy) before it is built.
 
     Returns
     -------
@@ -123,6 +134,8 @@ def table_to_predictions(
             "with one row per prediction."
         )
     what = _WHAT[kind]
+    if budget is not None:
+        budget.add(2 * n * len(idx) * 8, f"{n:,} rows x {len(idx):,} {what} as float64")
     mat = np.empty((n, len(idx)), dtype=np.float64)
     for j, i in enumerate(idx):
         mat[:, j] = float_column(table.column(i), f"column {names[i]!r}", ctx, what)

@@ -180,3 +180,27 @@ def test_prebuilt_demo_is_read_not_trained_again(tmp_path, monkeypatch):
     monkeypatch.delenv("CACHE_DIR", raising=False)
     with pytest.raises(SystemExit, match="set CACHE_DIR"):
         prebuild_demo()
+
+
+def _files(root) -> int:
+    return sum(1 for p in root.rglob("*") if p.is_file())
+
+
+@pytest.mark.parametrize("k", [2, 50, 1000])
+def test_a_model_takes_a_bounded_number_of_files_whatever_its_classes(tmp_path, k):
+    """Sorted scores of every class are stacked: 24,000 classes once made 48,006 files."""
+    store = DataStore(tmp_path)
+    sid = new_session_id()
+    before = _files(tmp_path)
+    pred = _pred(n=60, k=k, seed=k)
+    (info,) = store.add_models(sid, [pred], source="many.npz")
+    # probs, labels, the two stacked sorted-score arrays, and at most the record and the
+    # session's list (when too large for diskcache's database).
+    assert _files(tmp_path) - before <= 6
+    other_worker = DataStore(tmp_path)
+    loaded = other_worker.predictions(info.handle)
+    assert len(loaded._sorted) == k + 1  # confidence and every class, no re-sorting
+    for key in [("confidence", None), ("class", 0), ("class", k - 1)]:
+        mine, theirs = pred.sorted_scores(*key), loaded._sorted[key]
+        np.testing.assert_array_equal(theirs.scores, mine.scores)
+        np.testing.assert_array_equal(theirs._cum, mine._cum)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 
+import numpy as np
 import pytest
 
 import app.upload as upload_module
@@ -138,3 +139,23 @@ def test_clean_file_name(raw, clean):
 def test_long_names_are_shortened_keeping_the_extension():
     name = clean_file_name("a" * 500 + ".parquet")
     assert len(name) <= 120 and name.endswith(".parquet")
+
+
+def _npz_classes(k: int, n: int = 120) -> bytes:
+    rng = np.random.default_rng(k)
+    buf = io.BytesIO()
+    np.savez(buf, probs=rng.dirichlet(np.ones(k), size=n), labels=np.arange(n) % k)
+    return buf.getvalue()
+
+
+def test_models_with_more_classes_than_max_classes_are_refused(tmp_path):
+    app = create_app(make_config(tmp_path, max_classes=50))
+    client = app.server.test_client()
+    client.get("/healthz")
+    body = _post(client, ("fifty.npz", _npz_classes(50))).json
+    assert not body["errors"] and body["models"][0]["n_classes"] == 50
+    body = _post(client, ("wide.npz", _npz_classes(51))).json
+    assert body["models"] == []
+    (error,) = body["errors"]
+    assert "51 classes" in error["error"] and "at most 50" in error["error"]
+    assert "MAX_CLASSES" in error["error"]

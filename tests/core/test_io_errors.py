@@ -216,8 +216,8 @@ def test_formats_and_extensions(tmp_path):
     _has(_error(GOOD, "preds.npz"), "not a .npz", "rename it")
     _has(_error(GOOD, "preds.csv.gz"), "not gzip-compressed", "without .gz")
     _has(_error(gzip.compress(GOOD.encode())[:20], "preds.csv.gz"), "corrupt or truncated")
-    _has(_error(b"PAR1 not really parquet PAR1", "t.parquet"), "cannot be read as Parquet")
-    _has(_error(b"PK\x03\x04 not a zip", "t.npz"), "cannot be read as an .npz")
+    _has(_error(b"PAR1 not really parquet PAR1", "t.parquet"), "damaged Parquet", "Write it")
+    _has(_error(b"PK\x03\x04 not a zip", "t.npz"), "not a readable .npz", "numpy.savez")
     with pytest.raises(CalibrationInputError, match="not found"):
         load_predictions(tmp_path / "nope.csv")
     with pytest.raises(CalibrationInputError, match="a folder"):
@@ -241,3 +241,130 @@ def test_parquet_with_nulls_and_nan(tmp_path):
     df.to_parquet(tmp_path / "n.parquet")
     msg = _error((tmp_path / "n.parquet").read_bytes(), "n.parquet")
     _has(msg, "column 'p_a'", "'n.parquet'", "row 2 (1-based)")
+
+
+# ------------------------------------------- messages without library text (issue 13)
+#: Words of pyarrow's and numpy's own error texts, which messages must not repeat.
+LIBRARY_WORDS = ("thrift", "Deserializ", "EOF", "File is not a zip", "ArrowInvalid", "zlib")
+
+
+def _npz_bytes(**arrays) -> bytes:
+    buf = io.BytesIO()
+    np.savez(buf, **arrays)
+    return buf.getvalue()
+
+
+def _cut_member(data: bytes, member: str, keep: float) -> bytes:
+    """The archive with ``member`` cut to ``keep`` of its length (a truncated .npy)."""
+    import zipfile
+
+    out = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(data)) as src, zipfile.ZipFile(out, "w") as dst:
+        for name in src.namelist():
+            raw = src.read(name)
+            dst.writestr(name, raw[: int(len(raw) * keep)] if name == member else raw)
+    return out.getvalue()
+
+
+def _parquet(table, compression="snappy") -> bytes:
+    import pyarrow.parquet as pq
+
+    buf = io.BytesIO()
+    pq.write_table(table, buf, compression=compression)
+    return buf.getvalue()
+
+
+def _no_library_text(msg: str) -> None:
+    assert not any(w in msg for w in LIBRARY_WORDS), msg
+
+
+def test_a_truncated_npy_member_is_called_truncated_not_pickled():
+    good = _npz_bytes(probs=np.full((100, 2), 0.5), labels=np.arange(100) % 2)
+    msg = _error(_cut_member(good, "probs.npy", 0.5), "cut.npz")
+    _has(msg, "array 'probs'", "'cut.npz'", "truncated", "(100, 2)", "1,600 bytes", "again")
+    assert "Python objects" not in msg and "pickle" not in msg
+    _no_library_text(msg)
+    msg = _error(_cut_member(good, "labels.npy", 0.05), "cut.npz")
+    _has(msg, "'labels'", "header is missing or damaged")
+    _no_library_text(msg)
+
+
+def test_a_truncated_npz_and_a_damaged_parquet_say_so_without_library_text():
+    good = _npz_bytes(probs=np.full((100, 2), 0.5), labels=np.arange(100) % 2)
+    msg = _error(good[: len(good) // 2], "half.npz")
+    _has(msg, "'half.npz'", "not a readable .npz", "truncated or corrupt")
+    _no_library_text(msg)
+    import pyarrow as pa
+
+    data = _parquet(pa.table({"p_a": [0.2, 0.7], "p_b": [0.8, 0.3], "label": ["b", "a"]}))
+    damaged = data[:4] + b"\xff" * 40 + data[44:]
+    msg = _error(damaged, "d.parquet")
+    _has(msg, "'d.parquet'", "damaged Parquet file", "data pages", "to_parquet")
+    _no_library_text(msg)
+    msg = _error(data[:4] + data[-40:], "cut.parquet")
+    _has(msg, "damaged Parquet file")
+    _no_library_text(msg)
+
+
+def test_parquet_text_columns_of_numbers_load_and_others_name_the_cells():
+    import pyarrow as pa
+
+    table = pa.table({"p_a": ["0.2", "0.7"], "p_b": ["0.8", "0.3"], "label": ["b", "a"]})
+    (pred,) = load_predictions(_parquet(table), file_name="t.parquet")
+    np.testing.assert_allclose(pred.probs, [[0.2, 0.8], [0.7, 0.3]])
+    table = pa.table({"p_a": ["0.2", "x"], "p_b": ["0.8", "0.3"], "label": ["b", "a"]})
+    msg = _error(_parquet(table), "t.parquet")
+    _has(msg, "column 'p_a'", "found 'x' at row 2 (1-based)")
+    table = pa.table({"p_a": ["0.2", "7" * 100], "p_b": ["0.8", "0.3"], "label": ["b", "a"]})
+    msg = _error(_parquet(table), "t.parquet")
+    _has(msg, "column 'p_a'", "100 characters at row 2 (1-based)", "at most 64")
+    assert "found  at" not in msg
+
+
+# ------------------------------------------------------------- length of names
+def test_long_names_and_labels_are_refused_with_column_and_row():
+    from calibration_core.io.budget import MAX_NAME_LENGTH
+
+    long = "c" * (MAX_NAME_LENGTH + 1)
+    msg = _error(f"label,p_a,p_{long}\na,0.5,0.5\n{long},0.25,0.75\n")
+    _has(msg, f"{MAX_NAME_LENGTH + 1} characters long", "column 3", f"at most {MAX_NAME_LENGTH}")
+    msg = _error(f"label,p_a,p_b\na,0.5,0.5\n{long},0.25,0.75\n")
+    _has(msg, "label column 'label'", f"{MAX_NAME_LENGTH + 1} characters", ROW2)
+    assert long not in msg
+    msg = _error(f"model,label,p_a,p_b\nm,a,0.5,0.5\n{long},b,0.25,0.75\n")
+    _has(msg, "model column 'model'", ROW2, f"at most {MAX_NAME_LENGTH}")
+    ok = "d" * MAX_NAME_LENGTH
+    (pred,) = load_predictions(f"label,p_a,p_{ok}\na,0.5,0.5\n{ok},0.2,0.8\n".encode())
+    assert pred.class_names == ("a", ok)
+
+
+def test_long_npz_class_names_and_labels_are_refused():
+    names = np.array(["a", "b" * 300])
+    msg = _error(_npz_bytes(probs=np.full((2, 2), 0.5), labels=[0, 1], class_names=names), "n.npz")
+    _has(msg, "'class_names'", "300 characters", "1 (0-based array indices)")
+    labels = np.array(["a", "b" * 300])
+    msg = _error(
+        _npz_bytes(probs=np.full((2, 2), 0.5), labels=labels, class_names=["a", "b"]), "n.npz"
+    )
+    _has(msg, "labels 'labels'", "300 characters", "1 (0-based")
+
+
+def test_a_dictionary_entry_of_one_megabyte_is_refused_before_it_is_expanded():
+    """20,000 rows pointing at one 1 MB string: 20 GB as strings, refused from the dictionary."""
+    import pyarrow as pa
+
+    rows = 20_000
+    model = pa.DictionaryArray.from_arrays(
+        pa.array(np.zeros(rows, dtype=np.int32)), pa.array(["x" * (1 << 20)])
+    )
+    table = pa.table({"model": model, "label": np.arange(rows) % 2, "score": np.full(rows, 0.5)})
+    data = _parquet(table, "zstd")
+    assert len(data) < 10_000
+    pool = pa.default_memory_pool()
+    before = pool.max_memory()
+    msg = _error(data, "dict.parquet")
+    _has(msg, "model column 'model'", "1,048,576 characters")
+    _has(msg, "rows 1, 2, 3, 4, 5 (and 19995 more) (1-based)")
+    # Arrow never held more than a few copies of the one entry (the pool's high-water mark
+    # only grows, so this bounds what this load allocated).
+    assert pool.max_memory() - before < 64 << 20

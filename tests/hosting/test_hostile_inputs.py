@@ -49,6 +49,47 @@ def _wide(columns: int) -> bytes:
     return (header + row).encode()
 
 
+def _parquet(table, compression="zstd") -> bytes:
+    buf = io.BytesIO()
+    pq.write_table(table, buf, compression=compression)
+    return buf.getvalue()
+
+
+def _one_megabyte_dictionary(rows: int = 20_000) -> bytes:
+    """``rows`` model names all pointing at one 1 MB dictionary entry: 1.3 kB, 20 GB as text."""
+    model = pa.DictionaryArray.from_arrays(
+        pa.array(np.zeros(rows, dtype=np.int32)), pa.array(["x" * (1 << 20)])
+    )
+    return _parquet(
+        pa.table({"model": model, "label": np.arange(rows) % 2, "score": np.full(rows, 0.5)})
+    )
+
+
+def _one_megabyte_names(rows: int = 200) -> bytes:
+    """``rows`` distinct model names of 1 MB each (plain encoding), written 50 rows at a time."""
+    schema = pa.schema([("model", pa.string()), ("label", pa.int64()), ("score", pa.float64())])
+    buf = io.BytesIO()
+    with pq.ParquetWriter(buf, schema, compression="zstd") as writer:
+        for start in range(0, rows, 50):
+            names = [f"{i:06d}" + "x" * (1 << 20) for i in range(start, start + 50)]
+            labels = np.arange(start, start + 50) % 2
+            writer.write_table(pa.table([names, labels, np.full(50, 0.5)], schema=schema))
+    return buf.getvalue()
+
+
+def _truncated_member(member: str = "probs.npy") -> bytes:
+    """A valid npz whose ``member`` is cut to half its length (inside an intact zip)."""
+    good = _npz(probs=np.full((100, 2), 0.5), labels=np.arange(100) % 2)
+    out = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(good)) as src, zipfile.ZipFile(out, "w") as dst:
+        for name in src.namelist():
+            raw = src.read(name)
+            dst.writestr(name, raw[: len(raw) // 2] if name == member else raw)
+    return out.getvalue()
+
+
+LONG = "c" * 201
+
 #: name -> (file name, content, words the message must contain)
 REJECTED = {
     "pickle": ("model.pkl", pickle.dumps({"probs": [0.1]}), ["pickle", "never loaded"]),
@@ -87,6 +128,37 @@ REJECTED = {
     "labels -1/1 for a score": ("pm.csv", b"score,label\n0.2,-1\n0.7,1\n", ["-1", "as 0"]),
     "labels 1/2 for a score": ("12.csv", b"score,label\n0.2,1\n0.7,2\n", ["{1, 2}", "recode"]),
     "labels yes/no for a score": ("yn.csv", b"score,label\n0.2,no\n0.7,yes\n", ["'yes'", "recode"]),
+    "truncated npy member": ("cut.npz", _truncated_member(), ["truncated", "(100, 2)"]),
+    "Parquet text that is not a number": (
+        "text.parquet",
+        _parquet(pa.table({"p_a": ["0.2", "x"], "p_b": ["0.8", "0.3"], "label": ["b", "a"]})),
+        ["column 'p_a'", "found 'x' at row 2 (1-based)"],
+    ),
+    "1 MB model names, one dictionary entry": (
+        "dict.parquet",
+        _one_megabyte_dictionary(),
+        ["model column 'model'", "1,048,576 characters", "rows 1, 2", "at most 200"],
+    ),
+    "1 MB model names, distinct": (
+        "names.parquet",
+        _one_megabyte_names(),
+        ["column 'model'", "bytes per row", "footer", "at most 200"],
+    ),
+    "201-character class name": (
+        "long.csv",
+        f"p_a,p_{LONG},label\n0.2,0.8,a\n0.7,0.3,a\n".encode(),
+        ["201 characters long", "column 2", "at most 200"],
+    ),
+    "201-character model name": (
+        "longm.csv",
+        f"model,p_a,p_b,label\nm,0.2,0.8,a\n{LONG},0.7,0.3,b\n".encode(),
+        ["model column 'model'", "201 characters", "data row 2"],
+    ),
+    "201-character label": (
+        "longl.csv",
+        f"p_a,p_b,label\n0.2,0.8,a\n0.7,0.3,{LONG}\n".encode(),
+        ["label column 'label'", "201 characters", "data row 2"],
+    ),
 }
 
 #: name -> (file name, content, (n_samples, class names)) of odd files that must load.
@@ -104,6 +176,11 @@ ACCEPTED = {
         "yesno.csv",
         b"p_no,p_yes,label\n0.2,0.8,yes\n0.7,0.3,no\n",
         (2, ("no", "yes")),
+    ),
+    "Parquet numbers stored as text": (
+        "text.parquet",
+        _parquet(pa.table({"p_a": ["0.2", "0.7"], "p_b": ["0.8", "0.3"], "label": ["b", "a"]})),
+        (2, ("a", "b")),
     ),
 }
 
@@ -231,7 +308,6 @@ def small_limit_app(tmp_path_factory):
         ("bomb.csv.gz", lambda: _gzip_bomb(512), ["expands to more than the 1 MB"]),
         ("bomb.csv", lambda: _gzip_bomb(64), ["expands to more than the 1 MB"]),
         ("bomb.npz", lambda: _zip_bomb(64), ["expands to more than the 1 MB"]),
-        ("bomb.parquet", lambda: _parquet_bomb(2_000_000), ["2,000,000 rows", "1 MB"]),
         ("wide.npz", lambda: _npz(probs=np.zeros((1, 30_000)), labels=[0]), ["30,000 columns"]),
     ],
 )
@@ -255,6 +331,44 @@ def test_compressed_bombs_are_stopped_before_parsing(
     (error,) = body["errors"]
     assert all(w in error["error"] for w in words), error
     monkeypatch.undo()
+    _good_model_survives(tab, good)
+
+
+def _float16_npz() -> bytes:
+    """975 kB of float16 / int8 arrays (within 1 MB) that decode to 8.6 MB as float64."""
+    rows, classes = 25_000, 19
+    probs = np.full((rows, classes), 1 / classes, dtype=np.float16)
+    return _npz(probs=probs, labels=(np.arange(rows) % classes).astype(np.int8))
+
+
+@pytest.mark.parametrize(
+    ("name", "make", "words"),
+    [
+        ("bomb.parquet", lambda: _parquet_bomb(2_000_000), ["2,000,000 rows", "8 MB", "footer"]),
+        ("short.csv", lambda: b"p_a,p_b,label\n" + b"0,1,b\n1,0,a\n" * 87_000, ["8 MB"]),
+        ("half.npz", _float16_npz, ["8 MB", "float64"]),
+        ("dict.parquet", _one_megabyte_dictionary, ["1,048,576 characters", "at most 200"]),
+    ],
+)
+def test_decoded_data_is_bounded_in_every_format(small_limit_app, dash_tab, name, make, words):
+    """Within the 1 MB upload limit, each file would decode past 8 x 1 MB: refused, cheaply.
+
+    Arrow's memory pool high-water mark only grows, so its growth during the
+    request bounds what the request allocated in Arrow; the refused files would
+    need from 9 MB (the CSV) to 20 GB (the dictionary) to load.
+    """
+    content = make()
+    assert len(content) < 1 << 20  # it passes the plain upload limit
+    tab = dash_tab(flask_client=small_limit_app.server.test_client()).load()
+    status, body = tab.upload("good.csv", GOOD)
+    good = body["models"][0]
+    pool = pa.default_memory_pool()
+    before = pool.max_memory()
+    status, body = _post(tab, name, content)
+    assert pool.max_memory() - before < 16 << 20
+    assert status == 200 and body["models"] == []
+    (error,) = body["errors"]
+    assert all(w in error["error"] for w in words), error
     _good_model_survives(tab, good)
 
 
@@ -474,3 +588,33 @@ def test_fuzz_the_upload_route(session, upload):
         assert "unexpected error" not in error["error"], error  # every failure is explained
     status, _, layout = tab.get("/_dash-layout")
     assert good["handle"].encode() in layout
+
+
+# ------------------------------------------------------------------ classes
+def _classes_npz(classes: int, rows: int) -> bytes:
+    rng = np.random.default_rng(classes)
+    return _npz(probs=rng.dirichlet(np.ones(classes), size=rows), labels=np.arange(rows) % classes)
+
+
+def _store_files(app) -> int:
+    root = Path(app.server.extensions["calibration_dashboard"].store.directory)
+    return sum(1 for p in root.rglob("*") if p.is_file())
+
+
+def test_a_thousand_class_model_takes_a_few_files_and_every_view_works(dash_app, dash_tab):
+    """24,000 classes once made 48,006 store files; now MAX_CLASSES bounds K and a model is
+    stored in a constant number of files, read back (memory-mapped) by every view."""
+    tab = dash_tab(flask_client=dash_app.server.test_client()).load()
+    before = _store_files(dash_app)
+    status, body = tab.upload("k1000.npz", _classes_npz(1000, 2000))
+    assert status == 200 and not body["errors"], body
+    (model,) = body["models"]
+    assert model["n_classes"] == 1000
+    assert _store_files(dash_app) - before <= 6  # 4 arrays, the record, the session's list
+    for view in ({}, {"notion": "class", "class_value": "999"}, {"notion": "class"}):
+        out = tab.view([model["handle"]], maps=[], **view)
+        figures = [k["props"]["figure"] for k in out["reliability-grid.children"]]
+        assert figures and all(f["data"] for f in figures), (view, out.get("message.children"))
+    status, body = tab.upload("k1001.npz", _classes_npz(1001, 1001))
+    assert body["models"] == []
+    assert "1,001 classes" in body["error"] and "MAX_CLASSES" in body["error"]

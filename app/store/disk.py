@@ -106,8 +106,32 @@ class ResilientCache(diskcache.Cache):
         self.write_error = None
         return done
 
+    def tag_bytes(self, tag: str) -> int:
+        """Bytes of the unexpired values kept as files under ``tag`` (one session's arrays)."""
+        ((total,),) = self._sql(
+            "SELECT COALESCE(SUM(size), 0) FROM Cache WHERE tag = ?"
+            " AND (expire_time IS NULL OR expire_time > ?)",
+            (tag, time.time()),
+        ).fetchall()
+        return int(total)
 
-def save_array(cache: diskcache.Cache, key: str, arr: np.ndarray, expire: float | None) -> None:
+    def idle_tags(self, before: float) -> list[str]:
+        """Tags whose entries were all last read before ``before`` (epoch seconds), oldest first.
+
+        With the least-recently-used policy diskcache records each read's time
+        (``access_time``), so this is when a session last used any of its data.
+        """
+        rows = self._sql(
+            "SELECT tag, MAX(access_time) AS last FROM Cache WHERE tag IS NOT NULL"
+            " GROUP BY tag HAVING last < ? ORDER BY last",
+            (before,),
+        ).fetchall()
+        return [tag for tag, _ in rows]
+
+
+def save_array(
+    cache: diskcache.Cache, key: str, arr: np.ndarray, expire: float | None, tag: str | None = None
+) -> None:
     """Store one array under ``key`` as the raw bytes of a ``.npy`` file.
 
     Parameters
@@ -118,6 +142,8 @@ def save_array(cache: diskcache.Cache, key: str, arr: np.ndarray, expire: float 
         Any shape and (non-object) dtype; saved C-contiguous, without pickle.
     expire : float or None
         Seconds until the entry expires.
+    tag : str, optional
+        The owning session's id (its data is counted and evicted by tag).
 
     Raises
     ------
@@ -128,7 +154,7 @@ def save_array(cache: diskcache.Cache, key: str, arr: np.ndarray, expire: float 
     np.save(buf, np.ascontiguousarray(arr), allow_pickle=False)
     buf.seek(0)
     # read=True: diskcache stores the raw .npy bytes as a file (no pickle).
-    cache.set(key, buf, read=True, expire=expire)
+    cache.set(key, buf, read=True, expire=expire, tag=tag)
 
 
 def load_array(cache: diskcache.Cache, key: str) -> np.ndarray:
@@ -158,7 +184,11 @@ def load_array(cache: diskcache.Cache, key: str) -> np.ndarray:
 
 
 def save_predictions(
-    cache: diskcache.Cache, handle: str, pred: Predictions, expire: float | None
+    cache: diskcache.Cache,
+    handle: str,
+    pred: Predictions,
+    expire: float | None,
+    tag: str | None = None,
 ) -> dict:
     """Store ``pred`` under ``handle``: each array, then the record that lists them.
 
@@ -166,7 +196,8 @@ def save_predictions(
     (N, K, when present); ``arr:<handle>:sorted:<notion>:<class>:<slot>`` for
     each array of the sorted scores already built; last ``pred:<handle>``,
     the record (name, class names, array fields, sorted-scores keys and
-    slots), so a reader never sees half a model.
+    slots), so a reader never sees half a model. Every entry carries ``tag``
+    (the owning session's id, or None for shared data such as the demo's fits).
 
     Returns
     -------
@@ -183,17 +214,17 @@ def save_predictions(
         "sorted": [],
     }
     for field_name, arr in arrays.items():
-        save_array(cache, f"arr:{handle}:{field_name}", arr, expire)
+        save_array(cache, f"arr:{handle}:{field_name}", arr, expire, tag)
         record["arrays"].append(field_name)
     for key, sorted_scores in pred._sorted.items():
         slots = slot_arrays(sorted_scores)
         if slots is None:
             continue
-        tag = f"{key[0]}:{key[1]}"
+        label = f"{key[0]}:{key[1]}"
         for slot, arr in slots.items():
-            save_array(cache, f"arr:{handle}:sorted:{tag}:{slot}", arr, expire)
+            save_array(cache, f"arr:{handle}:sorted:{label}:{slot}", arr, expire, tag)
         record["sorted"].append((list(key), list(slots)))
-    cache.set(f"pred:{handle}", record, expire=expire)
+    cache.set(f"pred:{handle}", record, expire=expire, tag=tag)
     return record
 
 

@@ -1,7 +1,9 @@
-"""Per-session quotas, the bounded disk store with eviction, and expired sessions.
+"""Per-session quotas, the hard bound of the disk store, and expired or evicted sessions.
 
-An expired or evicted session always reads "your data expired, please upload
-again" in the page (HTTP 200), never an HTTP error.
+An expired session reads "your data expired, please upload again" in the
+page, an evicted one that its data was "removed to make room" (HTTP 200),
+never an HTTP error. A full store refuses newcomers instead of evicting
+data in use.
 """
 
 from __future__ import annotations
@@ -55,27 +57,81 @@ def test_bytes_per_session_quota(hosting_config, dash_tab, make_csv):
     assert other.upload("mine.csv", make_csv(n=2000))[1]["models"]
 
 
-def test_the_disk_store_is_bounded_and_evicts_the_least_recently_used(
+def _disk_bytes(dash_app) -> int:
+    """The store's size on disk: every file under its directory (database, log, values)."""
+    root = _store(dash_app).directory
+    return sum(f.stat().st_size for f in root.rglob("*") if f.is_file())
+
+
+def _page_messages(tab) -> str:
+    """The message area of a freshly loaded page (as the browser gets it)."""
+    status, _, body = tab.get("/_dash-layout")
+    assert status == 200
+    return body.decode()
+
+
+def test_a_full_store_refuses_newcomers_and_keeps_active_users_data(
     hosting_config, dash_tab, make_csv
 ):
-    limit_mb = 4
-    dash_app = create_app(hosting_config(cache_size_limit_mb=limit_mb, memory_cache_mb=0))
-    store = _store(dash_app)
-    tabs, handles, volumes = [], [], []
-    for i in range(8):
+    # Five users upload, then fresh sessions (a client dropping its cookie each time)
+    # upload until the store is full: they are refused, nobody active is evicted, and
+    # the store stays under its bound on disk after every upload.
+    limit_mb = 24
+    dash_app = create_app(
+        hosting_config(cache_size_limit_mb=limit_mb, session_quota_mb=6, memory_cache_mb=0)
+    )
+    users = []
+    for i in range(5):
         tab = _tab(dash_app, dash_tab)
-        status, body = tab.upload(f"s{i}.csv", make_csv(n=20_000, k=3, seed=i))
+        status, body = tab.upload(f"user{i}.csv", make_csv(n=10_000, k=3, seed=i))
         assert status == 200 and not body["errors"], body
-        tabs.append(tab)
-        handles.append(body["models"][0]["handle"])
-        volumes.append(store.cache.volume())
-    one_model = 2.6 * (1 << 20)  # 20,000 x 3 arrays and their sorted scores
-    assert max(volumes) <= limit_mb * (1 << 20) + one_model, volumes
-    results = [_view(t, h) for t, h in zip(tabs, handles, strict=True)]
-    assert results[-1][0]  # the newest session works
-    evicted = [msg for has, msg in results if not has]
-    assert len(evicted) >= 4  # 8 x 2.6 MB do not fit in 4 MB
-    assert all(EXPIRED in msg for msg in evicted)
+        users.append((tab, body["models"][0]["handle"]))
+    sizes, refused = [], []
+    big = make_csv(n=20_000, k=3, seed=99)
+    for _ in range(12):
+        attacker = _tab(dash_app, dash_tab)
+        for j in range(2):
+            status, body = attacker.upload(f"big{j}.csv", big)
+            assert status == 200
+            refused.extend(e["error"] for e in body["errors"])
+            sizes.append(_disk_bytes(dash_app))
+    assert max(sizes) <= limit_mb << 20, [f"{s / (1 << 20):.1f}" for s in sizes]
+    assert refused, "the attack never filled the store: the test proves nothing"
+    assert all("server is full right now" in e for e in refused), refused
+    assert all("CACHE_SIZE_LIMIT_MB" in e and "reload" not in e for e in refused)
+    for tab, handle in users:
+        has, messages = _view(tab, handle)
+        assert has, messages
+
+
+def test_idle_sessions_are_evicted_to_make_room_and_told_so(
+    hosting_config, dash_tab, make_csv, wall_clock
+):
+    limit_mb = 12  # the demo (3 MB) and two of these uploads (2.6 MB each), not three
+    dash_app = create_app(
+        hosting_config(
+            cache_size_limit_mb=limit_mb,
+            session_quota_mb=6,
+            idle_eviction_seconds=600,
+            memory_cache_mb=0,
+        )
+    )
+    idle, active = _tab(dash_app, dash_tab), _tab(dash_app, dash_tab)
+    (idle_model,) = idle.upload("idle.csv", make_csv(n=20_000, k=3, seed=1))[1]["models"]
+    wall_clock.advance(700)  # idle for longer than IDLE_EVICTION_SECONDS, well within the TTL
+    (active_model,) = active.upload("active.csv", make_csv(n=20_000, k=3, seed=2))[1]["models"]
+    newcomer = _tab(dash_app, dash_tab)
+    status, body = newcomer.upload("new.csv", make_csv(n=20_000, k=3, seed=3))
+    assert status == 200 and not body["errors"], body  # room made from the idle session
+    assert _disk_bytes(dash_app) <= limit_mb << 20
+    assert _view(active, active_model["handle"])[0]  # the active user keeps everything
+    # The idle user's open tab, and its reloaded page, say why the data is gone.
+    has, messages = _view(idle, idle_model["handle"])
+    assert not has and "removed to make room" in messages and EXPIRED not in messages
+    assert "removed to make room" in _page_messages(idle)
+    # Until it uploads again.
+    assert idle.upload("again.csv", make_csv(n=300, seed=4))[1]["models"]
+    assert "removed to make room" not in _page_messages(idle)
 
 
 def test_an_expired_session_reads_your_data_expired(hosting_config, dash_tab, make_csv, wall_clock):

@@ -12,9 +12,10 @@ import json
 
 import pytest
 
-from app.factory import create_app
+from app.factory import create_app, finish_setup
 
 EXPIRED = "your data expired, please upload again"
+LOST = "Your previous session could not be restored"
 
 
 def _store(dash_app):
@@ -64,7 +65,8 @@ def _disk_bytes(dash_app) -> int:
 
 
 def _page_messages(tab) -> str:
-    """The message area of a freshly loaded page (as the browser gets it)."""
+    """The layout of a reloaded page, messages included (the page, then its layout)."""
+    assert tab.get("/")[0] == 200
     status, _, body = tab.get("/_dash-layout")
     assert status == 200
     return body.decode()
@@ -172,3 +174,27 @@ def test_an_expired_session_reads_your_data_expired(hosting_config, dash_tab, ma
         store.resolve(old_sid, model["handle"])
     # And a new upload works right away.
     assert tab.upload("new.csv", make_csv(n=300))[1]["models"]
+
+
+def test_a_session_lost_to_a_new_key_or_its_age_is_told_once(
+    hosting_config, dash_tab, make_csv, wall_clock
+):
+    ttl = 3600
+    dash_app = create_app(hosting_config(session_ttl_seconds=ttl))
+    tab = _tab(dash_app, dash_tab)
+    assert LOST not in _page_messages(tab)  # a first visit is not a lost session
+    tab.upload("mine.csv", make_csv(n=300))
+    old_cookie = tab.cookie()
+
+    # The operator changes SECRET_KEY: the old cookie no longer verifies.
+    rotated = create_app(hosting_config(secret_key="another-secret-key-0123456789abcdef"))
+    finish_setup(rotated)  # as every server does before its first request
+    after_rotation = dash_tab(flask_client=rotated.server.test_client())
+    after_rotation.set_cookie(old_cookie)
+    assert LOST in _page_messages(after_rotation)
+    assert LOST not in _page_messages(after_rotation)  # said once, not on every reload
+
+    # The cookie outlives its TTL: the browser still sends it, the server says so.
+    wall_clock.advance(ttl + 60)
+    assert LOST in _page_messages(tab)
+    assert LOST not in _page_messages(tab)

@@ -198,3 +198,26 @@ def test_a_session_lost_to_a_new_key_or_its_age_is_told_once(
     wall_clock.advance(ttl + 60)
     assert LOST in _page_messages(tab)
     assert LOST not in _page_messages(tab)
+
+
+def test_fitted_maps_count_against_the_session_quota(hosting_config, dash_tab, make_csv):
+    from app.callbacks.fit import run_fits
+
+    # 20,000 x 3 takes 2.6 MB with its sorted scores, and so does each calibrated copy.
+    dash_app = create_app(hosting_config(session_quota_mb=6, memory_cache_mb=0))
+    ctx = dash_app.server.extensions["calibration_dashboard"]
+    tab = _tab(dash_app, dash_tab)
+    (model,) = tab.upload("m.csv", make_csv(n=20_000, k=3))[1]["models"]
+    sid = ctx.sessions.verify(tab.cookie())[0]
+    used = ctx.store.cache.tag_bytes(sid)
+    assert used > 2 << 20
+    state = run_fits(
+        ctx, sid, [model["handle"]], ["temperature", "histogram"], "split", 5, 0.5, lambda *_: None
+    )
+    assert "SESSION_QUOTA_MB" in state["error"] and "fitted map" in state["error"], state
+    assert ctx.store.cache.tag_bytes(sid) > used  # what was fitted before the quota counts
+    assert ctx.store.cache.tag_bytes(sid) <= 6 << 20
+    status, body = tab.upload("more.csv", make_csv(n=20_000, k=3, seed=1))
+    assert status == 200 and body["models"] == []
+    assert "quota (uploads and fitted maps)" in body["errors"][0]["error"]
+    assert _view(tab, model["handle"])[0]  # and the model itself is still there

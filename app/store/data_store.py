@@ -24,6 +24,13 @@ Keys
     predictions live under ``pred:<variant handle>``.
 ``demo:v1:<seed>``
     The built-in demo, computed by the first process that needs it.
+``soft:<handle>`` and ``rows:<variant handle>``
+    An upload's soft labels, and which input rows a split-mode variant holds.
+``evicted:<sid>``
+    Tombstone of a session whose data was removed to make room
+    (:mod:`app.store.budget`), until it uploads again.
+``probe:<pid>``
+    A tiny write that checks whether the disk takes writes again.
 
 Access control: a handle is usable by a session only when it is a demo
 handle or one of the session's own uploads (:meth:`DataStore.resolve`).
@@ -36,9 +43,9 @@ admitted first, only idle sessions' data is ever evicted to make room (their
 page then says so), and otherwise the write is refused as "server full".
 
 Storage faults: when the disk is full or read-only, writes raise
-:class:`StorageUnavailable` (a readable message, shown as a banner) while
-reads go on without the LRU bookkeeping write (:class:`ResilientCache`), so
-everything stored before stays usable.
+:class:`StorageUnavailable` (a readable message, shown as a banner until a
+probe write succeeds) while reads go on without the LRU bookkeeping write
+(:class:`ResilientCache`), so everything stored before stays usable.
 """
 
 from __future__ import annotations

@@ -15,15 +15,25 @@ Variable                   Meaning                                       Default
                            with more is refused with a message).
 ``CACHE_DIR``              Disk store shared by all workers: parsed      ``<tmp>/calibration-
                            uploads, fitted maps, background jobs.        dashboard``
-``CACHE_SIZE_LIMIT_MB``    Size bound of the disk store (least recently  4096
-                           used entries are evicted).
+``CACHE_SIZE_LIMIT_MB``    Hard size bound of the disk store: uploads    4096
+                           fill at most 80 % of it, fitted maps the
+                           rest; beyond, only idle sessions' data is
+                           evicted, else the write is refused.
 ``MEMORY_CACHE_MB``        Per-process cache of parsed predictions       1024
                            (with their sorted scores).
 ``SESSION_TTL_SECONDS``    Idle time after which a session's uploads     86400
                            expire.
 ``MAX_MODELS_PER_SESSION`` Uploaded models kept per session.             20
-``SESSION_QUOTA_MB``       Parsed data (arrays and sorted scores) one      1024
-                           session may keep in the disk store.
+``SESSION_QUOTA_MB``       Data one session may keep in the disk store:  1024
+                           parsed uploads (arrays, sorted scores, soft
+                           labels) and fitted maps.
+``IDLE_EVICTION_SECONDS``  Idle time after which a session's data may    3600
+                           be evicted when the store is full (its page
+                           then says so).
+``ALLOWED_ORIGINS``        Extra origins (``https://host[:port]``,       (none)
+                           comma-separated) allowed to send POSTs, for
+                           a proxy that rewrites the Host header; the
+                           app's own origin is always allowed.
 ``BASIC_AUTH_USERS``       Optional HTTP basic auth: comma-separated      (off)
                            ``user:hash`` entries, hashes from
                            ``werkzeug.security.generate_password_hash``.
@@ -88,6 +98,23 @@ def _basic_auth_env(env: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
     return tuple(users)
 
 
+#: An origin as browsers send it: scheme, host, optional port, nothing else.
+ORIGIN = re.compile(r"^https?://[A-Za-z0-9.\-\[\]:]+/?$")
+
+
+def _origins_env(env: Mapping[str, str]) -> tuple[str, ...]:
+    """``ALLOWED_ORIGINS``: comma-separated ``scheme://host[:port]`` entries, lower-cased."""
+    origins = []
+    for entry in filter(None, (e.strip() for e in env.get("ALLOWED_ORIGINS", "").split(","))):
+        if not ORIGIN.match(entry):
+            raise ConfigError(
+                "ALLOWED_ORIGINS must be comma-separated origins like https://dash.example.org "
+                f"or http://10.0.0.5:8050 (scheme, host, optional port; no path); got {entry!r}."
+            )
+        origins.append(entry.lower().rstrip("/"))
+    return tuple(origins)
+
+
 def _int_env(env: Mapping[str, str], name: str, default: int, minimum: int = 1) -> int:
     raw = env.get(name)
     if raw is None or raw.strip() == "":
@@ -135,6 +162,10 @@ class AppConfig:
     session_ttl_seconds: int = 86_400
     max_models_per_session: int = 20
     session_quota_mb: int = 1024
+    # Store admission and cross-site request checks (app.store.budget, app.origin_check).
+    idle_eviction_seconds: int = 3600
+    #: Origins (``scheme://host[:port]``) besides the app's own that may send POSTs.
+    allowed_origins: tuple[str, ...] = ()
     session_cookie_secure: bool | None = None
     debug: bool = False
     #: ``(user, password or werkzeug hash)`` pairs; empty: no basic auth.
@@ -189,6 +220,8 @@ class AppConfig:
             session_ttl_seconds=_int_env(env, "SESSION_TTL_SECONDS", 86_400, minimum=60),
             max_models_per_session=_int_env(env, "MAX_MODELS_PER_SESSION", 20),
             session_quota_mb=_int_env(env, "SESSION_QUOTA_MB", 1024),
+            idle_eviction_seconds=_int_env(env, "IDLE_EVICTION_SECONDS", 3600, minimum=60),
+            allowed_origins=_origins_env(env),
             session_cookie_secure=None
             if secure is None or not secure.strip()
             else _bool_env(env, "SESSION_COOKIE_SECURE", False),

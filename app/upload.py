@@ -40,7 +40,7 @@ from .request_errors import request_id
 from .session import SessionManager
 from .store.data_store import DataStore
 from .store.disk import STORAGE_MESSAGE
-from .store.soft_label_store import read_upload_soft_labels, store_soft_labels
+from .store.soft_label_store import read_upload_soft_labels
 from .upload_guard import check_expansion, decoded_limit
 
 
@@ -185,8 +185,7 @@ def register_upload_route(
                 )
                 check_classes(preds, max_classes)
                 soft = read_upload_soft_labels(part.stream, name, preds, decoded_limit(limit))
-                infos = store.add_models(sid, preds, source=name)
-                store_soft_labels(store, infos, preds, soft)
+                infos = store.add_models(sid, preds, source=name, soft=soft)
             except CalibrationInputError as exc:
                 errors.append({"file": name, "error": f"{name}: {exc}"})
                 continue

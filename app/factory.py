@@ -23,7 +23,7 @@ from .context import AppContext
 from .jobs import background_manager
 from .layout.page import build_layout, default_settings
 from .request_errors import install_error_handlers
-from .security import BasicAuth, SecurityHeaders
+from .security import BasicAuth, SecurityHeaders, TrustedProxies
 from .session import SessionManager
 from .store.data_store import DataStore
 from .upload import make_request_class, register_upload_route
@@ -105,7 +105,8 @@ def create_app(config: AppConfig | None = None) -> Dash:
     install_error_handlers(server, hide_errors=not config.debug)
     security_headers = SecurityHeaders()
     security_headers.install(server)
-    BasicAuth(config.basic_auth).install(server)
+    TrustedProxies(config.forwarded_allow_ips).install(server)
+    BasicAuth(config.basic_auth, config.auth_failures_per_minute).install(server)
     sessions.install(server)
     register_upload_route(
         server, store=store, sessions=sessions, max_upload_mb=config.max_upload_mb

@@ -65,6 +65,10 @@ class SlowClients:
         Open a connection again when the server closes it.
     headers : dict, optional
         Extra request headers (see :func:`upload_headers`).
+    stagger : float
+        Seconds between opening two connections (0: all at once). Opened at once,
+        most connections can land in one gunicorn worker, which accepts while its
+        threads are busy; staggered, they spread over the workers.
 
     Attributes
     ----------
@@ -81,8 +85,10 @@ class SlowClients:
         interval: float = 2.0,
         reconnect: bool = True,
         headers: dict[str, str] | None = None,
+        stagger: float = 0.0,
     ):
         parts = urlsplit(url)
+        self.stagger = stagger
         self.headers = dict(headers or {})
         self.host, self.port = parts.hostname, parts.port or 80
         self.n, self.interval, self.reconnect = n, interval, reconnect
@@ -94,7 +100,9 @@ class SlowClients:
 
     def start(self) -> SlowClients:
         """Open the connections (each in its own thread)."""
-        for _ in range(self.n):
+        for i in range(self.n):
+            if i and self.stagger:
+                time.sleep(self.stagger)
             thread = threading.Thread(target=self._run, daemon=True)
             thread.start()
             self._threads.append(thread)
@@ -176,7 +184,7 @@ def probe_loop(url: str, seconds: float, every: float, timeout: float) -> list[f
 def run(args: argparse.Namespace) -> dict:
     """Trickle and probe; the summary as a dict."""
     base = args.url.rstrip("/")
-    with SlowClients(base, args.sockets, args.interval) as clients:
+    with SlowClients(base, args.sockets, args.interval, stagger=args.stagger) as clients:
         time.sleep(args.settle)
         results = probe_loop(base + "/healthz", args.seconds, args.probe_every, args.probe_timeout)
     answered = [r for r in results if r is not None]
@@ -184,6 +192,7 @@ def run(args: argparse.Namespace) -> dict:
         "url": base,
         "sockets": args.sockets,
         "interval_s": args.interval,
+        "stagger_s": args.stagger,
         "probes": len(results),
         "answered": len(answered),
         "latencies_ms": [None if r is None else round(r * 1000, 1) for r in results],
@@ -198,6 +207,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--sockets", type=int, default=4)
     parser.add_argument("--interval", type=float, default=2.0, help="seconds between bytes")
     parser.add_argument("--seconds", type=float, default=35.0, help="probing time")
+    parser.add_argument("--stagger", type=float, default=0.0, help="seconds between opens")
     parser.add_argument("--settle", type=float, default=3.0, help="wait before probing")
     parser.add_argument("--probe-every", type=float, default=5.0)
     parser.add_argument("--probe-timeout", type=float, default=5.0)

@@ -238,7 +238,9 @@ class FailureLimiter:
         """Count one failure of ``address`` now."""
         now = self._clock()
         with self._lock:
-            times = self._failures.setdefault(address, deque())
+            # More than ``limit`` never count (checks stop at the limit; a few
+            # concurrent ones may pass it together).
+            times = self._failures.setdefault(address, deque(maxlen=self.limit))
             self._failures.move_to_end(address)
             self._expire(times, now)
             times.append(now)
@@ -334,7 +336,8 @@ class BasicAuth:
         """Exactly one password check, of the user's secret or of its stand-in."""
         secret = self._users.get(user)
         if secret is None:
-            self._matches(self._stand_in(user), password)
+            if self._secrets:  # with no user configured there is nobody to stand in
+                self._matches(self._stand_in(user), password)
             return False
         return self._matches(secret, password)
 

@@ -91,6 +91,10 @@ def test_unknown_names_mirror_a_mix_of_plain_and_hashed_passwords(checks):
     assert kinds == {"plain", "hash"}
 
 
+def test_without_users_nothing_passes():
+    assert BasicAuth([]).check(_header("anyone", "pw"), "10.0.0.1") is Verdict.DENIED
+
+
 def test_verified_credentials_pass_without_a_check(checks):
     auth = BasicAuth([("alice", SCRYPT)])
     assert auth.check(_header("alice", "alice-pw"), "10.0.0.1") is Verdict.OK

@@ -39,6 +39,13 @@ Variable                   Meaning                                       Default
                            ``werkzeug.security.generate_password_hash``.
 ``BASIC_AUTH_USER``,       Optional single user; the password may be      (off)
 ``BASIC_AUTH_PASSWORD``    plain text or such a hash.
+``AUTH_RATE_LIMIT``        Failed basic-auth sign-ins one client address  10
+                           may make per minute (counted per worker
+                           process); more get HTTP 429.
+``FORWARDED_ALLOW_IPS``    Proxies (addresses or networks, comma-        ``127.0.0.1,::1``
+                           separated, ``*``: any) whose
+                           ``X-Forwarded-For``/``-Proto`` are believed;
+                           gunicorn reads the same variable.
 ``SESSION_COOKIE_SECURE``  Send the session cookie over HTTPS only.      1 in production
 ``DEBUG``                  Dash debug mode (never in production).        0
 ``REDIS_URL``              Team hosting: background jobs go to a pool of (off: diskcache,
@@ -51,6 +58,7 @@ Variable                   Meaning                                       Default
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import re
 import secrets
@@ -115,6 +123,29 @@ def _origins_env(env: Mapping[str, str]) -> tuple[str, ...]:
     return tuple(origins)
 
 
+#: gunicorn's default for ``FORWARDED_ALLOW_IPS`` (and so this app's).
+DEFAULT_FORWARDED_ALLOW_IPS = ("127.0.0.1", "::1")
+
+
+def _forwarded_allow_ips_env(env: Mapping[str, str]) -> tuple[str, ...]:
+    """``FORWARDED_ALLOW_IPS`` as gunicorn reads it: addresses, networks or ``*``."""
+    raw = env.get("FORWARDED_ALLOW_IPS")
+    if raw is None:
+        return DEFAULT_FORWARDED_ALLOW_IPS
+    entries = tuple(filter(None, (e.strip() for e in raw.split(","))))
+    for entry in entries:
+        if entry == "*":
+            continue
+        try:
+            ipaddress.ip_network(entry, strict=False)
+        except ValueError:
+            raise ConfigError(
+                "FORWARDED_ALLOW_IPS must be comma-separated IP addresses or networks "
+                f"(e.g. 127.0.0.1,172.16.0.0/12) or *, and {entry[:60]!r} is neither."
+            ) from None
+    return entries
+
+
 def _int_env(env: Mapping[str, str], name: str, default: int, minimum: int = 1) -> int:
     raw = env.get(name)
     if raw is None or raw.strip() == "":
@@ -173,6 +204,10 @@ class AppConfig:
     #: Redis for Celery (broker and results); None: Dash's diskcache manager.
     redis_url: str | None = field(default=None, repr=False)
     job_workers: int = 2
+    #: Failed basic-auth checks per client address and minute before 429.
+    auth_failures_per_minute: int = 10
+    #: Proxies whose ``X-Forwarded-For`` names the client (addresses, networks, ``*``).
+    forwarded_allow_ips: tuple[str, ...] = DEFAULT_FORWARDED_ALLOW_IPS
 
     def __post_init__(self) -> None:
         if self.app_env not in ENVIRONMENTS:
@@ -229,6 +264,8 @@ class AppConfig:
             basic_auth=_basic_auth_env(env),
             redis_url=env.get("REDIS_URL", "").strip() or None,
             job_workers=_int_env(env, "JOB_WORKERS", 2),
+            auth_failures_per_minute=_int_env(env, "AUTH_RATE_LIMIT", 10),
+            forwarded_allow_ips=_forwarded_allow_ips_env(env),
         )
 
     def resolved_secret_key(self) -> str:

@@ -24,7 +24,7 @@ from .jobs import background_manager
 from .layout.page import build_layout, default_settings
 from .origin_check import OriginCheck
 from .request_errors import install_error_handlers
-from .security import BasicAuth, SecurityHeaders
+from .security import BasicAuth, SecurityHeaders, TrustedProxies
 from .session import SessionManager
 from .store.data_store import DataStore
 from .upload import make_request_class, register_upload_route
@@ -108,7 +108,8 @@ def create_app(config: AppConfig | None = None) -> Dash:
     install_error_handlers(server, hide_errors=not config.debug)
     security_headers = SecurityHeaders()
     security_headers.install(server)
-    BasicAuth(config.basic_auth).install(server)
+    TrustedProxies(config.forwarded_allow_ips).install(server)
+    BasicAuth(config.basic_auth, config.auth_failures_per_minute).install(server)
     OriginCheck(config.allowed_origins).install(server)
     sessions.install(server)
     register_upload_route(

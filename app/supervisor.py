@@ -35,6 +35,13 @@ def web_command() -> list[str]:
     ]
 
 
+#: Environment of the job worker: SIGTERM (``docker stop``, the supervisor stopping)
+#: is Celery's cold shutdown, which stops the running jobs at once, instead of its
+#: warm shutdown, which waits for them (up to ``JOB_TIME_LIMIT_SECONDS``) while the
+#: stack is stopping. Read by billiard when it is imported, so set before the start.
+WORKER_ENV = {"REMAP_SIGTERM": "SIGQUIT"}
+
+
 def worker_command() -> list[str]:
     """One Celery worker of :mod:`app.worker` (``JOB_WORKERS`` processes)."""
     return [
@@ -103,7 +110,7 @@ def main() -> int:
         children.append(subprocess.Popen(redis_command(0, directory, unix_socket)))
         env["REDIS_URL"] = f"redis+socket://{unix_socket}"
         wait_for_redis(env["REDIS_URL"])
-    children.append(subprocess.Popen(worker_command(), env=env))
+    children.append(subprocess.Popen(worker_command(), env={**env, **WORKER_ENV}))
     children.append(subprocess.Popen(web_command(), env=env))
     status = 0
     while not received:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import socket
+import stat
 import sys
 import time
 
@@ -11,20 +12,36 @@ import dash
 import diskcache
 import pytest
 
+from app.callback_failures import CallbackFailures
 from app.config import AppConfig, ConfigError
-from app.jobs import LocalJobManager, background_manager, close_listening_sockets
+from app.jobs import JobBook, LocalJobManager, background_manager, close_listening_sockets
 from app.warmup import WarmUp
+
+
+def local_manager(tmp_path, warm_up: WarmUp, session=lambda: "s" * 32) -> LocalJobManager:
+    """A local job manager in ``tmp_path`` (default limits and caps)."""
+    return LocalJobManager(
+        diskcache.Cache(str(tmp_path / "jobs")),
+        warm_up,
+        JobBook(tmp_path / "job-book"),
+        AppConfig(cache_dir=tmp_path),
+        session,
+        CallbackFailures(),
+    )
 
 
 def test_redis_url_switches_to_celery_with_job_workers_processes(tmp_path):
     config = AppConfig(
         cache_dir=tmp_path, secret_key="k" * 32, redis_url="redis://127.0.0.1:1/0", job_workers=3
     )
-    manager = background_manager(config, tmp_path, WarmUp(()))
+    manager = background_manager(config, tmp_path, WarmUp(()), lambda: None, CallbackFailures())
     assert isinstance(manager, dash.CeleryManager)
     assert manager.handle.conf.worker_concurrency == 3
     assert manager.handle.conf.worker_prefetch_multiplier == 1  # the queue stays in Redis
-    local = background_manager(AppConfig(cache_dir=tmp_path), tmp_path, WarmUp(()))
+    assert manager.handle.conf.task_time_limit == 300 + 30  # JOB_TIME_LIMIT_SECONDS + grace
+    local = background_manager(
+        AppConfig(cache_dir=tmp_path), tmp_path, WarmUp(()), lambda: None, CallbackFailures()
+    )
     assert isinstance(local, LocalJobManager) and isinstance(local, dash.DiskcacheManager)
 
 
@@ -48,7 +65,7 @@ def test_job_manager_never_forks_while_a_warm_up_imports(tmp_path, monkeypatch):
         return 1234
 
     monkeypatch.setattr(dash.DiskcacheManager, "call_job_fn", fake_fork)
-    manager = LocalJobManager(diskcache.Cache(str(tmp_path / "jobs")), warm)
+    manager = local_manager(tmp_path, warm)
     thread = warm.start()
     deadline = time.perf_counter() + 5
     while "slow_warm_probe" not in sys.modules and time.perf_counter() < deadline:
@@ -86,17 +103,14 @@ def test_forked_job_drops_the_inherited_listening_socket(tmp_path, monkeypatch):
     def report(*_args):  # the job: whether each fd is still open
         status = []
         for fd in (server.fileno(), other.fileno()):
-            try:
-                os.fstat(fd)
-                status.append("open")
+            try:  # (the job may have reused the number for a file since)
+                status.append("open" if stat.S_ISSOCK(os.fstat(fd).st_mode) else "closed")
             except OSError:
                 status.append("closed")
         os.write(write, ",".join(status).encode())
 
     monkeypatch.setattr(dash.DiskcacheManager, "make_job_fn", lambda self, fn, *a, **k: fn)
-    job = LocalJobManager(diskcache.Cache(str(tmp_path / "jobs")), WarmUp(())).make_job_fn(
-        report, False
-    )
+    job = local_manager(tmp_path, WarmUp(())).make_job_fn(report, False)
     pid = os.fork()
     if pid == 0:  # the child: what Dash's Process runs
         job("key", "key-progress", (), {})

@@ -132,10 +132,12 @@ class CallbackFailures:
         reply = FailureReply(what, answer, stopped)
         self._replies[callback_key(output, [inputs, state])] = reply
 
-    def stopped(self, reason: str) -> Any:
+    def stopped(self, reason: str, *, started: bool = True) -> Any:
         """The running background callback's outputs when its job stopped for ``reason``.
 
-        Called by the job manager in the request that polls the job. A callback
+        ``started``: False for a job refused before it started (a cap). Called
+        by the job manager in the request that polls the job, or in the job
+        itself (Dash gives it the request's callback context). A callback
         without a ``stopped`` reply gets Dash's error result instead, which
         goes to :meth:`__call__` (its ``answer``, or HTTP 500 without one).
         """
@@ -143,7 +145,8 @@ class CallbackFailures:
         log.warning("a background job stopped (request id %s): %s", request_id(), reason)
         if reply is None or reply.stopped is None:
             return {"background_callback_error": {"msg": reason, "tb": ""}}
-        return reply.stopped(f"The {reply.what} job stopped: {reason}.")
+        how = "stopped" if started else "was not started"
+        return reply.stopped(f"The {reply.what} job {how}: {reason}.")
 
     def __call__(self, error: Exception) -> Any:
         reply = self._replies.get(running_callback_key())

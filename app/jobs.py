@@ -322,7 +322,7 @@ class JobRules:
         if record["job"] != REFUSED:
             super().terminate_job(record["job"])
         self.book.pop(key)
-        return self.failures.stopped(reason)
+        return self.failures.stopped(reason, started=record["job"] != REFUSED)
 
     def stop_reason(self, record: dict) -> str | None:
         """Why the job of ``record`` ended without a result (None while it may still answer)."""

@@ -31,7 +31,7 @@ from calibration_core import CalibrationInputError
 from .. import ids
 from ..analysis import UNCALIBRATED
 from ..context import AppContext
-from ..job_limits import JobStopped
+from ..job_limits import JobLimits, JobStopped
 from ..map_policy import refusal
 from ..settings import HeldOut, RawSettings, parse_handles, parse_heldout, parse_maps
 from ..store.data_store import DataStore
@@ -117,6 +117,22 @@ def _lookup(ctx: AppContext, sid, raw_handles, raw_maps, mode, folds, fraction):
     if not work:
         state["summary"] = "All selected maps are fitted." if not refusals else ""
     return state, heldout, work
+
+
+def out_of_memory(record: FitRecord) -> bool:
+    """Whether the map of ``record`` failed for lack of memory (the job's limit).
+
+    The core records a map's failure as ``"<where>: <type>: <text>"`` and fits
+    the next map; a ``MemoryError`` in a job is its ``JOB_MEMORY_LIMIT_MB``
+    (:mod:`app.job_limits`), not a property of the map worth storing.
+    """
+    return isinstance(record.error, str) and "MemoryError: " in record.error
+
+
+def memory_stop(ctx: AppContext) -> JobStopped:
+    """The stop of a fit that reached the memory limit, as :class:`JobStopped` words it."""
+    limits = JobLimits(ctx.config.job_time_limit_seconds, ctx.config.job_memory_limit_mb)
+    return JobStopped(limits.memory_message())
 
 
 def stopped_fit_message(name: str, model: str, exc: JobStopped) -> str:
@@ -215,6 +231,10 @@ def run_fits(
                 done += units if name != UNCALIBRATED else 0
                 continue
             record, calibrated = _record(name, handle, heldout, comparison)
+            if out_of_memory(record):  # JOB_MEMORY_LIMIT_MB: say so, and keep no record
+                state["error"] = stopped_fit_message(name, pred.name, memory_stop(ctx))
+                set_progress((str(total), str(total), ""))
+                return state
             try:
                 ctx.store.put_fit(handle, record, calibrated)
                 if name == UNCALIBRATED:

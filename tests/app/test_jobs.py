@@ -126,3 +126,94 @@ def test_forked_job_drops_the_inherited_listening_socket(tmp_path, monkeypatch):
     probe.close()
     server.close()
     other.close()
+
+
+def test_job_limits_and_caps_from_the_environment():
+    config = AppConfig.from_env(
+        {
+            "JOB_TIME_LIMIT_SECONDS": "60",
+            "JOB_MEMORY_LIMIT_MB": "512",
+            "MAX_JOBS_PER_SESSION": "1",
+            "MAX_JOBS": "4",
+            "MAX_MAP_PARAMETERS": "1000",
+        }
+    )
+    assert (config.job_time_limit_seconds, config.job_memory_limit_mb) == (60, 512)
+    assert (config.max_jobs_per_session, config.max_jobs, config.max_map_parameters) == (
+        1,
+        4,
+        1000,
+    )
+    default = AppConfig.from_env({})
+    assert (default.job_time_limit_seconds, default.max_jobs_per_session) == (300, 2)
+    with pytest.raises(ConfigError, match="JOB_MEMORY_LIMIT_MB must be at least 64"):
+        AppConfig.from_env({"JOB_MEMORY_LIMIT_MB": "8"})
+
+
+def in_child(work) -> str:
+    """Run ``work() -> str`` in a forked process (its limits stay there); its answer."""
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.write(write, work().encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    os.waitpid(pid, 0)
+    answer = os.read(read, 1000).decode()
+    os.close(read)
+    return answer
+
+
+def test_a_job_over_its_memory_limit_gets_memory_error_then_the_limit_is_lifted():
+    import numpy as np
+
+    from app.job_limits import JobLimits
+
+    def work() -> str:
+        lift = JobLimits(seconds=60, memory_mb=64).apply()
+        try:
+            np.ones(256 * 1024 * 1024 // 8)  # 256 MB
+            return "allocated"
+        except MemoryError:
+            pass
+        finally:
+            lift()
+        np.ones(256 * 1024 * 1024 // 8)
+        return "MemoryError, then allocated"
+
+    assert in_child(work) == "MemoryError, then allocated"
+
+
+def test_a_job_over_its_time_limit_is_stopped_by_jobstopped():
+    from app.job_limits import JobLimits, JobStopped
+
+    def work() -> str:
+        lift = JobLimits(seconds=1, memory_mb=4096).apply()
+        try:
+            while True:  # what the core does with an Exception, it cannot do with JobStopped
+                try:
+                    time.sleep(0.05)
+                except Exception:
+                    return "caught as an Exception"
+        except JobStopped as exc:
+            return str(exc)
+        finally:
+            lift()
+
+    assert in_child(work) == (
+        "it ran longer than this server's limit of 1 s per job (JOB_TIME_LIMIT_SECONDS)"
+    )
+
+
+def test_map_parameters_grow_with_the_classes_as_each_map_does():
+    from app.map_policy import map_parameters, refusal
+
+    assert map_parameters("dirichlet", 1000) == map_parameters("matrix", 1000) == 1_001_000
+    assert map_parameters("vector", 1000) == 2000 and map_parameters("temperature", 1000) == 1
+    assert map_parameters("isotonic", 1000) == 0
+    assert refusal("dirichlet", "m", 100, 50_000) is None  # CIFAR-100: 10,100 parameters
+    assert "use temperature or vector scaling for 1,000 classes" in refusal(
+        "dirichlet", "m", 1000, 50_000
+    )

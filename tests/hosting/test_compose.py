@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from app.supervisor import web_command, worker_command
+from app.supervisor import WORKER_ENV, web_command, worker_command
 
 REPO = Path(__file__).resolve().parents[2]
 COMPOSE = REPO / "compose.yaml"
@@ -60,6 +60,8 @@ def test_web_and_worker_share_the_store_and_redis(compose):
         assert service["depends_on"]["redis"]["condition"] == "service_healthy"
     assert "cache" in compose["volumes"]
     assert services["worker"]["environment"]["JOB_WORKERS"] == "${JOB_WORKERS:-2}"
+    for name, value in WORKER_ENV.items():  # as app.supervisor starts its worker
+        assert services["worker"]["environment"][name] == value
     assert services["worker"]["healthcheck"] == {"disable": True}  # no web server in it
 
 

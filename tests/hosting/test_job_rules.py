@@ -21,6 +21,7 @@ result or a stated error in the fit state, where the page shows it:
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import time
@@ -31,7 +32,15 @@ import pytest
 
 from app.supervisor import WORKER_ENV, wait_for_redis
 
-from .conftest import CeleryWorker, Fit, Gunicorn, RedisServer, fit_state, prewarm_demo, uploaded
+from .conftest import (
+    CeleryWorker,
+    Fit,
+    Gunicorn,
+    RedisServer,
+    fit_state,
+    prewarm_demo,
+    uploaded,
+)
 from .test_faults import fill, read_only, tmpfs
 
 JOB_WORKERS = 2
@@ -175,7 +184,9 @@ def test_a_session_beyond_its_job_cap_is_refused_with_a_message(stack, gate, das
     status, answer = fits[2].start(handle, maps=("histogram",)).result(timeout=30)
     assert status == 200
     error = fit_state(answer)["error"]
-    assert "already has 2 background job(s) running or queued" in error
+    assert error.startswith(
+        "The fitting job was not started: this session already has 2 background job(s) running"
+    ), error
     assert "MAX_JOBS_PER_SESSION" in error
     for fit in fits[:2]:  # still running: nothing lost
         status, answer = fit.poll()
@@ -308,6 +319,40 @@ def test_another_session_cannot_read_or_cancel_a_local_job(local_app, dash_tab, 
     status, answer = fit.result()
     assert status == 200
     assert f"{handle}:isotonic" in fit_state(answer)["fitted"]
+
+
+def test_a_diagnostics_job_over_the_time_limit_answers_its_stopped_reply(
+    local_app, dash_tab, monkeypatch
+):
+    """The limit stops a job whose callback does not catch it: the job itself answers
+    the callback's ``stopped`` reply (CallbackFailures.stopped, found from the
+    request's callback context that Dash hands to the job)."""
+    import app.callbacks.diagnostics_jobs as diagnostics_jobs
+
+    from .conftest import payload, post
+    from .job_gate import wait_at_gate
+
+    dash_app, gate = local_app
+    monkeypatch.setattr(diagnostics_jobs, "run_job", lambda *_args: wait_at_gate(gate))
+    tab = local_tab(dash_app, dash_tab).load()
+    dep = next(d for d in tab.deps if d["output"] == "diag-test-done.data")
+    body = payload(tab, dep, "diag-test-run.n_clicks")
+    status, _, answer = post(tab, {}, body)
+    assert status == 200
+    handles = json.loads(answer)
+    wait_for(lambda: gate_pids(gate), "the test job to start")
+    deadline = time.monotonic() + 120  # a safety net: the limit ends the job
+    while time.monotonic() < deadline:
+        query = {"cacheKey": handles["cacheKey"], "job": handles["job"]}
+        status, _, answer = post(tab, query, body)
+        if status == 200 and "response" in json.loads(answer):
+            break
+        time.sleep(0.5)
+    done = json.loads(answer)["response"]["diag-test-done"]["data"]
+    assert done["error"] == (
+        "The resampling test job stopped: it ran longer than this server's limit of "
+        f"{TIME_LIMIT} s per job (JOB_TIME_LIMIT_SECONDS)."
+    )
 
 
 # ------------------------------------------------------------ the policy

@@ -6,9 +6,10 @@ alone (``docker run``) starts the same processes itself: when ``REDIS_URL`` is
 unset, a private ``redis-server`` on a Unix socket (no TCP port, nothing written
 to disk) in a fresh temporary folder, then one Celery worker with
 ``JOB_WORKERS`` processes, then gunicorn. A signal (SIGTERM, SIGINT) is passed
-on to each of them, web first and Redis last; when one exits, the others are
-stopped and the supervisor exits with the first one's status, so the container
-stops instead of serving with half its processes.
+on to each of them, web first and Redis last (the job worker's SIGTERM is
+Celery's cold shutdown, :data:`WORKER_ENV`: its running jobs stop with it); when
+one exits, the others are stopped and the supervisor exits with the first one's
+status, so the container stops instead of serving with half its processes.
 """
 
 from __future__ import annotations

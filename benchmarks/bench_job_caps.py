@@ -11,8 +11,9 @@ different jobs). The resident memory of all pool processes is summed every
 
     python benchmarks/bench_job_caps.py [--npz PATH]
 
-Prints that sum before the fits (idle pool) and its peak, how many fits ran and how many were refused (by
-``MAX_JOBS_PER_SESSION``, default 2), and the wall time.
+Prints that sum before the fits (idle pool) and its peak, how many fits ran
+and how many were refused (by ``MAX_JOBS_PER_SESSION``, default 2), and the
+wall time.
 """
 
 from __future__ import annotations

@@ -82,7 +82,7 @@ def within_budget(
         reasons = {n: refusal(n, info.name, info.n_classes, budget) for n in names}
         refusals.extend(r for r in reasons.values() if r is not None)
         allowed = [n for n in names if reasons[n] is None]
-        if [n for n in allowed if n != UNCALIBRATED]:
+        if allowed:
             kept.append((handle, allowed))
     return kept, refusals
 

@@ -233,6 +233,12 @@ def test_stopping_the_job_worker_stops_its_running_jobs(stack, gate, dash_tab, m
     assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
     # A warm shutdown would have let the job run into its time limit and answer.
     assert stack.task_state(fit.task_id) != "SUCCESS"
+    # The page still gets an answer: the job is gone, or at the latest past its
+    # deadline (its time limit after its start, plus 30 s), the poll says so.
+    status, answer = fit.result(timeout=120)
+    assert status == 200
+    error = fit_state(answer)["error"]
+    assert error.startswith("The fitting job stopped: "), error
 
 
 # ------------------------------------------------------- the local manager

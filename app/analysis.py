@@ -43,6 +43,8 @@ UNCALIBRATED = "uncalibrated"
 PENDING = "fitting… (see the progress bar)"
 #: Panel text of a map whose fit was cancelled.
 CANCELLED = "not fitted: cancelled (press Fit to resume)"
+#: Text of a panel whose map the last fit did not fit (its message says why).
+NOT_FITTED = "not fitted (see the message above; press Fit to retry)"
 #: Equal-width bins of the score histogram when the chosen scheme is equal-frequency.
 HISTOGRAM_BINS = 40
 

@@ -15,6 +15,11 @@ reply fails as it would without the handler: the exception goes on to the
 Flask error handler, which answers HTTP 500 with a request id and no detail.
 Expected problems (a setting out of range, data that expired) are not
 failures: callbacks turn those into messages themselves.
+
+A background job can also stop without an answer: killed, over a server
+limit, refused by a cap (:mod:`app.jobs`). The job manager then answers, in
+the poll, :meth:`CallbackFailures.stopped`: the callback's ``stopped`` reply
+with the stated reason, where the result would have been.
 """
 
 from __future__ import annotations
@@ -43,10 +48,14 @@ class FailureReply:
         The failed operation, for the log line ("drawing the view").
     answer : callable(request id) -> outputs
         The callback's outputs, with a message that names the request id.
+    stopped : callable(message) -> outputs, optional
+        A background callback's outputs when its job stopped without a result,
+        with a message that says why.
     """
 
     what: str
     answer: Callable[[str], Any]
+    stopped: Callable[[str], Any] | None = None
 
 
 def flat(grouping: Any) -> list:
@@ -104,14 +113,40 @@ class CallbackFailures:
         self._replies: dict[CallbackKey, FailureReply] = {}
 
     def reply(
-        self, what: str, answer: Callable[[str], Any], *, output: Any, inputs: Any, state: Any = ()
+        self,
+        what: str,
+        answer: Callable[[str], Any],
+        *,
+        output: Any,
+        inputs: Any,
+        state: Any = (),
+        stopped: Callable[[str], Any] | None = None,
     ) -> None:
         """When the callback of ``output``, ``inputs`` and ``state`` fails, answer ``answer(rid)``.
 
         The three are what the callback is registered with (``Output``,
-        ``Input`` and ``State`` objects, in any grouping).
+        ``Input`` and ``State`` objects, in any grouping). ``stopped(message)``
+        is what a background callback answers when its job stopped without a
+        result (see :meth:`stopped`).
         """
-        self._replies[callback_key(output, [inputs, state])] = FailureReply(what, answer)
+        reply = FailureReply(what, answer, stopped)
+        self._replies[callback_key(output, [inputs, state])] = reply
+
+    def stopped(self, reason: str, *, started: bool = True) -> Any:
+        """The running background callback's outputs when its job stopped for ``reason``.
+
+        ``started``: False for a job refused before it started (a cap). Called
+        by the job manager in the request that polls the job, or in the job
+        itself (Dash gives it the request's callback context). A callback
+        without a ``stopped`` reply gets Dash's error result instead, which
+        goes to :meth:`__call__` (its ``answer``, or HTTP 500 without one).
+        """
+        reply = self._replies.get(running_callback_key())
+        log.warning("a background job stopped (request id %s): %s", request_id(), reason)
+        if reply is None or reply.stopped is None:
+            return {"background_callback_error": {"msg": reason, "tb": ""}}
+        how = "stopped" if started else "was not started"
+        return reply.stopped(f"The {reply.what} job {how}: {reason}.")
 
     def __call__(self, error: Exception) -> Any:
         reply = self._replies.get(running_callback_key())

@@ -53,6 +53,18 @@ Variable                   Meaning                                       Default
                            (``redis://host:6379/0``); see app.jobs.      the server)
 ``JOB_WORKERS``            Jobs one Celery worker runs at once (more     2
                            wait in the queue).
+``JOB_TIME_LIMIT_SECONDS`` Longest run of one background job (fit,       300
+                           test, bootstrap); it then stops with a
+                           message in the page.
+``JOB_MEMORY_LIMIT_MB``    Memory one job may allocate beyond its        4096
+                           process's own (address space).
+``MAX_JOBS_PER_SESSION``   Jobs one session may have running or queued;  2
+                           more are refused with a message.
+``MAX_JOBS``               Jobs of all sessions running or queued; more  16
+                           are refused ("the server is busy").
+``MAX_MAP_PARAMETERS``     Largest map the server fits: a map with more  50000
+                           parameters (matrix, Dirichlet: K(K+1)) is
+                           refused up front, with a suggestion.
 =========================  ============================================  ===================
 """
 
@@ -208,6 +220,12 @@ class AppConfig:
     auth_failures_per_minute: int = 10
     #: Proxies whose ``X-Forwarded-For`` names the client (addresses, networks, ``*``).
     forwarded_allow_ips: tuple[str, ...] = DEFAULT_FORWARDED_ALLOW_IPS
+    # Background jobs: limits, caps and the largest map fitted (app.jobs, app.job_limits).
+    job_time_limit_seconds: int = 300
+    job_memory_limit_mb: int = 4096
+    max_jobs_per_session: int = 2
+    max_jobs: int = 16
+    max_map_parameters: int = 50_000
 
     def __post_init__(self) -> None:
         if self.app_env not in ENVIRONMENTS:
@@ -266,6 +284,11 @@ class AppConfig:
             job_workers=_int_env(env, "JOB_WORKERS", 2),
             auth_failures_per_minute=_int_env(env, "AUTH_RATE_LIMIT", 10),
             forwarded_allow_ips=_forwarded_allow_ips_env(env),
+            job_time_limit_seconds=_int_env(env, "JOB_TIME_LIMIT_SECONDS", 300),
+            job_memory_limit_mb=_int_env(env, "JOB_MEMORY_LIMIT_MB", 4096, minimum=64),
+            max_jobs_per_session=_int_env(env, "MAX_JOBS_PER_SESSION", 2),
+            max_jobs=_int_env(env, "MAX_JOBS", 16),
+            max_map_parameters=_int_env(env, "MAX_MAP_PARAMETERS", 50_000),
         )
 
     def resolved_secret_key(self) -> str:

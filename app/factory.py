@@ -14,6 +14,7 @@ from pathlib import Path
 from dash import Dash
 from flask import jsonify
 
+from .callback_failures import CallbackFailures
 from .callbacks import register_callbacks
 from .callbacks.exports import register_export_route
 from .callbacks.fit import plan_fits
@@ -86,8 +87,16 @@ def create_app(config: AppConfig | None = None) -> Dash:
         ) from None
     sessions = SessionManager(secret_key, config.session_ttl_seconds, secure=config.cookie_secure)
     warm_up = WarmUp()
-    jobs = background_manager(config, cache_dir, warm_up)
-    ctx = AppContext(config=config, store=store, sessions=sessions, warm_up=warm_up, jobs=jobs)
+    failures = CallbackFailures()
+    jobs = background_manager(config, cache_dir, warm_up, sessions.current, failures)
+    ctx = AppContext(
+        config=config,
+        store=store,
+        sessions=sessions,
+        warm_up=warm_up,
+        failures=failures,
+        jobs=jobs,
+    )
 
     app = Dash(
         __name__,

@@ -6,9 +6,10 @@ alone (``docker run``) starts the same processes itself: when ``REDIS_URL`` is
 unset, a private ``redis-server`` on a Unix socket (no TCP port, nothing written
 to disk) in a fresh temporary folder, then one Celery worker with
 ``JOB_WORKERS`` processes, then gunicorn. A signal (SIGTERM, SIGINT) is passed
-on to each of them, web first and Redis last; when one exits, the others are
-stopped and the supervisor exits with the first one's status, so the container
-stops instead of serving with half its processes.
+on to each of them, web first and Redis last (the job worker's SIGTERM is
+Celery's cold shutdown, :data:`WORKER_ENV`: its running jobs stop with it); when
+one exits, the others are stopped and the supervisor exits with the first one's
+status, so the container stops instead of serving with half its processes.
 """
 
 from __future__ import annotations
@@ -33,6 +34,13 @@ def web_command() -> list[str]:
         "python:app.gunicorn_conf",
         "app.wsgi:server",
     ]
+
+
+#: Environment of the job worker: SIGTERM (``docker stop``, the supervisor stopping)
+#: is Celery's cold shutdown, which stops the running jobs at once, instead of its
+#: warm shutdown, which waits for them (up to ``JOB_TIME_LIMIT_SECONDS``) while the
+#: stack is stopping. Read by billiard when it is imported, so set before the start.
+WORKER_ENV = {"REMAP_SIGTERM": "SIGQUIT"}
 
 
 def worker_command() -> list[str]:
@@ -103,7 +111,7 @@ def main() -> int:
         children.append(subprocess.Popen(redis_command(0, directory, unix_socket)))
         env["REDIS_URL"] = f"redis+socket://{unix_socket}"
         wait_for_redis(env["REDIS_URL"])
-    children.append(subprocess.Popen(worker_command(), env=env))
+    children.append(subprocess.Popen(worker_command(), env={**env, **WORKER_ENV}))
     children.append(subprocess.Popen(web_command(), env=env))
     status = 0
     while not received:

@@ -233,6 +233,7 @@ def register_job(
         output=output,
         inputs=inputs,
         state=state,
+        stopped=lambda message: {**new_job_state(), "error": message},
     )
 
     @app.callback(

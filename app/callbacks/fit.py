@@ -31,6 +31,8 @@ from calibration_core import CalibrationInputError
 from .. import ids
 from ..analysis import UNCALIBRATED
 from ..context import AppContext
+from ..job_limits import JobLimits, JobStopped
+from ..map_policy import refusal
 from ..settings import HeldOut, RawSettings, parse_handles, parse_heldout, parse_maps
 from ..store.data_store import DataStore
 from ..store.disk import StorageUnavailable
@@ -67,11 +69,39 @@ def missing_work(
     return work
 
 
+def within_budget(
+    store: DataStore, sid, work: list[tuple[str, list[str]]], budget: int
+) -> tuple[list[tuple[str, list[str]]], list[str]]:
+    """``(work, refusals)``: the work without the maps over the parameter budget.
+
+    See :mod:`app.map_policy`; ``refusals`` say which maps are not fitted and why.
+    """
+    kept, refusals = [], []
+    for handle, names in work:
+        info = store.resolve(sid, handle)
+        reasons = {n: refusal(n, info.name, info.n_classes, budget) for n in names}
+        refusals.extend(r for r in reasons.values() if r is not None)
+        allowed = [n for n in names if reasons[n] is None]
+        if allowed:
+            kept.append((handle, allowed))
+    return kept, refusals
+
+
+def refusals_message(refusals: list[str]) -> str | None:
+    """The fit state's error for maps refused by the policy (None if there are none)."""
+    if not refusals:
+        return None
+    text = "; ".join(refusals)
+    return text[0].upper() + text[1:] + "."
+
+
 def _lookup(ctx: AppContext, sid, raw_handles, raw_maps, mode, folds, fraction):
     """Validated settings and what is missing: ``(state, heldout, work)``.
 
-    ``work`` (see :func:`missing_work`) is empty when the fit ends here: then
+    ``work`` (see :func:`missing_work`, without the maps over the parameter
+    budget: :func:`within_budget`) is empty when the fit ends here: then
     ``state`` carries the error of invalid settings or says all is fitted.
+    The refused maps are the state's ``error``.
     """
     state = {"nonce": uuid.uuid4().hex, "fitted": [], "error": None, "summary": ""}
     try:
@@ -79,12 +109,39 @@ def _lookup(ctx: AppContext, sid, raw_handles, raw_maps, mode, folds, fraction):
         maps = parse_maps(raw_maps)
         heldout = parse_heldout(mode, folds, fraction)
         work = missing_work(ctx.store, sid, handles, maps, heldout)
+        work, refusals = within_budget(ctx.store, sid, work, ctx.config.max_map_parameters)
     except CalibrationInputError as exc:
         state["error"] = str(exc)
         return state, None, []
+    state["error"] = refusals_message(refusals)
     if not work:
-        state["summary"] = "All selected maps are fitted."
+        state["summary"] = "All selected maps are fitted." if not refusals else ""
     return state, heldout, work
+
+
+def out_of_memory(record: FitRecord) -> bool:
+    """Whether the map of ``record`` failed for lack of memory (the job's limit).
+
+    The core records a map's failure as ``"<where>: <type>: <text>"`` and fits
+    the next map; a ``MemoryError`` in a job is its ``JOB_MEMORY_LIMIT_MB``
+    (:mod:`app.job_limits`), not a property of the map worth storing.
+    """
+    return isinstance(record.error, str) and "MemoryError: " in record.error
+
+
+def memory_stop(ctx: AppContext) -> JobStopped:
+    """The stop of a fit that reached the memory limit, as :class:`JobStopped` words it."""
+    limits = JobLimits(ctx.config.job_time_limit_seconds, ctx.config.job_memory_limit_mb)
+    return JobStopped(limits.memory_message())
+
+
+def stopped_fit_message(name: str, model: str, exc: JobStopped) -> str:
+    """The fit state's error when the fit of map ``name`` on ``model`` reached a job limit."""
+    return (
+        f"The fit of {name} on model {model!r} stopped: {exc}. Maps fitted before it are "
+        "kept. Try a map with fewer parameters (temperature or vector scaling), the "
+        "train/test split instead of folds, or fewer rows."
+    )
 
 
 def _record(name: str, handle: str, heldout: HeldOut, comparison) -> tuple[FitRecord, object]:
@@ -114,13 +171,25 @@ def _record(name: str, handle: str, heldout: HeldOut, comparison) -> tuple[FitRe
     return record, comparison.calibrated.get(name)
 
 
-def run_fits(ctx: AppContext, sid, raw_handles, raw_maps, mode, folds, fraction, set_progress):
+def run_fits(
+    ctx: AppContext,
+    sid,
+    raw_handles,
+    raw_maps,
+    mode,
+    folds,
+    fraction,
+    set_progress,
+    refused: str | None = None,
+):
     """Fit what is missing and report progress; the plain function behind the callback.
 
     Parameters
     ----------
     set_progress : callable((done, total, text))
         Receives the progress bar value, its maximum and a status text.
+    refused : str, optional
+        The planner's message on the maps it refused (kept as the state's error).
 
     Returns
     -------
@@ -151,6 +220,10 @@ def run_fits(ctx: AppContext, sid, raw_handles, raw_maps, mode, folds, fraction,
                     progress=progress,
                     **heldout.compare_kwargs(),
                 )
+            except JobStopped as exc:  # a server limit (app.job_limits)
+                state["error"] = stopped_fit_message(name, pred.name, exc)
+                set_progress((str(total), str(total), ""))
+                return state
             except CalibrationInputError as exc:
                 record = FitRecord(map=name, heldout=heldout.key, variant=None, error=str(exc))
                 ctx.store.put_fit(handle, record, None)
@@ -158,6 +231,10 @@ def run_fits(ctx: AppContext, sid, raw_handles, raw_maps, mode, folds, fraction,
                 done += units if name != UNCALIBRATED else 0
                 continue
             record, calibrated = _record(name, handle, heldout, comparison)
+            if out_of_memory(record):  # JOB_MEMORY_LIMIT_MB: say so, and keep no record
+                state["error"] = stopped_fit_message(name, pred.name, memory_stop(ctx))
+                set_progress((str(total), str(total), ""))
+                return state
             try:
                 ctx.store.put_fit(handle, record, calibrated)
                 if name == UNCALIBRATED:
@@ -170,6 +247,7 @@ def run_fits(ctx: AppContext, sid, raw_handles, raw_maps, mode, folds, fraction,
                 done += units
             state["fitted"].append(f"{handle}:{name}")
     seconds = time.perf_counter() - start
+    state["error"] = state["error"] or (refused if isinstance(refused, str) else None)
     fitted = len([f for f in state["fitted"] if not f.endswith(f":{UNCALIBRATED}")])
     state["summary"] = f"Fitted {fitted} map(s) in {seconds:.1f} s; all selected maps are fitted."
     set_progress((str(total), str(total), ""))
@@ -193,6 +271,7 @@ def plan_fits(
     if not work:
         return state, None
     request = {
+        "refused": state["error"],
         "nonce": uuid.uuid4().hex,
         "handles": [handle for handle, _ in work],
         "maps": sorted({name for _, names in work for name in names} - {UNCALIBRATED}),
@@ -210,6 +289,11 @@ def failed_fit_state(what: str, rid: str) -> dict:
         "fitted": [],
         "error": f"{what} failed unexpectedly (request id {rid}).",
     }
+
+
+def stopped_fit_state(message: str) -> dict:
+    """The fit state when the fitting job stopped without a result (``message`` says why)."""
+    return {"nonce": uuid.uuid4().hex, "fitted": [], "error": message}
 
 
 def register(app, ctx: AppContext) -> None:
@@ -245,6 +329,7 @@ def register(app, ctx: AppContext) -> None:
         lambda rid: failed_fit_state("fitting", rid),
         output=fit_output,
         inputs=fit_inputs,
+        stopped=stopped_fit_state,
     )
 
     @app.callback(
@@ -278,6 +363,7 @@ def register(app, ctx: AppContext) -> None:
             request.get("folds"),
             request.get("fraction"),
             set_progress,
+            refused=request.get("refused"),
         )
 
     @app.callback(

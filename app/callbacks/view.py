@@ -13,7 +13,7 @@ from dash import Input, Output, dcc, html
 from calibration_core import CalibrationInputError
 
 from .. import ids
-from ..analysis import CANCELLED, PENDING, ViewResult, build_view
+from ..analysis import CANCELLED, NOT_FITTED, PENDING, ViewResult, build_view
 from ..context import AppContext
 from ..figures.common import empty_figure, graph_config, view_title
 from ..figures.reliability import reliability_figure_dict
@@ -76,6 +76,7 @@ def render(ctx: AppContext, sid, raw: RawSettings, fit_state=None, fmt="png") ->
     if isinstance(fit_state, dict):
         if isinstance(fit_state.get("error"), str):
             messages.append(fit_state["error"])
+            pending = NOT_FITTED  # the fit is over: what is missing stays missing
         if fit_state.get("cancelled") is True:
             pending = CANCELLED
     try:

@@ -386,3 +386,24 @@ def test_page_arrives_idle_and_says_when_its_maps_are_fitted(tmp_path):
     again = client.get("/_dash-layout").get_json()
     assert _find(again, ids.FIT_SUMMARY)["children"] == "All selected maps are fitted."
     assert _find(again, ids.FIT_START)["disabled"] is False
+
+
+def test_a_fit_out_of_memory_is_a_stated_error_and_not_stored(ctx, sid, monkeypatch):
+    """A ``MemoryError`` in a fit is the job's JOB_MEMORY_LIMIT_MB (app.job_limits): the
+    fit says so, and stores no record that would stop a retry with more memory."""
+
+    class Greedy(CalibrationMap):
+        name = "temperature"
+
+        def _fit(self, probs, logits, labels):
+            raise MemoryError("Unable to allocate 8.00 GiB for an array")
+
+    real = fit_module.compare_maps
+    monkeypatch.setattr(
+        fit_module, "compare_maps", lambda pred, names, **kw: real(pred, {names[0]: Greedy()}, **kw)
+    )
+    rf = _demo(ctx, "digits · random forest")
+    state = run_fits(ctx, sid, [rf.handle], ["temperature"], "folds", 3, 0.5, lambda *_: None)
+    assert state["error"].startswith(f"The fit of temperature on model {rf.name!r} stopped: it ")
+    assert "limit of 4096 MB per job (JOB_MEMORY_LIMIT_MB)" in state["error"]
+    assert plan_fits(ctx, sid, [rf.handle], ["temperature"], "folds", 3, 0.5)[1] is not None

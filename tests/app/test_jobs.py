@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import socket
+import stat
 import sys
 import time
 
@@ -11,20 +12,36 @@ import dash
 import diskcache
 import pytest
 
+from app.callback_failures import CallbackFailures
 from app.config import AppConfig, ConfigError
-from app.jobs import LocalJobManager, background_manager, close_listening_sockets
+from app.jobs import JobBook, LocalJobManager, background_manager, close_listening_sockets
 from app.warmup import WarmUp
+
+
+def local_manager(tmp_path, warm_up: WarmUp, session=lambda: "s" * 32) -> LocalJobManager:
+    """A local job manager in ``tmp_path`` (default limits and caps)."""
+    return LocalJobManager(
+        diskcache.Cache(str(tmp_path / "jobs")),
+        warm_up,
+        JobBook(tmp_path / "job-book"),
+        AppConfig(cache_dir=tmp_path),
+        session,
+        CallbackFailures(),
+    )
 
 
 def test_redis_url_switches_to_celery_with_job_workers_processes(tmp_path):
     config = AppConfig(
         cache_dir=tmp_path, secret_key="k" * 32, redis_url="redis://127.0.0.1:1/0", job_workers=3
     )
-    manager = background_manager(config, tmp_path, WarmUp(()))
+    manager = background_manager(config, tmp_path, WarmUp(()), lambda: None, CallbackFailures())
     assert isinstance(manager, dash.CeleryManager)
     assert manager.handle.conf.worker_concurrency == 3
     assert manager.handle.conf.worker_prefetch_multiplier == 1  # the queue stays in Redis
-    local = background_manager(AppConfig(cache_dir=tmp_path), tmp_path, WarmUp(()))
+    assert manager.handle.conf.task_time_limit == 300 + 30  # JOB_TIME_LIMIT_SECONDS + grace
+    local = background_manager(
+        AppConfig(cache_dir=tmp_path), tmp_path, WarmUp(()), lambda: None, CallbackFailures()
+    )
     assert isinstance(local, LocalJobManager) and isinstance(local, dash.DiskcacheManager)
 
 
@@ -48,7 +65,7 @@ def test_job_manager_never_forks_while_a_warm_up_imports(tmp_path, monkeypatch):
         return 1234
 
     monkeypatch.setattr(dash.DiskcacheManager, "call_job_fn", fake_fork)
-    manager = LocalJobManager(diskcache.Cache(str(tmp_path / "jobs")), warm)
+    manager = local_manager(tmp_path, warm)
     thread = warm.start()
     deadline = time.perf_counter() + 5
     while "slow_warm_probe" not in sys.modules and time.perf_counter() < deadline:
@@ -86,17 +103,14 @@ def test_forked_job_drops_the_inherited_listening_socket(tmp_path, monkeypatch):
     def report(*_args):  # the job: whether each fd is still open
         status = []
         for fd in (server.fileno(), other.fileno()):
-            try:
-                os.fstat(fd)
-                status.append("open")
+            try:  # (the job may have reused the number for a file since)
+                status.append("open" if stat.S_ISSOCK(os.fstat(fd).st_mode) else "closed")
             except OSError:
                 status.append("closed")
         os.write(write, ",".join(status).encode())
 
     monkeypatch.setattr(dash.DiskcacheManager, "make_job_fn", lambda self, fn, *a, **k: fn)
-    job = LocalJobManager(diskcache.Cache(str(tmp_path / "jobs")), WarmUp(())).make_job_fn(
-        report, False
-    )
+    job = local_manager(tmp_path, WarmUp(())).make_job_fn(report, False)
     pid = os.fork()
     if pid == 0:  # the child: what Dash's Process runs
         job("key", "key-progress", (), {})
@@ -112,3 +126,94 @@ def test_forked_job_drops_the_inherited_listening_socket(tmp_path, monkeypatch):
     probe.close()
     server.close()
     other.close()
+
+
+def test_job_limits_and_caps_from_the_environment():
+    config = AppConfig.from_env(
+        {
+            "JOB_TIME_LIMIT_SECONDS": "60",
+            "JOB_MEMORY_LIMIT_MB": "512",
+            "MAX_JOBS_PER_SESSION": "1",
+            "MAX_JOBS": "4",
+            "MAX_MAP_PARAMETERS": "1000",
+        }
+    )
+    assert (config.job_time_limit_seconds, config.job_memory_limit_mb) == (60, 512)
+    assert (config.max_jobs_per_session, config.max_jobs, config.max_map_parameters) == (
+        1,
+        4,
+        1000,
+    )
+    default = AppConfig.from_env({})
+    assert (default.job_time_limit_seconds, default.max_jobs_per_session) == (300, 2)
+    with pytest.raises(ConfigError, match="JOB_MEMORY_LIMIT_MB must be at least 64"):
+        AppConfig.from_env({"JOB_MEMORY_LIMIT_MB": "8"})
+
+
+def in_child(work) -> str:
+    """Run ``work() -> str`` in a forked process (its limits stay there); its answer."""
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.write(write, work().encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    os.waitpid(pid, 0)
+    answer = os.read(read, 1000).decode()
+    os.close(read)
+    return answer
+
+
+def test_a_job_over_its_memory_limit_gets_memory_error_then_the_limit_is_lifted():
+    import numpy as np
+
+    from app.job_limits import JobLimits
+
+    def work() -> str:
+        lift = JobLimits(seconds=60, memory_mb=64).apply()
+        try:
+            np.ones(256 * 1024 * 1024 // 8)  # 256 MB
+            return "allocated"
+        except MemoryError:
+            pass
+        finally:
+            lift()
+        np.ones(256 * 1024 * 1024 // 8)
+        return "MemoryError, then allocated"
+
+    assert in_child(work) == "MemoryError, then allocated"
+
+
+def test_a_job_over_its_time_limit_is_stopped_by_jobstopped():
+    from app.job_limits import JobLimits, JobStopped
+
+    def work() -> str:
+        lift = JobLimits(seconds=1, memory_mb=4096).apply()
+        try:
+            while True:  # what the core does with an Exception, it cannot do with JobStopped
+                try:
+                    time.sleep(0.05)
+                except Exception:
+                    return "caught as an Exception"
+        except JobStopped as exc:
+            return str(exc)
+        finally:
+            lift()
+
+    assert in_child(work) == (
+        "it ran longer than this server's limit of 1 s per job (JOB_TIME_LIMIT_SECONDS)"
+    )
+
+
+def test_map_parameters_grow_with_the_classes_as_each_map_does():
+    from app.map_policy import map_parameters, refusal
+
+    assert map_parameters("dirichlet", 1000) == map_parameters("matrix", 1000) == 1_001_000
+    assert map_parameters("vector", 1000) == 2000 and map_parameters("temperature", 1000) == 1
+    assert map_parameters("isotonic", 1000) == 0
+    assert refusal("dirichlet", "m", 100, 50_000) is None  # CIFAR-100: 10,100 parameters
+    assert "use temperature or vector scaling for 1,000 classes" in refusal(
+        "dirichlet", "m", 1000, 50_000
+    )

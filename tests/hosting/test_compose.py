@@ -20,7 +20,7 @@ import pytest
 import yaml
 
 from app.config import MB, AppConfig
-from app.supervisor import web_command, worker_command
+from app.supervisor import WORKER_ENV, web_command, worker_command
 from app.upload import MULTIPART_SLACK
 
 from .conftest import NGINX_DEFAULTS
@@ -69,6 +69,8 @@ def test_web_and_worker_share_the_store_and_redis(compose):
         assert service["depends_on"]["redis"]["condition"] == "service_healthy"
     assert "cache" in compose["volumes"]
     assert services["worker"]["environment"]["JOB_WORKERS"] == "${JOB_WORKERS:-2}"
+    for name, value in WORKER_ENV.items():  # as app.supervisor starts its worker
+        assert services["worker"]["environment"][name] == value
     assert services["worker"]["healthcheck"] == {"disable": True}  # no web server in it
 
 

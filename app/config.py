@@ -1,42 +1,51 @@
 """Configuration of the dashboard from environment variables.
 
-=========================  ============================================  ===================
-Variable                   Meaning                                       Default
-=========================  ============================================  ===================
-``APP_ENV``                ``development`` or ``production``             ``development``
-``SECRET_KEY``             Signs session cookies and background-job      required in
-                           handles; share it between all workers.        production; else a
-                                                                         random key kept in
-                                                                         ``CACHE_DIR``
-``MAX_UPLOAD_MB``          Largest accepted upload, per file (HTTP 413   200
-                           above it, before anything is parsed); the
-                           data a file decodes to is bounded by 8x it.
-``MAX_CLASSES``            Most classes of an uploaded model (a file     1000
-                           with more is refused with a message).
-``CACHE_DIR``              Disk store shared by all workers: parsed      ``<tmp>/calibration-
-                           uploads, fitted maps, background jobs.        dashboard``
-``CACHE_SIZE_LIMIT_MB``    Size bound of the disk store (least recently  4096
-                           used entries are evicted).
-``MEMORY_CACHE_MB``        Per-process cache of parsed predictions       1024
-                           (with their sorted scores).
-``SESSION_TTL_SECONDS``    Idle time after which a session's uploads     86400
-                           expire.
-``MAX_MODELS_PER_SESSION`` Uploaded models kept per session.             20
-``SESSION_QUOTA_MB``       Parsed data (arrays and sorted scores) one      1024
-                           session may keep in the disk store.
-``BASIC_AUTH_USERS``       Optional HTTP basic auth: comma-separated      (off)
-                           ``user:hash`` entries, hashes from
-                           ``werkzeug.security.generate_password_hash``.
-``BASIC_AUTH_USER``,       Optional single user; the password may be      (off)
-``BASIC_AUTH_PASSWORD``    plain text or such a hash.
-``SESSION_COOKIE_SECURE``  Send the session cookie over HTTPS only.      1 in production
-``DEBUG``                  Dash debug mode (never in production).        0
-``REDIS_URL``              Team hosting: background jobs go to a pool of (off: diskcache,
-                           Celery workers through this Redis             jobs forked by
-                           (``redis://host:6379/0``); see app.jobs.      the server)
-``JOB_WORKERS``            Jobs one Celery worker runs at once (more     2
-                           wait in the queue).
-=========================  ============================================  ===================
+============================  ============================================  ===================
+Variable                      Meaning                                       Default
+============================  ============================================  ===================
+``APP_ENV``                   ``development`` or ``production``             ``development``
+``SECRET_KEY``                Signs session cookies and background-job      required in
+                              handles; share it between all workers.        production; else a
+                                                                            random key kept in
+                                                                            ``CACHE_DIR``
+``MAX_UPLOAD_MB``             Largest accepted upload, per file (HTTP 413   200
+                              above it, before anything is parsed); the
+                              data a file decodes to is bounded by 8x it.
+``MAX_CLASSES``               Most classes of an uploaded model (a file     1000
+                              with more is refused with a message).
+``PARSE_MEMORY_LIMIT_MB``     Memory one upload's parse may take: each      8 x
+                              file is parsed in a child process under       ``MAX_UPLOAD_MB``
+                              ``RLIMIT_AS``, this much address space on     + 256
+                              top of the parser's baseline (a file that
+                              needs more is refused with a message).
+``PARSE_TIME_LIMIT_SECONDS``  CPU time of one upload's parse                60
+                              (``RLIMIT_CPU``; the server stops waiting
+                              after twice as long in wall-clock time);
+                              keep it below gunicorn's ``TIMEOUT``.
+``CACHE_DIR``                 Disk store shared by all workers: parsed      ``<tmp>/calibration-
+                              uploads, fitted maps, background jobs.        dashboard``
+``CACHE_SIZE_LIMIT_MB``       Size bound of the disk store (least recently  4096
+                              used entries are evicted).
+``MEMORY_CACHE_MB``           Per-process cache of parsed predictions       1024
+                              (with their sorted scores).
+``SESSION_TTL_SECONDS``       Idle time after which a session's uploads     86400
+                              expire.
+``MAX_MODELS_PER_SESSION`   ` Uploaded models kept per session.             20
+``SESSION_QUOTA_MB``          Parsed data (arrays and sorted scores) one      1024
+                              session may keep in the disk store.
+``BASIC_AUTH_USERS``          Optional HTTP basic auth: comma-separated      (off)
+                              ``user:hash`` entries, hashes from
+                              ``werkzeug.security.generate_password_hash``.
+``BASIC_AUTH_USER``,          Optional single user; the password may be      (off)
+``BASIC_AUTH_PASSWORD``       plain text or such a hash.
+``SESSION_COOKIE_SECURE``     Send the session cookie over HTTPS only.      1 in production
+``DEBUG``                     Dash debug mode (never in production).        0
+``REDIS_URL``                 Team hosting: background jobs go to a pool of (off: diskcache,
+                              Celery workers through this Redis             jobs forked by
+                              (``redis://host:6379/0``); see app.jobs.      the server)
+``JOB_WORKERS``               Jobs one Celery worker runs at once (more     2
+                              wait in the queue).
+============================  ============================================  ===================
 """
 
 from __future__ import annotations
@@ -88,7 +97,9 @@ def _basic_auth_env(env: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
     return tuple(users)
 
 
-def _int_env(env: Mapping[str, str], name: str, default: int, minimum: int = 1) -> int:
+def _int_env(
+    env: Mapping[str, str], name: str, default: int | None, minimum: int = 1
+) -> int | None:
     raw = env.get(name)
     if raw is None or raw.strip() == "":
         return default
@@ -129,6 +140,9 @@ class AppConfig:
     secret_key: str | None = field(default=None, repr=False)
     max_upload_mb: int = 200
     max_classes: int = 1000
+    #: Address space of one upload's parse (MB); None: 8 x ``max_upload_mb`` + 256.
+    parse_memory_limit_mb: int | None = None
+    parse_time_limit_seconds: int = 60
     cache_dir: Path = field(default_factory=default_cache_dir)
     cache_size_limit_mb: int = 4096
     memory_cache_mb: int = 1024
@@ -183,6 +197,8 @@ class AppConfig:
             secret_key=env.get("SECRET_KEY") or None,
             max_upload_mb=_int_env(env, "MAX_UPLOAD_MB", 200),
             max_classes=_int_env(env, "MAX_CLASSES", 1000, minimum=2),
+            parse_memory_limit_mb=_int_env(env, "PARSE_MEMORY_LIMIT_MB", None, minimum=64),
+            parse_time_limit_seconds=_int_env(env, "PARSE_TIME_LIMIT_SECONDS", 60),
             cache_dir=Path(cache_dir) if cache_dir else default_cache_dir(),
             cache_size_limit_mb=_int_env(env, "CACHE_SIZE_LIMIT_MB", 4096),
             memory_cache_mb=_int_env(env, "MEMORY_CACHE_MB", 1024, minimum=0),

@@ -178,13 +178,16 @@ def parse_upload(stream, name: str, limits: ParseLimits) -> ParsedUpload:
 
 
 # ------------------------------------------------------------------ the child
-def _address_space() -> int:
-    """This process's address space in bytes (Linux ``VmSize``)."""
-    with open("/proc/self/status") as fh:
-        for line in fh:
-            if line.startswith("VmSize:"):
-                return int(line.split()[1]) * 1024
-    raise OSError("no VmSize in /proc/self/status")
+def _address_space() -> int | None:
+    """This process's address space in bytes (Linux ``VmSize``); None where unknown."""
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith("VmSize:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return None
 
 
 def _warm_up_arrow() -> None:
@@ -205,8 +208,11 @@ def _warm_up_arrow() -> None:
 
 
 def _set_limits(limits: ParseLimits) -> None:
-    space = _address_space() + limits.memory_mb * (1 << 20)
-    resource.setrlimit(resource.RLIMIT_AS, (space, space))
+    """``RLIMIT_AS`` (Linux; elsewhere the address space is unknown) and ``RLIMIT_CPU``."""
+    space = _address_space()
+    if space is not None:
+        space += limits.memory_mb * (1 << 20)
+        resource.setrlimit(resource.RLIMIT_AS, (space, space))
     # SIGXCPU at the soft limit ends the process (nothing here handles it).
     resource.setrlimit(resource.RLIMIT_CPU, (limits.cpu_seconds, limits.cpu_seconds + 5))
 

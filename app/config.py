@@ -18,10 +18,10 @@ Variable                      Meaning                                       Defa
                               ``RLIMIT_AS``, this much address space on     + 256
                               top of the parser's baseline (a file that
                               needs more is refused with a message).
-``PARSE_TIME_LIMIT_SECONDS``  CPU time of one upload's parse                60
-                              (``RLIMIT_CPU``; the server stops waiting
-                              after twice as long in wall-clock time);
-                              keep it below gunicorn's ``TIMEOUT``.
+``PARSE_TIME_LIMIT_SECONDS``  Time one upload's parse may take: CPU time    60
+                              (``RLIMIT_CPU``) and wall-clock time (the
+                              server stops waiting); keep it below
+                              gunicorn's ``TIMEOUT``.
 ``CACHE_DIR``                 Disk store shared by all workers: parsed      ``<tmp>/calibration-
                               uploads, fitted maps, background jobs.        dashboard``
 ``CACHE_SIZE_LIMIT_MB``       Size bound of the disk store (least recently  4096
@@ -142,6 +142,7 @@ class AppConfig:
     max_classes: int = 1000
     #: Address space of one upload's parse (MB); None: 8 x ``max_upload_mb`` + 256.
     parse_memory_limit_mb: int | None = None
+    #: CPU and wall-clock seconds of one upload's parse.
     parse_time_limit_seconds: int = 60
     cache_dir: Path = field(default_factory=default_cache_dir)
     cache_size_limit_mb: int = 4096

@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 import app.upload_parser as parser_module
-from app.config import AppConfig
+from app.config import AppConfig, ConfigError
 from app.factory import create_app
 from app.upload_parser import ParseLimits, UploadParser, parse_upload
 
@@ -112,7 +112,7 @@ def test_a_parse_past_the_cpu_limit_is_stopped_with_a_message(tmp_path, dash_tab
     status, body = tab.upload("long.csv.gz", _long_csv_gz())
     assert status == 200 and body["models"] == []
     (error,) = body["errors"]
-    assert error["error"].startswith("long.csv.gz: this file took more than 1 s of CPU time")
+    assert error["error"].startswith("long.csv.gz: this file took more than 1 s to parse")
     assert "PARSE_TIME_LIMIT_SECONDS" in error["error"]
     _models_intact(tab, handle)
 
@@ -235,3 +235,18 @@ def test_a_threaded_gunicorn_worker_parses_in_children_and_stays_small(
         assert worker.children() == children and forkserver.children() == []
     finally:
         srv.stop()
+
+
+def test_the_limits_come_from_the_environment(tmp_path):
+    env = {"CACHE_DIR": str(tmp_path), "MAX_UPLOAD_MB": "50"}
+    config = AppConfig.from_env(env)
+    assert config.parse_memory_limit_mb is None and config.parse_time_limit_seconds == 60
+    limits = _parser(create_app(config)).limits
+    assert (limits.memory_mb, limits.cpu_seconds) == (8 * 50 + 256, 60)
+    config = AppConfig.from_env(
+        {**env, "PARSE_MEMORY_LIMIT_MB": "300", "PARSE_TIME_LIMIT_SECONDS": "5"}
+    )
+    limits = _parser(create_app(config)).limits
+    assert (limits.memory_mb, limits.cpu_seconds) == (300, 5)
+    with pytest.raises(ConfigError, match="PARSE_MEMORY_LIMIT_MB must be at least 64"):
+        AppConfig.from_env({**env, "PARSE_MEMORY_LIMIT_MB": "10"})

@@ -21,10 +21,10 @@ How
     plain ``fork()`` of the threaded web worker could leave the child waiting
     for a lock another thread held (SQLite's, the import lock, logging's).
     The child receives the uploaded file's descriptor (the file is never
-    copied), loads Arrow's allocator and thread pools with a tiny read, then
-    sets its limits relative to its address space at that point (so the
-    limit counts what the parse adds, not the interpreter and the libraries,
-    nor the 1 GiB that Arrow's allocator reserves up front), parses, and
+    copied), routes Arrow's buffers through ``malloc`` and starts Arrow's
+    thread pools with a tiny read (:func:`_prepare_arrow`), then sets its
+    limits relative to its address space at that point (so the limit counts
+    what the parse adds, not the interpreter and the libraries), parses, and
     sends the arrays back over a socket pair as raw bytes behind a JSON
     header (never a pickle: a child whose parser was subverted could send
     code), which the web worker turns into read-only arrays.
@@ -190,17 +190,22 @@ def _address_space() -> int | None:
     return None
 
 
-def _warm_up_arrow() -> None:
-    """Start Arrow's allocator (it reserves 1 GiB of addresses) and thread pools with a tiny read.
+def _prepare_arrow() -> None:
+    """Route Arrow's buffers through ``malloc``, then start its thread pools with a tiny read.
 
-    Done before the limits are set, so that they count what the parse adds.
-    Without it Arrow's first allocations would meet the limit, and Arrow
-    aborts the process when some of them fail.
+    Arrow's default allocator (mimalloc) reserves 1 GiB of addresses at its
+    first use and places buffers inside: ``RLIMIT_AS`` would not see them.
+    With the system allocator every table Arrow builds for the loader counts.
+    Some of Arrow's internal allocations still go to mimalloc, whose
+    reservation the tiny read makes now, before the limits are set, together
+    with the thread pools' stacks: a limit set first would make them fail,
+    and Arrow aborts the process when some allocations fail.
     """
     import pyarrow as pa
     import pyarrow.csv as pacsv
     import pyarrow.parquet as pq
 
+    pa.set_memory_pool(pa.system_memory_pool())
     pacsv.read_csv(io.BytesIO(b"a,b\n0.5,x\n" * 64))
     buf = io.BytesIO()
     pq.write_table(pa.table({"a": [0.5] * 64}), buf)
@@ -261,7 +266,7 @@ def _send_parsed(conn: Connection, parsed: ParsedUpload) -> None:
 def run_child(conn: Connection, name: str, limits: ParseLimits) -> None:
     """The child's entry point: receive the file, set the limits, parse, send the result."""
     fd = reduction.recv_handle(conn)
-    _warm_up_arrow()
+    _prepare_arrow()
     _set_limits(limits)
     try:
         with os.fdopen(fd, "rb") as stream:

@@ -385,6 +385,8 @@ class UploadParser:
     def _result(self, conn: Connection, proc) -> ParsedUpload:
         if not conn.poll(self.limits.cpu_seconds):
             proc.kill()
+            log.warning("upload parser %s: no answer after %s s, stopped", proc.pid,
+                        self.limits.cpu_seconds)  # fmt: skip
             raise ParseLimitExceeded(self.time_message())
         try:
             header = json.loads(conn.recv_bytes(MAX_HEADER_BYTES))
@@ -399,6 +401,7 @@ class UploadParser:
         if kind == "refused":
             raise CalibrationInputError(str(header["message"]))
         if kind == "memory":
+            log.warning("upload parser %s: out of memory (%s MB)", proc.pid, self.limits.memory_mb)
             raise ParseLimitExceeded(self.memory_message())
         raise ParserCrashed(f"the upload parser failed:\n{header.get('traceback', header)}")
 

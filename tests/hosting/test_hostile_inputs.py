@@ -6,7 +6,10 @@ correctly) and to the upload route of a running app, after a good model was
 uploaded in the same session. The route must answer 200 with the loader's
 message for that file, and the good model must still be listed and drawn.
 Compressed bombs are stopped by the upload path before the loader runs
-(:mod:`app.upload_guard`): the limit applies to the decompressed size.
+(:mod:`app.upload_guard`): the limit applies to the decompressed size. The route
+parses in a child process (:mod:`app.upload_parser`, whose own limits are tested in
+``test_parse_isolation.py``), so checks of what a parse allocates or calls run
+:func:`app.upload_parser.parse_upload`, what the child runs, in this process.
 Hostile file names are cleaned for display and never used as a path.
 """
 

@@ -24,20 +24,37 @@ Variable                      Meaning                                       Defa
                               gunicorn's ``TIMEOUT``.
 ``CACHE_DIR``                 Disk store shared by all workers: parsed      ``<tmp>/calibration-
                               uploads, fitted maps, background jobs.        dashboard``
-``CACHE_SIZE_LIMIT_MB``       Size bound of the disk store (least recently  4096
-                              used entries are evicted).
+``CACHE_SIZE_LIMIT_MB``       Hard size bound of the disk store: uploads    4096
+                              fill at most 80 % of it, fitted maps the
+                              rest; beyond, only idle sessions' data is
+                              evicted, else the write is refused.
 ``MEMORY_CACHE_MB``           Per-process cache of parsed predictions       1024
                               (with their sorted scores).
 ``SESSION_TTL_SECONDS``       Idle time after which a session's uploads     86400
                               expire.
-``MAX_MODELS_PER_SESSION`   ` Uploaded models kept per session.             20
-``SESSION_QUOTA_MB``          Parsed data (arrays and sorted scores) one      1024
-                              session may keep in the disk store.
+``MAX_MODELS_PER_SESSION``    Uploaded models kept per session.             20
+``SESSION_QUOTA_MB``          Data one session may keep in the disk store:  1024
+                              parsed uploads (arrays, sorted scores, soft
+                              labels) and fitted maps.
+``IDLE_EVICTION_SECONDS``     Idle time after which a session's data may    3600
+                              be evicted when the store is full (its page
+                              then says so).
+``ALLOWED_ORIGINS``           Extra origins (``https://host[:port]``,       (none)
+                              comma-separated) allowed to send POSTs, for
+                              a proxy that rewrites the Host header; the
+                              app's own origin is always allowed.
 ``BASIC_AUTH_USERS``          Optional HTTP basic auth: comma-separated      (off)
                               ``user:hash`` entries, hashes from
                               ``werkzeug.security.generate_password_hash``.
 ``BASIC_AUTH_USER``,          Optional single user; the password may be      (off)
 ``BASIC_AUTH_PASSWORD``       plain text or such a hash.
+``AUTH_RATE_LIMIT``           Failed basic-auth sign-ins one client address  10
+                              may make per minute (counted per worker
+                              process); more get HTTP 429.
+``FORWARDED_ALLOW_IPS``       Proxies (addresses or networks, comma-        ``127.0.0.1,::1``
+                              separated, ``*``: any) whose
+                              ``X-Forwarded-For``/``-Proto`` are believed;
+                              gunicorn reads the same variable.
 ``SESSION_COOKIE_SECURE``     Send the session cookie over HTTPS only.      1 in production
 ``DEBUG``                     Dash debug mode (never in production).        0
 ``REDIS_URL``                 Team hosting: background jobs go to a pool of (off: diskcache,
@@ -50,6 +67,7 @@ Variable                      Meaning                                       Defa
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import re
 import secrets
@@ -95,6 +113,46 @@ def _basic_auth_env(env: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
     if len(set(names)) != len(names):
         raise ConfigError("a user is listed twice in BASIC_AUTH_USERS / BASIC_AUTH_USER.")
     return tuple(users)
+
+
+#: An origin as browsers send it: scheme, host, optional port, nothing else.
+ORIGIN = re.compile(r"^https?://[A-Za-z0-9.\-\[\]:]+/?$")
+
+
+def _origins_env(env: Mapping[str, str]) -> tuple[str, ...]:
+    """``ALLOWED_ORIGINS``: comma-separated ``scheme://host[:port]`` entries, lower-cased."""
+    origins = []
+    for entry in filter(None, (e.strip() for e in env.get("ALLOWED_ORIGINS", "").split(","))):
+        if not ORIGIN.match(entry):
+            raise ConfigError(
+                "ALLOWED_ORIGINS must be comma-separated origins like https://dash.example.org "
+                f"or http://10.0.0.5:8050 (scheme, host, optional port; no path); got {entry!r}."
+            )
+        origins.append(entry.lower().rstrip("/"))
+    return tuple(origins)
+
+
+#: gunicorn's default for ``FORWARDED_ALLOW_IPS`` (and so this app's).
+DEFAULT_FORWARDED_ALLOW_IPS = ("127.0.0.1", "::1")
+
+
+def _forwarded_allow_ips_env(env: Mapping[str, str]) -> tuple[str, ...]:
+    """``FORWARDED_ALLOW_IPS`` as gunicorn reads it: addresses, networks or ``*``."""
+    raw = env.get("FORWARDED_ALLOW_IPS")
+    if raw is None:
+        return DEFAULT_FORWARDED_ALLOW_IPS
+    entries = tuple(filter(None, (e.strip() for e in raw.split(","))))
+    for entry in entries:
+        if entry == "*":
+            continue
+        try:
+            ipaddress.ip_network(entry, strict=False)
+        except ValueError:
+            raise ConfigError(
+                "FORWARDED_ALLOW_IPS must be comma-separated IP addresses or networks "
+                f"(e.g. 127.0.0.1,172.16.0.0/12) or *, and {entry[:60]!r} is neither."
+            ) from None
+    return entries
 
 
 def _int_env(
@@ -150,6 +208,10 @@ class AppConfig:
     session_ttl_seconds: int = 86_400
     max_models_per_session: int = 20
     session_quota_mb: int = 1024
+    # Store admission and cross-site request checks (app.store.budget, app.origin_check).
+    idle_eviction_seconds: int = 3600
+    #: Origins (``scheme://host[:port]``) besides the app's own that may send POSTs.
+    allowed_origins: tuple[str, ...] = ()
     session_cookie_secure: bool | None = None
     debug: bool = False
     #: ``(user, password or werkzeug hash)`` pairs; empty: no basic auth.
@@ -157,6 +219,10 @@ class AppConfig:
     #: Redis for Celery (broker and results); None: Dash's diskcache manager.
     redis_url: str | None = field(default=None, repr=False)
     job_workers: int = 2
+    #: Failed basic-auth checks per client address and minute before 429.
+    auth_failures_per_minute: int = 10
+    #: Proxies whose ``X-Forwarded-For`` names the client (addresses, networks, ``*``).
+    forwarded_allow_ips: tuple[str, ...] = DEFAULT_FORWARDED_ALLOW_IPS
 
     def __post_init__(self) -> None:
         if self.app_env not in ENVIRONMENTS:
@@ -206,6 +272,8 @@ class AppConfig:
             session_ttl_seconds=_int_env(env, "SESSION_TTL_SECONDS", 86_400, minimum=60),
             max_models_per_session=_int_env(env, "MAX_MODELS_PER_SESSION", 20),
             session_quota_mb=_int_env(env, "SESSION_QUOTA_MB", 1024),
+            idle_eviction_seconds=_int_env(env, "IDLE_EVICTION_SECONDS", 3600, minimum=60),
+            allowed_origins=_origins_env(env),
             session_cookie_secure=None
             if secure is None or not secure.strip()
             else _bool_env(env, "SESSION_COOKIE_SECURE", False),
@@ -213,6 +281,8 @@ class AppConfig:
             basic_auth=_basic_auth_env(env),
             redis_url=env.get("REDIS_URL", "").strip() or None,
             job_workers=_int_env(env, "JOB_WORKERS", 2),
+            auth_failures_per_minute=_int_env(env, "AUTH_RATE_LIMIT", 10),
+            forwarded_allow_ips=_forwarded_allow_ips_env(env),
         )
 
     def resolved_secret_key(self) -> str:

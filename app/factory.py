@@ -22,8 +22,9 @@ from .config import MB, AppConfig, ConfigError
 from .context import AppContext
 from .jobs import background_manager
 from .layout.page import build_layout, default_settings
+from .origin_check import OriginCheck
 from .request_errors import install_error_handlers
-from .security import BasicAuth, SecurityHeaders
+from .security import BasicAuth, SecurityHeaders, TrustedProxies
 from .session import SessionManager
 from .store.data_store import DataStore
 from .upload import make_request_class, register_upload_route
@@ -86,6 +87,7 @@ def create_app(config: AppConfig | None = None) -> Dash:
             cache_dir / "store",
             size_limit_bytes=config.cache_size_limit_mb * MB,
             ttl_seconds=config.session_ttl_seconds,
+            idle_eviction_seconds=config.idle_eviction_seconds,
             memory_bytes=config.memory_cache_mb * MB,
             max_models_per_session=config.max_models_per_session,
             max_session_bytes=config.session_quota_mb * MB,
@@ -121,11 +123,14 @@ def create_app(config: AppConfig | None = None) -> Dash:
     server.secret_key = secret_key
     server.request_class = make_request_class(cache_dir / "uploads")
     server.extensions["calibration_dashboard"] = ctx
-    # Order matters: request id, then credentials, then the session cookie.
+    # Order matters: request id, then credentials, then the same-origin check, then the
+    # session cookie (a refused cross-site request never gets or replaces a session).
     install_error_handlers(server, hide_errors=not config.debug)
     security_headers = SecurityHeaders()
     security_headers.install(server)
-    BasicAuth(config.basic_auth).install(server)
+    TrustedProxies(config.forwarded_allow_ips).install(server)
+    BasicAuth(config.basic_auth, config.auth_failures_per_minute).install(server)
+    OriginCheck(config.allowed_origins).install(server)
     sessions.install(server)
     register_upload_route(
         server,
@@ -153,6 +158,8 @@ def create_app(config: AppConfig | None = None) -> Dash:
             log.exception("drawing the initial view failed")
             view, state = None, None
         summary = (state or {}).get("error") or (state or {}).get("summary") or ""
+        if view is not None:
+            sessions.told()  # the view's messages carried the lost-session notice, if any
         return build_layout(
             infos, max_upload_mb=config.max_upload_mb, raw=raw, view=view, fit_summary=summary
         )

@@ -2,18 +2,25 @@
 
 ``gunicorn --config python:app.gunicorn_conf app.wsgi:server``
 
-=====================  =========================================  =========
-Variable               Meaning                                    Default
-=====================  =========================================  =========
-``PORT``               Port to listen on (all interfaces)         8050
-``BIND``               Full bind address, overrides ``PORT``      -
-``WEB_CONCURRENCY``    Worker processes                           4
-``THREADS``            Threads per worker (> 1: gthread worker)   4 with
-                                                                  ``REDIS_URL``,
-                                                                  else 1
-``TIMEOUT``            Seconds before a silent worker is killed   120
-``LOG_LEVEL``          Gunicorn log level                         info
-=====================  =========================================  =========
+=======================  =========================================  ==============
+Variable                 Meaning                                    Default
+=======================  =========================================  ==============
+``PORT``                 Port to listen on (all interfaces)         8050
+``BIND``                 Full bind address, overrides ``PORT``      -
+``WEB_CONCURRENCY``      Worker processes                           4
+``THREADS``              Threads per worker (> 1: gthread worker)   4 with
+                                                                    ``REDIS_URL``,
+                                                                    else 1
+``TIMEOUT``              Seconds before a silent worker is killed   120
+``LOG_LEVEL``            Gunicorn log level                         info
+``FORWARDED_ALLOW_IPS``  Proxies whose ``X-Forwarded-Proto`` is     127.0.0.1,::1
+                         believed (gunicorn reads it itself; the
+                         app, for ``X-Forwarded-For``)
+=======================  =========================================  ==============
+
+Slow clients: a worker thread reads the request body, so a client trickling its
+upload holds a thread; serve a team behind the buffering proxy of ``compose.yaml``
+(``deploy/nginx.conf.template``, docs/hosting.md "Reverse proxy").
 """
 
 from __future__ import annotations

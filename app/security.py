@@ -19,26 +19,48 @@ Basic auth (optional)
     With ``BASIC_AUTH_USERS`` / ``BASIC_AUTH_USER`` set, every route except
     ``/healthz`` needs valid credentials (401 with a ``WWW-Authenticate``
     challenge otherwise). Passwords are compared in constant time
-    (:func:`hmac.compare_digest`, or werkzeug's hash check, which uses it);
-    an unknown user costs the same hash check as a known one. Verified
+    (:func:`hmac.compare_digest`, or werkzeug's hash check, which uses it).
+    Every check that is not already known to succeed runs exactly one
+    password check of a configured user: a known name its own, an unknown
+    name the check of a configured user picked by a keyed hash of the name
+    (always the same one for a name). So an unknown name costs what a known
+    one costs, whatever mix of scrypt, pbkdf2 and plain passwords is
+    configured, and timing does not tell which names exist. Verified
     credentials are remembered per process (as an HMAC of the header, never
-    the password) so that the dozens of requests of one page view do not
-    each pay for a scrypt hash.
+    the password), so the dozens of requests of one page view do not each
+    pay for a scrypt hash. A faster path for wrong passwords (a cached
+    verifier per user) would make a wrong password for a user who signed in
+    cheaper than one for anybody else, which tells the names again; the slow
+    hash is instead bounded by the rate limit.
+Rate limit of failed sign-ins
+    After ``AUTH_RATE_LIMIT`` failed checks within a minute, a client address
+    gets 429 with ``Retry-After`` and no hash runs until the oldest failure is
+    a minute old (credentials already verified still pass). The address is the
+    peer's, or the ``X-Forwarded-For`` set by a proxy listed in
+    ``FORWARDED_ALLOW_IPS`` (:class:`TrustedProxies`, werkzeug's ``ProxyFix``
+    applied to those peers only). The counts live in each worker process: with
+    ``WEB_CONCURRENCY`` workers an address gets at most that many times the
+    limit.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+import enum
 import hashlib
 import hmac
+import ipaddress
+import math
 import secrets
 import threading
-from collections import OrderedDict
-from collections.abc import Iterable
+import time
+from collections import OrderedDict, deque
+from collections.abc import Callable, Iterable
 
 from flask import Flask, Response, request
-from werkzeug.security import check_password_hash, generate_password_hash
+from werkzeug.middleware.proxy_fix import ProxyFix
+from werkzeug.security import check_password_hash
 
 from .config import PASSWORD_HASH
 
@@ -119,6 +141,131 @@ class SecurityHeaders:
             return response
 
 
+def check_plain_password(secret: str, password: str) -> bool:
+    """Whether ``password`` is the plain-text ``secret`` (digests compared in constant time)."""
+    return hmac.compare_digest(
+        hashlib.sha256(password.encode()).digest(), hashlib.sha256(secret.encode()).digest()
+    )
+
+
+class TrustedProxies:
+    """Believe ``X-Forwarded-For``/``-Proto`` only from the proxies of ``FORWARDED_ALLOW_IPS``.
+
+    Requests whose peer is one of them go through werkzeug's ``ProxyFix``
+    (one proxy: the last ``X-Forwarded-For`` entry, the one the proxy wrote,
+    becomes ``request.remote_addr``); any other request keeps its peer address,
+    whatever headers it carries. gunicorn applies the same variable to the scheme.
+
+    Parameters
+    ----------
+    allowed : iterable of str
+        Addresses or networks (``10.0.0.0/8``), or ``*`` for any peer.
+    """
+
+    def __init__(self, allowed: Iterable[str]) -> None:
+        allowed = tuple(allowed)
+        self._any = "*" in allowed
+        self._networks = [ipaddress.ip_network(a, strict=False) for a in allowed if a != "*"]
+
+    def trusts(self, address: str | None) -> bool:
+        """Whether a peer at ``address`` is one of the configured proxies."""
+        if self._any:
+            return True
+        try:
+            ip = ipaddress.ip_address(address or "")
+        except ValueError:  # a Unix socket or no address
+            return False
+        return any(ip in network for network in self._networks)
+
+    def install(self, server: Flask) -> None:
+        """Wrap ``server.wsgi_app`` (Flask's documented place for ``ProxyFix``)."""
+        direct = server.wsgi_app
+        proxied = ProxyFix(direct, x_for=1, x_proto=1)
+
+        def wsgi_app(environ, start_response):
+            trusted = self.trusts(environ.get("REMOTE_ADDR"))
+            return (proxied if trusted else direct)(environ, start_response)
+
+        server.wsgi_app = wsgi_app
+
+
+class FailureLimiter:
+    """Failed sign-ins per client address in a sliding window (per process).
+
+    Parameters
+    ----------
+    limit : int
+        Failures allowed per address within ``window`` seconds.
+    window : float
+    clock : callable
+        Monotonic seconds (tests pass their own).
+    max_addresses : int
+        Addresses remembered; past that, those whose failures expired are dropped,
+        then the oldest ones.
+    """
+
+    def __init__(
+        self,
+        limit: int,
+        window: float = 60.0,
+        clock: Callable[[], float] = time.monotonic,
+        max_addresses: int = 10_000,
+    ) -> None:
+        self.limit, self.window, self._clock = limit, window, clock
+        self._max_addresses = max_addresses
+        self._failures: OrderedDict[str, deque[float]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    @property
+    def addresses(self) -> list[str]:
+        """The addresses with failures remembered, oldest first."""
+        with self._lock:
+            return list(self._failures)
+
+    def retry_after(self, address: str) -> int:
+        """Seconds until ``address`` may try again; 0 when it may now."""
+        now = self._clock()
+        with self._lock:
+            times = self._failures.get(address)
+            if times is None:
+                return 0
+            self._expire(times, now)
+            if len(times) < self.limit:
+                return 0
+            return max(1, math.ceil(times[0] + self.window - now))
+
+    def record(self, address: str) -> None:
+        """Count one failure of ``address`` now."""
+        now = self._clock()
+        with self._lock:
+            # More than ``limit`` never count (checks stop at the limit; a few
+            # concurrent ones may pass it together).
+            times = self._failures.setdefault(address, deque(maxlen=self.limit))
+            self._failures.move_to_end(address)
+            self._expire(times, now)
+            times.append(now)
+            if len(self._failures) > self._max_addresses:
+                self._prune(now)
+
+    def _expire(self, times: deque[float], now: float) -> None:
+        while times and times[0] <= now - self.window:
+            times.popleft()
+
+    def _prune(self, now: float) -> None:
+        for address in [a for a, t in self._failures.items() if t[-1] <= now - self.window]:
+            del self._failures[address]
+        while len(self._failures) > self._max_addresses:
+            self._failures.popitem(last=False)
+
+
+class Verdict(enum.Enum):
+    """What :meth:`BasicAuth.check` decided."""
+
+    OK = "ok"
+    DENIED = "denied"  # 401 and a challenge
+    LIMITED = "limited"  # 429: too many failures from this address
+
+
 class BasicAuth:
     """HTTP basic auth for a team (see the module docstring).
 
@@ -127,19 +274,29 @@ class BasicAuth:
     users : iterable of (user, secret)
         ``secret`` is a werkzeug password hash or, for ``BASIC_AUTH_USER``, a
         plain password.
+    failures_per_minute : int
+        Failed checks per client address and minute before 429 (``AUTH_RATE_LIMIT``).
     cache_size : int
         Verified credentials remembered per process.
+    clock : callable
+        Monotonic seconds for the rate limit (tests pass their own).
     """
 
-    def __init__(self, users: Iterable[tuple[str, str]], cache_size: int = 256) -> None:
+    def __init__(
+        self,
+        users: Iterable[tuple[str, str]],
+        failures_per_minute: int = 10,
+        cache_size: int = 256,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self._users = dict(users)
+        # Sorted: the stand-in a name gets does not depend on the order of the settings.
+        self._secrets = sorted(self._users.values())
         self._key = secrets.token_bytes(32)
         self._verified: OrderedDict[bytes, None] = OrderedDict()
         self._cache_size = cache_size
         self._lock = threading.Lock()
-        # An unknown user is checked against this, so it takes as long as a known
-        # one (hashed only when auth is on: a scrypt hash slows the start).
-        self._dummy = generate_password_hash(secrets.token_hex(16)) if self._users else ""
+        self.failures = FailureLimiter(failures_per_minute, clock=clock)
 
     @property
     def enabled(self) -> bool:
@@ -160,34 +317,64 @@ class BasicAuth:
         user, sep, password = decoded.partition(":")
         return (user, password) if sep else None
 
-    def check(self, header: str | None) -> bool:
-        """Whether an ``Authorization`` header holds valid credentials."""
-        parsed = self._parse(header)
-        if parsed is None:
+    def _tag(self, header: str) -> bytes:
+        return hmac.new(self._key, header.encode(), hashlib.sha256).digest()
+
+    def _stand_in(self, user: str) -> str:
+        """The configured secret an unknown ``user`` is checked against (fixed per name)."""
+        digest = hmac.new(self._key, user.encode(), hashlib.sha256).digest()
+        return self._secrets[int.from_bytes(digest[:8], "big") % len(self._secrets)]
+
+    @staticmethod
+    def _matches(secret: str, password: str) -> bool:
+        """One password check: werkzeug's for a hash, constant-time digests for plain text."""
+        if PASSWORD_HASH.match(secret):
+            return check_password_hash(secret, password)
+        return check_plain_password(secret, password)
+
+    def _verify(self, user: str, password: str) -> bool:
+        """Exactly one password check, of the user's secret or of its stand-in."""
+        secret = self._users.get(user)
+        if secret is None:
+            if self._secrets:  # with no user configured there is nobody to stand in
+                self._matches(self._stand_in(user), password)
             return False
-        tag = hmac.new(self._key, header.encode(), hashlib.sha256).digest()
+        return self._matches(secret, password)
+
+    def _remember(self, tag: bytes) -> None:
+        with self._lock:
+            self._verified[tag] = None
+            while len(self._verified) > self._cache_size:
+                self._verified.popitem(last=False)
+
+    def _known(self, tag: bytes) -> bool:
         with self._lock:
             if tag in self._verified:
                 self._verified.move_to_end(tag)
                 return True
-        user, password = parsed
-        secret = self._users.get(user)
-        if secret is None:
-            if self._dummy:
-                check_password_hash(self._dummy, password)
-            return False
-        if PASSWORD_HASH.match(secret):
-            ok = check_password_hash(secret, password)
-        else:
-            ok = hmac.compare_digest(
-                hashlib.sha256(password.encode()).digest(), hashlib.sha256(secret.encode()).digest()
-            )
-        if ok:
-            with self._lock:
-                self._verified[tag] = None
-                while len(self._verified) > self._cache_size:
-                    self._verified.popitem(last=False)
-        return ok
+        return False
+
+    def check(self, header: str | None, client: str = "") -> Verdict:
+        """Whether an ``Authorization`` header from ``client`` (an address) may pass.
+
+        No credentials: :attr:`Verdict.DENIED` (nothing counted, as a browser's first
+        request). Credentials verified before pass without a hash; otherwise a
+        client over its failure limit gets :attr:`Verdict.LIMITED` without one, and
+        the others one password check (a failure counts against ``client``).
+        """
+        parsed = self._parse(header)
+        if parsed is None:
+            return Verdict.DENIED
+        tag = self._tag(header)
+        if self._known(tag):
+            return Verdict.OK
+        if self.failures.retry_after(client):
+            return Verdict.LIMITED
+        if self._verify(*parsed):
+            self._remember(tag)
+            return Verdict.OK
+        self.failures.record(client)
+        return Verdict.DENIED
 
     def install(self, server: Flask) -> None:
         """Require credentials on every route but :data:`AUTH_EXEMPT` (register it first)."""
@@ -198,8 +385,18 @@ class BasicAuth:
         def _require_auth():
             if request.path in AUTH_EXEMPT:
                 return None
-            if self.check(request.headers.get("Authorization")):
+            client = request.remote_addr or ""
+            verdict = self.check(request.headers.get("Authorization"), client)
+            if verdict is Verdict.OK:
                 return None
+            if verdict is Verdict.LIMITED:
+                wait = self.failures.retry_after(client)
+                return Response(
+                    f"Too many failed sign-ins from your address: try again in {wait} s.\n",
+                    status=429,
+                    mimetype="text/plain",
+                    headers={"Retry-After": str(wait)},
+                )
             return Response(
                 "Authentication required.\n",
                 status=401,

@@ -8,6 +8,14 @@ uploaded data is looked up server-side by it (see :mod:`app.store.data_store`).
 
 The cookie is re-signed when half of its lifetime has passed, so an active
 session does not expire while an idle one does after ``SESSION_TTL_SECONDS``.
+
+A lost session is said so: a cookie that fails verification (expired, or
+signed with a key that has since changed) marks the request
+(:meth:`SessionManager.lost`) and leaves a short-lived notice cookie, so the
+fresh page that follows shows :data:`SESSION_LOST_MESSAGE` once. The browser
+keeps the session cookie for twice the TTL, so that an expired cookie still
+reaches the server and can be told apart from a first visit; the server
+accepts it only within the TTL.
 """
 
 from __future__ import annotations
@@ -21,6 +29,13 @@ from flask import Flask, Response, g, has_request_context, request
 from itsdangerous import BadSignature, SignatureExpired, URLSafeTimedSerializer
 
 COOKIE_NAME = "calibration_session"
+#: Set for a few minutes after a session was lost, until the next page has said so.
+NOTICE_COOKIE = "calibration_session_lost"
+NOTICE_SECONDS = 600
+SESSION_LOST_MESSAGE = (
+    "Your previous session could not be restored (it expired, or the server's key changed), "
+    "so its uploaded models are no longer available here: upload your files again."
+)
 SALT = "calibration-dashboard/session-id/v1"
 #: ``secrets.token_urlsafe(24)``: 32 characters of [A-Za-z0-9_-].
 SESSION_ID_PATTERN = re.compile(r"^[A-Za-z0-9_-]{32}$")
@@ -82,10 +97,12 @@ class SessionManager:
 
         @server.before_request
         def _resolve_session() -> None:
-            sid, signed_at = self.verify(request.cookies.get(COOKIE_NAME))
+            cookie = request.cookies.get(COOKIE_NAME)
+            sid, signed_at = self.verify(cookie)
             if sid is None:
                 g.session_id = new_session_id()
                 g.session_cookie_needed = True
+                g.session_lost = bool(cookie)
             else:
                 g.session_id = sid
                 g.session_cookie_needed = time.time() - signed_at > self.ttl_seconds / 2
@@ -93,16 +110,40 @@ class SessionManager:
         @server.after_request
         def _issue_cookie(response: Response) -> Response:
             if g.get("session_cookie_needed") and g.get("session_id"):
-                response.set_cookie(
-                    COOKIE_NAME,
-                    self.sign(g.session_id),
-                    max_age=self.ttl_seconds,
-                    httponly=True,
-                    samesite="Lax",
-                    secure=self.secure,
-                    path="/",
+                self._set_cookie(
+                    response, COOKIE_NAME, self.sign(g.session_id), 2 * self.ttl_seconds
                 )
+            if g.get("session_lost") and not g.get("session_loss_told"):
+                self._set_cookie(response, NOTICE_COOKIE, "1", NOTICE_SECONDS)
+            elif g.get("session_loss_told") and request.cookies.get(NOTICE_COOKIE):
+                response.delete_cookie(NOTICE_COOKIE, path="/")
             return response
+
+    def _set_cookie(self, response: Response, name: str, value: str, max_age: int) -> None:
+        response.set_cookie(
+            name,
+            value,
+            max_age=max_age,
+            httponly=True,
+            samesite="Lax",
+            secure=self.secure,
+            path="/",
+        )
+
+    def lost(self) -> bool:
+        """Whether this request's session replaced one that could not be restored.
+
+        True on the request that carried the bad cookie, and on later ones
+        while the notice cookie lasts. Call :meth:`told` once the page shows it.
+        """
+        if not has_request_context():
+            return False
+        return bool(g.get("session_lost") or request.cookies.get(NOTICE_COOKIE))
+
+    def told(self) -> None:
+        """The page has shown the lost-session notice: drop the notice cookie."""
+        if has_request_context():
+            g.session_loss_told = True
 
     def current(self) -> str | None:
         """The session of the running request or callback.

@@ -42,7 +42,6 @@ from .request_errors import request_id
 from .session import SessionManager
 from .store.data_store import DataStore
 from .store.disk import STORAGE_MESSAGE
-from .store.soft_label_store import store_soft_labels
 from .upload_parser import UploadParser
 
 UPLOAD_PATH = "/api/upload"
@@ -159,8 +158,9 @@ def register_upload_route(
                 if _file_size(part.stream) > limit:
                     return _too_large(max_upload_mb, f"{name}")
                 parsed = parser.parse(part.stream, name)
-                infos = store.add_models(sid, parsed.predictions, source=name)
-                store_soft_labels(store, infos, parsed.predictions, parsed.soft_labels)
+                infos = store.add_models(
+                    sid, parsed.predictions, source=name, soft=parsed.soft_labels
+                )
             except CalibrationInputError as exc:
                 errors.append({"file": name, "error": f"{name}: {exc}"})
                 continue

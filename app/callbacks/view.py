@@ -18,7 +18,9 @@ from ..context import AppContext
 from ..figures.common import empty_figure, graph_config, view_title
 from ..figures.reliability import reliability_figure_dict
 from ..metrics_table import caption, column_defs, row_data
+from ..session import SESSION_LOST_MESSAGE
 from ..settings import RawSettings
+from ..store.data_store import EVICTED_MESSAGE
 from .controls import setting_inputs
 
 
@@ -43,6 +45,24 @@ def graphs(result: ViewResult, fmt: str = "png") -> list:
     return out
 
 
+def session_notices(ctx: AppContext, sid) -> list[str]:
+    """What the page says about the session and the store, above the view's own messages.
+
+    A session that could not be restored (bad or expired cookie), uploads
+    removed to make room (until the session uploads again), and a banner
+    while the disk refuses writes.
+    """
+    notices = []
+    if ctx.sessions.lost():
+        notices.append(SESSION_LOST_MESSAGE)
+    if ctx.store.was_evicted(sid):
+        notices.append(EVICTED_MESSAGE)
+    problem = ctx.store.storage_problem
+    if problem:
+        notices.append(problem)
+    return notices
+
+
 def render(ctx: AppContext, sid, raw: RawSettings, fit_state=None, fmt="png") -> tuple:
     """Everything the view shows; the plain function behind the callback.
 
@@ -51,9 +71,7 @@ def render(ctx: AppContext, sid, raw: RawSettings, fit_state=None, fmt="png") ->
     tuple
         (grid children, rowData, columnDefs, caption, title, message)
     """
-    messages = []
-    if ctx.store.storage_problem:  # a banner while the disk refuses writes
-        messages.append(ctx.store.storage_problem)
+    messages = session_notices(ctx, sid)
     pending = PENDING
     if isinstance(fit_state, dict):
         if isinstance(fit_state.get("error"), str):

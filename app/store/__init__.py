@@ -3,6 +3,8 @@
 * :mod:`app.store.data_store`: :class:`DataStore`, the disk-backed store of
   parsed predictions and fitted results (its keys, access control and
   storage faults are described there);
+* :mod:`app.store.budget`: the store's hard size bound, admission of large
+  writes, eviction of idle sessions only, and the "server full" refusal;
 * :mod:`app.store.disk`: the disk layer (the cache, its errors, arrays as
   ``.npy`` files);
 * :mod:`app.store.records`: what the store keeps about a model

@@ -24,17 +24,28 @@ Keys
     predictions live under ``pred:<variant handle>``.
 ``demo:v1:<seed>``
     The built-in demo, computed by the first process that needs it.
+``soft:<handle>`` and ``rows:<variant handle>``
+    An upload's soft labels, and which input rows a split-mode variant holds.
+``evicted:<sid>``
+    Tombstone of a session whose data was removed to make room
+    (:mod:`app.store.budget`), until it uploads again.
+``probe:<pid>``
+    A tiny write that checks whether the disk takes writes again.
 
 Access control: a handle is usable by a session only when it is a demo
 handle or one of the session's own uploads (:meth:`DataStore.resolve`).
-Entries expire after the session TTL of inactivity; the whole store is
-bounded in size, least recently used entries first; one session may keep at
-most ``max_models_per_session`` models and ``max_session_bytes`` of arrays.
+Entries expire after the session TTL of inactivity. Everything a session
+stores (its record, uploads, soft labels, fitted maps) carries its id as
+diskcache tag; one session may keep at most ``max_models_per_session``
+models and ``max_session_bytes`` of data, fitted maps included. The whole
+store has a hard size bound (:mod:`app.store.budget`): large writes are
+admitted first, only idle sessions' data is ever evicted to make room (their
+page then says so), and otherwise the write is refused as "server full".
 
 Storage faults: when the disk is full or read-only, writes raise
-:class:`StorageUnavailable` (a readable message, shown as a banner) while
-reads go on without the LRU bookkeeping write (:class:`ResilientCache`), so
-everything stored before stays usable.
+:class:`StorageUnavailable` (a readable message, shown as a banner until a
+probe write succeeds) while reads go on without the LRU bookkeeping write
+(:class:`ResilientCache`), so everything stored before stays usable.
 """
 
 from __future__ import annotations
@@ -56,6 +67,7 @@ from calibration_core import Predictions
 from calibration_core.demo import demo_predictions
 
 from ..settings import HeldOut
+from .budget import StoreBudget, StoreFull, mb
 from .disk import (
     DISK_ERRORS,
     STORAGE_MESSAGE,
@@ -63,6 +75,7 @@ from .disk import (
     ResilientCache,
     StorageUnavailable,
     load_predictions,
+    save_array,
     save_predictions,
     touch_predictions,
 )
@@ -81,10 +94,20 @@ UPLOAD_PREFIX = "up-"
 VARIANT_PREFIX = "var-"
 #: Layout version of the disk store (a new version starts in a new subdirectory).
 STORE_FORMAT = 3
+#: Room for the ``.npy`` headers and records of one stored model, on top of its arrays.
+MODEL_OVERHEAD = 64 * 1024
+#: diskcache's own size limit, never reached: its culling would evict data in use.
+NO_CULLING = 1 << 62
+EXPIRED_MESSAGE = "A selected model is no longer available: your data expired, please upload again."
+EVICTED_MESSAGE = (
+    "Your uploaded models were removed to make room for other users' uploads: the server's "
+    "storage was full and this session had been idle. Upload your files again."
+)
 
 
-def _mb(n: int) -> str:
-    return f"{n / (1 << 20):.1f} MB"
+def soft_key(handle: str) -> str:
+    """Disk-store key of a model's soft labels (an (N, K) ``.npy`` array)."""
+    return f"soft:{handle}"
 
 
 class DataStore:
@@ -95,14 +118,17 @@ class DataStore:
     directory : path
         Shared by every worker of the instance (data goes to ``v<STORE_FORMAT>/`` in it).
     size_limit_bytes : int
-        Bound of the disk store (LRU eviction).
+        Hard bound of the disk store (:class:`~app.store.budget.StoreBudget`).
     ttl_seconds : int
         Inactivity after which a session's data expires.
+    idle_eviction_seconds : int
+        Inactivity after which a session's data may be evicted to make room.
     memory_bytes : int
         Bound of the per-process cache of Predictions.
     max_models_per_session : int
     max_session_bytes : int
-        Bound of the arrays (with their sorted scores) one session may upload.
+        Bound of the data one session may store: uploaded arrays (with their
+        sorted scores), soft labels and fitted maps' calibrated copies.
     demo_seed : int
     """
 
@@ -112,6 +138,7 @@ class DataStore:
         *,
         size_limit_bytes: int = 4 << 30,
         ttl_seconds: int = 86_400,
+        idle_eviction_seconds: int = 3600,
         memory_bytes: int = 1 << 30,
         max_models_per_session: int = 20,
         max_session_bytes: int = 1 << 30,
@@ -121,10 +148,14 @@ class DataStore:
         self.directory.mkdir(parents=True, exist_ok=True)
         self.cache = ResilientCache(
             str(self.directory),
-            size_limit=int(size_limit_bytes),
-            eviction_policy="least-recently-used",
+            size_limit=NO_CULLING,
+            eviction_policy="least-recently-used",  # records each read's time (idle sessions)
+            tag_index=True,
         )
         self.ttl = int(ttl_seconds)
+        self.budget = StoreBudget(
+            self.cache, int(size_limit_bytes), int(idle_eviction_seconds), self.ttl
+        )
         self.max_models = int(max_models_per_session)
         self.max_session_bytes = int(max_session_bytes)
         self.demo_seed = int(demo_seed)
@@ -183,8 +214,27 @@ class DataStore:
 
     @property
     def storage_problem(self) -> str | None:
-        """:data:`STORAGE_MESSAGE` while the disk store refuses writes, else None."""
-        return STORAGE_MESSAGE if self.cache.write_error else None
+        """:data:`STORAGE_MESSAGE` while the disk store refuses writes, else None.
+
+        After a failure, each call tries one small file write, so the banner
+        goes as soon as the disk takes writes again (space freed, remounted),
+        even in a worker that has not written anything since.
+        """
+        if self.cache.write_error is None:
+            return None
+        try:
+            save_array(self.cache, f"probe:{os.getpid()}", np.zeros(1), expire=60)
+        except StorageUnavailable:
+            return STORAGE_MESSAGE
+        return None
+
+    def lost_data_message(self, sid: str | None) -> str:
+        """Why a session's models are gone: removed to make room, or expired."""
+        return EVICTED_MESSAGE if self.budget.was_evicted(sid) else EXPIRED_MESSAGE
+
+    def was_evicted(self, sid: str | None) -> bool:
+        """Whether the session's uploads were removed to make room (it has not uploaded since)."""
+        return self.budget.was_evicted(sid)
 
     def storage_failed(self, exc: BaseException) -> None:
         """Record a write failure seen outside the store (e.g. receiving an upload)."""
@@ -194,66 +244,99 @@ class DataStore:
         """Demo models, then the session's uploads."""
         return self.demo_models() + self.uploaded_models(sid)
 
-    def add_models(self, sid: str, preds: list[Predictions], source: str) -> list[ModelInfo]:
-        """Store parsed predictions for a session; returns their infos.
+    def add_models(
+        self,
+        sid: str,
+        preds: list[Predictions],
+        source: str,
+        soft: dict[str, np.ndarray] | None = None,
+    ) -> list[ModelInfo]:
+        """Store parsed predictions (and their soft labels) for a session; returns their infos.
 
         Names already used in the session get `` (2)``, `` (3)``, ... appended.
+
+        Parameters
+        ----------
+        sid : str
+        preds : list of Predictions
+        source : str
+            The file name shown with the models.
+        soft : dict, optional
+            Soft labels by model name, each of shape (N, K).
 
         Raises
         ------
         DataUnavailable
-            When the session would hold more than ``max_models_per_session`` models
-            or ``max_session_bytes`` of arrays.
+            When the session would hold more than ``max_models_per_session`` models.
+        StoreFull
+            When the session's data would exceed ``max_session_bytes``, or the
+            store's bound could only be kept by evicting data in active use.
         StorageUnavailable
             When the disk refuses the write (nothing of this upload is kept).
         """
         if not sid:
             raise DataUnavailable("no session: reload the page and upload again.")
-        key = self._session_key(sid)
-        sizes = [nbytes(warm(p)) for p in preds]
+        soft = soft or {}
+        sizes = [
+            nbytes(warm(p)) + MODEL_OVERHEAD + getattr(soft.get(p.name), "nbytes", 0) for p in preds
+        ]
         try:
-            return self._add_models(key, preds, sizes, source)
+            with self.budget.locked():
+                records = list(self.cache.get(self._session_key(sid), default=[]))
+                self._admit_upload(sid, records, len(preds), sum(sizes))
+                with self.cache.transact():
+                    infos = self._write_models(sid, records, preds, sizes, source, soft)
+                self.budget.forget_eviction(sid)
+                return infos
         except DISK_ERRORS as exc:  # e.g. the transaction itself cannot start
             self.cache._failed(exc)
             raise StorageUnavailable(STORAGE_MESSAGE) from None
 
-    def _add_models(self, key: str, preds, sizes, source: str) -> list[ModelInfo]:
-        with self.cache.transact():
-            records = list(self.cache.get(key, default=[]))
-            if len(records) + len(preds) > self.max_models:
-                raise DataUnavailable(
-                    f"this session already holds {len(records)} uploaded models and at most "
-                    f"{self.max_models} are kept; reload the page to start a new session."
+    def _admit_upload(self, sid: str, records: list, count: int, need: int) -> None:
+        """Check the session's model count and quota, then make room in the store."""
+        if len(records) + count > self.max_models:
+            raise DataUnavailable(
+                f"this session already holds {len(records)} uploaded models and at most "
+                f"{self.max_models} are kept per session; ask the operator to raise "
+                "MAX_MODELS_PER_SESSION if you need more."
+            )
+        used = self.cache.tag_bytes(sid)
+        if used + need > self.max_session_bytes:
+            raise StoreFull(
+                f"this upload needs {mb(need)} of server storage and this session already "
+                f"uses {mb(used)} of its {mb(self.max_session_bytes)} quota (uploads and "
+                "fitted maps); upload a smaller file, or ask the operator to raise "
+                "SESSION_QUOTA_MB."
+            )
+        self.budget.make_room(sid, need, upload=True)
+
+    def _write_models(self, sid, records, preds, sizes, source, soft) -> list[ModelInfo]:
+        used = {r["name"] for r in records} | {m.name for m in self.demo_models()}
+        infos = []
+        for pred, size in zip(preds, sizes, strict=True):
+            soft_labels = soft.get(pred.name)
+            name, n = pred.name, 2
+            while name in used:
+                name, n = f"{pred.name} ({n})", n + 1
+            used.add(name)
+            if name != pred.name:
+                pred = Predictions(
+                    probs=pred.probs,
+                    labels=pred.labels,
+                    class_names=pred.class_names,
+                    logits=pred.logits,
+                    name=name,
+                    _sorted=pred._sorted,
                 )
-            used_bytes = sum(int(r.get("nbytes", 0)) for r in records)
-            if used_bytes + sum(sizes) > self.max_session_bytes:
-                raise DataUnavailable(
-                    f"this upload needs {_mb(sum(sizes))} of server storage and this session "
-                    f"already uses {_mb(used_bytes)} of its {_mb(self.max_session_bytes)} quota; "
-                    "reload the page to start a new session, or upload a smaller file."
-                )
-            used = {r["name"] for r in records} | {m.name for m in self.demo_models()}
-            infos = []
-            for pred, size in zip(preds, sizes, strict=True):
-                name, n = pred.name, 2
-                while name in used:
-                    name, n = f"{pred.name} ({n})", n + 1
-                used.add(name)
-                if name != pred.name:
-                    pred = Predictions(
-                        probs=pred.probs,
-                        labels=pred.labels,
-                        class_names=pred.class_names,
-                        logits=pred.logits,
-                        name=name,
-                        _sorted=pred._sorted,
-                    )
-                handle = UPLOAD_PREFIX + secrets.token_urlsafe(18)
-                self.put_predictions(handle, pred)
-                info = ModelInfo.of(handle, pred, source)
-                records.append({**info.to_json(), "nbytes": size})
-                infos.append(info)
-            self.cache.set(key, records, expire=self.ttl)
+            handle = UPLOAD_PREFIX + secrets.token_urlsafe(18)
+            self.put_predictions(handle, pred, owner=sid)
+            if soft_labels is not None:
+                arr = np.asarray(soft_labels, dtype=np.float64)
+                save_array(self.cache, soft_key(handle), arr, self.ttl, sid)
+            info = ModelInfo.of(handle, pred, source)
+            records.append({**info.to_json(), "nbytes": size})
+            infos.append(info)
+        self.cache.set(self._session_key(sid), records, expire=self.ttl, tag=sid)
         return infos
 
     def resolve(self, sid: str | None, handle: str) -> ModelInfo:
@@ -262,27 +345,28 @@ class DataStore:
         Raises
         ------
         DataUnavailable
-            With "your data expired, please upload again" when the handle is
-            not (or no longer) one of the session's models.
+            When the handle is not (or no longer) one of the session's models:
+            "your data expired, please upload again", or that it was removed
+            to make room (:data:`EVICTED_MESSAGE`).
         """
         for info in self.session_models(sid):
             if info.handle == handle:
                 return info
-        raise DataUnavailable(
-            "A selected model is no longer available: your data expired, please upload again."
-        )
+        raise DataUnavailable(self.lost_data_message(sid))
 
     # ----------------------------------------------------------- predictions
-    def put_predictions(self, handle: str, pred: Predictions) -> None:
+    def put_predictions(self, handle: str, pred: Predictions, owner: str | None = None) -> None:
         """Store predictions, with the sorted scores of every notion, under a handle.
 
         Arrays are kept as ``.npy`` files in the disk store (one key each) and
         memory-mapped when read; the small ``pred:<handle>`` record that lists
         them is written last, so a reader never sees half a model
-        (:func:`app.store.disk.save_predictions`).
+        (:func:`app.store.disk.save_predictions`). ``owner`` is the session
+        they count against (tagged with its id); None for shared data. The
+        caller has admitted the write (:mod:`app.store.budget`).
         """
         warm(pred)
-        save_predictions(self.cache, handle, pred, self.ttl)
+        save_predictions(self.cache, handle, pred, self.ttl, owner)
         self._memory.put(handle, readonly(pred))
 
     def _load_predictions(self, handle: str) -> Predictions:
@@ -338,17 +422,60 @@ class DataStore:
         self.cache.touch(key, expire=self.ttl)
         return record
 
+    def owner(self, handle: str) -> str | None:
+        """The session whose data ``handle`` is (its predictions' tag); None for shared data."""
+        try:
+            found = self.cache.get(f"pred:{handle}", default=None, tag=True)
+        except DISK_ERRORS:
+            return None
+        return found[1] if isinstance(found, tuple) else None
+
+    def _admit(self, owner: str | None, need: int) -> None:
+        """Check a fitted map's write against the owner's quota, then make room; under the lock.
+
+        Raises
+        ------
+        StoreFull
+        """
+        if owner is not None:
+            used = self.cache.tag_bytes(owner)
+            if used + need > self.max_session_bytes:
+                raise StoreFull(
+                    f"this fitted map needs {mb(need)} of server storage and this session "
+                    f"already uses {mb(used)} of its {mb(self.max_session_bytes)} quota "
+                    "(uploads and fitted maps); fit fewer maps or held-out settings, or ask "
+                    "the operator to raise SESSION_QUOTA_MB."
+                )
+        self.budget.make_room(owner, need, upload=False)
+
     def put_fit(self, handle: str, record: FitRecord, calibrated: Predictions | None) -> None:
-        """Store a fit and its calibrated predictions."""
-        if calibrated is not None and record.variant is not None:
-            self.put_predictions(record.variant, calibrated)
-        heldout_key = record.heldout
-        key = f"fit:{handle}:{record.map}:{heldout_key}"
-        self.cache.set(key, asdict(record), expire=self.ttl)
+        """Store a fit and its calibrated predictions (counted against the model's session).
+
+        Raises
+        ------
+        StoreFull
+            When the session's quota or the store's bound cannot take the calibrated copy.
+        StorageUnavailable
+            When the disk refuses the write.
+        """
+        owner = self.owner(handle)
+        key = f"fit:{handle}:{record.map}:{record.heldout}"
+        if calibrated is None or record.variant is None:
+            self.cache.set(key, asdict(record), expire=self.ttl, tag=owner)
+            return
+        need = nbytes(warm(calibrated)) + MODEL_OVERHEAD
+        with self.budget.locked():
+            self._admit(owner, need)
+            self.put_predictions(record.variant, calibrated, owner)
+            self.cache.set(key, asdict(record), expire=self.ttl, tag=owner)
 
     def put_rows(self, variant: str, rows) -> None:
         """Store which input rows a split-mode variant holds (indices, shape (n_scored,))."""
-        self.cache.set(f"rows:{variant}", np.asarray(rows, dtype=np.int64), expire=self.ttl)
+        rows = np.asarray(rows, dtype=np.int64)
+        owner = self.owner(variant)
+        with self.budget.locked():
+            self._admit(owner, rows.nbytes)
+            self.cache.set(f"rows:{variant}", rows, expire=self.ttl, tag=owner)
 
     def scored_rows(self, handle: str, heldout: HeldOut):
         """Input row of each scored row, shape (n_scored,); None when all rows, in order."""

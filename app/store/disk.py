@@ -114,8 +114,32 @@ class ResilientCache(diskcache.Cache):
         self.write_error = None
         return done
 
+    def tag_bytes(self, tag: str) -> int:
+        """Bytes of the unexpired values kept as files under ``tag`` (one session's arrays)."""
+        ((total,),) = self._sql(
+            "SELECT COALESCE(SUM(size), 0) FROM Cache WHERE tag = ?"
+            " AND (expire_time IS NULL OR expire_time > ?)",
+            (tag, time.time()),
+        ).fetchall()
+        return int(total)
 
-def save_array(cache: diskcache.Cache, key: str, arr: np.ndarray, expire: float | None) -> None:
+    def idle_tags(self, before: float) -> list[str]:
+        """Tags whose entries were all last read before ``before`` (epoch seconds), oldest first.
+
+        With the least-recently-used policy diskcache records each read's time
+        (``access_time``), so this is when a session last used any of its data.
+        """
+        rows = self._sql(
+            "SELECT tag, MAX(access_time) AS last FROM Cache WHERE tag IS NOT NULL"
+            " GROUP BY tag HAVING last < ? ORDER BY last",
+            (before,),
+        ).fetchall()
+        return [tag for tag, _ in rows]
+
+
+def save_array(
+    cache: diskcache.Cache, key: str, arr: np.ndarray, expire: float | None, tag: str | None = None
+) -> None:
     """Store one array under ``key`` as the raw bytes of a ``.npy`` file.
 
     Parameters
@@ -126,6 +150,8 @@ def save_array(cache: diskcache.Cache, key: str, arr: np.ndarray, expire: float 
         Any shape and (non-object) dtype; saved C-contiguous, without pickle.
     expire : float or None
         Seconds until the entry expires.
+    tag : str, optional
+        The owning session's id (its data is counted and evicted by tag).
 
     Raises
     ------
@@ -136,7 +162,7 @@ def save_array(cache: diskcache.Cache, key: str, arr: np.ndarray, expire: float 
     np.save(buf, np.ascontiguousarray(arr), allow_pickle=False)
     buf.seek(0)
     # read=True: diskcache stores the raw .npy bytes as a file (no pickle).
-    cache.set(key, buf, read=True, expire=expire)
+    cache.set(key, buf, read=True, expire=expire, tag=tag)
 
 
 def load_array(cache: diskcache.Cache, key: str) -> np.ndarray:
@@ -166,7 +192,11 @@ def load_array(cache: diskcache.Cache, key: str) -> np.ndarray:
 
 
 def save_stacked(
-    cache: diskcache.Cache, key: str, parts: list[np.ndarray], expire: float | None
+    cache: diskcache.Cache,
+    key: str,
+    parts: list[np.ndarray],
+    expire: float | None,
+    tag: str | None = None,
 ) -> None:
     """Store ``parts`` (one dtype and trailing shape) concatenated along axis 0 as one ``.npy``.
 
@@ -191,7 +221,7 @@ def save_stacked(
             for part in parts:
                 fh.write(np.ascontiguousarray(part, dtype=first.dtype).data)
             fh.seek(0)
-            cache.set(key, fh, read=True, expire=expire)
+            cache.set(key, fh, read=True, expire=expire, tag=tag)
     except DISK_ERRORS as exc:
         if isinstance(cache, ResilientCache):
             cache._failed(exc)
@@ -199,7 +229,11 @@ def save_stacked(
 
 
 def save_predictions(
-    cache: diskcache.Cache, handle: str, pred: Predictions, expire: float | None
+    cache: diskcache.Cache,
+    handle: str,
+    pred: Predictions,
+    expire: float | None,
+    tag: str | None = None,
 ) -> dict:
     """Store ``pred`` under ``handle``: its arrays, then the record that lists them.
 
@@ -209,7 +243,9 @@ def save_predictions(
     (:func:`save_stacked`; ``record["sorted"]`` lists the ``(notion, class)``
     keys and ``record["offsets"][slot]`` the first row of each); last
     ``pred:<handle>``, the record, so a reader never sees half a model. At
-    most 5 array files whatever the number of classes.
+    most 5 array files whatever the number of classes. Every entry carries
+    ``tag`` (the owning session's id, or None for shared data such as the
+    demo's fits).
 
     Returns
     -------
@@ -227,7 +263,7 @@ def save_predictions(
         "offsets": {},
     }
     for field_name, arr in arrays.items():
-        save_array(cache, f"arr:{handle}:{field_name}", arr, expire)
+        save_array(cache, f"arr:{handle}:{field_name}", arr, expire, tag)
         record["arrays"].append(field_name)
     stacks: dict[str, list[np.ndarray]] = {}
     for key, sorted_scores in pred._sorted.items():
@@ -238,9 +274,9 @@ def save_predictions(
         for slot, arr in slots.items():
             stacks.setdefault(slot, []).append(arr)
     for slot, parts in stacks.items():
-        save_stacked(cache, f"arr:{handle}:sorted:{slot}", parts, expire)
+        save_stacked(cache, f"arr:{handle}:sorted:{slot}", parts, expire, tag)
         record["offsets"][slot] = np.cumsum([0] + [p.shape[0] for p in parts]).tolist()
-    cache.set(f"pred:{handle}", record, expire=expire)
+    cache.set(f"pred:{handle}", record, expire=expire, tag=tag)
     return record
 
 

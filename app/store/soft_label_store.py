@@ -2,9 +2,10 @@
 
 At upload, :func:`read_upload_soft_labels` reads the file's soft-label
 columns with :func:`calibration_core.io.soft_labels.load_soft_labels` (a file
-without any costs one header read), and :func:`store_soft_labels` stores each
-model's (N, K) array as a raw ``.npy`` file in the disk store under
-``soft:<handle>`` (no pickle; it expires with the session like the model).
+without any costs one header read), and :meth:`DataStore.add_models` stores
+each model's (N, K) array with the model, as a raw ``.npy`` file in the disk
+store under ``soft:<handle>`` (no pickle; it counts against the session's
+quota and expires with the session like the model).
 The diagnostics read it back with :func:`get_soft_labels`.
 """
 
@@ -17,13 +18,7 @@ import numpy as np
 
 from calibration_core import Predictions
 
-from .data_store import DataStore
-from .records import ModelInfo
-
-
-def soft_key(handle: str) -> str:
-    """Disk-store key of a model's soft labels."""
-    return f"soft:{handle}"
+from .data_store import DataStore, soft_key
 
 
 def read_upload_soft_labels(
@@ -58,20 +53,6 @@ def read_upload_soft_labels(
         max_decoded_bytes=max_decoded_bytes,
     )
     return {p.name: soft[p.name] for p in preds if p.name in soft}
-
-
-def store_soft_labels(
-    store: DataStore, infos: list[ModelInfo], preds: list[Predictions], soft: dict
-) -> None:
-    """Store the soft labels of each newly added model (``infos`` in ``preds`` order)."""
-    for info, pred in zip(infos, preds, strict=True):
-        arr = soft.get(pred.name)
-        if arr is None:
-            continue
-        buf = io.BytesIO()
-        np.save(buf, np.ascontiguousarray(arr, dtype=np.float64), allow_pickle=False)
-        buf.seek(0)
-        store.cache.set(soft_key(info.handle), buf, read=True, expire=store.ttl)
 
 
 def has_soft_labels(store: DataStore, handle: str) -> bool:

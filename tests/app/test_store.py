@@ -204,3 +204,65 @@ def test_a_model_takes_a_bounded_number_of_files_whatever_its_classes(tmp_path, 
         mine, theirs = pred.sorted_scores(*key), loaded._sorted[key]
         np.testing.assert_array_equal(theirs.scores, mine.scores)
         np.testing.assert_array_equal(theirs._cum, mine._cum)
+
+
+def test_concurrent_uploads_from_several_workers_keep_the_bound(tmp_path):
+    # Eight "workers" (each its own DataStore on the same directory, as gunicorn workers
+    # are) upload at once into a store with room for about half of them: the admission
+    # lock makes each see the others' writes, so the bound holds and the rest are refused.
+    # (Without the lock this overshoots in about one run of four; the lock itself is
+    # checked deterministically below.)
+    from concurrent.futures import ThreadPoolExecutor
+    from threading import Barrier
+
+    from app.store.budget import StoreFull
+    from app.store.records import warm
+
+    bound = 16 << 20
+    DataStore(tmp_path, size_limit_bytes=bound).demo_models()  # the demo, stored first
+    # Sorted scores built beforehand: all eight reach the admission at the same moment.
+    preds = [warm(_pred(n=20_000, seed=s, name=f"m{s}")) for s in range(8)]
+    barrier = Barrier(len(preds))
+
+    def upload(pred):
+        store = DataStore(tmp_path, size_limit_bytes=bound)
+        barrier.wait()
+        try:
+            store.add_models(new_session_id(), [pred], "a.csv")
+            return "stored"
+        except StoreFull as exc:
+            assert "server is full right now" in str(exc)
+            return "refused"
+
+    with ThreadPoolExecutor(len(preds)) as pool:
+        outcomes = list(pool.map(upload, preds))
+    assert outcomes.count("stored") >= 1 and outcomes.count("refused") >= 1, outcomes
+    store = DataStore(tmp_path, size_limit_bytes=bound)
+    on_disk = sum(f.stat().st_size for f in store.directory.rglob("*") if f.is_file())
+    assert on_disk <= bound * 0.8, on_disk
+
+
+def test_the_admission_lock_excludes_other_workers_and_threads(tmp_path):
+    # While one store holds the lock, another handle on it (another worker, or another
+    # thread of this one) cannot take it: checked without waiting, with LOCK_NB.
+    import fcntl
+    import os
+
+    from app.store.budget import LOCK_FILE
+
+    holder = DataStore(tmp_path).budget
+    lock_path = DataStore(tmp_path).budget.directory / LOCK_FILE
+
+    def can_take() -> bool:
+        fd = os.open(lock_path, os.O_RDONLY | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            return False
+        finally:
+            os.close(fd)
+
+    with holder.locked():
+        assert not can_take()
+    assert can_take()

@@ -433,6 +433,141 @@ def hosting_config(tmp_path):
     return make
 
 
+#: The reverse proxy's configuration, shared with compose.yaml (its "proxy" service).
+NGINX_TEMPLATE = REPO / "deploy" / "nginx.conf.template"
+#: The settings compose.yaml gives the template, but for the addresses.
+NGINX_DEFAULTS = {
+    "CLIENT_MAX_BODY_SIZE": "201m",
+    "CLIENT_HEADER_TIMEOUT": "10s",
+    "CLIENT_BODY_TIMEOUT": "30s",
+}
+
+
+def render_nginx_template(settings: dict[str, str]) -> str:
+    """``deploy/nginx.conf.template`` with its ``${NAME}`` settings filled in.
+
+    As the nginx image's entrypoint (envsubst) does, nginx's own ``$name``
+    variables stay as they are; every ``${NAME}`` of the template must be given.
+    """
+    from string import Template
+
+    text = NGINX_TEMPLATE.read_text(encoding="utf-8")
+    wanted = set(re.findall(r"\$\{([A-Z_]+)\}", text))
+    missing = wanted - set(settings)
+    if missing:
+        raise KeyError(f"the nginx template needs {sorted(missing)}")
+    return Template(text).safe_substitute(settings)
+
+
+class Nginx:
+    """Debian's ``/usr/sbin/nginx`` in front of ``upstream``, from the deploy template.
+
+    Runs in the foreground in its own prefix (``directory``: configuration, pid,
+    logs and temporary files), no system paths written; the settings are
+    :data:`NGINX_DEFAULTS` updated with ``overrides``.
+    """
+
+    BINARY = "/usr/sbin/nginx"
+
+    def __init__(self, directory: Path, upstream: str, **overrides: str):
+        self.dir = Path(directory)
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        settings = {
+            **NGINX_DEFAULTS,
+            "DASHBOARD_UPSTREAM": upstream,
+            "PROXY_LISTEN": f"127.0.0.1:{self.port}",
+            **overrides,
+        }
+        (self.dir / "dashboard.conf").write_text(render_nginx_template(settings))
+        self.error_log = self.dir / "error.log"
+        self.access_log = self.dir / "access.log"
+        conf = self.dir / "nginx.conf"
+        conf.write_text(self._main_conf())
+        self._log = open(self.dir / "nginx.out", "wb")
+        self.proc = subprocess.Popen(
+            [self.BINARY, "-p", f"{self.dir}/", "-c", str(conf), "-e", str(self.error_log)],
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+
+    def _main_conf(self) -> str:
+        """The main file around the template (what the nginx image's nginx.conf is)."""
+        temp = {n: self.dir / n for n in ("body", "proxy", "fastcgi", "uwsgi", "scgi")}
+        for path in temp.values():
+            path.mkdir(exist_ok=True)
+        # As root (CI containers), nginx would run its worker as "nobody", which cannot
+        # write into this test's private directory: keep the current user.
+        user = "user root;\n" if os.geteuid() == 0 else ""
+        return (
+            f"{user}daemon off;\nworker_processes 1;\npid {self.dir / 'nginx.pid'};\n"
+            f"error_log {self.error_log} info;\n"
+            "events { worker_connections 1024; }\n"
+            "http {\n"
+            f"  access_log {self.access_log};\n"
+            f"  client_body_temp_path {temp['body']};\n"
+            f"  proxy_temp_path {temp['proxy']};\n"
+            f"  fastcgi_temp_path {temp['fastcgi']};\n"
+            f"  uwsgi_temp_path {temp['uwsgi']};\n"
+            f"  scgi_temp_path {temp['scgi']};\n"
+            f"  include {self.dir / 'dashboard.conf'};\n"
+            "}\n"
+        )
+
+    def wait_ready(self, timeout: float = 30) -> None:
+        """Wait until nginx accepts connections (the timeout is a safety deadline)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"nginx exited: {self.log()}")
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=2).close()
+                return
+            except OSError:
+                time.sleep(0.1)
+        raise RuntimeError(f"nginx did not listen in {timeout} s: {self.log()}")
+
+    def log(self) -> str:
+        out = (self.dir / "nginx.out").read_text(errors="replace")
+        errors = self.error_log.read_text(errors="replace") if self.error_log.exists() else ""
+        return (out + errors)[-3000:]
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGQUIT)  # graceful: finish what is running
+            try:
+                self.proc.wait(20)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait(5)
+        self._log.close()
+
+
+@pytest.fixture(scope="session")
+def nginx_proxy():
+    """A function ``(directory, upstream_url, **settings) -> Nginx`` (started; stop it yourself).
+
+    Skipped without Debian's nginx, except under CI, whose ``.ci/run`` installs it.
+    """
+    if not os.access(Nginx.BINARY, os.X_OK):
+        if os.environ.get("CI"):
+            pytest.fail(f"{Nginx.BINARY} is missing: .ci/run installs Debian's nginx.")
+        pytest.skip(f"needs Debian's nginx ({Nginx.BINARY})")
+
+    def start(directory: Path, upstream_url: str, **settings: str) -> Nginx:
+        proxy = Nginx(directory, upstream_url.split("//", 1)[-1], **settings)
+        try:
+            proxy.wait_ready()
+        except Exception:
+            proxy.stop()
+            raise
+        return proxy
+
+    return start
+
+
 class RedisServer:
     """``redis-server`` (Debian's) on a free loopback port, memory only, in its own directory."""
 

@@ -1,12 +1,14 @@
 """``compose.yaml``, checked without a container engine: parsed, and held to the design.
 
 The stack itself runs natively in test_jobs.py (redis-server, the Celery worker and
-gunicorn with the commands checked here); ``podman-compose config`` parses the file
-as the engine would (``.ci/run`` installs podman for it).
+gunicorn with the commands checked here) and test_proxy.py (Debian's nginx with the
+proxy's configuration file, the one mounted here); ``podman-compose config`` parses
+the file as the engine would (``.ci/run`` installs podman for it).
 """
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import re
 import shutil
@@ -17,7 +19,11 @@ from pathlib import Path
 import pytest
 import yaml
 
+from app.config import MB, AppConfig
 from app.supervisor import web_command, worker_command
+from app.upload import MULTIPART_SLACK
+
+from .conftest import NGINX_DEFAULTS
 
 REPO = Path(__file__).resolve().parents[2]
 COMPOSE = REPO / "compose.yaml"
@@ -33,14 +39,17 @@ def _dockerfile_env(name: str) -> str:
     return re.search(rf"\b{name}=(\S+)", text).group(1)
 
 
-def test_three_services_web_worker_and_redis(compose):
+SERVICES = {"proxy", "web", "worker", "redis"}
+
+
+def test_the_services_proxy_web_worker_and_redis(compose):
     services = compose["services"]
-    assert set(services) == {"web", "worker", "redis"}
+    assert set(services) == SERVICES
     # The same commands as the supervisor of the image run alone (python -m ...).
     assert services["web"]["command"][1:] == web_command()[1:]
     assert services["worker"]["command"][1:] == worker_command()[1:]
     assert services["web"]["command"][0] == services["worker"]["command"][0] == "python"
-    assert services["web"]["ports"] == ["8050:8050"]
+    assert "ports" not in services["web"]  # reachable through the proxy only
     assert re.fullmatch(r"redis:\d+\.\d+\.\d+-\w+", services["redis"]["image"])
     assert services["redis"]["healthcheck"]["test"] == ["CMD", "redis-cli", "ping"]
 
@@ -61,6 +70,45 @@ def test_web_and_worker_share_the_store_and_redis(compose):
     assert "cache" in compose["volumes"]
     assert services["worker"]["environment"]["JOB_WORKERS"] == "${JOB_WORKERS:-2}"
     assert services["worker"]["healthcheck"] == {"disable": True}  # no web server in it
+
+
+def test_the_proxy_runs_the_deploy_template_in_front_of_web(compose):
+    proxy = compose["services"]["proxy"]
+    assert proxy["ports"] == ["8050:8050"]  # the only published port
+    assert re.fullmatch(r"nginx:1\.22\.\d+", proxy["image"])  # Debian bookworm's nginx
+    assert proxy["volumes"] == [
+        "./deploy/nginx.conf.template:/etc/nginx/templates/default.conf.template:ro"
+    ]
+    env = proxy["environment"]
+    assert env["DASHBOARD_UPSTREAM"] == "web:8050" and env["PROXY_LISTEN"] == "8050"
+    assert "web" in proxy["depends_on"]
+    # The image substitutes only variables it has: every one the template uses.
+    template = (REPO / "deploy" / "nginx.conf.template").read_text(encoding="utf-8")
+    assert set(re.findall(r"\$\{([A-Z_]+)\}", template)) == set(env)
+    # Its defaults are the test fixture's (conftest.NGINX_DEFAULTS), so the tests run
+    # the configuration compose runs.
+    for name, value in NGINX_DEFAULTS.items():
+        assert env[name] == f"${{{name}:-{value}}}", name
+
+
+def test_the_proxy_body_limit_sits_just_above_the_app_limit(compose):
+    app_mb = int(
+        re.fullmatch(r"\$\{MAX_UPLOAD_MB:-(\d+)\}", compose["x-settings"]["MAX_UPLOAD_MB"])[1]
+    )
+    assert app_mb == AppConfig().max_upload_mb
+    proxy_mb = re.fullmatch(
+        r"\$\{CLIENT_MAX_BODY_SIZE:-(\d+)m\}",
+        compose["services"]["proxy"]["environment"]["CLIENT_MAX_BODY_SIZE"],
+    )[1]
+    assert int(proxy_mb) * MB >= app_mb * MB + MULTIPART_SLACK  # the app's 413 message wins
+    assert int(proxy_mb) <= app_mb + 1
+
+
+def test_web_trusts_forwarded_headers_from_private_ranges_only(compose):
+    web = compose["services"]["web"]["environment"]
+    allowed = re.fullmatch(r"\$\{FORWARDED_ALLOW_IPS:-(.+)\}", web["FORWARDED_ALLOW_IPS"])[1]
+    config = AppConfig.from_env({"FORWARDED_ALLOW_IPS": allowed})
+    assert all(ipaddress.ip_network(n).is_private for n in config.forwarded_allow_ips)
 
 
 def test_every_variable_has_a_default_or_is_required():
@@ -95,4 +143,4 @@ def test_podman_compose_reads_it():
     )
     assert done.returncode == 0, done.stdout + done.stderr
     config = yaml.safe_load(done.stdout)
-    assert set(config["services"]) == {"web", "worker", "redis"}
+    assert set(config["services"]) == SERVICES

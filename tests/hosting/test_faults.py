@@ -103,8 +103,11 @@ def _check_storage_fault(dash_app, tab, first, make_csv, stop_fault) -> None:
     sid = ctx.sessions.verify(tab.cookie())[0]
     state = run_fits(ctx, sid, [first["handle"]], ["temperature"], "folds", 3, 0.5, lambda *_: None)
     assert state["error"] == STORAGE_MESSAGE
-    # When the disk takes writes again, so does the app, and the banner goes.
+    # When the disk takes writes again, the banner goes at the next redraw (before
+    # anything else is written), and uploads work again.
     stop_fault()
+    has, messages = _view_has_data(tab, first["handle"])
+    assert has and STORAGE_WORDS not in messages
     status, body = tab.upload("third.csv", make_csv(n=300, seed=3, model="third"))
     assert status == 200 and not body["errors"], body
     has, messages = _view_has_data(tab, body["models"][0]["handle"])

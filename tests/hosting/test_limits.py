@@ -1,7 +1,9 @@
-"""Per-session quotas, the bounded disk store with eviction, and expired sessions.
+"""Per-session quotas, the hard bound of the disk store, and expired or evicted sessions.
 
-An expired or evicted session always reads "your data expired, please upload
-again" in the page (HTTP 200), never an HTTP error.
+An expired session reads "your data expired, please upload again" in the
+page, an evicted one that its data was "removed to make room" (HTTP 200),
+never an HTTP error. A full store refuses newcomers instead of evicting
+data in use.
 """
 
 from __future__ import annotations
@@ -10,9 +12,10 @@ import json
 
 import pytest
 
-from app.factory import create_app
+from app.factory import create_app, finish_setup
 
 EXPIRED = "your data expired, please upload again"
+LOST = "Your previous session could not be restored"
 
 
 def _store(dash_app):
@@ -55,27 +58,82 @@ def test_bytes_per_session_quota(hosting_config, dash_tab, make_csv):
     assert other.upload("mine.csv", make_csv(n=2000))[1]["models"]
 
 
-def test_the_disk_store_is_bounded_and_evicts_the_least_recently_used(
+def _disk_bytes(dash_app) -> int:
+    """The store's size on disk: every file under its directory (database, log, values)."""
+    root = _store(dash_app).directory
+    return sum(f.stat().st_size for f in root.rglob("*") if f.is_file())
+
+
+def _page_messages(tab) -> str:
+    """The layout of a reloaded page, messages included (the page, then its layout)."""
+    assert tab.get("/")[0] == 200
+    status, _, body = tab.get("/_dash-layout")
+    assert status == 200
+    return body.decode()
+
+
+def test_a_full_store_refuses_newcomers_and_keeps_active_users_data(
     hosting_config, dash_tab, make_csv
 ):
-    limit_mb = 4
-    dash_app = create_app(hosting_config(cache_size_limit_mb=limit_mb, memory_cache_mb=0))
-    store = _store(dash_app)
-    tabs, handles, volumes = [], [], []
-    for i in range(8):
+    # Five users upload, then fresh sessions (a client dropping its cookie each time)
+    # upload until the store is full: they are refused, nobody active is evicted, and
+    # the store stays under its bound on disk after every upload.
+    limit_mb = 24
+    dash_app = create_app(
+        hosting_config(cache_size_limit_mb=limit_mb, session_quota_mb=6, memory_cache_mb=0)
+    )
+    users = []
+    for i in range(5):
         tab = _tab(dash_app, dash_tab)
-        status, body = tab.upload(f"s{i}.csv", make_csv(n=20_000, k=3, seed=i))
+        status, body = tab.upload(f"user{i}.csv", make_csv(n=10_000, k=3, seed=i))
         assert status == 200 and not body["errors"], body
-        tabs.append(tab)
-        handles.append(body["models"][0]["handle"])
-        volumes.append(store.cache.volume())
-    one_model = 2.6 * (1 << 20)  # 20,000 x 3 arrays and their sorted scores
-    assert max(volumes) <= limit_mb * (1 << 20) + one_model, volumes
-    results = [_view(t, h) for t, h in zip(tabs, handles, strict=True)]
-    assert results[-1][0]  # the newest session works
-    evicted = [msg for has, msg in results if not has]
-    assert len(evicted) >= 4  # 8 x 2.6 MB do not fit in 4 MB
-    assert all(EXPIRED in msg for msg in evicted)
+        users.append((tab, body["models"][0]["handle"]))
+    sizes, refused = [], []
+    big = make_csv(n=20_000, k=3, seed=99)
+    for _ in range(12):
+        attacker = _tab(dash_app, dash_tab)
+        for j in range(2):
+            status, body = attacker.upload(f"big{j}.csv", big)
+            assert status == 200
+            refused.extend(e["error"] for e in body["errors"])
+            sizes.append(_disk_bytes(dash_app))
+    assert max(sizes) <= limit_mb << 20, [f"{s / (1 << 20):.1f}" for s in sizes]
+    assert refused, "the attack never filled the store: the test proves nothing"
+    assert all("server is full right now" in e for e in refused), refused
+    assert all("CACHE_SIZE_LIMIT_MB" in e and "reload" not in e for e in refused)
+    for tab, handle in users:
+        has, messages = _view(tab, handle)
+        assert has, messages
+
+
+def test_idle_sessions_are_evicted_to_make_room_and_told_so(
+    hosting_config, dash_tab, make_csv, wall_clock
+):
+    limit_mb = 12  # the demo (3 MB) and two of these uploads (2.6 MB each), not three
+    dash_app = create_app(
+        hosting_config(
+            cache_size_limit_mb=limit_mb,
+            session_quota_mb=6,
+            idle_eviction_seconds=600,
+            memory_cache_mb=0,
+        )
+    )
+    idle, active = _tab(dash_app, dash_tab), _tab(dash_app, dash_tab)
+    (idle_model,) = idle.upload("idle.csv", make_csv(n=20_000, k=3, seed=1))[1]["models"]
+    wall_clock.advance(700)  # idle for longer than IDLE_EVICTION_SECONDS, well within the TTL
+    (active_model,) = active.upload("active.csv", make_csv(n=20_000, k=3, seed=2))[1]["models"]
+    newcomer = _tab(dash_app, dash_tab)
+    status, body = newcomer.upload("new.csv", make_csv(n=20_000, k=3, seed=3))
+    assert status == 200 and not body["errors"], body  # room made from the idle session
+    assert _disk_bytes(dash_app) <= limit_mb << 20
+    assert _view(active, active_model["handle"])[0]  # the active user keeps everything
+    # The idle user's open tab, and its reloaded page, say why the data is gone.
+    has, messages = _view(idle, idle_model["handle"])
+    assert not has and "removed to make room" in messages and EXPIRED not in messages
+    assert "removed to make room" in _page_messages(idle)
+    # Until it uploads again.
+    assert idle.upload("again.csv", make_csv(n=300, seed=4))[1]["models"]
+    assert "removed to make room" not in _page_messages(idle)
 
 
 def test_an_expired_session_reads_your_data_expired(hosting_config, dash_tab, make_csv, wall_clock):
@@ -116,3 +174,50 @@ def test_an_expired_session_reads_your_data_expired(hosting_config, dash_tab, ma
         store.resolve(old_sid, model["handle"])
     # And a new upload works right away.
     assert tab.upload("new.csv", make_csv(n=300))[1]["models"]
+
+
+def test_a_session_lost_to_a_new_key_or_its_age_is_told_once(
+    hosting_config, dash_tab, make_csv, wall_clock
+):
+    ttl = 3600
+    dash_app = create_app(hosting_config(session_ttl_seconds=ttl))
+    tab = _tab(dash_app, dash_tab)
+    assert LOST not in _page_messages(tab)  # a first visit is not a lost session
+    tab.upload("mine.csv", make_csv(n=300))
+    old_cookie = tab.cookie()
+
+    # The operator changes SECRET_KEY: the old cookie no longer verifies.
+    rotated = create_app(hosting_config(secret_key="another-secret-key-0123456789abcdef"))
+    finish_setup(rotated)  # as every server does before its first request
+    after_rotation = dash_tab(flask_client=rotated.server.test_client())
+    after_rotation.set_cookie(old_cookie)
+    assert LOST in _page_messages(after_rotation)
+    assert LOST not in _page_messages(after_rotation)  # said once, not on every reload
+
+    # The cookie outlives its TTL: the browser still sends it, the server says so.
+    wall_clock.advance(ttl + 60)
+    assert LOST in _page_messages(tab)
+    assert LOST not in _page_messages(tab)
+
+
+def test_fitted_maps_count_against_the_session_quota(hosting_config, dash_tab, make_csv):
+    from app.callbacks.fit import run_fits
+
+    # 20,000 x 3 takes 2.6 MB with its sorted scores, and so does each calibrated copy.
+    dash_app = create_app(hosting_config(session_quota_mb=6, memory_cache_mb=0))
+    ctx = dash_app.server.extensions["calibration_dashboard"]
+    tab = _tab(dash_app, dash_tab)
+    (model,) = tab.upload("m.csv", make_csv(n=20_000, k=3))[1]["models"]
+    sid = ctx.sessions.verify(tab.cookie())[0]
+    used = ctx.store.cache.tag_bytes(sid)
+    assert used > 2 << 20
+    state = run_fits(
+        ctx, sid, [model["handle"]], ["temperature", "histogram"], "split", 5, 0.5, lambda *_: None
+    )
+    assert "SESSION_QUOTA_MB" in state["error"] and "fitted map" in state["error"], state
+    assert ctx.store.cache.tag_bytes(sid) > used  # what was fitted before the quota counts
+    assert ctx.store.cache.tag_bytes(sid) <= 6 << 20
+    status, body = tab.upload("more.csv", make_csv(n=20_000, k=3, seed=1))
+    assert status == 200 and body["models"] == []
+    assert "quota (uploads and fitted maps)" in body["errors"][0]["error"]
+    assert _view(tab, model["handle"])[0]  # and the model itself is still there

@@ -1,71 +1,80 @@
 """Configuration of the dashboard from environment variables.
 
-=========================  ============================================  ===================
-Variable                   Meaning                                       Default
-=========================  ============================================  ===================
-``APP_ENV``                ``development`` or ``production``             ``development``
-``SECRET_KEY``             Signs session cookies and background-job      required in
-                           handles; share it between all workers.        production; else a
-                                                                         random key kept in
-                                                                         ``CACHE_DIR``
-``MAX_UPLOAD_MB``          Largest accepted upload, per file (HTTP 413   200
-                           above it, before anything is parsed); the
-                           data a file decodes to is bounded by 8x it.
-``MAX_CLASSES``            Most classes of an uploaded model (a file     1000
-                           with more is refused with a message).
-``CACHE_DIR``              Disk store shared by all workers: parsed      ``<tmp>/calibration-
-                           uploads, fitted maps, background jobs.        dashboard``
-``CACHE_SIZE_LIMIT_MB``    Hard size bound of the disk store: uploads    4096
-                           fill at most 80 % of it, fitted maps the
-                           rest; beyond, only idle sessions' data is
-                           evicted, else the write is refused.
-``MEMORY_CACHE_MB``        Per-process cache of parsed predictions       1024
-                           (with their sorted scores).
-``SESSION_TTL_SECONDS``    Idle time after which a session's uploads     86400
-                           expire.
-``MAX_MODELS_PER_SESSION`` Uploaded models kept per session.             20
-``SESSION_QUOTA_MB``       Data one session may keep in the disk store:  1024
-                           parsed uploads (arrays, sorted scores, soft
-                           labels) and fitted maps.
-``IDLE_EVICTION_SECONDS``  Idle time after which a session's data may    3600
-                           be evicted when the store is full (its page
-                           then says so).
-``ALLOWED_ORIGINS``        Extra origins (``https://host[:port]``,       (none)
-                           comma-separated) allowed to send POSTs, for
-                           a proxy that rewrites the Host header; the
-                           app's own origin is always allowed.
-``BASIC_AUTH_USERS``       Optional HTTP basic auth: comma-separated      (off)
-                           ``user:hash`` entries, hashes from
-                           ``werkzeug.security.generate_password_hash``.
-``BASIC_AUTH_USER``,       Optional single user; the password may be      (off)
-``BASIC_AUTH_PASSWORD``    plain text or such a hash.
-``AUTH_RATE_LIMIT``        Failed basic-auth sign-ins one client address  10
-                           may make per minute (counted per worker
-                           process); more get HTTP 429.
-``FORWARDED_ALLOW_IPS``    Proxies (addresses or networks, comma-        ``127.0.0.1,::1``
-                           separated, ``*``: any) whose
-                           ``X-Forwarded-For``/``-Proto`` are believed;
-                           gunicorn reads the same variable.
-``SESSION_COOKIE_SECURE``  Send the session cookie over HTTPS only.      1 in production
-``DEBUG``                  Dash debug mode (never in production).        0
-``REDIS_URL``              Team hosting: background jobs go to a pool of (off: diskcache,
-                           Celery workers through this Redis             jobs forked by
-                           (``redis://host:6379/0``); see app.jobs.      the server)
-``JOB_WORKERS``            Jobs one Celery worker runs at once (more     2
-                           wait in the queue).
-``JOB_TIME_LIMIT_SECONDS`` Longest run of one background job (fit,       300
-                           test, bootstrap); it then stops with a
-                           message in the page.
-``JOB_MEMORY_LIMIT_MB``    Memory one job may allocate beyond its        4096
-                           process's own (address space).
-``MAX_JOBS_PER_SESSION``   Jobs one session may have running or queued;  2
-                           more are refused with a message.
-``MAX_JOBS``               Jobs of all sessions running or queued; more  16
-                           are refused ("the server is busy").
-``MAX_MAP_PARAMETERS``     Largest map the server fits: a map with more  50000
-                           parameters (matrix, Dirichlet: K(K+1)) is
-                           refused up front, with a suggestion.
-=========================  ============================================  ===================
+============================  ============================================  ===================
+Variable                      Meaning                                       Default
+============================  ============================================  ===================
+``APP_ENV``                   ``development`` or ``production``             ``development``
+``SECRET_KEY``                Signs session cookies and background-job      required in
+                              handles; share it between all workers.        production; else a
+                                                                            random key kept in
+                                                                            ``CACHE_DIR``
+``MAX_UPLOAD_MB``             Largest accepted upload, per file (HTTP 413   200
+                              above it, before anything is parsed); the
+                              data a file decodes to is bounded by 8x it.
+``MAX_CLASSES``               Most classes of an uploaded model (a file     1000
+                              with more is refused with a message).
+``PARSE_MEMORY_LIMIT_MB``     Memory one upload's parse may take: each      8 x
+                              file is parsed in a child process under       ``MAX_UPLOAD_MB``
+                              ``RLIMIT_AS``, this much address space on     + 256
+                              top of the parser's baseline (a file that
+                              needs more is refused with a message).
+``PARSE_TIME_LIMIT_SECONDS``  Time one upload's parse may take: CPU time    60
+                              (``RLIMIT_CPU``) and wall-clock time (the
+                              server stops waiting); keep it below
+                              gunicorn's ``TIMEOUT``.
+``CACHE_DIR``                 Disk store shared by all workers: parsed      ``<tmp>/calibration-
+                              uploads, fitted maps, background jobs.        dashboard``
+``CACHE_SIZE_LIMIT_MB``       Hard size bound of the disk store: uploads    4096
+                              fill at most 80 % of it, fitted maps the
+                              rest; beyond, only idle sessions' data is
+                              evicted, else the write is refused.
+``MEMORY_CACHE_MB``           Per-process cache of parsed predictions       1024
+                              (with their sorted scores).
+``SESSION_TTL_SECONDS``       Idle time after which a session's uploads     86400
+                              expire.
+``MAX_MODELS_PER_SESSION``    Uploaded models kept per session.             20
+``SESSION_QUOTA_MB``          Data one session may keep in the disk store:  1024
+                              parsed uploads (arrays, sorted scores, soft
+                              labels) and fitted maps.
+``IDLE_EVICTION_SECONDS``     Idle time after which a session's data may    3600
+                              be evicted when the store is full (its page
+                              then says so).
+``ALLOWED_ORIGINS``           Extra origins (``https://host[:port]``,       (none)
+                              comma-separated) allowed to send POSTs, for
+                              a proxy that rewrites the Host header; the
+                              app's own origin is always allowed.
+``BASIC_AUTH_USERS``          Optional HTTP basic auth: comma-separated      (off)
+                              ``user:hash`` entries, hashes from
+                              ``werkzeug.security.generate_password_hash``.
+``BASIC_AUTH_USER``,          Optional single user; the password may be      (off)
+``BASIC_AUTH_PASSWORD``       plain text or such a hash.
+``AUTH_RATE_LIMIT``           Failed basic-auth sign-ins one client address  10
+                              may make per minute (counted per worker
+                              process); more get HTTP 429.
+``FORWARDED_ALLOW_IPS``       Proxies (addresses or networks, comma-        ``127.0.0.1,::1``
+                              separated, ``*``: any) whose
+                              ``X-Forwarded-For``/``-Proto`` are believed;
+                              gunicorn reads the same variable.
+``SESSION_COOKIE_SECURE``     Send the session cookie over HTTPS only.      1 in production
+``DEBUG``                     Dash debug mode (never in production).        0
+``REDIS_URL``                 Team hosting: background jobs go to a pool of (off: diskcache,
+                              Celery workers through this Redis             jobs forked by
+                              (``redis://host:6379/0``); see app.jobs.      the server)
+``JOB_WORKERS``               Jobs one Celery worker runs at once (more     2
+                              wait in the queue).
+``JOB_TIME_LIMIT_SECONDS``    Longest run of one background job (fit,       300
+                              test, bootstrap); it then stops with a
+                              message in the page.
+``JOB_MEMORY_LIMIT_MB``       Memory one job may allocate beyond its        4096
+                              process's own (address space).
+``MAX_JOBS_PER_SESSION``      Jobs one session may have running or queued;  2
+                              more are refused with a message.
+``MAX_JOBS``                  Jobs of all sessions running or queued; more  16
+                              are refused ("the server is busy").
+``MAX_MAP_PARAMETERS``        Largest map the server fits: a map with more  50000
+                              parameters (matrix, Dirichlet: K(K+1)) is
+                              refused up front, with a suggestion.
+============================  ============================================  ===================
 """
 
 from __future__ import annotations
@@ -158,7 +167,9 @@ def _forwarded_allow_ips_env(env: Mapping[str, str]) -> tuple[str, ...]:
     return entries
 
 
-def _int_env(env: Mapping[str, str], name: str, default: int, minimum: int = 1) -> int:
+def _int_env(
+    env: Mapping[str, str], name: str, default: int | None, minimum: int = 1
+) -> int | None:
     raw = env.get(name)
     if raw is None or raw.strip() == "":
         return default
@@ -199,6 +210,10 @@ class AppConfig:
     secret_key: str | None = field(default=None, repr=False)
     max_upload_mb: int = 200
     max_classes: int = 1000
+    #: Address space of one upload's parse (MB); None: 8 x ``max_upload_mb`` + 256.
+    parse_memory_limit_mb: int | None = None
+    #: CPU and wall-clock seconds of one upload's parse.
+    parse_time_limit_seconds: int = 60
     cache_dir: Path = field(default_factory=default_cache_dir)
     cache_size_limit_mb: int = 4096
     memory_cache_mb: int = 1024
@@ -267,6 +282,8 @@ class AppConfig:
             secret_key=env.get("SECRET_KEY") or None,
             max_upload_mb=_int_env(env, "MAX_UPLOAD_MB", 200),
             max_classes=_int_env(env, "MAX_CLASSES", 1000, minimum=2),
+            parse_memory_limit_mb=_int_env(env, "PARSE_MEMORY_LIMIT_MB", None, minimum=64),
+            parse_time_limit_seconds=_int_env(env, "PARSE_TIME_LIMIT_SECONDS", 60),
             cache_dir=Path(cache_dir) if cache_dir else default_cache_dir(),
             cache_size_limit_mb=_int_env(env, "CACHE_SIZE_LIMIT_MB", 4096),
             memory_cache_mb=_int_env(env, "MEMORY_CACHE_MB", 1024, minimum=0),

@@ -10,12 +10,15 @@ from .callback_failures import CallbackFailures
 from .config import AppConfig
 from .session import SessionManager
 from .store.data_store import DataStore
+from .upload_parser import UploadParser
 from .warmup import WarmUp
 
 
 @dataclass(frozen=True)
 class AppContext:
     """The configuration, the disk store, the session manager, the library warm-up, the jobs.
+
+    ``upload_parser`` parses uploads in child processes (:mod:`app.upload_parser`).
 
     ``failures`` is Dash's ``on_error`` handler: what the page shows when a
     callback fails unexpectedly (:mod:`app.callback_failures`).
@@ -28,6 +31,7 @@ class AppContext:
     failures: CallbackFailures = field(default_factory=CallbackFailures)
     #: Dash's background-callback manager (:func:`app.jobs.background_manager`).
     jobs: BaseBackgroundCallbackManager | None = None
+    upload_parser: UploadParser | None = None
 
     def session_id(self) -> str | None:
         """The current request's (or background job's) verified session id."""

@@ -29,6 +29,7 @@ from .security import BasicAuth, SecurityHeaders, TrustedProxies
 from .session import SessionManager
 from .store.data_store import DataStore
 from .upload import make_request_class, register_upload_route
+from .upload_parser import ParseLimits, UploadParser, default_memory_limit_mb
 from .warmup import WarmUp
 
 
@@ -50,6 +51,18 @@ ASSETS_DIR = _assets_dir()
 TITLE = "Calibration dashboard"
 
 log = logging.getLogger("calibration_dashboard")
+
+
+def _upload_parser(config: AppConfig) -> UploadParser:
+    """The parser of uploads, with the limits of ``config`` (see :mod:`app.upload_parser`)."""
+    memory_mb = config.parse_memory_limit_mb or default_memory_limit_mb(config.max_upload_mb)
+    limits = ParseLimits(
+        upload_bytes=config.max_upload_mb * MB,
+        max_classes=config.max_classes,
+        memory_mb=memory_mb,
+        cpu_seconds=config.parse_time_limit_seconds,
+    )
+    return UploadParser(limits)
 
 
 def create_app(config: AppConfig | None = None) -> Dash:
@@ -96,6 +109,7 @@ def create_app(config: AppConfig | None = None) -> Dash:
         warm_up=warm_up,
         failures=failures,
         jobs=jobs,
+        upload_parser=_upload_parser(config),
     )
 
     app = Dash(
@@ -125,8 +139,8 @@ def create_app(config: AppConfig | None = None) -> Dash:
         server,
         store=store,
         sessions=sessions,
+        parser=ctx.upload_parser,
         max_upload_mb=config.max_upload_mb,
-        max_classes=config.max_classes,
     )
     register_export_route(server, ctx)
 

@@ -28,8 +28,9 @@ def serve(host: str = "127.0.0.1", port: int = 8050, debug: bool = False) -> Non
     ctx = app.server.extensions["calibration_dashboard"]
     import_before_serving()
     # scikit-learn & co. load once the first page is (most likely) drawn; the
-    # page does not need them, fits and uploads do (see app.warmup).
-    ctx.warm_up.start(delay=WARM_UP_DELAY)
+    # page does not need them, fits and uploads do (see app.warmup); then the
+    # forkserver whose children parse uploads (app.upload_parser).
+    ctx.warm_up.start(delay=WARM_UP_DELAY, then=ctx.upload_parser.start)
     # Before the server listens (plotly/dash#3971); it also draws the demo's view once.
     finish_setup(app)
     # One request at a time: background jobs are forked from this process

@@ -20,7 +20,9 @@ Response (JSON)
     Compressed content is bounded too (:mod:`app.upload_guard`): a file that
     expands past the limit, or whose decoded data would pass
     ``DECODED_FACTOR x MAX_UPLOAD_MB``, is listed in ``errors``; so is a model
-    with more than ``MAX_CLASSES`` classes.
+    with more than ``MAX_CLASSES`` classes, and a file whose parse needs more
+    than ``PARSE_MEMORY_LIMIT_MB`` of memory or ``PARSE_TIME_LIMIT_SECONDS``
+    of CPU time (files are parsed in a child process, :mod:`app.upload_parser`).
     A file that fails never removes models already loaded.
 """
 
@@ -34,25 +36,13 @@ from pathlib import Path
 
 from flask import Flask, Request, jsonify, request
 
-from calibration_core import CalibrationInputError, Predictions
+from calibration_core import CalibrationInputError
 
 from .request_errors import request_id
 from .session import SessionManager
 from .store.data_store import DataStore
 from .store.disk import STORAGE_MESSAGE
-from .store.soft_label_store import read_upload_soft_labels
-from .upload_guard import check_expansion, decoded_limit
-
-
-def load_predictions(*args, **kwargs):
-    """:func:`calibration_core.io.load_predictions`, imported on the first upload.
-
-    The readers load pandas and pyarrow, which the page does not need to start.
-    """
-    from calibration_core.io import load_predictions as load
-
-    return load(*args, **kwargs)
-
+from .upload_parser import UploadParser
 
 UPLOAD_PATH = "/api/upload"
 #: Room for multipart boundaries and part headers on top of the file limit.
@@ -111,30 +101,18 @@ def _file_size(stream) -> int:
     return size
 
 
-def check_classes(preds: list[Predictions], max_classes: int) -> None:
-    """Refuse a file with a model of more than ``max_classes`` classes (``MAX_CLASSES``).
-
-    The core keeps no such limit; on a shared server every class costs sorted
-    scores and a row in the class views, so the operator sets the bound.
-    """
-    for pred in preds:
-        if pred.n_classes > max_classes:
-            raise CalibrationInputError(
-                f"model {pred.name!r} has {pred.n_classes:,} classes; this server accepts at "
-                f"most {max_classes:,} per model (MAX_CLASSES). Keep the frequent classes and "
-                "merge the rest into an 'other' column, or ask the operator to raise MAX_CLASSES."
-            )
-
-
 def register_upload_route(
     server: Flask,
     *,
     store: DataStore,
     sessions: SessionManager,
+    parser: UploadParser,
     max_upload_mb: int,
-    max_classes: int,
 ) -> None:
-    """Add ``POST /api/upload`` (and a JSON 413 handler for ``/api/``) to the Flask server."""
+    """Add ``POST /api/upload`` (and a JSON 413 handler for ``/api/``) to the Flask server.
+
+    Each received file is parsed by ``parser``, in a child process (:mod:`app.upload_parser`).
+    """
     limit = max_upload_mb * 1024 * 1024
     server.config["MAX_CONTENT_LENGTH"] = limit + MULTIPART_SLACK
 
@@ -179,13 +157,10 @@ def register_upload_route(
             try:
                 if _file_size(part.stream) > limit:
                     return _too_large(max_upload_mb, f"{name}")
-                check_expansion(part.stream, name, limit)  # compressed bombs, huge widths
-                preds = load_predictions(
-                    part.stream, file_name=name, max_decoded_bytes=decoded_limit(limit)
+                parsed = parser.parse(part.stream, name)
+                infos = store.add_models(
+                    sid, parsed.predictions, source=name, soft=parsed.soft_labels
                 )
-                check_classes(preds, max_classes)
-                soft = read_upload_soft_labels(part.stream, name, preds, decoded_limit(limit))
-                infos = store.add_models(sid, preds, source=name, soft=soft)
             except CalibrationInputError as exc:
                 errors.append({"file": name, "error": f"{name}: {exc}"})
                 continue

@@ -30,6 +30,7 @@ import importlib
 import logging
 import threading
 import time
+from collections.abc import Callable
 
 log = logging.getLogger("calibration_dashboard.warmup")
 
@@ -105,13 +106,18 @@ class WarmUp:
                 self._done.set()
         log.info("warm-up: libraries loaded in %.1f s", self.seconds)
 
-    def start(self, delay: float = 0.0) -> threading.Thread:
-        """Run on a daemon thread after ``delay`` seconds (e.g. after the first page)."""
+    def start(self, delay: float = 0.0, then: Callable[[], None] | None = None) -> threading.Thread:
+        """Run on a daemon thread after ``delay`` seconds (e.g. after the first page).
+
+        ``then``, if given, is called on that thread afterwards (e.g. to start
+        another process once the imports no longer compete with the first page).
+        """
 
         def later() -> None:
-            if delay > 0 and self._done.wait(delay):
-                return
-            self.run()
+            if not (delay > 0 and self._done.wait(delay)):
+                self.run()
+            if then is not None:
+                then()
 
         thread = threading.Thread(target=later, name="calibration-warm-up", daemon=True)
         thread.start()

@@ -34,4 +34,8 @@ server = app.server
 finish_setup(app)
 # A worker loads the fitting libraries before it answers, so that uploads, exports and,
 # without REDIS_URL, the background jobs forked from it start with them (see app.warmup).
-server.extensions["calibration_dashboard"].warm_up.run()
+ctx = server.extensions["calibration_dashboard"]
+ctx.warm_up.run()
+# Uploads are parsed in children of a forkserver (app.upload_parser): started now, with
+# pandas and pyarrow imported, so that the first upload does not wait for it.
+ctx.upload_parser.start()

@@ -7,7 +7,6 @@ import io
 import numpy as np
 import pytest
 
-import app.upload as upload_module
 from app.factory import create_app
 from app.upload import UPLOAD_PATH, clean_file_name
 
@@ -72,11 +71,15 @@ def test_bad_file_gives_the_loaders_message_and_models_stay(client, dash_app):
     assert good["handle"] in page
 
 
-def test_too_large_is_refused_before_parsing(client, monkeypatch):
+def _parser(dash_app):
+    return dash_app.server.extensions["calibration_dashboard"].upload_parser
+
+
+def test_too_large_is_refused_before_parsing(client, dash_app, monkeypatch):
     def must_not_parse(*args, **kwargs):
         raise AssertionError("the loader ran on an oversized upload")
 
-    monkeypatch.setattr(upload_module, "load_predictions", must_not_parse)
+    monkeypatch.setattr(_parser(dash_app), "parse", must_not_parse)
     big = b"x" * (1024 * 1024 + 100_000)
     response = _post(client, ("big.csv", big))
     assert response.status_code == 413
@@ -91,9 +94,9 @@ def test_too_large_is_refused_before_parsing(client, monkeypatch):
     assert response.status_code == 413
 
 
-def test_file_just_over_the_limit_inside_the_multipart_slack(client, monkeypatch):
+def test_file_just_over_the_limit_inside_the_multipart_slack(client, dash_app, monkeypatch):
     monkeypatch.setattr(
-        upload_module, "load_predictions", lambda *a, **k: pytest.fail("parsed an oversized file")
+        _parser(dash_app), "parse", lambda *a, **k: pytest.fail("parsed an oversized file")
     )
     response = _post(client, ("edge.csv", b"y" * (1024 * 1024 + 10)))
     assert response.status_code == 413

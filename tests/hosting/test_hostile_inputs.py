@@ -6,7 +6,10 @@ correctly) and to the upload route of a running app, after a good model was
 uploaded in the same session. The route must answer 200 with the loader's
 message for that file, and the good model must still be listed and drawn.
 Compressed bombs are stopped by the upload path before the loader runs
-(:mod:`app.upload_guard`): the limit applies to the decompressed size.
+(:mod:`app.upload_guard`): the limit applies to the decompressed size. The route
+parses in a child process (:mod:`app.upload_parser`, whose own limits are tested in
+``test_parse_isolation.py``), so checks of what a parse allocates or calls run
+:func:`app.upload_parser.parse_upload`, what the child runs, in this process.
 Hostile file names are cleaned for display and never used as a path.
 """
 
@@ -290,6 +293,10 @@ def _parquet_bomb(rows: int) -> bytes:
     return buf.getvalue()
 
 
+def _limits(app):
+    return app.server.extensions["calibration_dashboard"].upload_parser.limits
+
+
 @pytest.fixture(scope="module")
 def small_limit_app(tmp_path_factory):
     from app.config import AppConfig
@@ -319,19 +326,22 @@ def test_compressed_bombs_are_stopped_before_parsing(
     tab = dash_tab(flask_client=small_limit_app.server.test_client()).load()
     status, body = tab.upload("good.csv", GOOD)
     good = body["models"][0]
-
-    import app.upload as upload_module
-
-    def must_not_parse(*args, **kwargs):
-        raise AssertionError("the loader ran on a bomb")
-
-    monkeypatch.setattr(upload_module, "load_predictions", must_not_parse)
     status, body = _post(tab, name, content)
     assert status == 200 and body["models"] == []
     (error,) = body["errors"]
     assert all(w in error["error"] for w in words), error
-    monkeypatch.undo()
     _good_model_survives(tab, good)
+    # The route parses in a child (app.upload_parser); what the child runs, run here,
+    # stops the bomb before the loader sees it.
+    import app.upload_parser as parser_module
+
+    def must_not_parse(*args, **kwargs):
+        raise AssertionError("the loader ran on a bomb")
+
+    monkeypatch.setattr(parser_module, "load_predictions", must_not_parse)
+    with pytest.raises(UploadTooLarge) as info:
+        parser_module.parse_upload(io.BytesIO(content), name, _limits(small_limit_app))
+    assert all(w in str(info.value) for w in words), info.value
 
 
 def _float16_npz() -> bytes:
@@ -353,23 +363,30 @@ def _float16_npz() -> bytes:
 def test_decoded_data_is_bounded_in_every_format(small_limit_app, dash_tab, name, make, words):
     """Within the 1 MB upload limit, each file would decode past 8 x 1 MB: refused, cheaply.
 
-    Arrow's memory pool high-water mark only grows, so its growth during the
-    request bounds what the request allocated in Arrow; the refused files would
+    The route parses in a child process, so the refusal is checked twice: the
+    route's answer, and what the child runs (:func:`app.upload_parser.parse_upload`)
+    run in this process, where Arrow's memory pool high-water mark (it only
+    grows) bounds what the parse allocated in Arrow; the refused files would
     need from 9 MB (the CSV) to 20 GB (the dictionary) to load.
     """
+    from app.upload_parser import parse_upload
+
     content = make()
     assert len(content) < 1 << 20  # it passes the plain upload limit
     tab = dash_tab(flask_client=small_limit_app.server.test_client()).load()
     status, body = tab.upload("good.csv", GOOD)
     good = body["models"][0]
-    pool = pa.default_memory_pool()
-    before = pool.max_memory()
     status, body = _post(tab, name, content)
-    assert pool.max_memory() - before < 16 << 20
     assert status == 200 and body["models"] == []
     (error,) = body["errors"]
     assert all(w in error["error"] for w in words), error
     _good_model_survives(tab, good)
+    pool = pa.default_memory_pool()
+    before = pool.max_memory()
+    with pytest.raises(CalibrationInputError) as info:
+        parse_upload(io.BytesIO(content), name, _limits(small_limit_app))
+    assert pool.max_memory() - before < 16 << 20
+    assert all(w in str(info.value) for w in words), info.value
 
 
 class CountingStream(io.BytesIO):

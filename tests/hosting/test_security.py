@@ -21,7 +21,6 @@ import app.callbacks.diagnostics_jobs as diagnostics_jobs
 import app.callbacks.exports as exports_callbacks
 import app.callbacks.models as models_callbacks
 import app.callbacks.view as view_callbacks
-import app.upload as upload_module
 from app.config import AppConfig, ConfigError
 from app.factory import create_app
 from app.security import BasicAuth, Verdict
@@ -132,15 +131,19 @@ def _logged_failures(caplog, marker: str) -> list[logging.LogRecord]:
     return [r for r in caplog.records if r.exc_info and marker in str(r.exc_info[1])]
 
 
+def _upload_parser(dash_app):
+    return dash_app.server.extensions["calibration_dashboard"].upload_parser
+
+
 def test_the_request_id_a_user_sees_is_the_response_header_and_the_log_line(
-    tab, monkeypatch, caplog
+    dash_app, tab, monkeypatch, caplog
 ):
     def boom(*args, **kwargs):
         raise RuntimeError("exploded on purpose")
 
     monkeypatch.setattr(view_callbacks, "compute_view", boom)
     monkeypatch.setattr(exports_callbacks, "small_export", boom)
-    monkeypatch.setattr(upload_module, "load_predictions", boom)
+    monkeypatch.setattr(_upload_parser(dash_app), "parse", boom)
     calls = {
         "view": lambda: tab.call_raw("reliability-grid.children", ["n-bins.value"]),
         "export": lambda: tab.call_raw("download.data", ["export-metrics-csv.n_clicks"]),
@@ -250,11 +253,11 @@ def test_unhandled_callback_errors_answer_500_with_a_request_id(tab, monkeypatch
     assert any(rid in r.getMessage() and r.exc_info for r in caplog.records)
 
 
-def test_unexpected_upload_errors_show_only_a_request_id(tab, monkeypatch, caplog):
+def test_unexpected_upload_errors_show_only_a_request_id(dash_app, tab, monkeypatch, caplog):
     def boom(*args, **kwargs):
         raise ValueError("/secret/tmp/upload-123 is weird")
 
-    monkeypatch.setattr(upload_module, "load_predictions", boom)
+    monkeypatch.setattr(_upload_parser(dash_app), "parse", boom)
     with caplog.at_level(logging.ERROR):
         status, body = tab.upload("x.csv", b"p_a,p_b,label\n0.5,0.5,a\n")
     assert status == 200

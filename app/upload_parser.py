@@ -1,0 +1,417 @@
+"""Parse each upload in a child process under memory and CPU-time limits.
+
+Why
+    The loader bounds what it decodes (:mod:`calibration_core.io.budget`), but
+    it trusts a Parquet file's footer and page headers for one batch (65,536
+    rows) before it can count what the batch decoded, and a bug in a parser
+    (pyarrow's CSV or Parquet reader, pandas) could allocate without bound. In
+    the web worker that memory is shared with the requests of other users
+    (gunicorn's threads) and, once freed, rarely returned to the system. In
+    a child of its own a parse can take at most ``PARSE_MEMORY_LIMIT_MB`` of
+    address space (``RLIMIT_AS``) and ``PARSE_TIME_LIMIT_SECONDS`` of CPU time
+    (``RLIMIT_CPU``); past either it fails, the user is told so, and the worker
+    has not grown.
+How
+    Everything that reads the uploaded bytes runs in the child
+    (:func:`parse_upload`: the expansion checks of :mod:`app.upload_guard`, the
+    loader, the class limit, the soft labels). Children come from
+    :mod:`multiprocessing`'s *forkserver*: a single-threaded process, started
+    with :data:`PRELOAD` imported (:meth:`UploadParser.start`, when a server
+    warms up; else at the first upload), forks one fresh child per upload. A
+    plain ``fork()`` of the threaded web worker could leave the child waiting
+    for a lock another thread held (SQLite's, the import lock, logging's).
+    The child receives the uploaded file's descriptor (the file is never
+    copied), routes Arrow's buffers through ``malloc`` and starts Arrow's
+    thread pools with a tiny read (:func:`_prepare_arrow`), then sets its
+    limits relative to its address space at that point (so the limit counts
+    what the parse adds, not the interpreter and the libraries), parses, and
+    sends the arrays back over a socket pair as raw bytes behind a JSON
+    header (never a pickle: a child whose parser was subverted could send
+    code), which the web worker turns into read-only arrays.
+Failures
+    A file the loader refuses keeps the loader's message. A child that runs
+    out of memory (a ``MemoryError``, also behind a loader message, or a
+    death by signal, e.g. Arrow aborting when an allocation fails), or out of
+    time (``SIGXCPU``, or the worker stops waiting after as long in wall-clock time)
+    gives :class:`ParseLimitExceeded` with a message naming the limit.
+    Another error in the child is logged with its traceback
+    (:class:`ParserCrashed`). Nothing already stored is touched.
+Cost
+    About 0.1 s per upload (a fork of the forkserver and the allocator's warm
+    up), plus 0.3 s per 100 MB of arrays sent back (BENCHMARKS.md, "Hostile
+    uploads"). The forkserver itself keeps about 110 MB of memory per web
+    worker.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+import multiprocessing
+import os
+import resource
+import signal
+import traceback
+from dataclasses import dataclass
+from multiprocessing import forkserver, reduction
+from multiprocessing.connection import Connection
+
+import numpy as np
+
+from calibration_core import CalibrationInputError, Predictions
+
+from .store.soft_label_store import read_upload_soft_labels
+from .upload_guard import DECODED_FACTOR, check_expansion, decoded_limit
+
+log = logging.getLogger("calibration_dashboard.upload")
+
+#: Imported once by the forkserver, so that no child imports them.
+PRELOAD = (
+    "pandas",
+    "pyarrow.csv",
+    "pyarrow.parquet",
+    "calibration_core.io",
+    "calibration_core.io.soft_labels",
+    "app.upload_parser",
+)
+#: Address space a parse may add by default on top of the decoded-data bound (MB).
+MEMORY_HEADROOM_MB = 256
+#: Dtypes of the arrays a child may send back (float64 probabilities, intp labels).
+ARRAY_DTYPES = ("<f8", "<i8")
+#: Largest JSON header a child may send (names of up to 25,000 classes, ...).
+MAX_HEADER_BYTES = 64 << 20
+
+
+def load_predictions(*args, **kwargs):
+    """:func:`calibration_core.io.load_predictions` (imported on first use: pandas, pyarrow)."""
+    from calibration_core.io import load_predictions as load
+
+    return load(*args, **kwargs)
+
+
+def default_memory_limit_mb(max_upload_mb: int) -> int:
+    """``PARSE_MEMORY_LIMIT_MB`` when unset: the decoded-data bound plus a headroom.
+
+    The loader decodes at most ``DECODED_FACTOR x MAX_UPLOAD_MB`` (1.6 GB at
+    200 MB); :data:`MEMORY_HEADROOM_MB` covers the readers' own buffers.
+    """
+    return DECODED_FACTOR * max_upload_mb + MEMORY_HEADROOM_MB
+
+
+@dataclass(frozen=True)
+class ParseLimits:
+    """What one parse may cost (from the configuration).
+
+    Attributes
+    ----------
+    upload_bytes : int
+        ``MAX_UPLOAD_MB`` in bytes (the expansion checks, the decoded bound).
+    max_classes : int
+        ``MAX_CLASSES``.
+    memory_mb : int
+        ``PARSE_MEMORY_LIMIT_MB``: address space the parse may add.
+    cpu_seconds : int
+        ``PARSE_TIME_LIMIT_SECONDS``: CPU time of the child, and the
+        wall-clock time the worker waits for it.
+    """
+
+    upload_bytes: int
+    max_classes: int
+    memory_mb: int
+    cpu_seconds: int
+
+
+@dataclass(frozen=True)
+class ParsedUpload:
+    """What a file holds: its models, and the soft labels of those that have them."""
+
+    predictions: list[Predictions]
+    soft_labels: dict[str, np.ndarray]
+
+
+class ParseLimitExceeded(CalibrationInputError):
+    """A parse that needed more memory or CPU time than allowed (message for the user)."""
+
+
+class ParserCrashed(RuntimeError):
+    """An unexpected error in the parsing child; the message holds its traceback."""
+
+
+# ------------------------------------------------------------ the parse itself
+def check_classes(preds: list[Predictions], max_classes: int) -> None:
+    """Refuse a file with a model of more than ``max_classes`` classes (``MAX_CLASSES``).
+
+    The core keeps no such limit; on a shared server every class costs sorted
+    scores and a row in the class views, so the operator sets the bound.
+    """
+    for pred in preds:
+        if pred.n_classes > max_classes:
+            raise CalibrationInputError(
+                f"model {pred.name!r} has {pred.n_classes:,} classes; this server accepts at "
+                f"most {max_classes:,} per model (MAX_CLASSES). Keep the frequent classes and "
+                "merge the rest into an 'other' column, or ask the operator to raise MAX_CLASSES."
+            )
+
+
+def parse_upload(stream, name: str, limits: ParseLimits) -> ParsedUpload:
+    """Check, load and validate one uploaded file (what the child runs; no limits set here).
+
+    Parameters
+    ----------
+    stream : binary file-like, seekable
+    name : str
+        The cleaned file name (format detection, messages).
+    limits : ParseLimits
+
+    Raises
+    ------
+    CalibrationInputError
+        The loader's or the guards' message for a file that cannot be used.
+    """
+    check_expansion(stream, name, limits.upload_bytes)  # compressed bombs, huge widths
+    bound = decoded_limit(limits.upload_bytes)
+    preds = load_predictions(stream, file_name=name, max_decoded_bytes=bound)
+    check_classes(preds, limits.max_classes)
+    soft = read_upload_soft_labels(stream, name, preds, bound)
+    return ParsedUpload(preds, soft)
+
+
+# ------------------------------------------------------------------ the child
+def _address_space() -> int | None:
+    """This process's address space in bytes (Linux ``VmSize``); None where unknown."""
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith("VmSize:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return None
+
+
+def _prepare_arrow() -> None:
+    """Route Arrow's buffers through ``malloc``, then start its thread pools with a tiny read.
+
+    Arrow's default allocator (mimalloc) reserves 1 GiB of addresses at its
+    first use and places buffers inside: ``RLIMIT_AS`` would not see them.
+    With the system allocator every table Arrow builds for the loader counts.
+    Some of Arrow's internal allocations still go to mimalloc, whose
+    reservation the tiny read makes now, before the limits are set, together
+    with the thread pools' stacks: a limit set first would make them fail,
+    and Arrow aborts the process when some allocations fail.
+    """
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+    import pyarrow.parquet as pq
+
+    pa.set_memory_pool(pa.system_memory_pool())
+    pacsv.read_csv(io.BytesIO(b"a,b\n0.5,x\n" * 64))
+    buf = io.BytesIO()
+    pq.write_table(pa.table({"a": [0.5] * 64}), buf)
+    pq.read_table(pa.BufferReader(buf.getvalue()))
+
+
+def _set_limits(limits: ParseLimits) -> None:
+    """``RLIMIT_AS`` (Linux; elsewhere the address space is unknown) and ``RLIMIT_CPU``."""
+    space = _address_space()
+    if space is not None:
+        space += limits.memory_mb * (1 << 20)
+        resource.setrlimit(resource.RLIMIT_AS, (space, space))
+    # SIGXCPU at the soft limit ends the process (nothing here handles it).
+    resource.setrlimit(resource.RLIMIT_CPU, (limits.cpu_seconds, limits.cpu_seconds + 5))
+
+
+def _out_of_memory(exc: BaseException) -> bool:
+    """Whether ``exc`` is, or was raised while handling, a ``MemoryError``.
+
+    The loader turns Arrow's errors into messages about the file; one caused
+    by a failed allocation must not tell the user that the file is malformed.
+    """
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, MemoryError):
+            return True
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return False
+
+
+def _send(conn: Connection, header: dict, arrays=()) -> None:
+    conn.send_bytes(json.dumps(header).encode())
+    for arr in arrays:
+        conn.send_bytes(arr)
+
+
+def _array_spec(arr: np.ndarray) -> dict:
+    return {"dtype": arr.dtype.str, "shape": list(arr.shape)}
+
+
+def _send_parsed(conn: Connection, parsed: ParsedUpload) -> None:
+    """The models as a JSON header (names, array dtypes and shapes), then the arrays' bytes."""
+    models, arrays = [], []
+    for pred in parsed.predictions:
+        own = {"probs": pred.probs, "labels": pred.labels}
+        if pred.logits is not None:
+            own["logits"] = pred.logits
+        if (soft := parsed.soft_labels.get(pred.name)) is not None:
+            own["soft"] = np.asarray(soft, dtype=np.float64)
+        own = {key: np.ascontiguousarray(arr) for key, arr in own.items()}
+        specs = {key: _array_spec(arr) for key, arr in own.items()}
+        models.append({"name": pred.name, "classes": list(pred.class_names), "arrays": specs})
+        arrays.extend(own.values())
+    _send(conn, {"kind": "ok", "models": models}, arrays)
+
+
+def run_child(conn: Connection, name: str, limits: ParseLimits) -> None:
+    """The child's entry point: receive the file, set the limits, parse, send the result."""
+    fd = reduction.recv_handle(conn)
+    _prepare_arrow()
+    _set_limits(limits)
+    try:
+        with os.fdopen(fd, "rb") as stream:
+            parsed = parse_upload(stream, name, limits)
+    except Exception as exc:
+        if _out_of_memory(exc):
+            _send(conn, {"kind": "memory"})
+        elif isinstance(exc, CalibrationInputError):
+            _send(conn, {"kind": "refused", "message": str(exc)})
+        else:
+            _send(conn, {"kind": "error", "traceback": traceback.format_exc()})
+        return
+    _send_parsed(conn, parsed)
+
+
+# ----------------------------------------------------------------- the parent
+def _receive_array(conn: Connection, spec: dict, budget: list[int]) -> np.ndarray:
+    dtype, shape = spec["dtype"], tuple(int(n) for n in spec["shape"])
+    if dtype not in ARRAY_DTYPES or any(n < 0 for n in shape):
+        raise ParserCrashed(f"the parser sent an array of {dtype} {shape}")
+    nbytes = int(np.prod(shape, dtype=np.int64)) * 8
+    budget[0] -= nbytes
+    if budget[0] < 0:
+        raise ParserCrashed("the parser sent more data than the decoded-data bound")
+    buf = bytearray(nbytes)
+    if conn.recv_bytes_into(buf) != nbytes:
+        raise ParserCrashed(f"the parser sent a short array ({dtype} {shape})")
+    arr = np.frombuffer(buf, dtype=dtype).reshape(shape)
+    arr.flags.writeable = False
+    return arr
+
+
+def _receive_parsed(conn: Connection, header: dict, max_bytes: int) -> ParsedUpload:
+    preds, soft, budget = [], {}, [max_bytes]
+    for model in header["models"]:
+        arrays = {key: _receive_array(conn, spec, budget) for key, spec in model["arrays"].items()}
+        pred = Predictions(
+            probs=arrays["probs"],
+            labels=arrays["labels"],
+            class_names=tuple(str(c) for c in model["classes"]),
+            logits=arrays.get("logits"),
+            name=str(model["name"]),
+        )
+        preds.append(pred)
+        if "soft" in arrays:
+            soft[pred.name] = arrays["soft"]
+    return ParsedUpload(preds, soft)
+
+
+class UploadParser:
+    """Parses uploads in children of a forkserver, under :class:`ParseLimits`.
+
+    Parameters
+    ----------
+    limits : ParseLimits
+    """
+
+    def __init__(self, limits: ParseLimits) -> None:
+        self.limits = limits
+        self._mp = multiprocessing.get_context("forkserver")
+        self._mp.set_forkserver_preload(list(PRELOAD))
+
+    def start(self) -> None:
+        """Start the forkserver now (it imports :data:`PRELOAD` in the background).
+
+        Safe from a threaded process (the forkserver is a fresh interpreter,
+        started with ``posix_spawn``-like fork and exec); servers call it when
+        they warm up so that the first upload does not wait for the imports.
+        """
+        forkserver.ensure_running()
+
+    def memory_message(self) -> str:
+        """What the user reads when a parse runs out of memory."""
+        return (
+            f"this file needs more than {self.limits.memory_mb:,} MB of memory to parse, the "
+            "most one upload may take here (PARSE_MEMORY_LIMIT_MB). Split it into smaller "
+            "files and keep only the prediction, label and model columns, or ask the operator "
+            "to raise PARSE_MEMORY_LIMIT_MB. Nothing already loaded was changed."
+        )
+
+    def time_message(self) -> str:
+        """What the user reads when a parse runs out of time."""
+        return (
+            f"this file took more than {self.limits.cpu_seconds} s to parse, the "
+            "most one upload may take here (PARSE_TIME_LIMIT_SECONDS). Split it into smaller "
+            "files, or ask the operator to raise PARSE_TIME_LIMIT_SECONDS. Nothing already "
+            "loaded was changed."
+        )
+
+    def parse(self, stream, name: str) -> ParsedUpload:
+        """Parse one received file (a real file: it needs a descriptor) in a fresh child.
+
+        Raises
+        ------
+        CalibrationInputError
+            The loader's message, or :class:`ParseLimitExceeded`.
+        ParserCrashed
+            An unexpected error in the child (its traceback in the message).
+        """
+        conn, child_conn = self._mp.Pipe(duplex=True)  # a socket pair: it can pass descriptors
+        proc = self._mp.Process(
+            target=run_child, args=(child_conn, name, self.limits), name="upload-parser"
+        )
+        proc.start()
+        child_conn.close()
+        try:
+            reduction.send_handle(conn, stream.fileno(), proc.pid)
+            return self._result(conn, proc)
+        finally:
+            conn.close()
+            if proc.is_alive():
+                proc.kill()
+            proc.join()
+            proc.close()
+
+    def _result(self, conn: Connection, proc) -> ParsedUpload:
+        if not conn.poll(self.limits.cpu_seconds):
+            proc.kill()
+            log.warning("upload parser %s: no answer after %s s, stopped", proc.pid,
+                        self.limits.cpu_seconds)  # fmt: skip
+            raise ParseLimitExceeded(self.time_message())
+        try:
+            header = json.loads(conn.recv_bytes(MAX_HEADER_BYTES))
+        except EOFError:
+            raise self._death(proc) from None
+        kind = header.get("kind")
+        if kind == "ok":
+            try:
+                return _receive_parsed(conn, header, decoded_limit(self.limits.upload_bytes))
+            except (EOFError, OSError):  # the child died while sending
+                raise self._death(proc) from None
+        if kind == "refused":
+            raise CalibrationInputError(str(header["message"]))
+        if kind == "memory":
+            log.warning("upload parser %s: out of memory (%s MB)", proc.pid, self.limits.memory_mb)
+            raise ParseLimitExceeded(self.memory_message())
+        raise ParserCrashed(f"the upload parser failed:\n{header.get('traceback', header)}")
+
+    def _death(self, proc) -> Exception:
+        """The error for a child that ended without an answer (killed by a signal)."""
+        proc.join()
+        code = proc.exitcode
+        log.warning("upload parser %s ended with status %s", proc.pid, code)
+        if code == -signal.SIGXCPU:
+            return ParseLimitExceeded(self.time_message())
+        if code is not None and code < 0:  # e.g. SIGABRT from a failed allocation in Arrow
+            return ParseLimitExceeded(self.memory_message())
+        return ParserCrashed(f"the upload parser exited with status {code} without an answer")

@@ -22,6 +22,9 @@ Variable                      Meaning                                       Defa
                               (``RLIMIT_CPU``) and wall-clock time (the
                               server stops waiting); keep it below
                               gunicorn's ``TIMEOUT``.
+``PARSE_CONCURRENCY``         Parses one web worker runs at once; more      2
+                              uploads wait for a slot (at most the parse
+                              time limit, then a "try again" message).
 ``CACHE_DIR``                 Disk store shared by all workers: parsed      ``<tmp>/calibration-
                               uploads, fitted maps, background jobs.        dashboard``
 ``CACHE_SIZE_LIMIT_MB``       Hard size bound of the disk store: uploads    4096
@@ -214,6 +217,8 @@ class AppConfig:
     parse_memory_limit_mb: int | None = None
     #: CPU and wall-clock seconds of one upload's parse.
     parse_time_limit_seconds: int = 60
+    #: Parses one web worker runs at once (more wait for a slot).
+    parse_concurrency: int = 2
     cache_dir: Path = field(default_factory=default_cache_dir)
     cache_size_limit_mb: int = 4096
     memory_cache_mb: int = 1024
@@ -284,6 +289,7 @@ class AppConfig:
             max_classes=_int_env(env, "MAX_CLASSES", 1000, minimum=2),
             parse_memory_limit_mb=_int_env(env, "PARSE_MEMORY_LIMIT_MB", None, minimum=64),
             parse_time_limit_seconds=_int_env(env, "PARSE_TIME_LIMIT_SECONDS", 60),
+            parse_concurrency=_int_env(env, "PARSE_CONCURRENCY", 2),
             cache_dir=Path(cache_dir) if cache_dir else default_cache_dir(),
             cache_size_limit_mb=_int_env(env, "CACHE_SIZE_LIMIT_MB", 4096),
             memory_cache_mb=_int_env(env, "MEMORY_CACHE_MB", 1024, minimum=0),

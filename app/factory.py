@@ -61,6 +61,7 @@ def _upload_parser(config: AppConfig) -> UploadParser:
         max_classes=config.max_classes,
         memory_mb=memory_mb,
         cpu_seconds=config.parse_time_limit_seconds,
+        concurrency=config.parse_concurrency,
     )
     return UploadParser(limits)
 

@@ -52,6 +52,7 @@ import multiprocessing
 import os
 import resource
 import signal
+import threading
 import traceback
 from dataclasses import dataclass
 from multiprocessing import forkserver, reduction
@@ -114,12 +115,17 @@ class ParseLimits:
     cpu_seconds : int
         ``PARSE_TIME_LIMIT_SECONDS``: CPU time of the child, and the
         wall-clock time the worker waits for it.
+    concurrency : int
+        ``PARSE_CONCURRENCY``: parses one web worker runs at once. An upload
+        beyond it waits for a free slot (at most ``cpu_seconds``), so one
+        worker's parses take at most ``concurrency x memory_mb``.
     """
 
     upload_bytes: int
     max_classes: int
     memory_mb: int
     cpu_seconds: int
+    concurrency: int = 2
 
 
 @dataclass(frozen=True)
@@ -132,6 +138,10 @@ class ParsedUpload:
 
 class ParseLimitExceeded(CalibrationInputError):
     """A parse that needed more memory or CPU time than allowed (message for the user)."""
+
+
+class ParserBusy(CalibrationInputError):
+    """No parse slot of the worker freed up while the upload waited (message for the user)."""
 
 
 class ParserCrashed(RuntimeError):
@@ -326,6 +336,7 @@ class UploadParser:
 
     def __init__(self, limits: ParseLimits) -> None:
         self.limits = limits
+        self._slots = threading.BoundedSemaphore(limits.concurrency)
         self._mp = multiprocessing.get_context("forkserver")
         self._mp.set_forkserver_preload(list(PRELOAD))
 
@@ -356,16 +367,36 @@ class UploadParser:
             "loaded was changed."
         )
 
+    def busy_message(self) -> str:
+        """What the user reads when no parse slot freed up in time."""
+        return (
+            f"the server is parsing {self.limits.concurrency} other upload(s) and none finished "
+            f"within {self.limits.cpu_seconds} s (PARSE_CONCURRENCY). Try again in a minute. "
+            "Nothing already loaded was changed."
+        )
+
     def parse(self, stream, name: str) -> ParsedUpload:
         """Parse one received file (a real file: it needs a descriptor) in a fresh child.
+
+        At most ``limits.concurrency`` parses run at once in this process;
+        another upload waits for a slot (at most ``limits.cpu_seconds``).
 
         Raises
         ------
         CalibrationInputError
-            The loader's message, or :class:`ParseLimitExceeded`.
+            The loader's message, :class:`ParseLimitExceeded` or :class:`ParserBusy`.
         ParserCrashed
             An unexpected error in the child (its traceback in the message).
         """
+        if not self._slots.acquire(timeout=self.limits.cpu_seconds):
+            log.warning("upload parser: no free slot after %s s", self.limits.cpu_seconds)
+            raise ParserBusy(self.busy_message())
+        try:
+            return self._parse_in_child(stream, name)
+        finally:
+            self._slots.release()
+
+    def _parse_in_child(self, stream, name: str) -> ParsedUpload:
         conn, child_conn = self._mp.Pipe(duplex=True)  # a socket pair: it can pass descriptors
         proc = self._mp.Process(
             target=run_child, args=(child_conn, name, self.limits), name="upload-parser"

@@ -250,3 +250,22 @@ def test_the_limits_come_from_the_environment(tmp_path):
     assert (limits.memory_mb, limits.cpu_seconds) == (300, 5)
     with pytest.raises(ConfigError, match="PARSE_MEMORY_LIMIT_MB must be at least 64"):
         AppConfig.from_env({**env, "PARSE_MEMORY_LIMIT_MB": "10"})
+
+
+def test_an_upload_waits_for_a_parse_slot_and_is_told_to_retry_when_none_frees(tmp_path, dash_tab):
+    app = _app(tmp_path, parse_concurrency=1, parse_time_limit_seconds=1)
+    assert AppConfig.from_env({"PARSE_CONCURRENCY": "3"}).parse_concurrency == 3
+    tab, handle = _tab_with_a_model(app, dash_tab)
+    slots = _parser(app)._slots
+    assert slots.acquire(timeout=5)  # another upload of this worker holds the only slot
+    try:
+        status, body = tab.upload("second.csv", GOOD)
+    finally:
+        slots.release()
+    assert status == 200 and body["models"] == []
+    (error,) = body["errors"]
+    assert error["error"].startswith("second.csv: the server is parsing 1 other upload(s)")
+    assert "PARSE_CONCURRENCY" in error["error"] and "Try again" in error["error"]
+    _models_intact(tab, handle)
+    status, body = tab.upload("third.csv", GOOD)  # the slot is free again: parsed
+    assert status == 200 and len(body["models"]) == 1, body

@@ -300,14 +300,7 @@ class DataStore:
                 f"{self.max_models} are kept per session; ask the operator to raise "
                 "MAX_MODELS_PER_SESSION if you need more."
             )
-        used = self.cache.tag_bytes(sid)
-        if used + need > self.max_session_bytes:
-            raise StoreFull(
-                f"this upload needs {mb(need)} of server storage and this session already "
-                f"uses {mb(used)} of its {mb(self.max_session_bytes)} quota (uploads and "
-                "fitted maps); upload a smaller file, or ask the operator to raise "
-                "SESSION_QUOTA_MB."
-            )
+        self._check_quota(sid, need, "this upload", "upload a smaller file")
         self.budget.make_room(sid, need, upload=True)
 
     def _write_models(self, sid, records, preds, sizes, source, soft) -> list[ModelInfo]:
@@ -430,6 +423,22 @@ class DataStore:
             return None
         return found[1] if isinstance(found, tuple) else None
 
+    def _check_quota(self, sid: str, need: int, what: str, advice: str) -> None:
+        """Refuse ``need`` more bytes past the session's quota (uploads and fitted maps).
+
+        Raises
+        ------
+        StoreFull
+            Naming ``what`` needs the room, with ``advice`` for the user.
+        """
+        used = self.cache.tag_bytes(sid)
+        if used + need > self.max_session_bytes:
+            raise StoreFull(
+                f"{what} needs {mb(need)} of server storage and this session already uses "
+                f"{mb(used)} of its {mb(self.max_session_bytes)} quota (uploads and fitted "
+                f"maps); {advice}, or ask the operator to raise SESSION_QUOTA_MB."
+            )
+
     def _admit(self, owner: str | None, need: int) -> None:
         """Check a fitted map's write against the owner's quota, then make room; under the lock.
 
@@ -438,14 +447,7 @@ class DataStore:
         StoreFull
         """
         if owner is not None:
-            used = self.cache.tag_bytes(owner)
-            if used + need > self.max_session_bytes:
-                raise StoreFull(
-                    f"this fitted map needs {mb(need)} of server storage and this session "
-                    f"already uses {mb(used)} of its {mb(self.max_session_bytes)} quota "
-                    "(uploads and fitted maps); fit fewer maps or held-out settings, or ask "
-                    "the operator to raise SESSION_QUOTA_MB."
-                )
+            self._check_quota(owner, need, "this fitted map", "fit fewer maps or held-out settings")
         self.budget.make_room(owner, need, upload=False)
 
     def put_fit(self, handle: str, record: FitRecord, calibrated: Predictions | None) -> None:

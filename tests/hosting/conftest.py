@@ -386,14 +386,21 @@ class Gunicorn:
         return None
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGINT)  # quick shutdown: the master stops its workers
-            try:
-                self.proc.wait(20)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait(5)
+        # Quick shutdown: the master stops its workers.
+        stop_process_group(self.proc, signal.SIGINT, 20)
         self._log.close()
+
+
+def stop_process_group(proc: subprocess.Popen, signum: int, grace: float) -> None:
+    """Send ``signum`` to ``proc``; SIGKILL its process group if still alive after ``grace`` s."""
+    if proc.poll() is not None:
+        return
+    proc.send_signal(signum)
+    try:
+        proc.wait(grace)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(5)
 
 
 @pytest.fixture(scope="session")
@@ -535,13 +542,7 @@ class Nginx:
         return (out + errors)[-3000:]
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGQUIT)  # graceful: finish what is running
-            try:
-                self.proc.wait(20)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait(5)
+        stop_process_group(self.proc, signal.SIGQUIT, 20)  # graceful: finish what is running
         self._log.close()
 
 
@@ -638,13 +639,7 @@ class CeleryWorker:
         return [c.pid for c in psutil.Process(self.proc.pid).children()]
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(30)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait(5)
+        stop_process_group(self.proc, signal.SIGTERM, 30)
         self._log.close()
 
 

@@ -17,19 +17,25 @@ jobs in ``CACHE_DIR/job-book`` that every process of the stack shares):
 * a job belongs to the session that started it: another session that holds
   its handles (the signed ``cacheKey``/``job`` of another page) reads no
   result and no progress, and cannot cancel it;
-* a session may have ``MAX_JOBS_PER_SESSION`` jobs running or queued, the
-  server ``MAX_JOBS``; a job beyond either is refused with a message in the
-  page (not queued: the user decides what to run again);
+* at most ``MAX_JOBS_PER_SESSION`` jobs of a session, and ``MAX_JOBS`` of
+  all, are submitted (running, or queued in Celery); a job beyond either
+  waits in the book, holding no worker and no Redis entry, its page saying
+  why, and is submitted in order of arrival when a slot of its own is free
+  (:class:`JobQueue`). The waiting list is bounded (as many again per
+  session, ``MAX_JOBS`` in all): beyond it a job is refused with a message;
+  a waiting job whose page stopped polling is dropped;
 * a job runs under :class:`~app.job_limits.JobLimits` (time and memory);
 * every job ends in its result or a stated error within a bounded time: a
   poll that finds no result and the job gone (killed, over a limit, refused,
-  its process lost) or past its deadline answers the callback's ``stopped``
-  reply (:meth:`app.callback_failures.CallbackFailures.stopped`) with the
-  reason, where the result would have been.
+  its process lost) or past its deadline (counted from its submission)
+  answers the callback's ``stopped`` reply
+  (:meth:`app.callback_failures.CallbackFailures.stopped`) with the reason,
+  where the result would have been.
 """
 
 from __future__ import annotations
 
+import contextvars
 import functools
 import logging
 import math
@@ -39,6 +45,7 @@ import sqlite3
 import stat
 import time
 import uuid
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -77,9 +84,13 @@ class JobBook:
     jobs); changes are transactions. A record lives until the page reads the
     job's answer (or a day, for pages that never come back).
 
-    Record fields: ``sid`` (owner session), ``job`` (task id or pid, None
-    until queued), ``queued`` and ``started`` (epoch seconds) and ``outcome``
-    (None, :data:`CANCELLED`, or why the job stopped).
+    Record fields: ``sid`` (owner session), ``job`` (the job id the page
+    holds), ``process`` (the task id or pid of the submitted job; None while
+    it waits), ``queued`` (arrival), ``seen`` (the page's last poll while it
+    waits), ``submitted`` and ``started`` (epoch seconds; None before),
+    ``waits`` (why it waits) and ``outcome`` (None, :data:`CANCELLED`, or
+    why the job stopped or was not started). A waiting job's arguments are
+    kept beside its record (:meth:`take_call`) until it is submitted.
     """
 
     KEY = "records"
@@ -98,56 +109,83 @@ class JobBook:
         return self.records().get(key)
 
     def find_job(self, job: str) -> tuple[str | None, dict | None]:
-        """``(key, record)`` of job id ``job`` (``(None, None)`` if unknown)."""
+        """``(key, record)`` of job id (or process id) ``job`` (``(None, None)`` if unknown)."""
         for key, record in self.records().items():
-            if record.get("job") == str(job):
+            if str(job) in (record.get("job"), record.get("process")):
                 return key, record
         return None, None
 
-    def admit(
-        self, key: str, sid: str | None, live: Callable[[dict], bool], caps: tuple[int, int]
-    ) -> str | None:
-        """Book a new job of ``sid``; the refusal if a cap is reached (booked as the outcome).
+    def admit(self, key: str, sid: str | None, call: tuple, queue: JobQueue) -> tuple:
+        """Book a new job of ``sid``: ``(refusal, keys to submit now)``.
 
-        ``live(record)``: whether the job of a record still runs or waits;
-        ``caps``: ``(per session, whole server)``.
+        ``call`` is ``(job id, registry name, args, context)``, kept until the
+        job is submitted. The job joins the waiting list and the queue
+        promotes what fits (:meth:`JobQueue.promote`); a job that must wait
+        beyond the waiting list's bounds is refused (the refusal is its
+        outcome).
         """
-        per_session, total = caps
         now = time.time()
         with self.cache.transact():
-            records = {
-                k: r for k, r in self.records().items() if now - r["queued"] < self.KEEP_SECONDS
-            }
-            running = [r for r in records.values() if r.get("outcome") is None and live(r)]
-            mine = sum(1 for r in running if r["sid"] == sid)
-            refusal = None
-            if mine >= per_session:
-                refusal = (
-                    f"this session already has {mine} background job(s) running or queued "
-                    f"(this server allows {per_session} per session, MAX_JOBS_PER_SESSION): "
-                    "wait for one to finish, or cancel it, then try again"
-                )
-            elif len(running) >= total:
-                refusal = (
-                    f"the server is busy: {len(running)} background jobs are running or queued "
-                    f"(MAX_JOBS={total}); try again in a minute"
-                )
+            records = self.current(now)
             records[key] = {
                 "sid": sid,
-                "job": None if refusal is None else REFUSED,
+                "job": call[0],
+                "process": None,
                 "queued": now,
+                "seen": now,
+                "submitted": None,
                 "started": None,
-                "outcome": refusal,
+                "waits": None,
+                "outcome": None,
             }
+            ready = queue.promote(records, now, self.drop_call)
+            refusal = None if key in ready else queue.refusal(records, key)
+            if refusal is not None:
+                records[key]["outcome"] = refusal
+            else:
+                self.cache.set(("call", key), call)
             self.cache.set(self.KEY, records)
-        return refusal
+        return refusal, ready
+
+    def promote(self, queue: JobQueue, seen: str | None = None) -> list[str]:
+        """Mark the waiting jobs that now fit as submitted; their keys (to submit).
+
+        ``seen``: the key of a waiting job whose page is polling (its
+        ``seen`` time is renewed first).
+        """
+        now = time.time()
+        with self.cache.transact():
+            records = self.current(now)
+            if seen in records:
+                records[seen]["seen"] = now
+            ready = queue.promote(records, now, self.drop_call)
+            self.cache.set(self.KEY, records)
+        return ready
+
+    def current(self, now: float) -> dict[str, dict]:
+        """The records younger than :attr:`KEEP_SECONDS` (the calls of older ones dropped)."""
+        records = {}
+        for key, record in self.records().items():
+            if now - record["queued"] < self.KEEP_SECONDS:
+                records[key] = record
+            else:
+                self.drop_call(key)
+        return records
+
+    def take_call(self, key: str) -> tuple | None:
+        """The kept ``(job id, registry name, args, context)`` of ``key``, forgotten."""
+        return self.cache.pop(("call", key), None)
+
+    def drop_call(self, key: str) -> None:
+        """Forget the kept call of ``key`` (it will not be submitted)."""
+        self.cache.delete(("call", key))
 
     def update(self, key: str, **fields: Any) -> None:
         """Set ``fields`` of the record of ``key`` (nothing if it is gone).
 
         A store that fails (full, read-only) is logged, not raised: the job's
         answer matters more than its record, and a record whose start is
-        missing is still bounded by its queueing time (:meth:`JobRules.deadline`).
+        missing is still bounded by its submission time (:meth:`JobRules.deadline`).
         """
         try:
             with self.cache.transact():
@@ -165,15 +203,111 @@ class JobBook:
                 records = self.records()
                 if records.pop(key, None) is not None:
                     self.cache.set(self.KEY, records)
+                self.drop_call(key)
         except STORAGE_ERRORS as exc:
             log.warning("cannot update the job book (%s): %s", key, exc)
+
+
+def waiting(record: dict) -> bool:
+    """Whether the job of ``record`` waits in the book (neither submitted nor over)."""
+    return record.get("outcome") is None and record.get("submitted") is None
+
+
+class JobQueue:
+    """Which booked jobs are submitted, which wait, and which are refused.
+
+    At most ``per_session`` jobs of one session and ``total`` of all are
+    submitted (running, or queued in Celery); the others wait in the book,
+    in order of arrival, and are submitted when a slot of theirs is free (a
+    session at its own cap does not hold back the others). The waiting list
+    is bounded: as many more per session, and ``total`` more in all; a job
+    beyond that is refused. A waiting job whose page stopped polling for
+    :attr:`PATIENCE_SECONDS` is dropped, never submitted.
+
+    Parameters
+    ----------
+    caps : (int, int)
+        ``(MAX_JOBS_PER_SESSION, MAX_JOBS)``.
+    live : callable(record) -> bool
+        Whether the submitted job of a record still runs or is queued.
+    """
+
+    #: Seconds without a poll after which a waiting job is dropped. Browsers
+    #: slow down the timers of hidden tabs (Chrome to once a minute after five
+    #: minutes): a tab in the background still polls within this.
+    PATIENCE_SECONDS = 90
+
+    def __init__(self, caps: tuple[int, int], live: Callable[[dict], bool]) -> None:
+        self.per_session, self.total = caps
+        self.live = live
+
+    def promote(self, records: dict[str, dict], now: float, drop: Callable[[str], None]) -> list:
+        """Mark the waiting jobs of ``records`` that fit as submitted (in place); their keys.
+
+        Waiting jobs not polled for :attr:`PATIENCE_SECONDS` are dropped
+        first (``drop(key)`` forgets their call).
+        """
+        for key, record in records.items():
+            if waiting(record) and now - record["seen"] > self.PATIENCE_SECONDS:
+                record["outcome"] = (
+                    "its page stopped asking for it while it waited for a free job slot"
+                )
+                drop(key)
+        running = [r for r in records.values() if r.get("outcome") is None and self.live(r)]
+        per_sid = Counter(r["sid"] for r in running)
+        count, ready = len(running), []
+        queue = sorted(
+            (k for k, r in records.items() if waiting(r)), key=lambda k: records[k]["queued"]
+        )
+        for key in queue:
+            record = records[key]
+            if per_sid[record["sid"]] >= self.per_session:
+                record["waits"] = (
+                    "waiting for a free job slot: this session already runs "
+                    f"{per_sid[record['sid']]} jobs (MAX_JOBS_PER_SESSION={self.per_session})"
+                )
+            elif count >= self.total:
+                record["waits"] = (
+                    f"waiting for a free job slot: the server already runs {count} jobs "
+                    f"(MAX_JOBS={self.total})"
+                )
+            else:
+                record["submitted"] = now
+                per_sid[record["sid"]] += 1
+                count += 1
+                ready.append(key)
+        return ready
+
+    def refusal(self, records: dict[str, dict], key: str) -> str | None:
+        """Why the new job ``key`` is refused: the waiting list is full (else None)."""
+        sid = records[key]["sid"]
+        live = [r for r in records.values() if self.live(r)]
+        queue = [k for k, r in records.items() if waiting(r) and k != key]
+        mine = sum(1 for k in queue if records[k]["sid"] == sid)
+        if mine >= self.per_session:
+            running = sum(1 for r in live if r["sid"] == sid)
+            return (
+                f"this session already has {running} background job(s) running and {mine} "
+                f"waiting (this server runs {self.per_session} per session, "
+                "MAX_JOBS_PER_SESSION, and lets as many more wait): wait for one to finish, "
+                "or cancel it, then try again"
+            )
+        if len(queue) >= self.total:
+            return (
+                f"the server is busy: {len(live)} background jobs are running and "
+                f"{len(queue)} waiting (MAX_JOBS={self.total}); try again in a minute"
+            )
+        return None
 
 
 class JobRules:
     """What both managers add to Dash's: session binding, caps, limits, failure reports.
 
     A mix-in before Dash's manager class; it overrides the manager's public
-    methods only. Subclasses implement :meth:`job_gone`.
+    methods only. The page holds a job id of ours (a new uuid per job), which
+    the book maps to the submitted task or process, so that a job can wait
+    in the book before it has either. Subclasses implement :meth:`job_gone`
+    (and may refine :meth:`submit`).
 
     Parameters
     ----------
@@ -187,6 +321,7 @@ class JobRules:
     """
 
     UNDEFINED: Any
+    func_registry: dict
 
     def setup_rules(
         self,
@@ -198,7 +333,7 @@ class JobRules:
         """Keep the rules' collaborators (called by the subclasses' ``__init__``)."""
         self.book = book
         self.limits = JobLimits(config.job_time_limit_seconds, config.job_memory_limit_mb)
-        self.caps = (config.max_jobs_per_session, config.max_jobs)
+        self.queue = JobQueue((config.max_jobs_per_session, config.max_jobs), self.live)
         self.queue_seconds = config.job_time_limit_seconds * math.ceil(
             config.max_jobs / config.job_workers
         )
@@ -211,18 +346,54 @@ class JobRules:
         return uuid.uuid4().hex
 
     def call_job_fn(self, key, job_fn, args, context):
-        """Start the job, unless a cap refuses it (then :data:`REFUSED`, the reason booked)."""
+        """Book the job; submit it, or let it wait; its job id (:data:`REFUSED` if unbooked).
+
+        A job refused by a full waiting list gets its id too: its refusal is
+        the answer of its first poll.
+        """
+        job = uuid.uuid4().hex
+        name = next(n for n, fn in self.func_registry.items() if fn is job_fn)
         try:
-            refusal = self.book.admit(key, self.session(), self.live, self.caps)
+            refusal, ready = self.book.admit(
+                key, self.session(), (job, name, args, context), self.queue
+            )
         except STORAGE_ERRORS as exc:
             log.error("cannot book a job: %s", exc)
             return REFUSED
         if refusal is not None:
             log.warning("job refused: %s", refusal)
-            return REFUSED
-        job = super().call_job_fn(key, job_fn, args, context)
-        self.book.update(key, job=str(job))
+        self.start(ready)
         return job
+
+    def start(self, keys: list[str]) -> None:
+        """Submit the booked jobs ``keys`` (promoted from the waiting list)."""
+        for key in keys:
+            call = self.book.take_call(key)
+            if call is None:  # dropped meanwhile
+                continue
+            job, name, args, context = call
+            try:
+                process = self.submit(key, job, self.func_registry[name], args, context)
+            except Exception as exc:  # the broker, a fork: the page is told, not left waiting
+                log.exception("cannot submit job %s", job)
+                self.book.update(key, outcome=f"it could not be started ({exc})")
+                continue
+            self.book.update(key, process=str(process))
+            if (self.book.get(key) or {}).get("outcome") == CANCELLED:  # while submitted
+                super().terminate_job(process)
+
+    def submit(self, key, job, job_fn, args, context):
+        """Submit the job to Dash's manager; the task id or pid it runs as."""
+        return super().call_job_fn(key, job_fn, args, context)
+
+    def advance(self, seen: str | None = None) -> None:
+        """Submit the waiting jobs whose slot is free (``seen``: a waiting job's poll)."""
+        try:
+            ready = self.book.promote(self.queue, seen)
+        except STORAGE_ERRORS as exc:
+            log.warning("cannot read the job book: %s", exc)
+            return
+        self.start(ready)
 
     def make_job_fn(self, fn, progress, key=None):
         """Dash's job around ``fn`` run under the limits; a limit reached is a stated answer.
@@ -248,18 +419,25 @@ class JobRules:
         return super().make_job_fn(limited, progress, key)
 
     def live(self, record: dict) -> bool:
-        """Whether the job of ``record`` still runs or waits (for the caps)."""
-        if record.get("job") is None:  # being queued right now
-            return time.time() - record["queued"] < GRACE_SECONDS
-        if record["job"] == REFUSED or time.time() > self.deadline(record):
+        """Whether the submitted job of ``record`` still runs or is queued (for the caps)."""
+        if record.get("outcome") is not None or record.get("submitted") is None:
             return False
-        return bool(self.job_running(record["job"]))
+        if record.get("process") is None:  # being submitted right now
+            return time.time() - record["submitted"] < GRACE_SECONDS
+        if time.time() > self.deadline(record):
+            return False
+        return bool(super().job_running(record["process"]))
 
     def deadline(self, record: dict) -> float:
-        """When the job of ``record`` is late: its time limit after its start, plus grace."""
+        """When the job of ``record`` is late: its time limit after its start, plus grace.
+
+        A job waiting in the book has none: its time counts from its submission.
+        """
         started = record.get("started")
-        if started is None:  # still queued (or its start could not be booked)
-            started = record["queued"] + self.queue_seconds
+        if started is None and record.get("submitted") is None:
+            return math.inf
+        if started is None:  # queued (or its start could not be booked)
+            started = record["submitted"] + self.queue_seconds
         return started + self.limits.seconds + GRACE_SECONDS
 
     def job_gone(self, record: dict) -> str | None:
@@ -267,12 +445,21 @@ class JobRules:
         raise NotImplementedError
 
     def job_running(self, job):
+        """Whether ``job`` runs, is queued or waits (Dash stops polling when it does not)."""
         if job == REFUSED:
             return False
-        return super().job_running(job)
+        _key, record = self.book.find_job(job)
+        if record is None:
+            return False
+        if record.get("process") is None:
+            return record.get("outcome") is None
+        return super().job_running(record["process"])
 
     def terminate_job(self, job):
-        """Stop ``job`` if it is the current session's (cancel, or a page's old job)."""
+        """Stop ``job`` if it is the current session's (cancel, or a page's old job).
+
+        A waiting job is dropped from the waiting list, never submitted.
+        """
         if job is None or job == REFUSED:
             return None
         key, record = self.book.find_job(job)
@@ -283,7 +470,10 @@ class JobRules:
             return None
         if record.get("outcome") is None:
             self.book.update(key, outcome=CANCELLED)
-        return super().terminate_job(job)
+        if record.get("process") is None:
+            self.book.take_call(key)
+            return None
+        return super().terminate_job(record["process"])
 
     # ----------------------------------------------------------- polls
     def owned(self, key: str) -> dict | None:
@@ -294,9 +484,19 @@ class JobRules:
         return record
 
     def get_progress(self, key):
-        if self.owned(key) is None:
+        """Dash's progress; for a waiting job, a progress that says why it waits."""
+        record = self.owned(key)
+        if record is None:
             return None
+        if waiting(record):
+            return self.waiting_progress(record.get("waits") or "waiting for a free job slot")
         return super().get_progress(key)
+
+    @staticmethod
+    def waiting_progress(text: str) -> list[str]:
+        """The progress of a waiting job: the app's background callbacks all report
+        ``(bar value, bar maximum, status text)``."""
+        return ["0", "1", text]
 
     def get_updated_props(self, key):
         if self.owned(key) is None:
@@ -304,25 +504,37 @@ class JobRules:
         return super().get_updated_props(key)
 
     def get_result(self, key, job):
-        """The job's result; its ``stopped`` answer if it is over without one; else UNDEFINED."""
+        """The job's result; its ``stopped`` answer if it is over without one; else UNDEFINED.
+
+        The poll of a waiting job submits the waiting jobs that fit now
+        (:meth:`advance`); a job that ends lets the next one in.
+        """
         record = self.owned(key)
         if record is None:
             return self.UNDEFINED
-        result = super().get_result(key, job) if record["job"] != REFUSED else self.UNDEFINED
+        if waiting(record):
+            self.advance(seen=key)
+            record = self.owned(key)
+            if record is None or waiting(record):
+                return self.UNDEFINED
+        process = record.get("process")
+        result = self.UNDEFINED if process is None else super().get_result(key, process)
         if result is not self.UNDEFINED:
             self.book.pop(key)
+            self.advance()
             return result
         if record.get("outcome") == CANCELLED:
             return self.UNDEFINED
         reason = self.stop_reason(record)
         if reason is None:
             return self.UNDEFINED
-        if record["job"] != REFUSED and self.result_ready(key):  # it just answered
+        if process is not None and self.result_ready(key):  # it just answered
             return self.get_result(key, job)
-        if record["job"] != REFUSED:
-            super().terminate_job(record["job"])
+        if process is not None:
+            super().terminate_job(process)
         self.book.pop(key)
-        return self.failures.stopped(reason, started=record["job"] != REFUSED)
+        self.advance()
+        return self.failures.stopped(reason, started=process is not None)
 
     def stop_reason(self, record: dict) -> str | None:
         """Why the job of ``record`` ended without a result (None while it may still answer)."""
@@ -332,9 +544,9 @@ class JobRules:
         if gone is not None:
             return gone
         if time.time() > self.deadline(record):
-            started = record.get("started") or record["queued"]
+            since = record.get("started") or record["submitted"]
             return (
-                f"it gave no answer {time.time() - started:.0f} s after it was queued "
+                f"it gave no answer {time.time() - since:.0f} s after it was queued "
                 f"(the limit is {self.limits.seconds} s per job, JOB_TIME_LIMIT_SECONDS): "
                 "its worker may have stopped; try again"
             )
@@ -358,10 +570,15 @@ class CeleryJobManager(JobRules, CeleryManager):
         self.setup_rules(book, config, session, failures)  # before Dash registers the jobs
         super().__init__(celery_app)
 
+    def submit(self, key, job, job_fn, args, context):
+        """Queue the task as Dash's ``call_job_fn`` does, with the page's job id as task id."""
+        job_fn.apply_async(args=(key, self._make_progress_key(key), args, context), task_id=job)
+        return job
+
     def job_gone(self, record: dict) -> str | None:
-        if record.get("job") is None:
+        if record.get("process") is None:
             return None
-        task = self.get_task(record["job"])
+        task = self.get_task(record["process"])
         if task.state == "FAILURE":
             return describe_exit(task.result)
         if task.state == "REVOKED":
@@ -443,7 +660,8 @@ class LocalJobManager(JobRules, DiskcacheManager):
     gunicorn without ``REDIS_URL`` runs sync workers), and a job is forked
     once the warm-up's imports are done. In the job, the server's listening
     sockets are closed (:func:`close_listening_sockets`), and the job runs
-    under the limits, its start and end booked.
+    under the limits, its start and end booked, in a context of its own (not
+    the forking request's: a waiting job is forked by another page's poll).
     """
 
     def __init__(
@@ -460,10 +678,11 @@ class LocalJobManager(JobRules, DiskcacheManager):
         self.setup_rules(book, config, session, failures)  # before Dash registers the jobs
         super().__init__(cache, **kwargs)
 
-    def call_job_fn(self, key, job_fn, args, context):
+    def submit(self, key, job, job_fn, args, context):
+        """Fork the job (Dash's ``call_job_fn``) once the warm-up is done; its pid."""
         if not self.warm_up.wait(timeout=120):
             log.warning("warm-up still running after 120 s; starting the job anyway")
-        return super().call_job_fn(key, job_fn, args, context)
+        return super().submit(key, job, job_fn, args, context)
 
     def make_job_fn(self, fn, progress, key=None):
         job_fn = super().make_job_fn(fn, progress, key)
@@ -472,15 +691,18 @@ class LocalJobManager(JobRules, DiskcacheManager):
         def forked_job(result_key, *args):
             close_listening_sockets()
             book.update(result_key, started=time.time())
-            return job_fn(result_key, *args)
+            # Outside the request that forked it (a waiting job is forked by
+            # another page's poll): the job reads its session from its own
+            # callback context, as a Celery job does.
+            return contextvars.Context().run(job_fn, result_key, *args)
 
         return forked_job
 
     def job_gone(self, record: dict) -> str | None:
-        job = record.get("job")
-        if job is None or self.job_running(job):
+        pid = record.get("process")
+        if pid is None or DiskcacheManager.job_running(self, pid):
             return None
-        status = reap(int(job))
+        status = reap(int(pid))
         return f"its process ended without an answer{status}"
 
     def clear_cache_entry(self, key):

@@ -71,7 +71,10 @@ def test_job_manager_never_forks_while_a_warm_up_imports(tmp_path, monkeypatch):
     while "slow_warm_probe" not in sys.modules and time.perf_counter() < deadline:
         time.sleep(0.01)  # the warm-up thread is inside the slow import now
     started = time.perf_counter()
-    assert manager.call_job_fn("key", None, (), None) == 1234
+    manager.func_registry["job"] = job_fn = object()
+    job = manager.call_job_fn("key", job_fn, (), None)
+    assert manager.book.get("key")["job"] == job  # the page's job id
+    assert manager.book.get("key")["process"] == "1234"  # Dash's (the forked pid)
     thread.join(timeout=30)
     assert calls and calls[0][1] is True  # the fork came after the warm-up
     assert calls[0][0] - started > 0.2

@@ -17,7 +17,7 @@ Expected problems (a setting out of range, data that expired) are not
 failures: callbacks turn those into messages themselves.
 
 A background job can also stop without an answer: killed, over a server
-limit, refused by a cap (:mod:`app.jobs`). The job manager then answers, in
+limit, refused by a full waiting list (:mod:`app.jobs`). The job manager then answers, in
 the poll, :meth:`CallbackFailures.stopped`: the callback's ``stopped`` reply
 with the stated reason, where the result would have been.
 """
@@ -135,7 +135,7 @@ class CallbackFailures:
     def stopped(self, reason: str, *, started: bool = True) -> Any:
         """The running background callback's outputs when its job stopped for ``reason``.
 
-        ``started``: False for a job refused before it started (a cap). Called
+        ``started``: False for a job that never started (refused, or dropped while it waited). Called
         by the job manager in the request that polls the job, or in the job
         itself (Dash gives it the request's callback context). A callback
         without a ``stopped`` reply gets Dash's error result instead, which

@@ -70,10 +70,12 @@ Variable                      Meaning                                       Defa
                               message in the page.
 ``JOB_MEMORY_LIMIT_MB``       Memory one job may allocate beyond its        4096
                               process's own (address space).
-``MAX_JOBS_PER_SESSION``      Jobs one session may have running or queued;  2
-                              more are refused with a message.
-``MAX_JOBS``                  Jobs of all sessions running or queued; more  16
-                              are refused ("the server is busy").
+``MAX_JOBS_PER_SESSION``      Jobs one session may have submitted (running  2
+                              or queued); more wait their turn (as many
+                              again; beyond, refused with a message).
+``MAX_JOBS``                  Jobs of all sessions submitted; more wait     16
+                              (as many again; beyond, "the server is
+                              busy").
 ``MAX_MAP_PARAMETERS``        Largest map the server fits: a map with more  50000
                               parameters (matrix, Dirichlet: K(K+1)) is
                               refused up front, with a suggestion.

@@ -68,7 +68,7 @@ CELERY_NAME = "calibration_dashboard"
 #: Seconds a job may overrun its time limit before a poll declares it lost (and
 #: Celery kills it): room for the job to stop by itself and write its answer.
 GRACE_SECONDS = 30
-#: The job id Dash gets for a job refused by a cap (there is no process or task).
+#: The job id Dash gets for a job that could not be booked (the job book failed).
 REFUSED = "refused"
 #: A record's outcome once its session cancelled it (the page shows its own message).
 CANCELLED = "cancelled"

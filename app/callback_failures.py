@@ -135,9 +135,10 @@ class CallbackFailures:
     def stopped(self, reason: str, *, started: bool = True) -> Any:
         """The running background callback's outputs when its job stopped for ``reason``.
 
-        ``started``: False for a job that never started (refused, or dropped while it waited). Called
-        by the job manager in the request that polls the job, or in the job
-        itself (Dash gives it the request's callback context). A callback
+        ``started``: False for a job that never started (refused, or dropped
+        while it waited). Called by the job manager in the request that polls
+        the job, or in the job itself (Dash gives it the request's callback
+        context). A callback
         without a ``stopped`` reply gets Dash's error result instead, which
         goes to :meth:`__call__` (its ``answer``, or HTTP 500 without one).
         """

@@ -11,8 +11,10 @@ different jobs). The resident memory of all pool processes is summed every
 
     python benchmarks/bench_job_caps.py [--npz PATH]
 
-Prints that sum before the fits (idle pool) and its peak, how many fits ran
-and how many were refused (by ``MAX_JOBS_PER_SESSION``, default 2), and the
+Prints that sum before the fits (idle pool) and its peak, how many fits ran,
+how many jobs were running or queued in Celery at once at most (the tasks of
+the job book's records; ``MAX_JOBS_PER_SESSION``, default 2, bounds it), how
+many waited for a slot (their page said so), how many were refused, and the
 wall time.
 """
 
@@ -28,10 +30,12 @@ from pathlib import Path
 
 import numpy as np
 import psutil
+from celery import Celery
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from app.jobs import JobBook  # noqa: E402
 from tests.hosting.conftest import (  # noqa: E402
     CeleryWorker,
     DashTab,
@@ -45,6 +49,7 @@ from tests.hosting.conftest import (  # noqa: E402
 NPZ = Path("/work/shared/realdata/densenet-bc-100-cifar-100.npz")
 #: (held-out mode, folds): four different Dirichlet jobs of the same model.
 SCHEMES = (("folds", 5), ("folds", 4), ("folds", 3), ("split", 5))
+STATUS = "fit-status.children"
 
 
 def cifar_csv(path: Path) -> bytes:
@@ -105,11 +110,16 @@ def run(npz: Path) -> dict:
             tabs.append(tab.load())
         idle = pool_rss(worker)
         peak, answers, stop = 0, [None] * 4, threading.Event()
+        book, at_once, waited = JobBook(cache_dir / "job-book"), 0, set()
+        tasks = Celery(broker=redis_server.url, backend=redis_server.url)
 
         def sample():
-            nonlocal peak
+            nonlocal peak, at_once
             while not stop.is_set():
                 peak = max(peak, pool_rss(worker))
+                ids = [r["process"] for r in book.records().values() if r["process"]]
+                states = [tasks.AsyncResult(task).state for task in ids]
+                at_once = max(at_once, sum(1 for s in states if s in ("PENDING", "STARTED")))
                 time.sleep(0.2)
 
         sampler = threading.Thread(target=sample)
@@ -118,7 +128,18 @@ def run(npz: Path) -> dict:
 
         def one(i: int) -> None:
             mode, folds = SCHEMES[i]
-            answers[i] = fit_state(start_fit(tabs[i], handle, mode, folds).result(timeout=1800)[1])
+            fit = start_fit(tabs[i], handle, mode, folds)
+            while True:  # Fit.result, noting whether the page said the job waits
+                status, answer = fit.poll()
+                if status == 204 or "response" in answer:
+                    break
+                if answer.get("progress", {}).get(STATUS, "").startswith("waiting"):
+                    waited.add(i)
+                time.sleep(0.5)
+            answers[i] = fit_state(answer)
+            done = round(time.perf_counter() - start, 1)
+            summary = answers[i].get("error") or answers[i].get("summary")
+            print(f"tab {i} ({mode}, {folds}) answered at {done} s: {summary}", file=sys.stderr)
 
         threads = [threading.Thread(target=one, args=(i,)) for i in range(4)]
         for thread in threads:
@@ -133,6 +154,8 @@ def run(npz: Path) -> dict:
             "idle_pool_rss_mb": round(idle / 2**20),
             "peak_pool_rss_mb": round(peak / 2**20),
             "fitted": sum(1 for a in answers if a and a.get("fitted")),
+            "submitted_at_once": at_once,
+            "waited": len(waited),
             "refused": len(refused),
             "messages": refused,
             "seconds": round(seconds, 1),

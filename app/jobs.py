@@ -279,10 +279,13 @@ class JobQueue:
         return ready
 
     def refusal(self, records: dict[str, dict], key: str) -> str | None:
-        """Why the new job ``key`` is refused: the waiting list is full (else None)."""
+        """Why the new job ``key`` is refused: the waiting list before it is full (else None)."""
         sid = records[key]["sid"]
         live = [r for r in records.values() if self.live(r)]
-        queue = [k for k, r in records.items() if waiting(r) and k != key]
+        arrival = records[key]["queued"]
+        queue = [
+            k for k, r in records.items() if waiting(r) and k != key and r["queued"] <= arrival
+        ]
         mine = sum(1 for k in queue if records[k]["sid"] == sid)
         if mine >= self.per_session:
             running = sum(1 for r in live if r["sid"] == sid)
@@ -543,6 +546,8 @@ class JobRules:
         gone = self.job_gone(record)
         if gone is not None:
             return gone
+        if record.get("process") is None and not self.live(record):
+            return "it could not be submitted (the web worker submitting it stopped); try again"
         if time.time() > self.deadline(record):
             since = record.get("started") or record["submitted"]
             return (

@@ -14,7 +14,13 @@ import pytest
 
 from app.callback_failures import CallbackFailures
 from app.config import AppConfig, ConfigError
-from app.jobs import JobBook, LocalJobManager, background_manager, close_listening_sockets
+from app.jobs import (
+    JobBook,
+    JobQueue,
+    LocalJobManager,
+    background_manager,
+    close_listening_sockets,
+)
 from app.warmup import WarmUp
 
 
@@ -220,3 +226,72 @@ def test_map_parameters_grow_with_the_classes_as_each_map_does():
     assert "use temperature or vector scaling for 1,000 classes" in refusal(
         "dirichlet", "m", 1000, 50_000
     )
+
+
+def booked(sid: str, queued: float, submitted: float | None = None, outcome=None) -> dict:
+    """A job book record (as :meth:`JobBook.admit` writes it)."""
+    return {
+        "sid": sid,
+        "job": f"{sid}-{queued}",
+        "process": None if submitted is None else f"p-{sid}-{queued}",
+        "queued": queued,
+        "seen": queued,
+        "submitted": submitted,
+        "started": submitted,
+        "waits": None,
+        "outcome": outcome,
+    }
+
+
+def test_waiting_jobs_are_submitted_in_order_within_both_caps():
+    queue = JobQueue((2, 3), live=lambda r: r["submitted"] is not None and r["outcome"] is None)
+    records = {
+        "a1": booked("a", 1, submitted=1),
+        "a2": booked("a", 2, submitted=2),
+        "a3": booked("a", 3),  # A is at its cap: waits
+        "b1": booked("b", 4),  # not held back by A's waiting job
+        "c1": booked("c", 5),  # the server's cap (3) is reached by b1
+        "d1": booked("d", 6),
+    }
+    dropped = []
+    assert queue.promote(records, now=10, drop=dropped.append) == ["b1"]
+    assert records["a3"]["waits"] == (
+        "waiting for a free job slot: this session already runs 2 jobs (MAX_JOBS_PER_SESSION=2)"
+    )
+    assert records["c1"]["waits"] == (
+        "waiting for a free job slot: the server already runs 3 jobs (MAX_JOBS=3)"
+    )
+    records["a1"]["outcome"] = "done"  # a1 ends: A's waiting job came first
+    assert queue.promote(records, now=11, drop=dropped.append) == ["a3"]
+    records["b1"]["outcome"] = "done"
+    assert queue.promote(records, now=12, drop=dropped.append) == ["c1"]
+    assert records["c1"]["submitted"] == 12 and dropped == []
+
+
+def test_the_waiting_list_is_bounded_and_forgets_pages_that_stopped_polling():
+    queue = JobQueue((1, 2), live=lambda r: r["submitted"] is not None and r["outcome"] is None)
+    records = {"a1": booked("a", 1, submitted=1), "a2": booked("a", 2), "a3": booked("a", 3)}
+    queue.promote(records, now=4, drop=lambda _k: None)
+    assert queue.refusal(records, "a2") is None  # the first one waiting
+    assert queue.refusal(records, "a3") == (
+        "this session already has 1 background job(s) running and 1 waiting (this server "
+        "runs 1 per session, MAX_JOBS_PER_SESSION, and lets as many more wait): wait for one "
+        "to finish, or cancel it, then try again"
+    )
+    records = {
+        "a1": booked("a", 1, submitted=1),
+        "b1": booked("b", 2, submitted=2),
+        **{f"{s}1": booked(s, 3) for s in "cd"},
+        "e1": booked("e", 4),
+    }
+    queue.promote(records, now=5, drop=lambda _k: None)
+    assert queue.refusal(records, "e1") == (
+        "the server is busy: 2 background jobs are running and 2 waiting (MAX_JOBS=2); "
+        "try again in a minute"
+    )
+    dropped = []
+    later = 4 + JobQueue.PATIENCE_SECONDS + 1  # e1's page polled last at 4
+    records["c1"]["seen"] = records["d1"]["seen"] = later
+    records["a1"]["outcome"] = "done"
+    assert queue.promote(records, now=later, drop=dropped.append) == ["c1"]
+    assert dropped == ["e1"] and records["e1"]["outcome"].startswith("its page stopped")

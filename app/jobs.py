@@ -245,15 +245,11 @@ class JobQueue:
         """Mark the waiting jobs of ``records`` that fit as submitted (in place); their keys.
 
         Waiting jobs not polled for :attr:`PATIENCE_SECONDS` are dropped
-        first (``drop(key)`` forgets their call).
+        first (``drop(key)`` forgets their call); the others, in order of
+        arrival, are submitted while both caps allow, or told why they wait.
         """
-        for key, record in records.items():
-            if waiting(record) and now - record["seen"] > self.PATIENCE_SECONDS:
-                record["outcome"] = (
-                    "its page stopped asking for it while it waited for a free job slot"
-                )
-                drop(key)
-        running = [r for r in records.values() if r.get("outcome") is None and self.live(r)]
+        self.drop_stale(records, now, drop)
+        running = [r for r in records.values() if self.live(r)]
         per_sid = Counter(r["sid"] for r in running)
         count, ready = len(running), []
         queue = sorted(
@@ -261,22 +257,36 @@ class JobQueue:
         )
         for key in queue:
             record = records[key]
-            if per_sid[record["sid"]] >= self.per_session:
-                record["waits"] = (
-                    "waiting for a free job slot: this session already runs "
-                    f"{per_sid[record['sid']]} jobs (MAX_JOBS_PER_SESSION={self.per_session})"
-                )
-            elif count >= self.total:
-                record["waits"] = (
-                    f"waiting for a free job slot: the server already runs {count} jobs "
-                    f"(MAX_JOBS={self.total})"
-                )
-            else:
+            record["waits"] = self.reason_to_wait(per_sid[record["sid"]], count)
+            if record["waits"] is None:
                 record["submitted"] = now
                 per_sid[record["sid"]] += 1
                 count += 1
                 ready.append(key)
         return ready
+
+    def drop_stale(self, records: dict[str, dict], now: float, drop: Callable[[str], None]):
+        """Give up the waiting jobs whose page has not polled for :attr:`PATIENCE_SECONDS`."""
+        for key, record in records.items():
+            if waiting(record) and now - record["seen"] > self.PATIENCE_SECONDS:
+                record["outcome"] = (
+                    "its page stopped asking for it while it waited for a free job slot"
+                )
+                drop(key)
+
+    def reason_to_wait(self, session_running: int, running: int) -> str | None:
+        """Why a job must wait, given the jobs running of its session and of all (None: go)."""
+        if session_running >= self.per_session:
+            return (
+                f"waiting for a free job slot: this session already runs {session_running} "
+                f"jobs (MAX_JOBS_PER_SESSION={self.per_session})"
+            )
+        if running >= self.total:
+            return (
+                f"waiting for a free job slot: the server already runs {running} jobs "
+                f"(MAX_JOBS={self.total})"
+            )
+        return None
 
     def refusal(self, records: dict[str, dict], key: str) -> str | None:
         """Why the new job ``key`` is refused: the waiting list before it is full (else None)."""

@@ -128,6 +128,37 @@ def _copy_counts(idx: np.ndarray) -> np.ndarray:
     return np.bincount(flat.ravel(), minlength=r * n).reshape(r, n)
 
 
+def _resampled_means(values: np.ndarray, blocks) -> np.ndarray:
+    return np.concatenate([values[idx].mean(axis=1) for idx in blocks])
+
+
+def resampled_means(values, n_resamples: int = 1000, seed=None) -> np.ndarray:
+    """The mean of per-row values on each of R resamples of the rows (with replacement).
+
+    The draws are those of :func:`bootstrap_ci` for the same seed and number
+    of rows. Given per-row *differences* of two scores of the same rows, this
+    is the paired bootstrap of the mean difference.
+
+    Parameters
+    ----------
+    values : array-like, shape (N,)
+    n_resamples : int
+        R.
+    seed : None, int or numpy.random.Generator
+
+    Returns
+    -------
+    numpy.ndarray, shape (R,)
+    """
+    arr = np.asarray(values, dtype=np.float64)
+    if arr.ndim != 1 or arr.shape[0] == 0:
+        raise CalibrationInputError(
+            f"resampled_means needs a non-empty 1-D array of per-row values, got shape {arr.shape}."
+        )
+    r = check_whole_number(n_resamples, "n_resamples")
+    return _resampled_means(arr, _blocks(check_seed(seed), r, arr.shape[0]))
+
+
 # ------------------------------------------------------------ fast paths
 def _row_values(name, p, y, kwargs) -> np.ndarray:
     true_p = p[np.arange(p.shape[0]), y]
@@ -135,8 +166,7 @@ def _row_values(name, p, y, kwargs) -> np.ndarray:
         return (p.argmax(axis=1) == y).astype(np.float64)
     if name == "brier_score":
         return np.einsum("ij,ij->i", p, p) - 2.0 * true_p + 1.0
-    eps = kwargs.get("eps", metrics.LOG_LOSS_EPS)
-    return -np.log(np.clip(true_p, eps, 1.0))
+    return metrics.log_loss_per_row(p, y, eps=kwargs.get("eps", metrics.LOG_LOSS_EPS))
 
 
 def _binned_value(kind, count, sum_score, sum_target) -> np.ndarray:
@@ -238,8 +268,7 @@ _ONE_COLUMN = {
 def _fast_samples(name, p, y, kwargs, blocks):
     """(samples, method) of a fast path, or None when the metric has none."""
     if name in ("accuracy", "brier_score", "log_loss"):
-        values = _row_values(name, p, y, kwargs)
-        return np.concatenate([values[idx].mean(axis=1) for idx in blocks]), "row-mean"
+        return _resampled_means(_row_values(name, p, y, kwargs), blocks), "row-mean"
     if name in ("classwise_ece", "classwise_mce"):
         n_bins, scheme = check_binning_args(kwargs.get("n_bins", 15), kwargs.get("scheme", "width"))
         method = "sparse-counts" if scheme == "width" else "sparse-counts-fixed-edges"

@@ -277,6 +277,32 @@ def log_loss(probs, labels, *, eps: float = LOG_LOSS_EPS) -> float:
     return -total / arr.shape[0]
 
 
+def log_loss_per_row(probs, labels, *, eps: float = LOG_LOSS_EPS) -> np.ndarray:
+    """Each row's log-loss ``-ln p_{i, y_i}`` (clipped as in :func:`log_loss`).
+
+    Parameters
+    ----------
+    probs : array-like, shape (N, K) or (N,)
+    labels : array-like, shape (N,)
+    eps : float
+        Lower clip of the true-class probability.
+
+    Returns
+    -------
+    numpy.ndarray, shape (N,)
+        Per-row losses whose mean is :func:`log_loss`; paired comparisons of
+        two calibrated versions of the same rows (and bootstrap resamples)
+        work on these.
+    """
+    arr, y, _ = _probs_labels(probs, labels)
+    out = np.empty(arr.shape[0], dtype=np.float64)
+    for start, block in prob_blocks(arr):
+        stop = start + block.shape[0]
+        p_true = _true_class_prob(block, y[start:stop])
+        out[start:stop] = -np.log(np.clip(p_true, eps, 1.0))
+    return out
+
+
 def accuracy(probs, labels) -> float:
     """Share of rows whose top class (ties to the lowest index) is the label."""
     arr, y, _ = _probs_labels(probs, labels)

@@ -5,10 +5,13 @@
 - :mod:`~calibration_core.compare.folds`: which rows fit and which rows score.
 - :mod:`~calibration_core.compare.results`: the table's columns, how a row is
   scored, and :class:`Comparison`.
+- :mod:`~calibration_core.compare.verdict`: the best map by held-out log-loss
+  and a paired bootstrap of its advantage (:func:`choose_map`, :class:`Verdict`).
 """
 
 from .results import METRIC_COLUMNS, TABLE_COLUMNS, UNCALIBRATED, Comparison, score_probs
 from .run import CancelCallback, ComparisonCancelled, ProgressCallback, compare_maps
+from .verdict import Verdict, choose_map, map_parameters
 
 __all__ = [
     "METRIC_COLUMNS",
@@ -18,6 +21,9 @@ __all__ = [
     "Comparison",
     "ComparisonCancelled",
     "ProgressCallback",
+    "Verdict",
+    "choose_map",
     "compare_maps",
+    "map_parameters",
     "score_probs",
 ]

@@ -22,8 +22,10 @@ from ..metrics import (
     classwise_statistics,
     confidence_statistics,
     log_loss,
+    log_loss_per_row,
 )
 from ..predictions import Predictions
+from .verdict import DEFAULT_LEVEL, DEFAULT_RESAMPLES, Verdict, choose_map
 
 #: Name of the always-present first row.
 UNCALIBRATED = "uncalibrated"
@@ -141,7 +143,49 @@ class Comparison:
             out.append(item)
         return out
 
-    def to_dict(self, *, include_maps: bool = False) -> dict[str, Any]:
+    def row_losses(self) -> dict[str, np.ndarray]:
+        """Map name to the per-row held-out log-loss of its calibrated rows.
+
+        The rows are those of :attr:`calibrated` (in :attr:`scored_rows`
+        order); the mean of each array is the table's ``log_loss``.
+        """
+        return {name: log_loss_per_row(p.probs, p.labels) for name, p in self.calibrated.items()}
+
+    def verdict(
+        self, *, n_resamples: int = DEFAULT_RESAMPLES, level: float = DEFAULT_LEVEL, seed=None
+    ) -> Verdict:
+        """The best map by held-out log-loss and whether its win is real.
+
+        See :func:`calibration_core.compare.verdict.choose_map`: every row of
+        the table competes, ``"uncalibrated"`` included (a map must beat doing
+        nothing); failed maps do not.
+
+        Parameters
+        ----------
+        n_resamples : int
+            Paired bootstrap resamples.
+        level : float
+            Coverage of the interval of the difference.
+        seed : int, optional
+            Seed of the resampling; the comparison's own ``seed`` by default.
+        """
+        return choose_map(
+            self.calibrated,
+            self.fitted,
+            n_resamples=n_resamples,
+            level=level,
+            seed=self.settings.get("seed") if seed is None else seed,
+            n_bins=self.settings.get("n_bins", 15),
+            scheme=self.settings.get("scheme", "width"),
+        )
+
+    def to_dict(
+        self,
+        *,
+        include_maps: bool = False,
+        n_resamples: int = DEFAULT_RESAMPLES,
+        level: float = DEFAULT_LEVEL,
+    ) -> dict[str, Any]:
         """A JSON-able summary.
 
         Parameters
@@ -149,17 +193,21 @@ class Comparison:
         include_maps : bool
             Also export every fitted map (``CalibrationMap.to_dict``) under
             ``"maps"``: name to a list with one entry per fold.
+        n_resamples, level
+            Of the paired bootstrap of the verdict (:meth:`verdict`).
 
         Returns
         -------
         dict
-            ``model``, ``settings``, ``warnings`` and ``rows`` (see :meth:`rows`).
+            ``model``, ``settings``, ``warnings``, ``rows`` (see :meth:`rows`)
+            and ``verdict`` (:meth:`Verdict.to_dict`).
         """
         out: dict[str, Any] = {
             "model": self.settings.get("model"),
             "settings": {k: _json_value(v) for k, v in self.settings.items()},
             "warnings": list(self.warnings),
             "rows": self.rows(),
+            "verdict": self.verdict(n_resamples=n_resamples, level=level).to_dict(),
         }
         if include_maps:
             out["maps"] = {name: [m.to_dict() for m in maps] for name, maps in self.fitted.items()}

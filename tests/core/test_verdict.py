@@ -1,0 +1,164 @@
+"""The verdict of a comparison: best map by held-out log-loss and a paired bootstrap of its win."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from calibration_core import CalibrationInputError, Predictions, compare_maps
+from calibration_core.bootstrap import bootstrap_ci, resampled_means
+from calibration_core.compare import choose_map, map_parameters
+from calibration_core.maps import make_map
+from calibration_core.metrics import log_loss, log_loss_per_row
+
+
+def calibrated_data(seed: int, n: int = 1500, k: int = 3) -> Predictions:
+    """Labels drawn from the predicted probabilities: calibrated by construction."""
+    rng = np.random.default_rng(seed)
+    z = rng.normal(size=(n, k)) * 1.5
+    p = np.exp(z) / np.exp(z).sum(axis=1, keepdims=True)
+    y = (p.cumsum(axis=1) > rng.random(n)[:, None]).argmax(axis=1)
+    return Predictions.from_probs(p, y)
+
+
+def overconfident_data(seed: int = 0, n: int = 1500, k: int = 3, sharpen: float = 3.0):
+    rng = np.random.default_rng(seed)
+    z = rng.normal(size=(n, k))
+    p = np.exp(z) / np.exp(z).sum(axis=1, keepdims=True)
+    y = (p.cumsum(axis=1) > rng.random(n)[:, None]).argmax(axis=1)
+    q = np.exp(sharpen * z)
+    return Predictions.from_probs(q / q.sum(axis=1, keepdims=True), y)
+
+
+def test_two_identity_estimates_give_no_clear_winner_in_most_seeds():
+    """Temperature and Platt both estimate the identity on calibrated data: no real winner.
+
+    A 95 % interval of a difference whose true value is ~0 excludes 0 in about
+    5 % of seeds; the issue asks for "no clear winner" in at least 90 %.
+    Binary data: there both maps have one or two parameters. (With 3 classes
+    one-vs-rest Platt fits 6 parameters and really is a little worse than
+    temperature on 1500 rows: measured, temperature wins clearly in 5 of 30
+    seeds; in binary data 2 of 40.)
+    """
+    seeds = range(30)
+    clear = []
+    for seed in seeds:
+        data = calibrated_data(seed, k=2)
+        comparison = compare_maps(data, ["temperature", "platt"], seed=seed)
+        pair = {name: comparison.calibrated[name] for name in ("temperature", "platt")}
+        verdict = choose_map(pair, comparison.fitted, n_resamples=500, seed=seed)
+        assert {verdict.winner, verdict.runner_up} == {"temperature", "platt"}
+        assert verdict.lower <= verdict.difference <= verdict.upper
+        clear.append(verdict.clear)
+    assert sum(clear) <= 0.1 * len(seeds), f"clear winner in {sum(clear)} of {len(seeds)} seeds"
+
+
+def test_overconfident_model_gets_a_clear_winner_over_uncalibrated():
+    comparison = compare_maps(overconfident_data(), ["temperature"], seed=0)
+    verdict = comparison.verdict()
+    assert verdict.winner == "temperature" and verdict.runner_up == "uncalibrated"
+    assert verdict.clear and verdict.lower > 0
+    table = comparison.table["log_loss"]
+    assert verdict.log_loss["temperature"] == pytest.approx(table["temperature"], rel=1e-12)
+    assert verdict.difference == pytest.approx(
+        table["uncalibrated"] - table["temperature"], rel=1e-9
+    )
+    assert verdict.confidence_ece["temperature"] == pytest.approx(
+        comparison.table.loc["temperature", "confidence_ece"], rel=1e-12
+    )
+    assert verdict.summary.startswith("temperature beats uncalibrated")
+    assert verdict.parameters["temperature"].startswith("T = ")
+
+
+def test_uncalibrated_competes_and_can_win():
+    """A map that throws information away loses to doing nothing, clearly."""
+    comparison = compare_maps(calibrated_data(1), ["histogram"], seed=1)
+    verdict = comparison.verdict()
+    assert verdict.winner == "uncalibrated" and verdict.runner_up == "histogram"
+    assert verdict.clear
+
+
+def test_interval_is_the_paired_bootstrap_of_per_row_differences():
+    comparison = compare_maps(overconfident_data(2), ["temperature", "platt"], seed=3)
+    losses = comparison.row_losses()
+    for name, pred in comparison.calibrated.items():
+        assert losses[name].mean() == pytest.approx(log_loss(pred.probs, pred.labels), rel=1e-12)
+    verdict = comparison.verdict(n_resamples=400, level=0.9, seed=11)
+    diff = losses[verdict.runner_up] - losses[verdict.winner]
+    samples = resampled_means(diff, 400, 11)
+    lower, upper = np.quantile(samples, [0.05, 0.95])
+    assert (verdict.lower, verdict.upper) == (pytest.approx(lower), pytest.approx(upper))
+    assert verdict.difference == pytest.approx(diff.mean())
+    # The same seed, the same interval; the verdict's default seed is the comparison's.
+    assert comparison.verdict(n_resamples=400, level=0.9, seed=11) == verdict
+    assert comparison.verdict().seed == 3
+
+
+def test_resampled_means_draws_as_bootstrap_ci():
+    pred = overconfident_data(4, n=300)
+    boot = bootstrap_ci("log_loss", pred, n_resamples=200, seed=5)
+    values = log_loss_per_row(pred.probs, pred.labels)
+    np.testing.assert_allclose(resampled_means(values, 200, 5), boot.samples, rtol=1e-12)
+    with pytest.raises(CalibrationInputError, match="1-D"):
+        resampled_means(np.zeros((2, 2)))
+
+
+def test_single_candidate_and_bad_candidates():
+    comparison = compare_maps(calibrated_data(0, n=300), [], seed=0)
+    verdict = comparison.verdict()
+    assert verdict.winner == "uncalibrated" and verdict.runner_up is None
+    assert not verdict.clear and verdict.difference is None
+    assert "only candidate" in verdict.summary
+    with pytest.raises(CalibrationInputError, match="at least one"):
+        choose_map({})
+    a, b = calibrated_data(0, n=300), calibrated_data(1, n=200)
+    with pytest.raises(CalibrationInputError, match="same rows"):
+        choose_map({"a": a, "b": b})
+    with pytest.raises(CalibrationInputError, match="n_resamples"):
+        choose_map({"a": a}, n_resamples=0)
+
+
+def test_parameters_in_words():
+    binary = calibrated_data(3, n=600, k=2)
+    temp = make_map("temperature").fit(binary, binary.labels)
+    assert map_parameters([temp]) == f"T = {temp.temperature_:#.3g}"
+    platt = make_map("platt").fit(binary, binary.labels)
+    w, b = platt.coef_[0]
+    assert map_parameters([platt]) == f"w = {w:#.3g}, b = {b:#.3g}"
+    beta = make_map("beta").fit(binary, binary.labels)
+    assert map_parameters([beta]).startswith("a = ")
+    folds = compare_maps(binary, ["temperature"], seed=0).fitted["temperature"]
+    values = sorted(m.temperature_ for m in folds)
+    assert map_parameters(folds) == (f"T = {values[0]:#.3g} to {values[-1]:#.3g} over 5 folds")
+    three = calibrated_data(3, n=600, k=3)
+    assert map_parameters([make_map("platt").fit(three, three.labels)]) == ""  # 3 sigmoids
+    assert map_parameters([make_map("vector").fit(three, three.labels)]) == ""
+
+
+def test_comparison_to_dict_has_the_verdict():
+    comparison = compare_maps(overconfident_data(), ["temperature", "platt"], seed=0)
+    doc = comparison.to_dict(n_resamples=200, level=0.8)
+    verdict = doc["verdict"]
+    assert verdict["winner"] in ("temperature", "platt") and verdict["criterion"] == "log_loss"
+    assert verdict["n_resamples"] == 200 and verdict["level"] == 0.8
+    assert verdict["clear_winner"] == (verdict["lower"] > 0)
+    assert list(verdict["log_loss"]) == sorted(verdict["log_loss"], key=verdict["log_loss"].get)
+    json.dumps(doc, allow_nan=False)
+
+
+@pytest.mark.realdata
+def test_densenet_temperature_clearly_beats_histogram_binning(realdata):
+    """Power: on 10,000 real rows the better map is found and its win is clear."""
+    with np.load(realdata["densenet-bc-100-cifar-100"], allow_pickle=False) as data:
+        pred = Predictions.from_probs(data["predictions"].astype(np.float64), data["ground_truth"])
+    comparison = compare_maps(pred, ["temperature", "histogram"], seed=0)
+    pair = {name: comparison.calibrated[name] for name in ("temperature", "histogram")}
+    verdict = choose_map(pair, comparison.fitted, n_resamples=1000, seed=0)
+    assert verdict.winner == "temperature" and verdict.runner_up == "histogram"
+    assert verdict.clear and verdict.lower > 0.1  # measured: 0.80 (0.75 to 0.85)
+    low, high = (
+        float(v) for v in verdict.parameters["temperature"][4:].split(" over")[0].split(" to ")
+    )
+    assert 1.9 < low <= high < 2.4  # Guo et al. (2017): T near 2.1 for this network

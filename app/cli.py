@@ -5,6 +5,15 @@
     (:func:`calibration_core.compare_maps`) and print the table of every
     model in the file, as text, CSV or JSON (schema
     ``calibration-dashboard/evaluate/v1``, see ``docs/evaluate-json-schema.md``).
+``calibration-dashboard check FILE --max METRIC=VALUE ... [--after MAP]``
+    A CI gate: exit 0 when every bound holds for every model, 1 when one
+    fails, 2 on bad input (unknown metric, malformed bound, unreadable file);
+    one ``PASS``/``FAIL`` line per bound and model, or JSON (schema
+    ``calibration-dashboard/check/v1``).
+``calibration-dashboard report FILE [--maps NAMES] -o REPORT.html``
+    The page's standalone HTML report (figures, verdict, metrics,
+    diagnostics) of a predictions file, with date, input file, settings and
+    version.
 ``calibration-dashboard serve [--host H] [--port P] [--debug]``
     Start the dashboard; with no subcommand at all, the dashboard starts on
     its built-in demo.
@@ -12,7 +21,8 @@
 This module never imports dash at module level: ``evaluate`` stays fast and
 works without the web stack. Errors are printed to stderr as one line,
 never as a traceback. Exit codes: 0 success, 1 bad input (file, data or
-settings), 2 bad command line, 130 interrupted.
+settings), 2 bad command line, 130 interrupted; ``check`` alone uses 1 for a
+failed bound and 2 for any bad input, so that a CI gate can tell them apart.
 """
 
 from __future__ import annotations
@@ -20,13 +30,16 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import math
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
 
 PROG = "calibration-dashboard"
 SCHEMA = "calibration-dashboard/evaluate/v1"
+CHECK_SCHEMA = "calibration-dashboard/check/v1"
 EXIT_OK, EXIT_INPUT, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 FORMATS = ("table", "json", "csv")
 
@@ -82,7 +95,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="on an unexpected error, show the Python traceback (for bug reports)",
     )
-    sub = parser.add_subparsers(dest="command", metavar="{evaluate,serve}")
+    sub = parser.add_subparsers(dest="command", metavar="{evaluate,check,report,serve}")
 
     ev = sub.add_parser(
         "evaluate",
@@ -92,40 +105,144 @@ def build_parser() -> argparse.ArgumentParser:
         "classwise ECE/MCE, Brier score and log-loss of the held-out calibrated "
         "predictions. The first row is always the uncalibrated model.",
     )
-    ev.add_argument("file", metavar="FILE", help="predictions file (CSV/TSV, .gz, Parquet, NPZ)")
+    _add_data_arguments(ev)
     ev.add_argument(
+        "--maps",
+        default="all",
+        metavar="NAMES",
+        help=MAPS_HELP + " or 'all' (default)",
+    )
+    ev.add_argument("--format", choices=FORMATS, default="table", help="output format (table)")
+    _add_verdict_arguments(ev)
+    _add_check_parser(sub)
+    _add_report_parser(sub)
+
+    sv = sub.add_parser("serve", help="start the dashboard web server")
+    _add_serve_arguments(sv)
+    return parser
+
+
+MAPS_HELP = (
+    "comma-separated map names (histogram,isotonic,platt,beta,temperature,vector,matrix,dirichlet)"
+)
+
+
+def _add_data_arguments(parser: argparse.ArgumentParser, *, seed: bool = True) -> None:
+    """FILE and how it is read, binned and cross-fitted (evaluate, check, report).
+
+    ``report`` has no ``--seed``: the page's folds always use seed 0.
+    """
+    parser.add_argument(
+        "file", metavar="FILE", help="predictions file (CSV/TSV, .gz, Parquet, NPZ)"
+    )
+    parser.add_argument(
         "--label-column", metavar="C", default=None, help="name of the true-label column"
     )
-    ev.add_argument(
+    parser.add_argument(
         "--bins", type=_positive_int, default=15, metavar="M", help="bins for ECE/MCE (15)"
     )
-    ev.add_argument(
+    parser.add_argument(
         "--scheme",
         choices=("width", "frequency"),
         default="width",
         help="equal-width or equal-frequency bins (width)",
     )
-    ev.add_argument(
-        "--maps",
-        default="all",
-        metavar="NAMES",
-        help="comma-separated map names (histogram,isotonic,platt,beta,temperature,vector,"
-        "matrix,dirichlet) or 'all' (default)",
-    )
-    ev.add_argument(
+    parser.add_argument(
         "--folds", type=_int, default=5, metavar="K", help="cross-fitting folds, >= 2 (5)"
     )
-    ev.add_argument("--seed", type=_int, default=0, help="seed of the fold assignment (0)")
-    ev.add_argument("--format", choices=FORMATS, default="table", help="output format (table)")
-    ev.add_argument(
+    if seed:
+        parser.add_argument("--seed", type=_int, default=0, help="seed of the fold assignment (0)")
+    parser.add_argument(
         "--renormalize",
         action="store_true",
         help="divide probability rows by their sum instead of rejecting rows that do not sum to 1",
     )
 
-    sv = sub.add_parser("serve", help="start the dashboard web server")
-    _add_serve_arguments(sv)
-    return parser
+
+def _level(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number in (0, 1), got {text!r}") from None
+    if not 0.0 < value < 1.0:
+        raise argparse.ArgumentTypeError(f"expected a number in (0, 1), e.g. 0.95, got {text}")
+    return value
+
+
+def _add_verdict_arguments(parser: argparse.ArgumentParser) -> None:
+    """The paired bootstrap of the verdict (evaluate)."""
+    parser.add_argument(
+        "--resamples",
+        type=_positive_int,
+        default=1000,
+        metavar="B",
+        help="paired bootstrap resamples of the verdict (1000)",
+    )
+    parser.add_argument(
+        "--level",
+        type=_level,
+        default=0.95,
+        metavar="L",
+        help="coverage of the verdict's interval (0.95)",
+    )
+
+
+def _metric_names() -> str:
+    from calibration_core.compare import METRIC_COLUMNS
+
+    return ", ".join(METRIC_COLUMNS)
+
+
+def _add_check_parser(sub) -> None:
+    """The ``check`` subcommand (a CI gate)."""
+    names = _metric_names()
+    ck = sub.add_parser(
+        "check",
+        help="fail (exit 1) when a calibration metric exceeds its bound: a CI gate",
+        description="Check upper bounds on calibration metrics of every model in a "
+        "predictions file. Exit code 0 when every bound holds, 1 when one fails, 2 on bad "
+        f"input. Metrics: {names}.",
+    )
+    _add_data_arguments(ck)
+    ck.add_argument(
+        "--max",
+        action="append",
+        required=True,
+        metavar="METRIC=VALUE",
+        dest="bounds",
+        help=f"an upper bound, e.g. confidence_ece=0.05 (repeatable); METRIC is one of {names}",
+    )
+    ck.add_argument(
+        "--after",
+        metavar="MAP",
+        default=None,
+        help="bound the held-out (cross-fitted) metrics of this calibration map instead of "
+        "the uncalibrated predictions",
+    )
+    ck.add_argument(
+        "--format", choices=("text", "json"), default="text", help="output format (text)"
+    )
+
+
+def _add_report_parser(sub) -> None:
+    """The ``report`` subcommand (the page's HTML report)."""
+    rp = sub.add_parser(
+        "report",
+        help="write the dashboard's standalone HTML report of a predictions file",
+        description="Fit calibration maps on held-out folds as the dashboard does and write "
+        "its offline HTML report (reliability diagrams, verdict, metrics, diagnostics), with "
+        "the date, input file, settings and version.",
+    )
+    _add_data_arguments(rp, seed=False)
+    rp.add_argument(
+        "--maps",
+        default="all",
+        metavar="NAMES",
+        help=MAPS_HELP + " or 'all' (default)",
+    )
+    rp.add_argument(
+        "-o", "--output", required=True, metavar="REPORT.html", help="where to write the report"
+    )
 
 
 def _add_serve_arguments(parser: argparse.ArgumentParser) -> None:
@@ -144,18 +261,23 @@ def parse_maps(text: str):
     return names
 
 
+def input_path(text: str) -> Path:
+    """The FILE argument as a path, or a clear error when it is missing or a folder."""
+    path = Path(text)
+    if not path.exists():
+        raise FileNotFoundError(f"file not found: {text}")
+    if path.is_dir():
+        raise IsADirectoryError(f"{text} is a folder, not a predictions file")
+    return path
+
+
 def evaluate(args: argparse.Namespace, out) -> int:
     """Run ``evaluate`` and write the result to ``out``; returns the exit code."""
     import calibration_core
     from calibration_core import compare_maps
 
-    path = Path(args.file)
-    if not path.exists():
-        raise FileNotFoundError(f"file not found: {args.file}")
-    if path.is_dir():
-        raise IsADirectoryError(f"{args.file} is a folder, not a predictions file")
     models = calibration_core.load_predictions(
-        path, label_column=args.label_column, renormalize=args.renormalize
+        input_path(args.file), label_column=args.label_column, renormalize=args.renormalize
     )
     maps = parse_maps(args.maps)
     results = [
@@ -180,6 +302,7 @@ def evaluate(args: argparse.Namespace, out) -> int:
         write_csv(results, out)
     else:
         write_tables(results, out)
+        write_verdicts(results, args, out)
     return EXIT_OK
 
 
@@ -201,6 +324,8 @@ def evaluate_document(args: argparse.Namespace, maps, results) -> dict[str, Any]
             "maps": map_names,
             "label_column": args.label_column,
             "renormalize": bool(args.renormalize),
+            "resamples": args.resamples,
+            "level": args.level,
         },
         "models": [
             {
@@ -210,6 +335,7 @@ def evaluate_document(args: argparse.Namespace, maps, results) -> dict[str, Any]
                 "splitter": r.settings["splitter"],
                 "warnings": list(r.warnings),
                 "rows": r.rows(),
+                "verdict": r.verdict(n_resamples=args.resamples, level=args.level).to_dict(),
             }
             for r in results
         ],
@@ -266,6 +392,168 @@ def write_tables(results, out) -> None:
                 out.write(f"  {name} failed: {message}\n")
 
 
+def verdict_line(verdict) -> str:
+    """One line: the verdict's summary and the winner's parameters in words."""
+    words = verdict.parameters.get(verdict.winner)
+    return f"verdict: {verdict.summary}" + (f" {verdict.winner}: {words}." if words else "")
+
+
+def write_verdicts(results, args: argparse.Namespace, out) -> None:
+    """The verdict of every model, one line each, after the tables."""
+    out.write("\n")
+    for result in results:
+        verdict = result.verdict(n_resamples=args.resamples, level=args.level)
+        out.write(f"{result.settings['model']}: {verdict_line(verdict)}\n")
+
+
+# --------------------------------------------------------------------- check
+@dataclass(frozen=True)
+class Bound:
+    """One ``--max METRIC=VALUE`` bound."""
+
+    metric: str
+    limit: float
+
+
+def parse_bounds(texts: Sequence[str]) -> list[Bound]:
+    """The ``--max`` bounds; raises CommandError naming the bad one and the metric names."""
+    from calibration_core.compare import METRIC_COLUMNS
+
+    bounds = []
+    for text in texts:
+        metric, sep, value = text.partition("=")
+        metric = metric.strip()
+        if not sep or not metric:
+            raise CommandError(
+                f"malformed bound {text!r}: write --max METRIC=VALUE, e.g. confidence_ece=0.05"
+            )
+        if metric not in METRIC_COLUMNS:
+            raise CommandError(
+                f"unknown metric {metric!r} in --max {text}; choose one of "
+                f"{', '.join(METRIC_COLUMNS)}"
+            )
+        try:
+            limit = float(value)
+        except ValueError:
+            limit = math.nan
+        if not math.isfinite(limit):
+            raise CommandError(
+                f"malformed bound {text!r}: the value must be a finite number, e.g. {metric}=0.05"
+            )
+        bounds.append(Bound(metric, limit))
+    return bounds
+
+
+def checked_metrics(model, args: argparse.Namespace) -> dict[str, float]:
+    """The metrics the bounds apply to: uncalibrated, or held-out after ``--after``."""
+    from calibration_core import compare_maps
+    from calibration_core.compare import score_probs
+
+    if args.after is None:
+        return score_probs(model.probs, model.labels, n_bins=args.bins, scheme=args.scheme)
+    result = compare_maps(
+        model, [args.after], folds=args.folds, n_bins=args.bins, scheme=args.scheme,
+        seed=args.seed,
+    )  # fmt: skip
+    label = next(name for name in result.table.index if name != "uncalibrated")
+    error = result.errors.get(label)
+    if error is not None:
+        raise CommandError(f"{model.name}: map {args.after!r} failed: {error}")
+    return {k: float(v) for k, v in result.table.loc[label].items() if isinstance(v, float)}
+
+
+def check(args: argparse.Namespace, out) -> int:
+    """Run ``check``: 0 when every bound holds for every model, 1 when one fails."""
+    import calibration_core
+
+    bounds = parse_bounds(args.bounds)
+    models = calibration_core.load_predictions(
+        input_path(args.file), label_column=args.label_column, renormalize=args.renormalize
+    )
+    results = []
+    for model in models:
+        values = checked_metrics(model, args)
+        for bound in bounds:
+            value = values[bound.metric]
+            results.append(
+                {
+                    "model": model.name,
+                    "metric": bound.metric,
+                    "value": value,
+                    "max": bound.limit,
+                    "after": args.after,
+                    "passed": value <= bound.limit,
+                }
+            )
+    passed = all(r["passed"] for r in results)
+    if args.format == "json":
+        json.dump(check_document(args, results, passed), out, indent=2, allow_nan=False)
+        out.write("\n")
+    else:
+        for r in results:
+            out.write(check_line(r) + "\n")
+    return EXIT_OK if passed else EXIT_INPUT
+
+
+def check_line(result: dict[str, Any]) -> str:
+    """``PASS confidence_ece = 0.0312 <= 0.05 (model m)`` (or ``FAIL ... > ...``)."""
+    verdict, op = ("PASS", "<=") if result["passed"] else ("FAIL", ">")
+    where = f"model {result['model']}"
+    if result["after"] is not None:
+        where += f", held-out after {result['after']}"
+    return f"{verdict} {result['metric']} = {result['value']:.4f} {op} {result['max']:g} ({where})"
+
+
+def check_document(args: argparse.Namespace, results, passed: bool) -> dict[str, Any]:
+    """The JSON document of ``check --format json`` (see docs/evaluate-json-schema.md)."""
+    return {
+        "schema": CHECK_SCHEMA,
+        "version": _version(),
+        "file": str(args.file),
+        "passed": passed,
+        "settings": {
+            "n_bins": args.bins,
+            "scheme": args.scheme,
+            "folds": args.folds,
+            "seed": args.seed,
+            "after": args.after,
+            "label_column": args.label_column,
+            "renormalize": bool(args.renormalize),
+        },
+        "results": results,
+    }
+
+
+# -------------------------------------------------------------------- report
+def report(args: argparse.Namespace) -> int:
+    """Run ``report``: write the page's HTML report of FILE to ``--output``."""
+    from calibration_core.maps import available_maps
+
+    path = input_path(args.file)
+    maps = parse_maps(args.maps)
+    try:
+        from app.offline_report import ReportSettings, file_report
+    except ModuleNotFoundError as exc:
+        raise CommandError(
+            f"the report needs the dashboard's web dependencies ({exc}); install "
+            "calibration-dashboard with them"
+        ) from None
+    settings = ReportSettings(
+        maps=tuple(available_maps()) if maps == "all" else maps,
+        folds=args.folds,
+        n_bins=args.bins,
+        scheme=args.scheme,
+        label_column=args.label_column,
+        renormalize=args.renormalize,
+    )
+    content, notes = file_report(path, settings)
+    for note in notes:
+        print(f"{PROG}: warning: {note}", file=sys.stderr)
+    Path(args.output).write_text(content, encoding="utf-8")
+    print(f"{PROG}: wrote {args.output}", file=sys.stderr)
+    return EXIT_OK
+
+
 # --------------------------------------------------------------------- serve
 def _without_ipython() -> None:
     """Keep dash from importing IPython in the server process (a slower start for nothing).
@@ -300,6 +588,28 @@ def _fail(message: str, code: int) -> int:
     return code
 
 
+def run_check(args: argparse.Namespace) -> int:
+    """``check`` with its own exit codes: 0 pass, 1 a bound fails, 2 any bad input."""
+    from calibration_core import CalibrationInputError
+
+    try:
+        buffer = io.StringIO()
+        code = check(args, buffer)
+    except KeyboardInterrupt:
+        return _fail("interrupted", EXIT_INTERRUPTED)
+    except (CalibrationInputError, CommandError, OSError) as exc:
+        return _fail(str(exc), EXIT_USAGE)
+    except Exception as exc:
+        if args.traceback:
+            raise
+        return _fail(
+            f"{type(exc).__name__}: {exc} (rerun with --traceback for details)", EXIT_USAGE
+        )
+    sys.stdout.write(buffer.getvalue())
+    sys.stdout.flush()
+    return code
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``calibration-dashboard`` console script.
 
@@ -325,7 +635,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(exc.code or 0) if not isinstance(exc.code, str) else EXIT_USAGE
     if args.command is None:
         args = argparse.Namespace(host="127.0.0.1", port=8050, debug=False, **vars(args))
+    if args.command == "check":
+        return run_check(args)
     try:
+        if args.command == "report":
+            return report(args)
         if args.command == "evaluate":
             buffer = io.StringIO()
             code = evaluate(args, buffer)

@@ -161,6 +161,9 @@ def html_report(
     rows: list[dict],
     caption: str,
     extra_html: str = "",
+    *,
+    details: dict[str, str] | None = None,
+    lead_html: str = "",
 ) -> str:
     """A standalone HTML report that opens offline (plotly.js is embedded).
 
@@ -174,6 +177,12 @@ def html_report(
     extra_html : str
         Trusted, already escaped HTML appended after the metrics (the
         diagnostics, :func:`app.diagnostics.report.diagnostics_html`).
+    details : dict of str to str, optional
+        Plain-text facts shown under the title (date, version, input files,
+        settings), escaped here.
+    lead_html : str
+        Trusted, already escaped HTML placed before the metrics (the verdict,
+        :func:`app.verdict.verdict_html`).
     """
     parts = []
     for i, fig in enumerate(figures):
@@ -191,6 +200,11 @@ def html_report(
             return "" if not math.isfinite(v) else f"{v:.4f}"
         return html.escape("" if v is None else str(v))
 
+    facts = "".join(
+        f"<tr><th>{html.escape(k)}</th><td>{html.escape(v)}</td></tr>"
+        for k, v in (details or {}).items()
+    )
+    facts_html = f'<table class="details">{facts}</table>' if facts else ""
     head = "".join(f"<th>{html.escape(f)}</th>" for f in METRIC_FIELDS)
     body = "".join(
         "<tr>" + "".join(f"<td>{cell(r.get(f))}</td>" for f in METRIC_FIELDS) + "</tr>"
@@ -205,10 +219,13 @@ table {{ border-collapse: collapse; font-size: 13px; margin-top: 8px; }}
 th, td {{ border: 1px solid #d0d7de; padding: 4px 8px; text-align: right; }}
 th {{ background: #f6f8fa; }} td:first-child, td:nth-child(2) {{ text-align: left; }}
 .caption {{ color: #57606a; font-size: 13px; }}
+table.details th, table.details td {{ text-align: left; }}
 </style></head><body>
 <h1>{html.escape(title)}</h1>
 <p class="caption">{html.escape(subtitle)}</p>
+{facts_html}
 {"".join(parts)}
+{lead_html}
 <h2>Metrics</h2>
 <p class="caption">{html.escape(caption)}</p>
 <table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>

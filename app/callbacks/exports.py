@@ -9,13 +9,15 @@ a small clientside function (``assets/downloads.js``) opens its URL.
 
 from __future__ import annotations
 
+import json
 import secrets
+import time
 
 from dash import ClientsideFunction, Input, Output, no_update
 from dash import ctx as dash_ctx
 from flask import Flask, Response, abort, stream_with_context
 
-from calibration_core import CalibrationInputError
+from calibration_core import CalibrationInputError, __version__
 
 from .. import ids
 from ..analysis import variants
@@ -33,6 +35,7 @@ from ..figures.common import view_title
 from ..figures.reliability import reliability_figure
 from ..metrics_table import caption
 from ..settings import RawSettings, ViewSettings
+from ..verdict import verdict_html, view_verdicts
 from .controls import setting_states
 from .view import compute_view
 
@@ -91,16 +94,37 @@ def small_export(ctx: AppContext, sid, which: str, raw: RawSettings) -> dict:
             "filename": download_name("fitted-maps", "json"),
             "type": "application/json",
         }
+    return {
+        "content": report_html(ctx, sid, result, settings),
+        "filename": download_name("report", "html"),
+        "type": "text/html",
+    }
+
+
+def report_details(result, settings: dict) -> dict[str, str]:
+    """Date, version, input files and settings of a report, as plain text."""
+    sources = dict.fromkeys(mv.info.source for mv in result.models)
+    return {
+        "date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
+        "version": f"calibration-dashboard {__version__}",
+        "input files": ", ".join(sources),
+        "settings": json.dumps(settings, ensure_ascii=False),
+    }
+
+
+def report_html(ctx: AppContext, sid, result, settings: dict) -> str:
+    """The standalone HTML report of a view: figures, verdict, metrics and diagnostics."""
     figures = [reliability_figure(mv, result.view, result.heldout) for mv in result.models]
-    text = html_report(
+    return html_report(
         "Calibration report",
         f"{view_title(result.view)} · {result.heldout.describe()}",
         figures,
         result.rows,
         caption(result.view),
         extra_html=diagnostics_html(ctx, sid, result),
+        details=report_details(result, settings),
+        lead_html=verdict_html(view_verdicts(ctx.store, result)),
     )
-    return {"content": text, "filename": download_name("report", "html"), "type": "text/html"}
 
 
 def create_calibrated_export(ctx: AppContext, sid, raw: RawSettings) -> str:

@@ -93,6 +93,8 @@ def test_evaluate_json_schema_and_values(preds_csv, capsys):
         "maps": ["test-cli-prior"],
         "label_column": None,
         "renormalize": False,
+        "resamples": 1000,
+        "level": 0.95,
     }
     assert [m["model"] for m in doc["models"]] == ["alpha", "beta"]
     for model, loaded in zip(doc["models"], load_predictions(preds_csv), strict=True):
@@ -106,6 +108,14 @@ def test_evaluate_json_schema_and_values(preds_csv, capsys):
         for got, want in zip(model["rows"], expected, strict=True):
             for col in ("accuracy", "confidence_ece", "classwise_mce", "brier_score", "log_loss"):
                 assert got[col] == pytest.approx(want[col], rel=1e-12)
+        # the verdict: the library's, for the same settings (the comparison's seed)
+        want = (
+            compare_maps(loaded, ["test-cli-prior"], folds=3, n_bins=10, scheme="frequency", seed=4)
+            .verdict()
+            .to_dict()
+        )
+        assert model["verdict"] == want
+        assert model["verdict"]["seed"] == 4 and model["verdict"]["n_resamples"] == 1000
 
 
 def test_evaluate_table_lists_every_model_and_map(preds_csv, capsys):
@@ -115,8 +125,11 @@ def test_evaluate_table_lists_every_model_and_map(preds_csv, capsys):
     assert code == 0, err
     assert out.startswith("alpha: 240 rows, 3 classes; 2-fold cross-fitting")
     assert "\nbeta: 240 rows" in out
-    assert out.count("uncalibrated") == 2 and out.count("test-cli-prior") == 2
+    first_cells = [line.split()[0] for line in out.splitlines() if line.strip()]
+    assert first_cells.count("uncalibrated") == 2 and first_cells.count("test-cli-prior") == 2
     assert "confidence_ece" in out and "log_loss" in out
+    verdicts = [line for line in out.splitlines() if ": verdict: " in line]
+    assert [v.split(":")[0] for v in verdicts] == ["alpha", "beta"]
 
 
 def test_evaluate_csv_is_one_table(preds_csv, capsys):
@@ -262,3 +275,119 @@ def test_schema_doc_example_matches_the_output(preds_csv, capsys):
     assert example["settings"].keys() == doc["settings"].keys()
     assert example["models"][0].keys() == doc["models"][0].keys()
     assert example["models"][0]["rows"][0].keys() == doc["models"][0]["rows"][0].keys()
+    assert example["models"][0]["verdict"].keys() == doc["models"][0]["verdict"].keys()
+
+
+# ------------------------------------------------------------------- check
+def test_check_pass_and_fail_exit_codes_and_lines(preds_csv, capsys):
+    models = load_predictions(preds_csv)
+    ece = {m.name: compare_maps(m, []).table.loc["uncalibrated", "confidence_ece"] for m in models}
+    high = max(ece.values()) + 0.01
+    code, out, err = run(
+        ["check", str(preds_csv), "--max", f"confidence_ece={high}", "--max", "brier_score=2"],
+        capsys,
+    )
+    assert code == 0, err
+    lines = out.splitlines()
+    assert len(lines) == 4 and all(line.startswith("PASS ") for line in lines)
+    assert lines[0] == f"PASS confidence_ece = {ece['alpha']:.4f} <= {high:g} (model alpha)"
+    low = min(ece.values()) - 0.01  # fails for both models
+    code, out, err = run(["check", str(preds_csv), "--max", f"confidence_ece={low}"], capsys)
+    assert code == 1, err
+    assert [line.split()[0] for line in out.splitlines()] == ["FAIL", "FAIL"]
+    assert f"> {low:g} (model beta)" in out.splitlines()[1]
+
+
+def test_check_after_a_map_bounds_its_held_out_metrics(preds_csv, capsys):
+    (alpha, beta) = load_predictions(preds_csv)
+    held_out = {
+        m.name: compare_maps(m, ["test-cli-prior"], folds=3, seed=2).table.loc["test-cli-prior"]
+        for m in (alpha, beta)
+    }
+    bound = float(held_out["alpha"]["log_loss"]) + 1e-9  # alpha passes; does beta?
+    argv = ["check", str(preds_csv), "--max", f"log_loss={bound!r}", "--after", "test-cli-prior",
+            "--folds", "3", "--seed", "2", "--format", "json"]  # fmt: skip
+    code, out, err = run(argv, capsys)
+    doc = json.loads(out)
+    assert doc["schema"] == "calibration-dashboard/check/v1"
+    assert doc["settings"]["after"] == "test-cli-prior" and doc["settings"]["folds"] == 3
+    got = {r["model"]: r for r in doc["results"]}
+    for name in ("alpha", "beta"):
+        assert got[name]["value"] == pytest.approx(held_out[name]["log_loss"], rel=1e-12)
+        assert got[name]["passed"] == (held_out[name]["log_loss"] <= bound)
+        assert got[name]["after"] == "test-cli-prior" and got[name]["metric"] == "log_loss"
+    assert doc["passed"] == all(r["passed"] for r in doc["results"])
+    assert code == (0 if doc["passed"] else 1), err
+
+
+@pytest.mark.parametrize(
+    ("argv", "needle"),
+    [
+        (["--max", "calibration=0.1"], "choose one of accuracy, confidence_ece"),
+        (["--max", "confidence_ece"], "malformed bound"),
+        (["--max", "confidence_ece=abc"], "finite number"),
+        (["--max", "log_loss=nan"], "finite number"),
+        (["--max", "log_loss=1", "--after", "no-such-map"], "unknown calibration map"),
+        (["--max", "log_loss=1", "--file", "{missing}"], "file not found"),
+        (["--max", "log_loss=1", "--file", "{bad}"], "bad.csv"),
+        ([], "--max"),
+    ],
+)
+def test_check_bad_input_exits_2(tmp_path, preds_csv, capsys, argv, needle):
+    bad = tmp_path / "bad.csv"
+    bad.write_text("label,p_a,p_b\n0,0.2,0.8\n1,1.7,-0.7\n")
+    target = str(preds_csv)
+    if "--file" in argv:
+        i = argv.index("--file")
+        target = argv[i + 1].format(missing=tmp_path / "nope.csv", bad=bad)
+        argv = argv[:i] + argv[i + 2 :]
+    code, out, err = run(["check", target, *argv], capsys)
+    assert code == 2
+    assert out == ""
+    assert err.startswith("calibration-dashboard: error: ") and err.count("\n") == 1
+    assert needle in err and "Traceback" not in err
+
+
+def test_check_help_lists_the_metrics(capsys):
+    code, out, _ = run(["check", "--help"], capsys)
+    assert code == 0
+    assert "confidence_ece" in out and "brier_score" in out and "--after" in out
+
+
+# ------------------------------------------------------------------ report
+def test_report_writes_a_standalone_html_with_details_and_verdict(tmp_path, capsys):
+    path = write_predictions_csv(tmp_path / "preds.csv", n=150)
+    target = tmp_path / "out" / "report.html"
+    target.parent.mkdir()
+    code, out, err = run(
+        ["report", str(path), "--maps", "temperature", "--folds", "3", "--bins", "10",
+         "-o", str(target)],
+        capsys,
+    )  # fmt: skip
+    assert code == 0, err
+    assert out == "" and f"wrote {target}" in err
+    text = target.read_text(encoding="utf-8")
+    assert text.startswith("<!DOCTYPE html>") and "</html>" in text
+    assert '<script src="http' not in text  # opens offline: plotly.js is embedded
+    import calibration_core
+
+    assert f"calibration-dashboard {calibration_core.__version__}" in text
+    assert "<th>date</th>" in text and "<th>input files</th><td>preds.csv</td>" in text
+    assert "3-fold cross-fitting" in text and "&quot;n_bins&quot;: 10" in text
+    assert "<h2>Verdict</h2>" in text and "<h3>alpha</h3>" in text and "<h3>beta</h3>" in text
+    (alpha, _) = load_predictions(path)
+    verdict = compare_maps(alpha, ["temperature"], folds=3, n_bins=10).verdict()
+    import html
+
+    assert html.escape(verdict.summary) in text  # the core's verdict, same folds and seed
+    assert "Diagnostics · alpha" in text  # the page's report, diagnostics included
+
+
+def test_report_bad_input_is_one_line(tmp_path, preds_csv, capsys):
+    code, out, err = run(["report", str(tmp_path / "nope.csv"), "-o", "x.html"], capsys)
+    assert code == 1 and "file not found" in err and err.count("\n") == 1
+    code, _, err = run(["report", str(preds_csv), "--maps", "nope", "-o", "x.html"], capsys)
+    assert code == 1 and "unknown calibration map" in err
+    assert not (Path.cwd() / "x.html").exists()
+    code, _, err = run(["report", str(preds_csv)], capsys)
+    assert code == 2 and "--output" in err

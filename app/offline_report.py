@@ -1,0 +1,107 @@
+"""The page's HTML report of a predictions file, without a browser (CLI ``report``).
+
+The file's models go into a throwaway disk store in a temporary folder, the
+maps are fitted by the page's own fit function (:func:`app.callbacks.fit.run_fits`)
+and the report is the page's "HTML report" export
+(:func:`app.callbacks.exports.small_export`), so that the command and the
+page can never write different reports for the same file and settings.
+"""
+
+from __future__ import annotations
+
+import secrets
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from calibration_core import load_predictions
+
+from . import ids
+from .callbacks.exports import small_export
+from .callbacks.fit import run_fits
+from .config import AppConfig
+from .context import AppContext
+from .session import SessionManager, new_session_id
+from .settings import RawSettings
+from .store.data_store import DataStore
+
+__all__ = ["ReportSettings", "file_report"]
+
+#: Store limits of a one-off report: the file given is the whole session.
+_NO_LIMIT = 1 << 50
+
+
+@dataclass(frozen=True)
+class ReportSettings:
+    """What the report is computed with (the page's controls of the same names)."""
+
+    maps: tuple[str, ...]
+    folds: int = 5
+    n_bins: int = 15
+    scheme: str = "width"
+    label_column: str | None = None
+    renormalize: bool = False
+
+
+def _context(root: Path, n_models: int) -> AppContext:
+    """A private context: a store under ``root`` that holds every model of the file."""
+    config = AppConfig(cache_dir=root, secret_key=secrets.token_hex(16))
+    store = DataStore(
+        root / "store",
+        size_limit_bytes=_NO_LIMIT,
+        max_models_per_session=max(n_models, config.max_models_per_session),
+        max_session_bytes=_NO_LIMIT,
+    )
+    sessions = SessionManager(config.resolved_secret_key(), config.session_ttl_seconds)
+    return AppContext(config=config, store=store, sessions=sessions)
+
+
+def _ignore_progress(_value) -> None:
+    """The page's fit reports progress to its progress bar; a report has none."""
+
+
+def file_report(path: Path, settings: ReportSettings) -> tuple[str, list[str]]:
+    """The standalone HTML report of a predictions file.
+
+    Parameters
+    ----------
+    path : Path
+        A predictions file (CSV/TSV, Parquet, NPZ), as ``evaluate`` reads it.
+    settings : ReportSettings
+
+    Returns
+    -------
+    (str, list of str)
+        The HTML text, and warnings (e.g. maps refused by the parameter budget).
+
+    Raises
+    ------
+    CalibrationInputError
+        Unreadable predictions or invalid settings.
+    """
+    models = load_predictions(
+        path, label_column=settings.label_column, renormalize=settings.renormalize
+    )
+    with tempfile.TemporaryDirectory(prefix="calibration-report-") as tmp:
+        ctx = _context(Path(tmp), len(models))
+        try:
+            sid = new_session_id()
+            infos = ctx.store.add_models(sid, models, source=path.name)
+            handles = [info.handle for info in infos]
+            state = run_fits(
+                ctx, sid, handles, list(settings.maps), "folds", settings.folds, 0.5,
+                _ignore_progress,
+            )  # fmt: skip
+            raw = RawSettings(
+                handles,
+                list(settings.maps),
+                "folds",
+                settings.folds,
+                scheme=settings.scheme,
+                n_bins=settings.n_bins,
+            )
+            content = small_export(ctx, sid, ids.EXPORT_REPORT_HTML, raw)["content"]
+        finally:
+            ctx.store.close()
+    warnings = [state["error"]] if state.get("error") else []
+    return content, warnings

@@ -384,10 +384,11 @@ def test_report_writes_a_standalone_html_with_details_and_verdict(tmp_path, caps
 
 
 def test_report_bad_input_is_one_line(tmp_path, preds_csv, capsys):
-    code, out, err = run(["report", str(tmp_path / "nope.csv"), "-o", "x.html"], capsys)
-    assert code == 1 and "file not found" in err and err.count("\n") == 1
-    code, _, err = run(["report", str(preds_csv), "--maps", "nope", "-o", "x.html"], capsys)
+    target = tmp_path / "x.html"
+    code, out, err = run(["report", str(tmp_path / "nope.csv"), "-o", str(target)], capsys)
+    assert code == 1 and out == "" and "file not found" in err and err.count("\n") == 1
+    code, _, err = run(["report", str(preds_csv), "--maps", "nope", "-o", str(target)], capsys)
     assert code == 1 and "unknown calibration map" in err
-    assert not (Path.cwd() / "x.html").exists()
+    assert not target.exists()
     code, _, err = run(["report", str(preds_csv)], capsys)
     assert code == 2 and "--output" in err

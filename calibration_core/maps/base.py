@@ -18,9 +18,18 @@ A :class:`~calibration_core.Predictions`
     Its logits are used when it has them, its probabilities otherwise,
     whatever ``input`` says.
 
-Subclasses implement ``_fit(X, y)`` and ``_predict_proba(X)`` on validated
-arrays (see :meth:`CalibrationMap._features`), and ``_fitted_state`` /
-``_load_fitted_state`` for JSON export.
+Labels and sample weights
+-------------------------
+``fit(X, y, sample_weight=None)``: integer labels ``0..K-1`` index the
+columns; other labels must take exactly K distinct values, which name the
+columns in sorted order (``classes_``). ``sample_weight`` (N,) weighs every
+row's loss term; rows of weight 0 are dropped and integer weights act as
+repeated rows. The rules are in :mod:`~calibration_core.maps.fit_inputs`.
+
+Subclasses implement ``_fit(probs, logits, labels, sample_weight=None)`` and
+``_predict_proba(probs, logits)`` on validated arrays (see
+:meth:`CalibrationMap._features`; ``sample_weight`` is passed only when given),
+and ``_fitted_state`` / ``_load_fitted_state`` for JSON export.
 """
 
 from __future__ import annotations

@@ -29,7 +29,8 @@ fixed at 0.
 
 All columns are fitted together by the batched Newton method of
 :mod:`~calibration_core.maps.onevsrest`, and the refits of all constrained
-columns together again.
+columns together again. With ``sample_weight`` every fit and refit minimises
+the weighted mean log-loss.
 """
 
 from __future__ import annotations

@@ -9,7 +9,8 @@ of per-class input features ``x`` (logits, or log-probabilities):
     ``softmax(x @ W.T + b)``, parameters ``W`` (K, K) and ``b`` (K,) (K^2 + K).
 
 :class:`SoftmaxLinearObjective` is the mean softmax log-loss (negative
-log-likelihood of the true class) plus a quadratic penalty, with the analytic
+log-likelihood of the true class; the weighted mean with sample weights) plus
+a quadratic penalty, with the analytic
 gradient and the Hessian diagonal; the helpers here convert between flat
 parameters and ``(coef, intercept)``. Fitting lives in
 :mod:`~calibration_core.maps.linear.fit`.

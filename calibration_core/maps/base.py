@@ -18,9 +18,18 @@ A :class:`~calibration_core.Predictions`
     Its logits are used when it has them, its probabilities otherwise,
     whatever ``input`` says.
 
-Subclasses implement ``_fit(X, y)`` and ``_predict_proba(X)`` on validated
-arrays (see :meth:`CalibrationMap._features`), and ``_fitted_state`` /
-``_load_fitted_state`` for JSON export.
+Labels and sample weights
+-------------------------
+``fit(X, y, sample_weight=None)``: integer labels ``0..K-1`` index the
+columns; other labels must take exactly K distinct values, which name the
+columns in sorted order (``classes_``). ``sample_weight`` (N,) weighs every
+row's loss term; rows of weight 0 are dropped and integer weights act as
+repeated rows. The rules are in :mod:`~calibration_core.maps.fit_inputs`.
+
+Subclasses implement ``_fit(probs, logits, labels, sample_weight=None)`` and
+``_predict_proba(probs, logits)`` on validated arrays (see
+:meth:`CalibrationMap._features`; ``sample_weight`` is passed only when given),
+and ``_fitted_state`` / ``_load_fitted_state`` for JSON export.
 """
 
 from __future__ import annotations
@@ -30,13 +39,15 @@ import time
 from typing import Any, ClassVar
 
 import numpy as np
+import scipy.sparse as sp
 from scipy.special import log_softmax
 from sklearn.base import BaseEstimator, ClassifierMixin
-from sklearn.utils.validation import check_is_fitted
+from sklearn.utils.validation import check_array, check_is_fitted
 
 from ..errors import CalibrationInputError
 from ..predictions import Predictions, stable_softmax
-from ..validation import ROW_SUM_TOLERANCE, check_labels, check_prob_matrix
+from ..validation import ROW_SUM_TOLERANCE, check_prob_matrix
+from .fit_inputs import check_sample_weight, drop_unweighted_rows, encode_labels
 
 #: Probabilities are clipped to [EPS, 1 - EPS] before logs and in outputs.
 EPS = 1e-12
@@ -51,6 +62,19 @@ def log_inputs(probs: np.ndarray, logits: np.ndarray | None) -> np.ndarray:
     return np.log(np.clip(probs, EPS, 1.0))
 
 
+def _classes_from_export(classes, n_classes: int) -> np.ndarray:
+    """``classes_`` of an export: its ``classes`` list, or ``0..K-1`` when absent."""
+    if classes is None:
+        return np.arange(n_classes)
+    arr = np.asarray(classes)
+    if arr.ndim != 1 or arr.shape[0] != n_classes or arr.dtype == object:
+        raise CalibrationInputError(
+            f"the map export lists classes {classes!r}; expected {n_classes} labels of one "
+            "type (numbers or strings)."
+        )
+    return arr
+
+
 class CalibrationMap(ClassifierMixin, BaseEstimator):
     """Base class of all calibration maps.
 
@@ -62,9 +86,13 @@ class CalibrationMap(ClassifierMixin, BaseEstimator):
     Attributes
     ----------
     classes_ : numpy.ndarray, shape (K,)
-        ``0..K-1``.
+        The label of each column: ``0..K-1`` when the fit labels were column
+        indices, else the K sorted distinct labels (see
+        :mod:`~calibration_core.maps.fit_inputs`). ``predict`` returns these.
     n_classes_ : int
         K.
+    n_features_in_ : int
+        K, the number of input columns (2 for a binary score vector).
     converged_ : bool
         Whether the optimiser reported convergence (True for closed-form fits).
     fit_seconds_ : float
@@ -88,8 +116,54 @@ class CalibrationMap(ClassifierMixin, BaseEstimator):
             raise CalibrationInputError(f"input must be 'probs' or 'logits', got {self.input!r}.")
         return self.input
 
-    def _features(self, X) -> tuple[np.ndarray, np.ndarray | None]:
+    def _dense_numeric(self, X, kind: str, n_columns: int | None = None) -> np.ndarray:
+        """``X`` as a dense numeric array (not copied when it is one), by scikit-learn's rules.
+
+        Sparse input, complex numbers, empty arrays and more than two
+        dimensions get scikit-learn's messages (which its estimator checks
+        recognise) as a :class:`CalibrationInputError`; object arrays of numbers
+        are converted to float64, and an object that is not a number raises
+        numpy's ``TypeError``. Values (NaN, simplex) are checked afterwards.
+        A fitted map passes ``n_columns`` (K): a matrix of another width then
+        gets scikit-learn's "X has ... features" message.
+        """
+        who = type(self).__name__
+        if sp.issparse(X):
+            raise CalibrationInputError(
+                f"{who} got sparse {type(X).__name__} input; calibration maps need dense "
+                "probability or logit rows: convert with X.toarray()."
+            )
+        try:
+            arr = check_array(
+                X,
+                dtype="numeric",
+                ensure_2d=kind == "logits",
+                ensure_all_finite=False,
+                ensure_min_features=2 if kind == "logits" and n_columns is None else 1,
+                input_name="X",
+                estimator=who,
+            )
+        except ValueError as exc:
+            raise CalibrationInputError(f"{who}(input={kind!r}): {exc}") from None
+        if n_columns is not None and arr.ndim == 2 and arr.shape[1] != n_columns:
+            self._raise_column_count(arr.shape[1])
+        return arr
+
+    def _raise_column_count(self, k: int) -> None:
+        """The error for input of ``k`` columns to a map fitted on another K."""
+        # The first sentence is scikit-learn's, which its checks look for.
+        raise CalibrationInputError(
+            f"X has {k} features, but {type(self).__name__} is expecting "
+            f"{self.n_classes_} features as input: it was fitted on {self.n_classes_} "
+            f"classes but got {k} columns (one per class)."
+        )
+
+    def _features(
+        self, X, n_columns: int | None = None
+    ) -> tuple[np.ndarray | None, np.ndarray | None]:
         """Validated ``(probs, logits)`` from ``X``; logits is None for probability input.
+
+        ``n_columns`` is the K a fitted map expects (see :meth:`_dense_numeric`).
 
         Returns
         -------
@@ -100,6 +174,7 @@ class CalibrationMap(ClassifierMixin, BaseEstimator):
         if isinstance(X, Predictions):
             return np.asarray(X.probs), (None if X.logits is None else np.asarray(X.logits))
         kind = self._input_kind()
+        X = self._dense_numeric(X, kind, n_columns)
         if kind == "probs":
             try:
                 return check_prob_matrix(X), None
@@ -145,34 +220,52 @@ class CalibrationMap(ClassifierMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : array-like (N, K) or (N,), or Predictions
+        X : array-like, shape (N, K) or (N,), or Predictions
+            Probability rows, logit rows or a binary positive-class score
+            (see the module docstring).
         y : array-like, shape (N,)
-            True class indices (taken from ``X`` when it is a Predictions and y is None).
-        sample_weight : None
-            Not supported; present for scikit-learn's signature.
+            True classes: integers ``0..K-1`` index the columns; other labels
+            (strings, ``{-1, 1}``, ...) must take exactly K distinct values,
+            matched to the columns in sorted order (see ``classes_``). Taken
+            from ``X`` when it is a Predictions and y is None.
+        sample_weight : array-like, shape (N,), optional
+            Finite, non-negative weight of every row's loss term (the weighted
+            log-loss, squared error or bin counts of the map). Rows of weight 0
+            are dropped; integer weights fit as repeated rows.
 
         Returns
         -------
         self
         """
-        if sample_weight is not None:
-            raise CalibrationInputError("sample weights are not supported by calibration maps.")
+        who = type(self).__name__
         if y is None and isinstance(X, Predictions):
             y = X.labels
+        if y is None:
+            raise CalibrationInputError(
+                f"{who} requires y to be passed, but the target y is None: give the true "
+                "class of every row."
+            )
         probs, logits = self._features(X)
         n, k = (logits if probs is None else probs).shape
-        labels = check_labels(y, n, k)
+        labels, classes = encode_labels(y, n, k, who)
+        weights = check_sample_weight(sample_weight, n, who)
+        probs, logits, labels, weights = drop_unweighted_rows(probs, logits, labels, weights)
         present = np.bincount(labels, minlength=k)
         if np.count_nonzero(present) < 2:
             raise CalibrationInputError(
-                f"{type(self).__name__} needs labels of at least two classes to fit; "
-                f"all {n} labels are class {int(labels[0])}."
+                f"{who} needs labels of at least two classes to fit, got one class: "
+                f"all {labels.shape[0]} labels (of positive weight) are "
+                f"{classes[labels[0]].tolist()!r}."
             )
-        self.classes_ = np.arange(k)
+        self.classes_ = classes
         self.n_classes_ = k
+        self.n_features_in_ = k
         self.converged_ = True
         start = time.perf_counter()
-        self._fit(probs, logits, labels)
+        if weights is None:
+            self._fit(probs, logits, labels)
+        else:
+            self._fit(probs, logits, labels, sample_weight=weights)
         self.fit_seconds_ = time.perf_counter() - start
         return self
 
@@ -189,22 +282,31 @@ class CalibrationMap(ClassifierMixin, BaseEstimator):
             Rows on the simplex, every value finite and in [0, 1].
         """
         check_is_fitted(self, "classes_")
-        probs, logits = self._features(X)
+        probs, logits = self._features(X, self.n_classes_)
         k = (logits if probs is None else probs).shape[1]
-        if k != self.n_classes_:
-            raise CalibrationInputError(
-                f"{type(self).__name__} was fitted on {self.n_classes_} classes but got "
-                f"{k} columns."
-            )
+        if k != self.n_classes_:  # a Predictions, or a binary score vector
+            self._raise_column_count(k)
         out = self._predict_proba(probs, logits)
         return out
 
     def predict(self, X) -> np.ndarray:
-        """Class with the largest calibrated probability, shape (N,)."""
-        return self.predict_proba(X).argmax(axis=1)
+        """Class (an entry of ``classes_``) with the largest calibrated probability, shape (N,)."""
+        best = self.predict_proba(X).argmax(axis=1)
+        return self.classes_[best]
 
     # ---------------------------------------------------------- subclass API
-    def _fit(self, probs: np.ndarray, logits: np.ndarray | None, labels: np.ndarray) -> None:
+    def _fit(
+        self,
+        probs: np.ndarray | None,
+        logits: np.ndarray | None,
+        labels: np.ndarray,
+        sample_weight: np.ndarray | None = None,
+    ) -> None:
+        """Fit on validated inputs.
+
+        ``labels`` are column indices (N,); ``sample_weight`` is None (called
+        without it) or positive weights, shape (N,).
+        """
         raise NotImplementedError
 
     def _predict_proba(self, probs: np.ndarray, logits: np.ndarray | None) -> np.ndarray:
@@ -222,7 +324,7 @@ class CalibrationMap(ClassifierMixin, BaseEstimator):
     def to_dict(self) -> dict[str, Any]:
         """Parameters and fitted state as a JSON-able dict (no pickle)."""
         check_is_fitted(self, "classes_")
-        return {
+        out = {
             "format": JSON_FORMAT,
             "map": self.name,
             "params": self.get_params(deep=False),
@@ -230,6 +332,9 @@ class CalibrationMap(ClassifierMixin, BaseEstimator):
             "converged": bool(self.converged_),
             "state": self._fitted_state(),
         }
+        if not np.array_equal(self.classes_, np.arange(self.n_classes_)):
+            out["classes"] = self.classes_.tolist()  # labels other than column indices
+        return out
 
     def to_json(self, **kwargs) -> str:
         """:meth:`to_dict` as a JSON string."""
@@ -251,7 +356,8 @@ class CalibrationMap(ClassifierMixin, BaseEstimator):
             )
         obj = klass(**data.get("params", {}))
         obj.n_classes_ = int(data["n_classes"])
-        obj.classes_ = np.arange(obj.n_classes_)
+        obj.classes_ = _classes_from_export(data.get("classes"), obj.n_classes_)
+        obj.n_features_in_ = obj.n_classes_
         obj.converged_ = bool(data.get("converged", True))
         obj.fit_seconds_ = 0.0
         obj._load_fitted_state(data["state"])

@@ -29,7 +29,8 @@ fixed at 0.
 
 All columns are fitted together by the batched Newton method of
 :mod:`~calibration_core.maps.onevsrest`, and the refits of all constrained
-columns together again.
+columns together again. With ``sample_weight`` every fit and refit minimises
+the weighted mean log-loss.
 """
 
 from __future__ import annotations
@@ -108,7 +109,10 @@ class BetaCalibration(OneVsRestMap):
         n_cols = columns.n_columns
         if self.parameters == "am":
             fit = fit_logistic_columns(
-                [log_s + log_1ms], columns.positive, np.tile([1.0, 0.0], (n_cols, 1))
+                [log_s + log_1ms],
+                columns.positive,
+                np.tile([1.0, 0.0], (n_cols, 1)),
+                weights=columns.weights,
             )
             a = fit.params[:, 0]
             coef = np.column_stack([a, a, fit.params[:, 1]])
@@ -123,7 +127,11 @@ class BetaCalibration(OneVsRestMap):
         active = np.ones((n_cols, 3), bool)
         active[:, 2] = self.parameters == "abm"
         fit = fit_logistic_columns(
-            features, columns.positive, np.tile([1.0, 1.0, 0.0], (n_cols, 1)), active=active
+            features,
+            columns.positive,
+            np.tile([1.0, 1.0, 0.0], (n_cols, 1)),
+            active=active,
+            weights=columns.weights,
         )
         params, converged = fit.params.copy(), fit.converged.copy()
         n_iter, loss = fit.n_iter.copy(), fit.loss.copy()
@@ -142,7 +150,11 @@ class BetaCalibration(OneVsRestMap):
             pos = columns.positive
             sub[pos >= 0] = where[pos[pos >= 0]]
             refit = fit_logistic_columns(
-                [f[redo] for f in features], sub, init, active=active[redo]
+                [f[redo] for f in features],
+                sub,
+                init,
+                active=active[redo],
+                weights=columns.weights,
             )
             params[redo] = refit.params
             converged[redo] = refit.converged

@@ -66,6 +66,8 @@ class BinaryColumns:
     ----------
     probs : numpy.ndarray, shape (N, K)
     labels : numpy.ndarray, shape (N,)
+    weights : numpy.ndarray, shape (N,), optional
+        Positive sample weights; None weighs every row 1.
 
     Attributes
     ----------
@@ -75,9 +77,12 @@ class BinaryColumns:
         The class each column stands for: ``[1]`` when K = 2, ``0..K-1`` otherwise.
     """
 
-    def __init__(self, probs: np.ndarray, labels: np.ndarray) -> None:
+    def __init__(
+        self, probs: np.ndarray, labels: np.ndarray, weights: np.ndarray | None = None
+    ) -> None:
         self.probs = probs
         self.labels = labels
+        self.weights = weights
         self.n_rows, self.n_classes = probs.shape
         self.classes = np.array([1]) if self.n_classes == 2 else np.arange(self.n_classes)
 
@@ -104,6 +109,23 @@ class BinaryColumns:
         if self.n_classes == 2:
             return np.array([np.count_nonzero(self.labels == 1)])
         return np.bincount(self.labels, minlength=self.n_classes)
+
+    @cached_property
+    def positive_weight(self) -> np.ndarray:
+        """Summed weight of the positive rows per column, shape (C,) float64.
+
+        The counts of :attr:`n_positive` when the rows are unweighted.
+        """
+        if self.weights is None:
+            return self.n_positive.astype(np.float64)
+        if self.n_classes == 2:
+            return np.array([self.weights[self.labels == 1].sum()])
+        return np.bincount(self.labels, weights=self.weights, minlength=self.n_classes)
+
+    @property
+    def total_weight(self) -> float:
+        """Summed weight of all rows (N when unweighted)."""
+        return float(self.n_rows) if self.weights is None else float(self.weights.sum())
 
     def targets(self, column: int) -> np.ndarray:
         """0/1 targets of one column, shape (N,) intp."""

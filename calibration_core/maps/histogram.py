@@ -21,6 +21,14 @@ Empty bins (no fit score fell in them)
 
 Outputs are clipped to ``[eps, 1 - eps]``: an empirical bin of negatives
 only would otherwise predict exactly 0.
+
+Sample weights
+    With ``sample_weight``, ``count_m`` and ``positives_m`` are the summed
+    weights of the bin's rows and of its positive rows (a weighted
+    ``bincount``), and equal-frequency edges are the weighted order
+    statistics: the edge at position ``floor(m W / M)`` of the scores sorted
+    with each one repeated by its weight (W the total weight), so that
+    integer weights bin exactly like repeated rows.
 """
 
 from __future__ import annotations
@@ -37,6 +45,51 @@ from .onevsrest import OneVsRestMap, check_eps
 from .registry import register
 
 __all__ = ["HistogramBinning"]
+
+
+def weighted_frequency_edges(scores: np.ndarray, weights: np.ndarray, n_bins: int) -> np.ndarray:
+    """Equal-frequency edges of weighted scores, shape (M + 1,).
+
+    The unweighted rule (the order statistics at positions ``m N // M``,
+    :meth:`~calibration_core.binning.Binning.edges`) applied to the scores
+    repeated by their weights: position ``floor(m W / M)`` of the cumulative
+    weight of the sorted scores.
+    """
+    order = np.argsort(scores, kind="stable")
+    cumulative = np.cumsum(weights[order])
+    total = cumulative[-1]
+    positions = np.floor(np.arange(1, n_bins) * total / n_bins)
+    at = np.minimum(np.searchsorted(cumulative, positions, side="right"), scores.shape[0] - 1)
+    return np.concatenate(([0.0], scores[order][at], [1.0]))
+
+
+def weighted_bin_statistics(
+    binning: Binning, columns: BinaryColumns
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(edges (C, M + 1), summed weight (C, M), positive weight (C, M))`` per column.
+
+    One weighted ``bincount`` over (column, bin) pairs; the bins of a score are
+    those of :meth:`~calibration_core.binning.Binning.assign` (the floor rule
+    for equal width, weighted order statistics for equal frequency).
+    """
+    scores, weights, m = columns.scores, columns.weights, binning.n_bins
+    n_cols = scores.shape[0]
+    if binning.scheme == "width":
+        edges = np.tile(binning.edges(scores[0]), (n_cols, 1))
+        idx = binning.assign(scores)
+    else:
+        edges = np.empty((n_cols, m + 1))
+        idx = np.empty(scores.shape, np.intp)
+        for c in range(n_cols):
+            column = np.ascontiguousarray(scores[c])
+            edges[c] = weighted_frequency_edges(column, weights, m)
+            idx[c] = binning.assign(column, edges[c])
+    flat = (idx + m * np.arange(n_cols)[:, None]).ravel()
+    positive = np.stack([columns.targets(c) for c in range(n_cols)]).ravel()
+    row_weight = np.tile(weights, n_cols)
+    count = np.bincount(flat, weights=row_weight, minlength=n_cols * m)
+    positives = np.bincount(flat, weights=row_weight * positive, minlength=n_cols * m)
+    return edges, count.reshape(n_cols, m), positives.reshape(n_cols, m)
 
 
 def fill_empty_bins(values: np.ndarray, count: np.ndarray) -> np.ndarray:
@@ -89,7 +142,8 @@ class HistogramBinning(OneVsRestMap):
     values_ : numpy.ndarray, shape (C, M)
         Bin values ``a_m`` (empty bins filled, see the module docstring).
     counts_ : numpy.ndarray, shape (C, M)
-        Fit scores per bin.
+        Fit scores per bin: int64 counts, or their summed weights (float64)
+        when fitted with ``sample_weight``.
     """
 
     name = "histogram"
@@ -131,21 +185,25 @@ class HistogramBinning(OneVsRestMap):
         self._check_params()
         warn_few_rows(type(self).__name__, columns.n_rows, binning.n_bins)
         columns.warn_one_sided(type(self).__name__)
-        if columns.n_classes == 2:
-            scores = np.ascontiguousarray(columns.scores[0])
-            stats = binning.statistics(scores, columns.targets(0))
+        if columns.weights is not None:
+            edges, count, positives = weighted_bin_statistics(binning, columns)
         else:
-            stats = binning.classwise_statistics(columns.probs, columns.labels)
-        count = np.atleast_2d(stats.count)
-        positives = np.atleast_2d(stats.sum_target)
+            if columns.n_classes == 2:
+                scores = np.ascontiguousarray(columns.scores[0])
+                stats = binning.statistics(scores, columns.targets(0))
+            else:
+                stats = binning.classwise_statistics(columns.probs, columns.labels)
+            edges = stats.edges
+            count = np.atleast_2d(stats.count).astype(np.int64)
+            positives = np.atleast_2d(stats.sum_target)
         alpha = float(self.alpha)
         with np.errstate(invalid="ignore", divide="ignore"):
             values = (positives + alpha) / (count + 2.0 * alpha)
         if alpha == 0.0:
             values = fill_empty_bins(values, count)
-        self.edges_ = np.array(np.atleast_2d(stats.edges), dtype=np.float64)
+        self.edges_ = np.array(np.atleast_2d(edges), dtype=np.float64)
         self.values_ = values
-        self.counts_ = count.astype(np.int64)
+        self.counts_ = count
 
     def _predict_columns(self, scores: np.ndarray) -> np.ndarray:
         binning = self._binning()
@@ -167,4 +225,5 @@ class HistogramBinning(OneVsRestMap):
     def _load_fitted_state(self, state: dict[str, Any]) -> None:
         self.edges_ = np.asarray(state["edges"], dtype=np.float64)
         self.values_ = np.asarray(state["values"], dtype=np.float64)
-        self.counts_ = np.asarray(state["counts"], dtype=np.int64)
+        counts = np.asarray(state["counts"])
+        self.counts_ = counts.astype(np.int64 if counts.dtype.kind in "iu" else np.float64)

@@ -1,11 +1,13 @@
 """Isotonic calibration (survey §5.3, eq. 5-6), one-vs-rest for K > 2.
 
 A non-decreasing map fitted by least squares against the 0/1 targets (the
-Brier score on the fit set) with the pool-adjacent-violators algorithm, and
-linearly interpolated between its steps, exactly as scikit-learn's
-``IsotonicRegression(out_of_bounds="clip", y_min=0, y_max=1)``: the map
-passes through the first and last fit score of every constant piece, and is
-constant below the smallest and above the largest fit score.
+Brier score on the fit set, weighted by ``sample_weight`` when given, as
+scikit-learn's ``IsotonicRegression.fit(X, y, sample_weight)`` does) with the
+pool-adjacent-violators algorithm (weighted PAVA), and linearly interpolated
+between its steps, exactly as scikit-learn's
+``IsotonicRegression(out_of_bounds="clip", y_min=0, y_max=1)``: the map passes
+through the first and last fit score of every constant piece, and is constant
+below the smallest and above the largest fit score.
 
 Outputs are clipped to ``[eps, 1 - eps]`` (the survey's advice; the ends of an
 isotonic fit are often exactly 0 and 1). The default ``eps = 1e-7`` keeps the
@@ -63,7 +65,7 @@ class IsotonicCalibration(OneVsRestMap):
     def _fit_columns(self, columns: BinaryColumns) -> None:
         check_eps(self.eps, type(self).__name__)
         columns.warn_one_sided(type(self).__name__)
-        fit = fit_isotonic_columns(columns.scores, columns.positive)
+        fit = fit_isotonic_columns(columns.scores, columns.positive, weights=columns.weights)
         self.x_thresholds_ = fit.x
         self.y_thresholds_ = fit.y
         self.offsets_ = fit.offsets

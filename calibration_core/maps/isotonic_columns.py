@@ -55,12 +55,15 @@ class IsotonicColumns:
         return out
 
 
-def _isotonic_runs(scores: np.ndarray, positive: np.ndarray, first_col: int):
+def _isotonic_runs(
+    scores: np.ndarray, positive: np.ndarray, first_col: int, weights: np.ndarray | None
+):
     """Tie- and run-merged points of a block of columns (steps 1-2 of the fit).
 
     Returns ``(x_lo, x_hi, weight, mean, col)``, each of shape (R,): the lowest
-    and highest score of every run, its row count, its mean target and its
-    (global) column index.
+    and highest score of every run, its row count (summed row weight when
+    ``weights`` is given), its (weighted) mean target and its (global) column
+    index.
     """
     n_cols, n = scores.shape
     size = n_cols * n
@@ -70,7 +73,13 @@ def _isotonic_runs(scores: np.ndarray, positive: np.ndarray, first_col: int):
     enc = np.add(scores, 0.0, out=np.empty(scores.shape)).view(np.int64)  # -0.0 -> +0.0
     enc &= ~np.int64(1)
     enc |= positive == np.arange(first_col, first_col + n_cols)[:, None]
-    enc.sort(axis=1)
+    if weights is None:
+        enc.sort(axis=1)
+        row_weight = None
+    else:  # the weights follow their rows
+        order = np.argsort(enc, axis=1, kind="stable")
+        enc = np.take_along_axis(enc, order, axis=1)
+        row_weight = weights[order].ravel()
     enc = enc.ravel()
     # The targets are the lowest bit: read the lowest byte of every value.
     low = 0 if sys.byteorder == "little" else 7
@@ -85,11 +94,15 @@ def _isotonic_runs(scores: np.ndarray, positive: np.ndarray, first_col: int):
     np.not_equal(enc[1:], enc[:-1], out=new[1:])
     new |= col_start
     if new.all():  # no ties: every score is its own point
-        weight, mean, x_lo, x_hi, starts = None, target, x, x, col_start
+        weight, mean, x_lo, x_hi, starts = row_weight, target, x, x, col_start
     else:
         group = np.flatnonzero(new)
-        weight = np.diff(group, append=size).astype(np.float64)
-        mean = np.add.reduceat(target.astype(np.float64), group) / weight
+        if row_weight is None:
+            weight = np.diff(group, append=size).astype(np.float64)
+            mean = np.add.reduceat(target.astype(np.float64), group) / weight
+        else:
+            weight = np.add.reduceat(row_weight, group)
+            mean = np.add.reduceat(np.where(target, row_weight, 0.0), group) / weight
         x_lo = x[group]
         x_hi = x[np.r_[group[1:] - 1, size - 1]]
         starts = col_start[group]
@@ -110,7 +123,11 @@ def _isotonic_runs(scores: np.ndarray, positive: np.ndarray, first_col: int):
 
 
 def fit_isotonic_columns(
-    scores: np.ndarray, positive: np.ndarray, *, block_elements: int = BLOCK_ELEMENTS
+    scores: np.ndarray,
+    positive: np.ndarray,
+    *,
+    weights: np.ndarray | None = None,
+    block_elements: int = BLOCK_ELEMENTS,
 ) -> IsotonicColumns:
     """Increasing isotonic regression of 0/1 targets on every score column at once.
 
@@ -127,6 +144,9 @@ def fit_isotonic_columns(
         Score columns in [0, 1] (any memory layout, e.g. ``probs.T``).
     positive : numpy.ndarray, shape (N,)
         Column each row is a positive of, or -1.
+    weights : numpy.ndarray, shape (N,), optional
+        Positive row weights of the squared error (weighted PAVA); None weighs
+        every row 1.
     block_elements : int
         Sorting and merging run over cache-sized blocks of columns; the PAVA
         runs once over all of them.
@@ -140,7 +160,8 @@ def fit_isotonic_columns(
     n_cols, n = scores.shape
     width = max(1, block_elements // max(n, 1))
     parts = [
-        _isotonic_runs(scores[c0 : c0 + width], positive, c0) for c0 in range(0, n_cols, width)
+        _isotonic_runs(scores[c0 : c0 + width], positive, c0, weights)
+        for c0 in range(0, n_cols, width)
     ]
     x_lo, x_hi, run_weight, run_mean, run_col = (
         np.concatenate(a) for a in zip(*parts, strict=True)

@@ -107,6 +107,7 @@ def fit_logistic_columns(
     t_pos: np.ndarray | None = None,
     t_neg: np.ndarray | None = None,
     active: np.ndarray | None = None,
+    weights: np.ndarray | None = None,
     ridge: float = RIDGE,
     max_iter: int = 100,
     xtol: float = 1e-10,
@@ -117,8 +118,8 @@ def fit_logistic_columns(
     """Fit C independent logistic regressions at once by batched Newton steps.
 
     Column ``c`` models ``P(y_c = 1) = sigmoid(sum_j theta[c, j] x_j[c] + theta[c, F])``
-    and minimises the mean log-loss ``mean_n softplus(z) - t z`` plus
-    ``ridge / 2 * ||theta - init||^2``.
+    and minimises the mean log-loss ``mean_n softplus(z) - t z`` (weighted
+    by ``weights`` when given) plus ``ridge / 2 * ||theta - init||^2``.
 
     Parameters
     ----------
@@ -133,6 +134,9 @@ def fit_logistic_columns(
         smoothed targets are ``(N+ + 1) / (N+ + 2)`` and ``1 / (N- + 2)``).
     active : numpy.ndarray, shape (C, F + 1), bool, optional
         Parameters to fit; the others stay at their ``init`` value.
+    weights : numpy.ndarray, shape (N,), optional
+        Positive row weights: the loss is ``sum_n w_n l_n / sum_n w_n``, so
+        integer weights fit as repeated rows. None weighs every row 1.
     ridge : float
         Ridge strength (see :data:`RIDGE`).
     max_iter : int
@@ -182,6 +186,7 @@ def fit_logistic_columns(
             t_pos=t_pos,
             t_neg=t_neg,
             active=active,
+            weights=None if weights is None else weights[rows],
             ridge=ridge,
             max_iter=max_iter,
             xtol=xtol,
@@ -211,6 +216,7 @@ def fit_logistic_columns(
             t_pos[cols],
             t_neg[cols],
             active[cols],
+            weights,
             ridge,
             max_iter,
             xtol,
@@ -221,9 +227,11 @@ def fit_logistic_columns(
     return LogisticColumnsFit(params, converged, n_iter, loss)
 
 
-def _newton_block(X, pos_rows, pos_cols, init, start, t_pos, t_neg, active, ridge, max_iter, xtol):
+def _newton_block(
+    X, pos_rows, pos_cols, init, start, t_pos, t_neg, active, weights, ridge, max_iter, xtol
+):
     """Batched Newton for one block of columns from ``start``; see :func:`fit_logistic_columns`."""
-    block = _LogisticBlock(X, pos_rows, pos_cols, init, t_pos, t_neg, active, ridge)
+    block = _LogisticBlock(X, pos_rows, pos_cols, init, t_pos, t_neg, active, weights, ridge)
     n_cols = X[0].shape[0]
     theta = np.where(active, start, init)
     data, obj = block.evaluate(theta)
@@ -259,13 +267,17 @@ def _newton_block(X, pos_rows, pos_cols, init, start, t_pos, t_neg, active, ridg
 
 
 class _LogisticBlock:
-    """One block of C columns: its data, work buffers, objective and Newton system."""
+    """One block of C columns: its data, work buffers, objective and Newton system.
 
-    def __init__(self, X, pos_rows, pos_cols, init, t_pos, t_neg, active, ridge) -> None:
+    ``n`` is the divisor of the mean loss: the row count, or the summed weight.
+    """
+
+    def __init__(self, X, pos_rows, pos_cols, init, t_pos, t_neg, active, weights, ridge) -> None:
         n_cols, n = X[0].shape
-        self.X, self.n, self.n_feat = X, n, len(X)
+        self.X, self.n_feat, self.weights = X, len(X), weights
+        self.n = n if weights is None else float(weights.sum())
         self.init, self.ridge = init, ridge
-        self.T = _target_sums(X, pos_rows, pos_cols, t_pos, t_neg)
+        self.T = _target_sums(X, pos_rows, pos_cols, t_pos, t_neg, weights)
         self.inactive = ~active
         self.eye = np.eye(self.n_feat + 1, dtype=bool)
         self.free_pairs = active[:, :, None] & active[:, None, :]
@@ -288,9 +300,14 @@ class _LogisticBlock:
         # softplus(z) = max(z, 0) - ln max(p, 1 - p), the log of values in [1/2, 1].
         np.subtract(1.0, p, out=tmp)
         np.maximum(tmp, p, out=tmp)
-        softplus = -_row_log_sum(tmp)
-        np.maximum(z, 0.0, out=tmp)
-        softplus += tmp.sum(axis=1)
+        if self.weights is None:
+            softplus = -_row_log_sum(tmp)
+            np.maximum(z, 0.0, out=tmp)
+            softplus += tmp.sum(axis=1)
+        else:
+            softplus = -(np.log(tmp, out=tmp) @ self.weights)
+            np.maximum(z, 0.0, out=tmp)
+            softplus += tmp @ self.weights
         data = (softplus - (th * self.T).sum(axis=1)) / self.n
         dev = th - self.init
         return data, data + 0.5 * self.ridge * (dev * dev).sum(axis=1)
@@ -301,6 +318,9 @@ class _LogisticBlock:
         n_cols, n_par = theta.shape
         np.subtract(1.0, p, out=tmp)
         w = np.multiply(p, tmp, out=tmp)
+        if self.weights is not None:  # each row's terms times its weight
+            w *= self.weights
+            p = p * self.weights
         grad = np.empty((n_cols, n_par))
         hess = np.empty((n_cols, n_par, n_par))
         for j, x in enumerate(X):
@@ -325,21 +345,29 @@ class _LogisticBlock:
         return grad, delta
 
 
-def _target_sums(X, pos_rows, pos_cols, t_pos, t_neg) -> np.ndarray:
-    """``sum_n t_n x_n`` per column and parameter, shape (C, F + 1) (constant in theta).
+def _target_sums(X, pos_rows, pos_cols, t_pos, t_neg, weights=None) -> np.ndarray:
+    """``sum_n w_n t_n x_n`` per column and parameter, shape (C, F + 1) (constant in theta).
 
-    From the sums of every row (A) and of the positive rows (B) of each feature
-    and of the intercept's 1.
+    From the (weighted) sums of every row (A) and of the positive rows (B) of
+    each feature and of the intercept's 1; ``w_n = 1`` when ``weights`` is None.
     """
     n_cols, n = X[0].shape
     n_feat = len(X)
-    n_pos = np.bincount(pos_cols, minlength=n_cols).astype(np.float64)
     A = np.empty((n_cols, n_feat + 1))
     B = np.empty((n_cols, n_feat + 1))
-    for j, x in enumerate(X):
-        A[:, j] = x.sum(axis=1)
-        B[:, j] = np.bincount(pos_cols, weights=x[pos_cols, pos_rows], minlength=n_cols)
-    A[:, n_feat] = n
+    if weights is None:
+        n_pos = np.bincount(pos_cols, minlength=n_cols).astype(np.float64)
+        for j, x in enumerate(X):
+            A[:, j] = x.sum(axis=1)
+            B[:, j] = np.bincount(pos_cols, weights=x[pos_cols, pos_rows], minlength=n_cols)
+        A[:, n_feat] = n
+    else:
+        pos_w = weights[pos_rows]
+        n_pos = np.bincount(pos_cols, weights=pos_w, minlength=n_cols)
+        for j, x in enumerate(X):
+            A[:, j] = x @ weights
+            B[:, j] = np.bincount(pos_cols, weights=x[pos_cols, pos_rows] * pos_w, minlength=n_cols)
+        A[:, n_feat] = weights.sum()
     B[:, n_feat] = n_pos
     return t_neg[:, None] * A + (t_pos - t_neg)[:, None] * B
 

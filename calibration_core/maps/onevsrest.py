@@ -64,8 +64,14 @@ class OneVsRestMap(CalibrationMap):
 
     family = "binary"
 
-    def _fit(self, probs: np.ndarray, logits: np.ndarray | None, labels: np.ndarray) -> None:
-        self._fit_columns(BinaryColumns(probs, labels))
+    def _fit(
+        self,
+        probs: np.ndarray,
+        logits: np.ndarray | None,
+        labels: np.ndarray,
+        sample_weight: np.ndarray | None = None,
+    ) -> None:
+        self._fit_columns(BinaryColumns(probs, labels, sample_weight))
 
     def _predict_proba(self, probs: np.ndarray, logits: np.ndarray | None) -> np.ndarray:
         g = self._predict_columns(column_scores(probs))

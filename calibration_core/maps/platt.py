@@ -16,7 +16,9 @@ The fit minimises the mean log-loss with Newton's method (analytic gradient
 and Hessian, batched over the one-vs-rest columns, see
 :mod:`~calibration_core.maps.onevsrest`). ``platt_targets=True`` replaces the
 0/1 targets by Platt's smoothed targets ``(N+ + 1) / (N+ + 2)`` and
-``1 / (N- + 2)``; with ``input_transform="raw"`` the fit is then scikit-learn's
+``1 / (N- + 2)`` (with ``sample_weight``, ``N+`` and ``N-`` are the summed
+weights of the positive and negative rows, so integer weights act as repeated
+rows; scikit-learn counts rows there); with ``input_transform="raw"`` the fit is then scikit-learn's
 ``_SigmoidCalibration`` (to about 1e-8; scikit-learn writes the map as
 ``1 / (1 + exp(A f + B))``, so ``A = -w`` and ``B = -b``).
 """
@@ -98,8 +100,8 @@ class PlattScaling(OneVsRestMap):
         warn_few_rows(type(self).__name__, columns.n_rows, 2)
         one_sided = columns.warn_one_sided(type(self).__name__)
         x = transform_scores(columns.scores, self.input_transform)
-        n_pos = columns.n_positive.astype(np.float64)
-        n_neg = columns.n_rows - n_pos
+        n_pos = columns.positive_weight  # row counts when unweighted
+        n_neg = columns.total_weight - n_pos
         init = np.empty((columns.n_columns, 2))
         if self.input_transform == "logit":
             init[:] = (1.0, 0.0)  # the identity map
@@ -110,7 +112,9 @@ class PlattScaling(OneVsRestMap):
         if self.platt_targets:
             t_pos = (n_pos + 1.0) / (n_pos + 2.0)
             t_neg = 1.0 / (n_neg + 2.0)
-        fit = fit_logistic_columns([x], columns.positive, init, t_pos=t_pos, t_neg=t_neg)
+        fit = fit_logistic_columns(
+            [x], columns.positive, init, t_pos=t_pos, t_neg=t_neg, weights=columns.weights
+        )
         self.coef_ = fit.params
         self._report_logistic(fit, columns, one_sided, hard_targets=not self.platt_targets)
 

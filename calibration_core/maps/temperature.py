@@ -11,11 +11,11 @@ Inputs: the logits ``z`` when known (``input="logits"`` or a Predictions with
 logits), else the log-probabilities ``ln s`` (``softmax(ln s / T)``, the same
 map since a softmax ignores a per-row shift).
 
-Fit: the mean log-loss is minimised over ``u = ln T`` (so T stays positive) by
-a safeguarded Newton iteration with the analytic first and second
-derivatives; the derivative in ``u`` changes sign once (the loss is convex in
-``1/T``), so a bisection bracket keeps every step safe. Each step costs one
-pass over the (N, K) inputs.
+Fit: the mean log-loss (weighted by ``sample_weight`` when given) is minimised
+over ``u = ln T`` (so T stays positive) by a safeguarded Newton iteration with
+the analytic first and second derivatives; the derivative in ``u`` changes
+sign once (the loss is convex in ``1/T``), so a bisection bracket keeps every
+step safe. Each step costs one pass over the (N, K) inputs.
 """
 
 from __future__ import annotations
@@ -47,6 +47,9 @@ class TemperatureObjective:
     x : numpy.ndarray, shape (N, K)
         Logits or log-probabilities.
     labels : numpy.ndarray, shape (N,)
+    weights : numpy.ndarray, shape (N,), optional
+        Positive row weights: every mean over rows is then the weighted mean
+        ``sum_n w_n v_n / sum_n w_n`` (integer weights act as repeated rows).
 
     Notes
     -----
@@ -57,23 +60,30 @@ class TemperatureObjective:
     ``mean(E_p[x] - x_y)`` and its second derivative ``mean(Var_p[x]) >= 0``.
     """
 
-    def __init__(self, x: np.ndarray, labels: np.ndarray) -> None:
+    def __init__(
+        self, x: np.ndarray, labels: np.ndarray, weights: np.ndarray | None = None
+    ) -> None:
         labels = np.asarray(labels, dtype=np.intp)
+        self._share = None if weights is None else weights / weights.sum()
         self._xt = np.ascontiguousarray(np.asarray(x, dtype=np.float64).T)
         self._xt -= self._xt.max(axis=0)
         true = self._xt[labels, np.arange(self._xt.shape[1])]
-        self._mean_true = float(true.mean())
+        self._mean_true = self._mean(true)
         self._work = np.empty_like(self._xt)
         #: The true class attains every row's maximum: the loss falls as T -> 0.
         self.separable = bool(np.all(true == 0.0))
         #: d loss / d(1/T) at 1/T = 0 (uniform predictions): >= 0 means T -> infinity.
-        self.slope_at_infinite_temperature = float(self._xt.mean(axis=0).mean()) - self._mean_true
+        self.slope_at_infinite_temperature = self._mean(self._xt.mean(axis=0)) - self._mean_true
+
+    def _mean(self, values: np.ndarray) -> float:
+        """Mean over rows of ``values`` (N,), weighted when the rows are."""
+        return float(values.mean() if self._share is None else values @ self._share)
 
     def loss(self, u: float) -> float:
         """Mean log-loss at ``T = exp(u)``."""
         work = np.multiply(self._xt, math.exp(-u), out=self._work)
         np.exp(work, out=work)
-        return float(np.mean(np.log(work.sum(axis=0)))) - math.exp(-u) * self._mean_true
+        return self._mean(np.log(work.sum(axis=0))) - math.exp(-u) * self._mean_true
 
     def derivatives(self, u: float) -> tuple[float, float]:
         """First and second derivatives of :meth:`loss` in ``u``; one pass over x."""
@@ -86,8 +96,8 @@ class TemperatureObjective:
         m1 = work.sum(axis=0) / s0  # E_p[x]
         np.multiply(work, xt, out=work)
         m2 = work.sum(axis=0) / s0  # E_p[x^2]
-        fa = float(m1.mean()) - self._mean_true  # d loss / da
-        faa = float(np.mean(m2 - m1 * m1))  # d2 loss / da2
+        fa = self._mean(m1) - self._mean_true  # d loss / da
+        faa = self._mean(m2 - m1 * m1)  # d2 loss / da2
         # chain rule with a = exp(-u): da/du = -a
         return -a * fa, a * a * faa + a * fa
 
@@ -100,6 +110,7 @@ def fit_temperature(
     x: np.ndarray,
     labels: np.ndarray,
     *,
+    weights: np.ndarray | None = None,
     bounds: tuple[float, float] = (T_MIN, T_MAX),
     step_tol: float = 1e-6,
     max_iter: int = 100,
@@ -119,6 +130,8 @@ def fit_temperature(
     x : numpy.ndarray, shape (N, K)
         Logits or log-probabilities.
     labels : numpy.ndarray, shape (N,)
+    weights : numpy.ndarray, shape (N,), optional
+        Positive row weights of the mean log-loss (None: every row 1).
     bounds : (float, float)
         Search interval for T; a bound is returned when the loss keeps
         falling towards it (separable rows, or inputs no better than uniform).
@@ -141,10 +154,15 @@ def fit_temperature(
     start = 1.0
     if x.shape[0] > 4 * SUBSAMPLE_ROWS:
         stride = x.shape[0] // SUBSAMPLE_ROWS
+        sub_weights = None if weights is None else weights[::stride]
         start, _, _ = _newton(
-            TemperatureObjective(x[::stride], labels[::stride]), bounds, 1.0, step_tol, max_iter
+            TemperatureObjective(x[::stride], labels[::stride], sub_weights),
+            bounds,
+            1.0,
+            step_tol,
+            max_iter,
         )
-    return _newton(TemperatureObjective(x, labels), bounds, start, step_tol, max_iter)
+    return _newton(TemperatureObjective(x, labels, weights), bounds, start, step_tol, max_iter)
 
 
 def _newton(
@@ -228,9 +246,15 @@ class TemperatureScaling(CalibrationMap):
         """The logits as given (softmax ignores their per-row shift), else ``ln s``."""
         return logits if logits is not None else log_inputs(probs, None)
 
-    def _fit(self, probs: np.ndarray, logits: np.ndarray | None, labels: np.ndarray) -> None:
+    def _fit(
+        self,
+        probs: np.ndarray | None,
+        logits: np.ndarray | None,
+        labels: np.ndarray,
+        sample_weight: np.ndarray | None = None,
+    ) -> None:
         x = self._scores(probs, logits)
-        temperature, n_iter, converged = fit_temperature(x, labels)
+        temperature, n_iter, converged = fit_temperature(x, labels, weights=sample_weight)
         self.temperature_ = float(temperature)
         self.n_iter_ = int(n_iter)
         self.converged_ = bool(converged)

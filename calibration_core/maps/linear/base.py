@@ -61,7 +61,13 @@ class LinearCalibrationMap(CalibrationMap):
     def _features_of(self, probs: np.ndarray, logits: np.ndarray | None) -> np.ndarray:
         return map_features(probs, logits, raw_logits=self.raw_logits)
 
-    def _fit(self, probs: np.ndarray, logits: np.ndarray | None, labels: np.ndarray) -> None:
+    def _fit(
+        self,
+        probs: np.ndarray | None,
+        logits: np.ndarray | None,
+        labels: np.ndarray,
+        sample_weight: np.ndarray | None = None,
+    ) -> None:
         reg_lambda, reg_mu = self._strengths()
         max_iter = int(getattr(self, "max_iter", 1000))
         if max_iter < 1:
@@ -90,6 +96,7 @@ class LinearCalibrationMap(CalibrationMap):
                 reg_grid=getattr(self, "reg_grid", None),
                 max_iter=max_iter,
                 random_state=getattr(self, "random_state", 0),
+                sample_weight=sample_weight,
             )
         coef, b = unpack(fit.theta, self.kind, k)
         self.coef_ = coef.copy()

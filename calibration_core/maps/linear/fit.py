@@ -140,6 +140,7 @@ def fit_linear_map(
     max_iter: int = 1000,
     tol: float = 1e-6,
     random_state: int | None = 0,
+    sample_weight: np.ndarray | None = None,
 ) -> LinearFit:
     """Fit a linear map; choose unset strengths by validation log-loss.
 
@@ -157,6 +158,12 @@ def fit_linear_map(
     with the same ``C`` does in scikit-learn's ``LogisticRegressionCV``. With
     no row to hold out, the largest grid value is used.
 
+    ``sample_weight`` (positive, shape (N,)) weighs every row's log-loss;
+    the held-out losses are weighted too and ``n_fit / N`` becomes the ratio
+    of summed weights. A strength chosen on the held-out split depends on
+    which rows fall in it, so only fixed strengths fit integer weights
+    exactly as repeated rows.
+
     Returns
     -------
     LinearFit
@@ -171,14 +178,19 @@ def fit_linear_map(
         seed = 0 if random_state is None else int(random_state)
         stride = n // SELECTION_ROWS if n > 2 * SELECTION_ROWS else 1
         xs, ys = x[::stride], labels[::stride]
+        ws = None if sample_weight is None else sample_weight[::stride]
         mask = stratified_holdout(ys, VALIDATION_FRACTION, seed)
         if mask.all() or not mask.any():  # too few rows to hold any out: strongest penalty
             strongest = max(grid)
             reg_lambda = strongest if reg_lambda is None else reg_lambda
             reg_mu = strongest if reg_mu is None else reg_mu
         else:
-            val = SoftmaxLinearObjective(xs[mask], ys[mask], kind)
-            train = SoftmaxLinearObjective(xs[~mask], ys[~mask], kind)
+            val = SoftmaxLinearObjective(
+                xs[mask], ys[mask], kind, weights=None if ws is None else ws[mask]
+            )
+            train = SoftmaxLinearObjective(
+                xs[~mask], ys[~mask], kind, weights=None if ws is None else ws[~mask]
+            )
             best: tuple[float, float, float, np.ndarray] | None = None
             theta = theta0
             for value in sorted(grid, reverse=True):
@@ -196,7 +208,7 @@ def fit_linear_map(
                 if best is not None and val_loss >= best[2]:
                     break  # the validation curve has turned: weaker penalties only overfit more
                 best = (lam, mu, val_loss, theta)
-            scale = train.n / n
+            scale = train.n / n if sample_weight is None else train.total / sample_weight.sum()
             lam, mu, _, theta0 = best
             reg_lambda = lam * scale if reg_lambda is None else reg_lambda
             reg_mu = mu * scale if reg_mu is None else reg_mu
@@ -204,12 +216,19 @@ def fit_linear_map(
         # Many rows: start from the fit on a strided subsample (a few cheap iterations).
         stride = n // SUBSAMPLE_ROWS
         sub = SoftmaxLinearObjective(
-            x[::stride], labels[::stride], kind, reg_lambda=reg_lambda, reg_mu=reg_mu
+            x[::stride],
+            labels[::stride],
+            kind,
+            reg_lambda=reg_lambda,
+            reg_mu=reg_mu,
+            weights=None if sample_weight is None else sample_weight[::stride],
         )
         theta0 = minimize_objective(
             sub, theta0, max_iter=max_iter, tol=tol, ftol=SELECTION_FTOL
         ).theta
-    objective = SoftmaxLinearObjective(x, labels, kind, reg_lambda=reg_lambda, reg_mu=reg_mu)
+    objective = SoftmaxLinearObjective(
+        x, labels, kind, reg_lambda=reg_lambda, reg_mu=reg_mu, weights=sample_weight
+    )
     result = minimize_objective(objective, theta0, max_iter=max_iter, tol=tol)
     result.path = path
     return result

@@ -9,7 +9,8 @@ of per-class input features ``x`` (logits, or log-probabilities):
     ``softmax(x @ W.T + b)``, parameters ``W`` (K, K) and ``b`` (K,) (K^2 + K).
 
 :class:`SoftmaxLinearObjective` is the mean softmax log-loss (negative
-log-likelihood of the true class) plus a quadratic penalty, with the analytic
+log-likelihood of the true class; the weighted mean with sample weights) plus
+a quadratic penalty, with the analytic
 gradient and the Hessian diagonal; the helpers here convert between flat
 parameters and ``(coef, intercept)``. Fitting lives in
 :mod:`~calibration_core.maps.linear.fit`.
@@ -122,6 +123,16 @@ class SoftmaxLinearObjective:
     kind : {"vector", "full"}
     reg_lambda, reg_mu : float
         Penalty strengths (see the module docstring); 0 for none.
+    weights : numpy.ndarray, shape (N,), optional
+        Positive row weights: the log-loss is then ``sum_n w_n l_n / sum_n w_n``
+        (integer weights act as repeated rows). None weighs every row 1.
+
+    Attributes
+    ----------
+    n : int
+        Rows.
+    total : float
+        The divisor of the mean log-loss: N, or the summed weight.
 
     Calling the objective with flat parameters ``theta`` returns
     ``(value, gradient)`` as ``scipy.optimize.minimize(jac=True)`` expects.
@@ -142,6 +153,7 @@ class SoftmaxLinearObjective:
         *,
         reg_lambda: float = 0.0,
         reg_mu: float = 0.0,
+        weights: np.ndarray | None = None,
     ) -> None:
         if kind not in KINDS:
             raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
@@ -151,18 +163,25 @@ class SoftmaxLinearObjective:
         self.n, self.k = x.shape
         self.reg_lambda = float(reg_lambda)
         self.reg_mu = float(reg_mu)
+        self.total = self.n if weights is None else float(weights.sum())
         cols = max(1, BLOCK_ELEMENTS // self.k)
-        self._blocks = [np.ascontiguousarray(x[i : i + cols].T) for i in range(0, self.n, cols)]
+        starts = range(0, self.n, cols)
+        self._blocks = [np.ascontiguousarray(x[i : i + cols].T) for i in starts]
+        self._block_weights = [None if weights is None else weights[i : i + cols] for i in starts]
         # The true-class outputs are linear in the parameters, so their sum is computed from
-        # per-class totals of the features, once: sum_n out[y_n, n] = <coef, S> + <b, C>.
-        self._class_counts = np.bincount(labels, minlength=self.k).astype(np.float64)
-        if kind == "vector":  # S_j = sum of x_nj over rows of class j
+        # per-class totals of the (weighted) features, once:
+        # sum_n w_n out[y_n, n] = <coef, S> + <b, C>.
+        self._class_counts = np.bincount(labels, weights=weights, minlength=self.k).astype(
+            np.float64
+        )
+        if kind == "vector":  # S_j = sum of w_n x_nj over rows of class j
+            true = x[np.arange(self.n), labels]
             self._class_sums = np.bincount(
-                labels, weights=x[np.arange(self.n), labels], minlength=self.k
+                labels, weights=true if weights is None else true * weights, minlength=self.k
             )
-        else:  # S_j. = sum of the feature rows x_n. of class j, shape (K, K)
+        else:  # S_j. = sum of the feature rows w_n x_n. of class j, shape (K, K)
             self._class_sums = np.zeros((self.k, self.k))
-            np.add.at(self._class_sums, labels, x)
+            np.add.at(self._class_sums, labels, x if weights is None else x * weights[:, None])
         self.n_evaluations = 0
 
     @property
@@ -209,24 +228,29 @@ class SoftmaxLinearObjective:
         total = -float(np.sum(coef * self._class_sums) + b @ self._class_counts)
         gcoef = -self._class_sums.copy() if gradient else None
         gb = -self._class_counts.copy() if gradient else None
-        for xt in self._blocks:
+        for xt, wt in zip(self._blocks, self._block_weights, strict=True):
             out = self._outputs(xt, coef, b)
             top = out.max(axis=0)
             out -= top
             np.exp(out, out=out)
             norm = out.sum(axis=0)
-            total += float(np.sum(np.log(norm)) + np.sum(top))
+            if wt is None:
+                total += float(np.sum(np.log(norm)) + np.sum(top))
+            else:
+                total += float(np.log(norm) @ wt + top @ wt)
             if gradient:
                 out /= norm  # softmax; the one-hot part of the residual is in gcoef, gb
+                if wt is not None:
+                    out *= wt
                 if self.kind == "vector":
                     gcoef += np.einsum("ij,ij->i", out, xt)
                 else:
                     gcoef += out @ xt.T
                 gb += out.sum(axis=1)
         if not gradient:
-            return total / self.n, None
-        grad = np.concatenate([gcoef.ravel(), gb]) / self.n
-        return total / self.n, grad
+            return total / self.total, None
+        grad = np.concatenate([gcoef.ravel(), gb]) / self.total
+        return total / self.total, grad
 
     def hessian_diagonal(self, theta: np.ndarray) -> np.ndarray:
         """Diagonal of the objective's Hessian at ``theta``, shape (n_params,).
@@ -240,19 +264,21 @@ class SoftmaxLinearObjective:
         coef, b = unpack(np.asarray(theta, dtype=np.float64), self.kind, k)
         hcoef = np.zeros_like(coef)
         hb = np.zeros(k)
-        for xt in self._blocks:
+        for xt, wt in zip(self._blocks, self._block_weights, strict=True):
             out = self._outputs(xt, coef, b)
             out -= out.max(axis=0)
             np.exp(out, out=out)
             out /= out.sum(axis=0)
             out *= 1.0 - out  # p (1 - p)
+            if wt is not None:
+                out *= wt
             hb += out.sum(axis=1)
             if self.kind == "vector":
                 hcoef += np.einsum("ij,ij,ij->i", out, xt, xt)
             else:
                 hcoef += out @ (xt * xt).T
-        hcoef /= self.n
-        hb /= self.n
+        hcoef /= self.total
+        hb /= self.total
         if self.reg_lambda:
             if self.kind == "vector":
                 hcoef += 2.0 * self.reg_lambda / k * (1.0 - 1.0 / k)

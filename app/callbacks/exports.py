@@ -35,7 +35,6 @@ from ..figures.common import view_title
 from ..figures.reliability import reliability_figure
 from ..metrics_table import caption
 from ..settings import RawSettings, ViewSettings
-from ..verdict import verdict_html, view_verdicts
 from .controls import setting_states
 from .view import compute_view
 
@@ -113,7 +112,13 @@ def report_details(result, settings: dict) -> dict[str, str]:
 
 
 def report_html(ctx: AppContext, sid, result, settings: dict) -> str:
-    """The standalone HTML report of a view: figures, verdict, metrics and diagnostics."""
+    """The standalone HTML report of a view: figures, verdict, metrics and diagnostics.
+
+    The verdict's bootstrap loads the fitting libraries (scikit-learn, scipy.stats), which
+    the page does not need until a report is asked for: imported here.
+    """
+    from ..verdict import verdict_html, view_verdicts
+
     figures = [reliability_figure(mv, result.view, result.heldout) for mv in result.models]
     return html_report(
         "Calibration report",

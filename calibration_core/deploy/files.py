@@ -239,12 +239,17 @@ class _NpzSink:
             np.savez(fh, **out)
 
 
-def _sink(path: Path, schema: pa.Schema, layout: Layout):
+def _output_kind(path: Path) -> str:
     kind = OUTPUT_KINDS.get(path.suffix.lower())
     if kind is None:
         raise CalibrationInputError(
             f"cannot write {path.name!r}: the output must end in .csv, .tsv, .parquet or .npz."
         )
+    return kind
+
+
+def _sink(path: Path, schema: pa.Schema, layout: Layout):
+    kind = _output_kind(path)
     if kind == "npz":
         return _NpzSink(path, layout)
     if kind == "parquet":
@@ -277,8 +282,9 @@ def _batches(src, deployable, progress) -> Iterator[pa.RecordBatch]:
 
 
 def _calibrate(deployable, layout, batch, offset: int, display: str) -> np.ndarray:
+    matrix = layout.matrix(batch, offset, display)
     try:
-        return deployable.map.predict_proba(layout.matrix(batch, offset, display))
+        return deployable.map.predict_proba(matrix)
     except CalibrationInputError as exc:
         last = offset + batch.num_rows
         raise CalibrationInputError(
@@ -309,6 +315,7 @@ def apply_map_to_file(
     """
     src = resolve_source(source)
     out_path = Path(output)
+    _output_kind(out_path)
     if out_path.resolve() == Path(source).resolve():
         raise CalibrationInputError(
             f"the output {out_path.name!r} is the input file; write to another file."

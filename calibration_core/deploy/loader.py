@@ -130,7 +130,10 @@ def map_from_entry(entry: Any, where: str) -> CalibrationMap:
     try:
         fitted = CalibrationMap.from_dict(entry)
     except CalibrationInputError as exc:
-        raise CalibrationInputError(f"{where}: {exc}") from None
+        raise CalibrationInputError(
+            f"{where} cannot be loaded: {exc} If the file was edited or truncated, export the "
+            "map again."
+        ) from None
     except (KeyError, TypeError, ValueError, IndexError) as exc:
         raise CalibrationInputError(
             f"{where} is damaged: the fitted state of its {entry['map']} map cannot be "

@@ -5,6 +5,13 @@
     (:func:`calibration_core.compare_maps`) and print the table of every
     model in the file, as text, CSV or JSON (schema
     ``calibration-dashboard/evaluate/v1``, see ``docs/evaluate-json-schema.md``).
+``calibration-dashboard fit FILE (--map NAME | --select best [--maps NAMES]) -o MAP``
+    Compare maps on held-out folds, refit the chosen one on all rows and write
+    the deployable map document (``docs/deployable-map.md``); prints a JSON
+    summary (schema ``calibration-dashboard/fit/v1``).
+``calibration-dashboard apply MAP FILE -o OUT``
+    Calibrate a predictions file (CSV/TSV, Parquet, NPZ) with a deployable map,
+    streaming it in batches; prints a JSON summary (``calibration-dashboard/apply/v1``).
 ``calibration-dashboard serve [--host H] [--port P] [--debug]``
     Start the dashboard; with no subcommand at all, the dashboard starts on
     its built-in demo.

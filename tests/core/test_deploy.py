@@ -326,3 +326,17 @@ def test_apply_reports_bad_rows_and_leaves_no_partial_output(prob_preds, tmp_pat
         apply_map_to_file(deployable, tmp_path / "in.csv", tmp_path / "out.csv")
     with pytest.raises(CalibrationInputError, match=r"must end in \.csv, \.tsv, \.parquet or"):
         apply_map_to_file(deployable, tmp_path / "in.csv", tmp_path / "out.xlsx")
+
+
+def test_apply_on_a_binary_score_column(tmp_path):
+    rng = np.random.default_rng(5)
+    s = rng.random(300)
+    y = (rng.random(300) < s**2).astype(int)
+    preds = Predictions.from_scores(s, y, name="bin")
+    deployable = deployable_map(preds, "isotonic", folds=3)
+    pd.DataFrame({"id": range(300), "score": s}).to_csv(tmp_path / "in.csv", index=False)
+    apply_map_to_file(deployable, tmp_path / "in.csv", tmp_path / "out.csv")
+    got = pd.read_csv(tmp_path / "out.csv")
+    assert list(got.columns) == ["id", "score"]
+    expected = deployable.map.predict_proba(np.asarray(preds.probs))[:, 1]
+    np.testing.assert_allclose(got["score"], expected, rtol=0, atol=1e-12)

@@ -28,6 +28,7 @@ import argparse
 import io
 import json
 import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
@@ -402,13 +403,11 @@ class ProgressBar:
     """A one-line progress bar on a terminal's stderr, redrawn at most 5 times a second."""
 
     def __init__(self, stream, label: str) -> None:
-        import time
-
-        self.stream, self.label, self.clock, self.last = stream, label, time.monotonic, 0.0
+        self.stream, self.label, self.last = stream, label, 0.0
 
     def __call__(self, done: int, total: int | None, unit: str) -> None:
         """Draw ``done`` of ``total`` (bytes or rows)."""
-        now = self.clock()
+        now = time.monotonic()
         if now - self.last < 0.2 and (total is None or done < total):
             return
         self.last = now

@@ -146,3 +146,27 @@ def test_the_pages_fold_map_export_still_loads(files):
                 np.testing.assert_allclose(
                     loaded.predict_proba(model), fitted.predict_proba(model), rtol=0, atol=1e-12
                 )
+
+
+def test_densenet_cifar100_fit_select_best_and_apply(realdata, tmp_path, capsys):
+    """The new user's path on real over-confident predictions (../shared/realdata)."""
+    source = realdata["densenet-bc-100-cifar-100"]
+    code, out, err = run(
+        capsys, "fit", source, "--select", "best", "--maps", "temperature,histogram",
+        "-o", tmp_path / "m.json",
+    )  # fmt: skip
+    assert code == cli.EXIT_OK, err
+    summary = json.loads(out)
+    assert summary["map"] == "temperature" and summary["n_classes"] == 100
+    held = summary["held_out"]
+    assert (
+        held["calibrated"]["confidence_ece"] < 0.03 < 0.1 < held["uncalibrated"]["confidence_ece"]
+    )
+    fitted = load_map(tmp_path / "m.json")
+    assert 1.9 < fitted.temperature_ < 2.4  # Guo et al.'s effect: T near 2.1
+    code, _, err = run(capsys, "apply", tmp_path / "m.json", source, "-o", tmp_path / "c.npz")
+    assert code == cli.EXIT_OK, err
+    with np.load(source) as raw, np.load(tmp_path / "c.npz", allow_pickle=False) as got:
+        expected = fitted.predict_proba(raw["predictions"].astype(np.float64))
+        np.testing.assert_allclose(got["probs"], expected, rtol=0, atol=1e-12)
+        assert np.array_equal(got["ground_truth"], raw["ground_truth"])

@@ -226,8 +226,8 @@ def write_table(preds: Predictions, ids) -> pd.DataFrame:
     return frame
 
 
-@pytest.mark.parametrize("out_ext", ["csv", "parquet", "npz"])
-@pytest.mark.parametrize("in_ext", ["csv", "parquet", "npz"])
+@pytest.mark.parametrize("out_ext", ["csv", "tsv", "parquet", "npz"])
+@pytest.mark.parametrize("in_ext", ["csv", "csv.gz", "parquet", "npz"])
 def test_apply_on_a_file_equals_predict_proba(logit_preds, tmp_path, in_ext, out_ext):
     deployable = load_deployable(
         json.loads(deployable_map(logit_preds, "temperature", folds=3).to_json())
@@ -235,7 +235,7 @@ def test_apply_on_a_file_equals_predict_proba(logit_preds, tmp_path, in_ext, out
     ids = [f"row{i}" for i in range(logit_preds.n_samples)]
     frame = write_table(logit_preds, ids)
     src = tmp_path / f"in.{in_ext}"
-    if in_ext == "csv":
+    if in_ext.startswith("csv"):
         frame.to_csv(src, index=False, float_format="%.17g")
     elif in_ext == "parquet":
         frame.to_parquet(src)
@@ -251,7 +251,10 @@ def test_apply_on_a_file_equals_predict_proba(logit_preds, tmp_path, in_ext, out
             got, got_ids = npz["probs"], list(npz["id"])
             assert list(npz["class_names"]) == list(CLASSES)
     else:
-        table = pd.read_csv(out) if out_ext == "csv" else pq.read_table(out).to_pandas()
+        if out_ext == "parquet":
+            table = pq.read_table(out).to_pandas()
+        else:
+            table = pd.read_csv(out, sep="," if out_ext == "csv" else "\t")
         got = table[[f"p_{c}" for c in CLASSES]].to_numpy()
         got_ids = list(table["id"])
         assert not any(c.startswith("logit_") for c in table.columns)

@@ -14,6 +14,13 @@
     The page's standalone HTML report (figures, verdict, metrics,
     diagnostics) of a predictions file, with date, input file, settings and
     version.
+``calibration-dashboard fit FILE (--map NAME | --select best [--maps NAMES]) -o MAP``
+    Compare maps on held-out folds, refit the chosen one on all rows and write
+    the deployable map document (``docs/deployable-map.md``); prints a JSON
+    summary (schema ``calibration-dashboard/fit/v1``).
+``calibration-dashboard apply MAP FILE -o OUT``
+    Calibrate a predictions file (CSV/TSV, Parquet, NPZ) with a deployable map,
+    streaming it in batches; prints a JSON summary (``calibration-dashboard/apply/v1``).
 ``calibration-dashboard serve [--host H] [--port P] [--debug]``
     Start the dashboard; with no subcommand at all, the dashboard starts on
     its built-in demo.
@@ -32,6 +39,7 @@ import io
 import json
 import math
 import sys
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -95,7 +103,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="on an unexpected error, show the Python traceback (for bug reports)",
     )
-    sub = parser.add_subparsers(dest="command", metavar="{evaluate,check,report,serve}")
+    sub = parser.add_subparsers(dest="command", metavar="{evaluate,fit,apply,check,report,serve}")
 
     ev = sub.add_parser(
         "evaluate",
@@ -114,6 +122,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     ev.add_argument("--format", choices=FORMATS, default="table", help="output format (table)")
     _add_verdict_arguments(ev)
+    _add_deploy_commands(sub)
     _add_check_parser(sub)
     _add_report_parser(sub)
 
@@ -554,6 +563,182 @@ def report(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+# ------------------------------------------------------------- fit, apply
+FIT_SCHEMA = "calibration-dashboard/fit/v1"
+APPLY_SCHEMA = "calibration-dashboard/apply/v1"
+
+
+def _add_deploy_commands(sub) -> None:
+    """The ``fit`` and ``apply`` subcommands (deployable maps, docs/deployable-map.md)."""
+    ft = sub.add_parser(
+        "fit",
+        help="refit a calibration map on all rows and export it as a deployable JSON map",
+        description="Compare maps on held-out folds, refit the chosen one on all rows of a "
+        "predictions file and write the deployable map document (JSON). Prints a JSON "
+        f"summary ({FIT_SCHEMA}).",
+    )
+    ft.add_argument("file", metavar="FILE", help="predictions file (CSV/TSV, .gz, Parquet, NPZ)")
+    ft.add_argument(
+        "--map",
+        "--maps",
+        dest="map",
+        default=None,
+        metavar="NAMES",
+        help="the map to deploy; with --select best, the comma-separated maps to choose "
+        "from ('all' by default)",
+    )
+    ft.add_argument(
+        "--select",
+        choices=("best",),
+        default=None,
+        help="'best': deploy the map with the lowest held-out log-loss among --map",
+    )
+    ft.add_argument("-o", "--output", required=True, metavar="OUT", help="the map file (.json)")
+    ft.add_argument("--model", default=None, metavar="M", help="model of a multi-model file")
+    ft.add_argument(
+        "--label-column", metavar="C", default=None, help="name of the true-label column"
+    )
+    ft.add_argument("--folds", type=_int, default=5, metavar="K", help="held-out folds (5)")
+    ft.add_argument("--seed", type=_int, default=0, help="seed of the fold assignment (0)")
+    ft.add_argument("--bins", type=_positive_int, default=15, metavar="M", help="ECE bins (15)")
+    ft.add_argument("--scheme", choices=("width", "frequency"), default="width")
+    ft.add_argument(
+        "--renormalize", action="store_true", help="divide probability rows by their sum"
+    )
+
+    ap = sub.add_parser(
+        "apply",
+        help="calibrate a predictions file with a deployable map",
+        description="Apply a map written by 'fit' (or the page's download) to a predictions "
+        "file, streaming it in batches. The output (CSV/TSV, Parquet or NPZ, by extension) "
+        "keeps every other column and replaces the prediction columns by the calibrated "
+        f"probabilities p_<class>. Prints a JSON summary ({APPLY_SCHEMA}).",
+    )
+    ap.add_argument("map_file", metavar="MAP", help="deployable map (.json)")
+    ap.add_argument("file", metavar="FILE", help="predictions (CSV/TSV, .gz, Parquet, NPZ)")
+    ap.add_argument("-o", "--output", required=True, metavar="OUT", help="calibrated file")
+
+
+def _one_model(models, wanted: str | None, file: str):
+    names = [m.name for m in models]
+    if wanted is None and len(models) == 1:
+        return models[0]
+    if wanted in names:
+        return models[names.index(wanted)]
+    listed = ", ".join(repr(n) for n in names)
+    if wanted is None:
+        raise CommandError(f"{file} holds {len(models)} models ({listed}); choose one with --model")
+    raise CommandError(f"{file} has no model {wanted!r}; it holds {listed}")
+
+
+def fit_map(args: argparse.Namespace, out) -> int:
+    """Run ``fit``: compare, refit the chosen map on all rows, write the document."""
+    import calibration_core
+    from calibration_core import compare_maps
+    from calibration_core.deploy import best_map, deployable_map
+
+    maps = parse_maps(args.map or "all")
+    if args.select is None and (args.map is None or maps == "all" or len(maps) != 1):
+        raise UsageError("name one map with --map NAME, or choose among maps with --select best")
+    path = input_path(args.file)
+    models = calibration_core.load_predictions(
+        path, label_column=args.label_column, renormalize=args.renormalize
+    )
+    model = _one_model(models, args.model, args.file)
+    comparison = compare_maps(
+        model, maps, folds=args.folds, n_bins=args.bins, scheme=args.scheme, seed=args.seed
+    )
+    chosen = maps[0] if args.select is None else best_map(comparison)
+    deployable = deployable_map(model, chosen, comparison)
+    deployable.save(args.output)
+    summary = {
+        "schema": FIT_SCHEMA,
+        "version": calibration_core.__version__,
+        "file": str(args.file),
+        "output": str(args.output),
+        "model": model.name,
+        "map": chosen,
+        "selected": args.select or "given",
+        "settings": {
+            "maps": [r["map"] for r in comparison.rows()][1:],
+            "folds": args.folds,
+            "seed": args.seed,
+            "n_bins": args.bins,
+            "scheme": args.scheme,
+        },
+        "input": deployable.input,
+        "n_rows": deployable.n_rows,
+        "n_classes": deployable.n_classes,
+        "held_out": deployable.held_out,
+        "comparison": comparison.rows(),
+        "verdict": comparison.verdict().to_dict(),
+    }
+    json.dump(summary, out, indent=2, allow_nan=False)
+    out.write("\n")
+    return EXIT_OK
+
+
+class ProgressBar:
+    """A one-line progress bar on a terminal's stderr, redrawn at most 5 times a second."""
+
+    def __init__(self, stream, label: str) -> None:
+        self.stream, self.label, self.last = stream, label, 0.0
+
+    def __call__(self, done: int, total: int | None, unit: str) -> None:
+        """Draw ``done`` of ``total`` (bytes or rows)."""
+        now = time.monotonic()
+        if now - self.last < 0.2 and (total is None or done < total):
+            return
+        self.last = now
+        scale, name = (1 << 20, "MB") if unit == "bytes" else (1, "rows")
+        if total:
+            frac = min(done / total, 1.0)
+            bar = "#" * int(30 * frac)
+            text = f"{bar:<30} {frac:6.1%} {done / scale:,.0f}/{total / scale:,.0f} {name}"
+        else:
+            text = f"{done / scale:,.0f} {name}"
+        self.stream.write(f"\r{self.label}: {text}")
+        self.stream.flush()
+
+    def close(self) -> None:
+        """End the bar's line."""
+        self.stream.write("\n")
+        self.stream.flush()
+
+
+def apply_map(args: argparse.Namespace, out) -> int:
+    """Run ``apply``: stream a predictions file through a deployable map."""
+    from calibration_core import __version__
+    from calibration_core.deploy import apply_map_to_file, load_deployable
+
+    deployable = load_deployable(args.map_file)
+    input_path(args.file)
+    bar = ProgressBar(sys.stderr, f"{PROG} apply") if sys.stderr.isatty() else None
+    try:
+        rows = apply_map_to_file(deployable, args.file, args.output, progress=bar)
+    finally:
+        if bar is not None:
+            bar.close()
+    summary = {
+        "schema": APPLY_SCHEMA,
+        "version": __version__,
+        "map_file": str(args.map_file),
+        "file": str(args.file),
+        "output": str(args.output),
+        "model": deployable.model,
+        "map": deployable.map.name,
+        "input": deployable.input,
+        "n_classes": deployable.n_classes,
+        "rows": rows,
+    }
+    json.dump(summary, out, indent=2, allow_nan=False)
+    out.write("\n")
+    return EXIT_OK
+
+
+DEPLOY_COMMANDS = {"fit": fit_map, "apply": apply_map}
+
+
 # --------------------------------------------------------------------- serve
 def _without_ipython() -> None:
     """Keep dash from importing IPython in the server process (a slower start for nothing).
@@ -646,7 +831,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             sys.stdout.write(buffer.getvalue())
             sys.stdout.flush()
             return code
+        if args.command in DEPLOY_COMMANDS:
+            return DEPLOY_COMMANDS[args.command](args, sys.stdout)
         return serve(args)
+    except UsageError as exc:
+        return _fail(str(exc), EXIT_USAGE)
     except KeyboardInterrupt:
         return _fail("interrupted", EXIT_INTERRUPTED)
     except CalibrationInputError as exc:

@@ -1,0 +1,24 @@
+"""Deploy a calibration map: refit it on all rows, export it as JSON, load and apply it.
+
+- :mod:`~calibration_core.deploy.document`: :func:`deployable_map` and the
+  versioned document :class:`DeployableMap`.
+- :mod:`~calibration_core.deploy.loader`: :func:`load_map` (a fitted map from
+  a deployable document or a fold-map export entry).
+- :mod:`~calibration_core.deploy.files`: :func:`apply_map_to_file`, which
+  streams a predictions file through a map.
+"""
+
+from .document import DEPLOY_FORMAT, DEPLOY_KIND, DeployableMap, best_map, deployable_map
+from .files import apply_map_to_file
+from .loader import load_deployable, load_map
+
+__all__ = [
+    "DEPLOY_FORMAT",
+    "DEPLOY_KIND",
+    "DeployableMap",
+    "apply_map_to_file",
+    "best_map",
+    "deployable_map",
+    "load_deployable",
+    "load_map",
+]

@@ -94,6 +94,8 @@ class Variant:
     fit_seconds: float | None = None
     converged: bool | None = None
     message: str | None = None
+    #: True while the fit has not stored a result yet (``message`` says why).
+    pending: bool = False
 
 
 def targets(info: ModelInfo, view: ViewSettings) -> list[tuple[int | None, str | None]]:
@@ -134,13 +136,13 @@ def variants(
     else:
         record = store.get_fit(info.handle, UNCALIBRATED, heldout)
         if record is None or record.variant is None:
-            out.append(Variant(UNCALIBRATED, None, None, message=pending))
+            out.append(Variant(UNCALIBRATED, None, None, message=pending, pending=True))
         else:
             out.append(Variant(UNCALIBRATED, record.variant, store.predictions(record.variant)))
     for name in maps:
         record = store.get_fit(info.handle, name, heldout)
         if record is None:
-            out.append(Variant(name, None, None, message=pending))
+            out.append(Variant(name, None, None, message=pending, pending=True))
         elif record.error is not None or record.variant is None:
             out.append(Variant(name, None, None, message=f"failed: {record.error}"))
         else:

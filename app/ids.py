@@ -47,6 +47,7 @@ RELIABILITY_GRID = "reliability-grid"  # container of one dcc.Graph per model
 GRAPH_TYPE = "reliability-graph"  # pattern id {"type": GRAPH_TYPE, "index": i}
 METRICS_GRID = "metrics-grid"  # dash-ag-grid
 METRICS_CAPTION = "metrics-caption"
+VERDICT = "verdict"  # one card per model: best map, runner-up, paired-bootstrap interval
 
 # -- exports -----------------------------------------------------------------
 FIGURE_FORMAT = "figure-format"  # "png" | "svg" for the modebar camera button

@@ -1,39 +1,86 @@
-"""The verdict of a view's models (which map to trust), from the store's fits, and its HTML.
+"""The verdict of a view's models (which map to trust), from the store's fits: page and report.
 
 The numbers come from :func:`calibration_core.compare.choose_map` on the
 held-out calibrated predictions the page already shows (the uncalibrated
 rows compete too), with the fitted maps of the store for the parameters in
-words; this module only gathers them per model and writes the report's
-section (every text escaped).
+words; this module gathers them per model, caches them, and writes them as
+the page's Dash components (:func:`verdict_children`) and the report's HTML
+section (:func:`verdict_html`, every text escaped). Both say the same words
+(:func:`verdict_lines`).
+
+The paired bootstrap costs about 0.5 s for 1e5 rows (1000 resamples), so each
+model's verdict is kept in the store's memo per (model, fitted variants,
+held-out scheme, resamples, level): it is computed once after the fits
+change, not on every redraw. The confidence ECE reported alongside depends
+on the view's binning and is cached apart, so re-binning does not redo the
+bootstrap.
+
+The comparison package loads scikit-learn and pandas, which the first page
+does not need (``tests/app/test_warmup.py``): it is imported where a verdict
+is computed, and the page does not compute one while maps are still fitting.
 """
 
 from __future__ import annotations
 
-import html
-from dataclasses import dataclass
+import html as html_text
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
-from calibration_core import CalibrationInputError
-from calibration_core.compare import Verdict, choose_map
-from calibration_core.compare.verdict import DEFAULT_LEVEL, DEFAULT_RESAMPLES
-from calibration_core.maps.base import CalibrationMap
+from dash import html
 
-from .analysis import variants
+from calibration_core import CalibrationInputError, Predictions, confidence_ece
+
+from .analysis import Variant, ViewResult, variants
 from .store.data_store import DataStore
 
-__all__ = ["ModelVerdict", "verdict_html", "view_verdicts"]
+if TYPE_CHECKING:
+    from calibration_core.compare import Verdict
+    from calibration_core.maps.base import CalibrationMap
+
+__all__ = [
+    "VERDICT_CAPTION",
+    "ModelVerdict",
+    "verdict_children",
+    "verdict_headline",
+    "verdict_html",
+    "verdict_lines",
+    "view_verdicts",
+]
+
+#: How the verdict is decided, under the page's cards and the report's section.
+VERDICT_CAPTION = (
+    "Best map by held-out log-loss (a proper score; the uncalibrated predictions compete "
+    "too). The difference is the runner-up's mean per-row log-loss minus the winner's, with "
+    "a paired-bootstrap percentile interval over the same held-out rows; “no clear winner” "
+    "when the interval covers 0."
+)
 
 
 @dataclass(frozen=True)
 class ModelVerdict:
-    """One model's verdict, or why there is none (``message``)."""
+    """One model's verdict, or why there is none (``message``).
+
+    ``waiting`` names the maps whose fits the verdict waits for (the page
+    shows no verdict until every selected map is fitted or failed).
+    """
 
     model: str
     verdict: Verdict | None
     message: str = ""
+    waiting: tuple[str, ...] = ()
+
+    @property
+    def state(self) -> str:
+        """``"clear"``, ``"unclear"`` (no clear winner), ``"waiting"`` or ``"none"``."""
+        if self.verdict is not None:
+            return "clear" if self.verdict.clear else "unclear"
+        return "waiting" if self.waiting else "none"
 
 
 def _fitted_maps(store: DataStore, handle: str, names, heldout) -> dict[str, list[CalibrationMap]]:
     """Map name to its fitted fold maps, rebuilt from the store's exported parameters."""
+    from calibration_core.maps.base import CalibrationMap
+
     out: dict[str, list[CalibrationMap]] = {}
     for name in names:
         record = store.get_fit(handle, name, heldout)
@@ -42,34 +89,85 @@ def _fitted_maps(store: DataStore, handle: str, names, heldout) -> dict[str, lis
     return out
 
 
+def _ece(store: DataStore, variant: Variant, result: ViewResult) -> float:
+    """Held-out confidence ECE of a variant in the view's binning (cached)."""
+    pred: Predictions = variant.pred
+    view = result.view
+
+    def compute() -> float:
+        return confidence_ece(pred.probs, pred.labels, n_bins=view.n_bins, scheme=view.scheme)
+
+    return store.memo(("verdict-ece", variant.handle, view.scheme, view.n_bins), compute)
+
+
+def _model_verdict(
+    store: DataStore,
+    handle: str,
+    ready: list[Variant],
+    result: ViewResult,
+    n_resamples: int | None,
+    level: float | None,
+) -> Verdict:
+    """The verdict of one model's fitted variants (cached; raises CalibrationInputError)."""
+    from calibration_core.compare import choose_map
+    from calibration_core.compare.verdict import DEFAULT_LEVEL, DEFAULT_RESAMPLES
+
+    n_resamples = DEFAULT_RESAMPLES if n_resamples is None else n_resamples
+    level = DEFAULT_LEVEL if level is None else level
+    heldout = result.heldout
+    candidates = {v.calibrator: v.pred for v in ready}
+
+    def compute() -> Verdict:
+        return choose_map(
+            candidates,
+            _fitted_maps(store, handle, list(candidates), heldout),
+            n_resamples=n_resamples,
+            level=level,
+            seed=heldout.seed,
+            n_bins=result.view.n_bins,
+            scheme=result.view.scheme,
+        )
+
+    key = ("verdict", handle, tuple((v.calibrator, v.handle) for v in ready), heldout.key)
+    verdict = store.memo((*key, n_resamples, level), compute)
+    shown = {v.calibrator: v for v in ready if v.calibrator in verdict.confidence_ece}
+    return replace(
+        verdict, confidence_ece={name: _ece(store, shown[name], result) for name in shown}
+    )
+
+
 def view_verdicts(
     store: DataStore,
-    result,
+    result: ViewResult,
     *,
-    n_resamples: int = DEFAULT_RESAMPLES,
-    level: float = DEFAULT_LEVEL,
+    n_resamples: int | None = None,
+    level: float | None = None,
+    wait: bool = False,
 ) -> list[ModelVerdict]:
     """The verdict of every model of ``result`` (an analysis ViewResult).
 
     Candidates are the uncalibrated predictions and every map whose fit is
-    done; maps still pending or failed are left out (and named in the message).
+    done; maps that failed are left out (and named in the message). Maps
+    still pending are left out too, or, with ``wait=True`` (the page), the
+    model gets no verdict until they are fitted (the message says so).
+    ``n_resamples`` and ``level`` default to the core's.
     """
     out = []
     for mv in result.models:
         found = variants(store, mv.info, result.maps, result.heldout)
-        ready = {v.calibrator: v.pred for v in found if v.pred is not None}
+        pending = [v for v in found if v.pending]
+        if wait and pending:
+            names = ", ".join(v.calibrator for v in pending)
+            message = f"The verdict waits for {names}: {pending[0].message}."
+            out.append(
+                ModelVerdict(mv.info.name, None, message, tuple(v.calibrator for v in pending))
+            )
+            continue
+        ready = [v for v in found if v.pred is not None]
         missing = [v.calibrator for v in found if v.pred is None]
         note = f"not compared (pending or failed): {', '.join(missing)}" if missing else ""
         try:
-            verdict = choose_map(
-                ready,
-                _fitted_maps(store, mv.info.handle, list(ready), result.heldout),
-                n_resamples=n_resamples,
-                level=level,
-                seed=result.heldout.seed,
-                n_bins=result.view.n_bins,
-                scheme=result.view.scheme,
-            )
+            verdict = _model_verdict(store, mv.info.handle, ready, result, n_resamples, level)
         except CalibrationInputError as exc:
             out.append(ModelVerdict(mv.info.name, None, str(exc)))
             continue
@@ -77,12 +175,61 @@ def view_verdicts(
     return out
 
 
-def _verdict_lines(verdict: Verdict) -> list[str]:
-    lines = [verdict.summary]
-    ece = ", ".join(f"{name} {value:.4f}" for name, value in verdict.confidence_ece.items())
-    lines.append(f"Held-out confidence ECE: {ece}.")
-    lines += [f"{name}: {words}." for name, words in verdict.parameters.items()]
+def verdict_headline(item: ModelVerdict) -> str:
+    """The verdict in a few words, e.g. "clear winner: temperature" or "no clear winner"."""
+    if item.verdict is None:
+        return "waiting for the fits" if item.waiting else "no verdict"
+    if item.verdict.runner_up is None:
+        return f"only candidate: {item.verdict.winner}"
+    if item.verdict.clear:
+        return f"clear winner: {item.verdict.winner}"
+    return f"no clear winner (best: {item.verdict.winner})"
+
+
+def verdict_lines(item: ModelVerdict) -> list[str]:
+    """The sentences of one model's verdict: summary, ECE, parameters in words, notes."""
+    lines = []
+    verdict = item.verdict
+    if verdict is not None:
+        lines.append(verdict.summary)
+        ece = ", ".join(f"{name} {value:.4f}" for name, value in verdict.confidence_ece.items())
+        lines.append(f"Held-out confidence ECE: {ece}.")
+        lines += [f"{name}: {words}." for name, words in verdict.parameters.items()]
+    if item.message:
+        lines.append(item.message)
     return lines
+
+
+def verdict_children(verdicts: list[ModelVerdict]) -> list:
+    """The page's verdict: a heading, one card per model and the caption (no raw HTML).
+
+    Each card is ``div.verdict-card.verdict-<state>`` with ``data-model`` set
+    to the model's name (states: :attr:`ModelVerdict.state`).
+    """
+    if not verdicts:
+        return []
+    cards = [
+        html.Div(
+            [
+                html.Div(
+                    [
+                        html.H3(item.model, className="verdict-model"),
+                        html.Span(verdict_headline(item), className="verdict-badge"),
+                    ],
+                    className="verdict-head",
+                ),
+                html.Ul([html.Li(line) for line in verdict_lines(item)], className="verdict-lines"),
+            ],
+            className=f"verdict-card verdict-{item.state}",
+            **{"data-model": item.model},
+        )
+        for item in verdicts
+    ]
+    return [
+        html.H2("Verdict", className="section-title"),
+        html.Div(cards, className="verdict-cards"),
+        html.P(VERDICT_CAPTION, className="caption"),
+    ]
 
 
 def verdict_html(verdicts: list[ModelVerdict]) -> str:
@@ -91,15 +238,11 @@ def verdict_html(verdicts: list[ModelVerdict]) -> str:
         return ""
     parts = ["<h2>Verdict</h2>"]
     for item in verdicts:
-        lines = _verdict_lines(item.verdict) if item.verdict is not None else []
-        if item.message:
-            lines.append(item.message)
-        body = "".join(f"<li>{html.escape(line)}</li>" for line in lines)
-        parts.append(f'<h3>{html.escape(item.model)}</h3><ul class="verdict">{body}</ul>')
-    parts.append(
-        '<p class="caption">Best map by held-out log-loss (a proper score; the uncalibrated '
-        "predictions compete too). The difference is the runner-up's mean per-row log-loss "
-        "minus the winner's, with a paired-bootstrap percentile interval over the same "
-        "held-out rows; “no clear winner” when the interval covers 0.</p>"
-    )
+        body = "".join(f"<li>{html_text.escape(line)}</li>" for line in verdict_lines(item))
+        parts.append(
+            f"<h3>{html_text.escape(item.model)}</h3>"
+            f'<p class="verdict-headline">{html_text.escape(verdict_headline(item))}</p>'
+            f'<ul class="verdict">{body}</ul>'
+        )
+    parts.append(f'<p class="caption">{html_text.escape(VERDICT_CAPTION)}</p>')
     return "".join(parts)

@@ -21,6 +21,7 @@ from ..metrics_table import caption, column_defs, row_data
 from ..session import SESSION_LOST_MESSAGE
 from ..settings import RawSettings
 from ..store.data_store import EVICTED_MESSAGE
+from ..verdict import verdict_children, view_verdicts
 from .controls import setting_inputs
 
 
@@ -69,7 +70,8 @@ def render(ctx: AppContext, sid, raw: RawSettings, fit_state=None, fmt="png") ->
     Returns
     -------
     tuple
-        (grid children, rowData, columnDefs, caption, title, message)
+        (grid children, rowData, columnDefs, caption, title, messages, verdict children);
+        the verdict (:mod:`app.verdict`) waits until every selected map is fitted.
     """
     messages = session_notices(ctx, sid)
     pending = PENDING
@@ -89,6 +91,7 @@ def render(ctx: AppContext, sid, raw: RawSettings, fit_state=None, fmt="png") ->
             "",
             "",
             [*messages, str(exc)],
+            [],
         )
     messages.extend(result.messages)
     if not result.models:
@@ -104,6 +107,7 @@ def render(ctx: AppContext, sid, raw: RawSettings, fit_state=None, fmt="png") ->
         caption(result.view),
         view_title(result.view),
         messages,
+        verdict_children(view_verdicts(ctx.store, result, wait=True)),
     )
 
 
@@ -115,7 +119,7 @@ def message_children(messages: list[str]):
 def failed_view(rid: str) -> tuple:
     """The view after an unexpected failure: nothing drawn, a message with the request id."""
     msg = f"Something went wrong while drawing this view (request id {rid})."
-    return [], [], [], "", "", message_children([msg])
+    return [], [], [], "", "", message_children([msg]), []
 
 
 def register(app, ctx: AppContext) -> None:
@@ -127,6 +131,7 @@ def register(app, ctx: AppContext) -> None:
         Output(ids.METRICS_CAPTION, "children"),
         Output(ids.VIEW_TITLE, "children"),
         Output(ids.MESSAGE, "children"),
+        Output(ids.VERDICT, "children"),
     ]
     inputs = {
         "settings": setting_inputs(),
@@ -139,4 +144,4 @@ def register(app, ctx: AppContext) -> None:
     @app.callback(output=output, inputs=inputs, prevent_initial_call=True)
     def update_view(settings: dict, fit_state, fmt):
         out = render(ctx, ctx.session_id(), RawSettings(**settings), fit_state, fmt)
-        return (*out[:5], message_children(out[5]))
+        return (*out[:5], message_children(out[5]), out[6])

@@ -302,7 +302,8 @@ def build_layout(
         Initial text next to the Fit button (e.g. "All selected maps are fitted.").
     """
     raw = default_settings(infos) if raw is None else raw
-    grid, rows, cols, table_caption, title, messages = view or ([], [], [], "", "", [])
+    empty = ([], [], [], "", "", [], [])
+    grid, rows, cols, table_caption, title, messages, verdict = view or empty
     return html.Div(
         [
             html.Header(
@@ -339,6 +340,7 @@ def build_layout(
                                 type="dot",
                                 delay_show=400,
                             ),
+                            html.Section(verdict, id=ids.VERDICT, className="verdict-section"),
                             html.H2("Metrics", className="section-title"),
                             html.P(table_caption, id=ids.METRICS_CAPTION, className="caption"),
                             metrics_grid(rows, cols),

@@ -113,7 +113,7 @@ def test_crafted_payloads_are_rejected_server_side(ctx, sid, field, value, needl
     if field == "fraction":
         raw.heldout = "split"
     setattr(raw, field, value)
-    _grid, rows, cols, _caption, _title, messages = render(ctx, sid, raw)
+    _grid, rows, cols, _caption, _title, messages, _verdict = render(ctx, sid, raw)
     assert rows == [] and cols == []
     assert any(needle in m for m in messages), messages
     assert not any("Traceback" in m for m in messages)

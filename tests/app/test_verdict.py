@@ -2,12 +2,21 @@
 
 from __future__ import annotations
 
+import html
+
 import numpy as np
 
 from app.callbacks.fit import run_fits
-from app.callbacks.view import compute_view
+from app.callbacks.view import compute_view, render
 from app.settings import RawSettings
-from app.verdict import verdict_html, view_verdicts
+from app.verdict import (
+    VERDICT_CAPTION,
+    verdict_children,
+    verdict_headline,
+    verdict_html,
+    verdict_lines,
+    view_verdicts,
+)
 from calibration_core import Predictions, compare_maps
 
 
@@ -37,3 +46,57 @@ def test_view_verdict_follows_the_fits(ctx, sid):
     assert "<h3>&lt;b&gt;m&lt;/b&gt;</h3>" in text and "<b>m</b>" not in text
     assert "temperature beats uncalibrated" in text
     assert verdict_html([]) == ""
+
+
+def _cards(children) -> list:
+    """The verdict cards of :func:`app.verdict.verdict_children`'s output."""
+    (cards,) = [c for c in children if getattr(c, "className", "") == "verdict-cards"]
+    return cards.children
+
+
+def _texts(card) -> list[str]:
+    return [li.children for li in card.children[1].children]
+
+
+def test_page_verdict_waits_for_the_fits_then_says_the_reports_words(ctx, sid, monkeypatch):
+    import calibration_core.compare as compare
+
+    calls = []
+    real = compare.choose_map
+    monkeypatch.setattr(compare, "choose_map", lambda *a, **k: calls.append(1) or real(*a, **k))
+    pred = overconfident()
+    (info,) = ctx.store.add_models(sid, [pred], source="m.csv")
+    raw = RawSettings([info.handle], ["temperature", "platt"], "folds", 5)
+    (waiting,) = _cards(render(ctx, sid, raw)[6])
+    assert waiting.className == "verdict-card verdict-waiting"
+    assert waiting.to_plotly_json()["props"]["data-model"] == "<b>m</b>"  # an attribute
+    assert _texts(waiting) == [
+        "The verdict waits for platt, temperature: fitting… (see the progress bar)."
+    ]
+    assert calls == []  # nothing computed (nor the comparison imported) while fitting
+    run_fits(ctx, sid, [info.handle], ["temperature", "platt"], "folds", 5, 0.5, lambda _: None)
+    children = render(ctx, sid, raw)[6]
+    (card,) = _cards(children)
+    (item,) = view_verdicts(ctx.store, compute_view(ctx, sid, raw))
+    assert card.className == f"verdict-card verdict-{item.state}"
+    assert item.state in ("clear", "unclear")
+    head = card.children[0].children
+    assert [head[0].children, head[1].children] == ["<b>m</b>", verdict_headline(item)]
+    assert _texts(card) == verdict_lines(item)  # the page and the report say the same words
+    for line in verdict_lines(item):
+        assert html.escape(line) in verdict_html([item])
+    assert any(t.startswith("temperature: T = ") for t in _texts(card))
+    assert children[-1].children == VERDICT_CAPTION
+    # One bootstrap per fitted state: redraws and other binnings reuse it, with their own ECE.
+    assert len(calls) == 1  # view_verdicts reused the render's
+    ten = RawSettings([info.handle], ["temperature", "platt"], "folds", 5, n_bins=10)
+    (rebinned,) = view_verdicts(ctx.store, compute_view(ctx, sid, ten))
+    assert len(calls) == 1
+    assert rebinned.verdict.summary == item.verdict.summary
+    winner = item.verdict.winner
+    assert rebinned.verdict.confidence_ece[winner] != item.verdict.confidence_ece[winner]
+
+
+def test_no_model_no_verdict_section(ctx, sid):
+    assert render(ctx, sid, RawSettings([], ["temperature"]))[6] == []
+    assert verdict_children([]) == []

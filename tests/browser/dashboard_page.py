@@ -174,6 +174,15 @@ class Dashboard:
     def set_notion(self, notion: str) -> None:
         self.page.locator(f"#notion input[value={notion}]").check()
 
+    # -- verdict
+    def verdict_card(self, model: str):
+        """The verdict card of a model (above the metrics table)."""
+        return self.page.locator(f'#verdict .verdict-card[data-model="{model}"]')
+
+    def verdict_lines(self, model: str) -> list[str]:
+        """The sentences of a model's verdict, as shown."""
+        return self.verdict_card(model).locator(".verdict-lines li").all_inner_texts()
+
     # -- table
     def row(self, model: str, calibrator: str):
         """The ag-grid row whose model and calibrator cells read exactly so."""

@@ -1,6 +1,7 @@
-"""Export buttons: metrics CSV/JSON, fitted maps JSON and the HTML report through
-``dcc.Download``; calibrated predictions (possibly millions of rows) as a
-streamed CSV from ``GET /api/export/<token>``.
+"""Export buttons: metrics CSV/JSON, fitted maps JSON, the deployable map
+(:mod:`app.deployable`) and the HTML report through ``dcc.Download``;
+calibrated predictions (possibly millions of rows) as a streamed CSV from
+``GET /api/export/<token>``.
 
 The token is created by the button's callback for the current session and
 view, kept server-side for ten minutes, and only honoured for that session;
@@ -13,7 +14,7 @@ import json
 import secrets
 import time
 
-from dash import ClientsideFunction, Input, Output, no_update
+from dash import ClientsideFunction, Input, Output, State, no_update
 from dash import ctx as dash_ctx
 from flask import Flask, Response, abort, stream_with_context
 
@@ -22,6 +23,7 @@ from calibration_core import CalibrationInputError, __version__
 from .. import ids
 from ..analysis import variants
 from ..context import AppContext
+from ..deployable import deployable_download, picker_options
 from ..diagnostics.report import diagnostics_html
 from ..exports import (
     calibrated_csv_chunks,
@@ -182,6 +184,51 @@ def failed_export(rid: str) -> tuple:
     return no_update, f"The export failed (request id {rid})."
 
 
+def deployable_export(ctx: AppContext, sid, raw: RawSettings, model, map_choice) -> tuple:
+    """Download data and message of the deployable map (raises CalibrationInputError)."""
+    result = compute_view(ctx, sid, raw)
+    if not result.models:
+        raise CalibrationInputError(" ".join(result.messages) or "nothing to deploy: pick a model.")
+    return deployable_download(ctx.store, result, model, map_choice)
+
+
+def register_deployable(app, ctx: AppContext) -> None:
+    """The deployable map's pickers (follow the selection) and its download button."""
+
+    @app.callback(
+        Output(ids.DEPLOY_MODEL, "options"),
+        Output(ids.DEPLOY_MODEL, "value"),
+        Output(ids.DEPLOY_MAP, "options"),
+        Output(ids.DEPLOY_MAP, "value"),
+        Input(ids.MODEL_SELECT, "value"),
+        Input(ids.MAPS, "value"),
+        State(ids.DEPLOY_MODEL, "value"),
+        State(ids.DEPLOY_MAP, "value"),
+    )
+    def deploy_pickers(handles, maps, model, map_choice):
+        return picker_options(ctx.store, ctx.session_id(), handles, maps, model, map_choice)
+
+    output = [
+        Output(ids.DOWNLOAD, "data", allow_duplicate=True),
+        Output(ids.EXPORT_MESSAGE, "children", allow_duplicate=True),
+    ]
+    inputs = {"clicks": Input(ids.EXPORT_DEPLOYABLE, "n_clicks")}
+    state = {
+        "model": State(ids.DEPLOY_MODEL, "value"),
+        "map_choice": State(ids.DEPLOY_MAP, "value"),
+        "settings": setting_states(),
+    }
+    ctx.failures.reply("export", failed_export, output=output, inputs=inputs, state=state)
+
+    @app.callback(output=output, inputs=inputs, state=state, prevent_initial_call=True)
+    def download_deployable(clicks, model, map_choice, settings: dict):
+        try:
+            raw = RawSettings(**settings)
+            return deployable_export(ctx, ctx.session_id(), raw, model, map_choice)
+        except CalibrationInputError as exc:
+            return no_update, str(exc)
+
+
 def register(app, ctx: AppContext) -> None:
     """Export callbacks (and the clientside opener of streamed exports)."""
     small_output = [
@@ -210,6 +257,8 @@ def register(app, ctx: AppContext) -> None:
             return small_export(ctx, ctx.session_id(), which, RawSettings(**settings)), ""
         except CalibrationInputError as exc:
             return no_update, str(exc)
+
+    register_deployable(app, ctx)
 
     calibrated_output = [
         Output(ids.DOWNLOAD_URL, "data"),

@@ -12,6 +12,7 @@ from dash import dcc, html
 from calibration_core.maps import MAP_NAMES
 
 from .. import ids
+from ..deployable import BEST_MAP, map_options
 from ..diagnostics.layout import diagnostics_section
 from ..options import class_choices, default_selection, model_options
 from ..settings import (
@@ -229,6 +230,40 @@ def _controls(infos: list[ModelInfo], raw: RawSettings) -> html.Div:
     )
 
 
+def _deployable() -> html.Div:
+    """The deployable map: model and map pickers (filled by a callback) and the button."""
+    return _field(
+        "Deployable map (refitted on all rows)",
+        html.Div(
+            [
+                dcc.Dropdown(
+                    id=ids.DEPLOY_MODEL,
+                    options=[],
+                    placeholder="first model",
+                    clearable=False,
+                    className="deploy-picker",
+                ),
+                dcc.Dropdown(
+                    id=ids.DEPLOY_MAP,
+                    options=map_options(()),
+                    value=BEST_MAP,
+                    clearable=False,
+                    className="deploy-picker",
+                ),
+                html.Button(
+                    "Download deployable map",
+                    id=ids.EXPORT_DEPLOYABLE,
+                    className="button secondary",
+                    n_clicks=0,
+                ),
+            ],
+            className="button-row deploy-row",
+        ),
+        hint="one JSON document; load it with calibration_core.load_map or "
+        "calibration-dashboard apply",
+    )
+
+
 def _exports() -> html.Div:
     def button(id_, text):
         return html.Button(text, id=id_, className="button secondary", n_clicks=0)
@@ -246,6 +281,7 @@ def _exports() -> html.Div:
                 ],
                 className="button-row",
             ),
+            _deployable(),
             _field(
                 "Figure download format (camera icon on each figure)",
                 dcc.RadioItems(

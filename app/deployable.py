@@ -1,0 +1,169 @@
+"""The page's "Deployable map" download: one map of one model, refitted on all rows.
+
+The user picks a model (among those shown) and a map (the verdict's winner by
+default, or any selected map whose held-out fit is done); the map is refitted
+on *every* row of the model by :func:`calibration_core.deployable_map`, the
+same function behind ``calibration-dashboard fit``, so the download loads with
+:func:`calibration_core.load_map` and applies like the command line's map.
+
+Only maps the page has fitted (held out, without error) can be deployed: the
+page's map policy (parameter budget) then holds for the refit too, and the
+document's held-out estimate is computed with the page's held-out scheme
+(folds or split, seed) and binning. The document is cached in the store's memo
+per (model, map, held-out scheme, binning), so a second download is instant.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from calibration_core import CalibrationInputError
+
+from .analysis import UNCALIBRATED, ViewResult
+from .exports import download_name
+from .settings import parse_handles, parse_maps
+from .store.data_store import DataStore
+
+#: The map picker's default: the verdict's winner of the chosen model.
+BEST_MAP = "best"
+#: Said when the verdict's winner is the uncalibrated predictions.
+NO_MAP_WINS = "no map beats the uncalibrated predictions"
+
+
+@dataclass(frozen=True)
+class DeployChoice:
+    """A resolved pick: the model's handle and name and the map's registry name."""
+
+    handle: str
+    model: str
+    map_name: str
+
+
+def picker_options(
+    store: DataStore, sid, raw_handles, raw_maps, model: str | None, map_choice: str | None
+) -> tuple[list[dict], str | None, list[dict], str]:
+    """Options and values of the model and map pickers for the selected models and maps.
+
+    A value that is still offered is kept; otherwise the model falls back to the
+    first selected one and the map to :data:`BEST_MAP`. Bad or expired
+    selections give empty model options (the download then says why).
+    """
+    try:
+        handles, maps = parse_handles(raw_handles), parse_maps(raw_maps)
+        models = [{"label": store.resolve(sid, h).name, "value": h} for h in handles]
+    except CalibrationInputError:
+        handles, maps, models = (), (), []
+    if model not in handles:
+        model = models[0]["value"] if models else None
+    if map_choice not in maps:
+        map_choice = BEST_MAP
+    return models, model, map_options(maps), map_choice
+
+
+def map_options(maps: tuple[str, ...]) -> list[dict]:
+    """The map picker's options: the verdict's winner first, then every selected map."""
+    return [{"label": "Verdict's winner", "value": BEST_MAP}] + [
+        {"label": name, "value": name} for name in maps
+    ]
+
+
+def verdict_winner(store: DataStore, result: ViewResult, handle: str) -> str:
+    """The verdict's winning map of one model (raises CalibrationInputError when there is none)."""
+    from .verdict import view_verdicts
+
+    model = next(mv for mv in result.models if mv.info.handle == handle)
+    single = ViewResult(result.view, result.heldout, result.maps, [model])
+    (item,) = view_verdicts(store, single, wait=True)
+    if item.verdict is None:
+        raise CalibrationInputError(
+            f"no verdict yet for {item.model}: {item.message or 'fit the maps first'} "
+            "Or pick a map in the map picker."
+        )
+    if item.verdict.winner == UNCALIBRATED:
+        raise CalibrationInputError(
+            f"{item.model}: {NO_MAP_WINS} (held-out log-loss). To download a map anyway, "
+            "pick it in the map picker."
+        )
+    return item.verdict.winner
+
+
+def resolve_choice(
+    store: DataStore, result: ViewResult, handle: str | None, map_choice: str | None
+) -> DeployChoice:
+    """The model and map to deploy, from the pickers (raises CalibrationInputError).
+
+    ``handle`` None means the first model of the view; ``map_choice`` None or
+    :data:`BEST_MAP` means the verdict's winner of that model.
+    """
+    if not result.models:
+        raise CalibrationInputError("nothing to deploy: pick a model.")
+    infos = {mv.info.handle: mv.info for mv in result.models}
+    if handle is None or handle not in infos:
+        if handle is not None:
+            raise CalibrationInputError(
+                "the model picked for the deployable map is no longer shown: pick another one."
+            )
+        handle = result.models[0].info.handle
+    info = infos[handle]
+    if map_choice in (None, BEST_MAP):
+        map_name = verdict_winner(store, result, handle)
+    elif map_choice in result.maps:
+        map_name = map_choice
+    else:
+        raise CalibrationInputError(
+            f"map {str(map_choice)[:40]!r} is not among the selected maps: select it under "
+            "Calibration maps, or pick another one."
+        )
+    check_fitted(store, info.handle, info.name, map_name, result)
+    return DeployChoice(info.handle, info.name, map_name)
+
+
+def check_fitted(store: DataStore, handle: str, model: str, map_name: str, result) -> None:
+    """Raise CalibrationInputError unless the page's held-out fit of the map is done."""
+    record = store.get_fit(handle, map_name, result.heldout)
+    if record is None:
+        raise CalibrationInputError(
+            f"{map_name} is still being fitted on {model}: download it when the fit is done."
+        )
+    if record.error is not None:
+        raise CalibrationInputError(
+            f"{map_name} could not be fitted on {model} ({record.error}): pick another map."
+        )
+
+
+def deployable_document(store: DataStore, result: ViewResult, choice: DeployChoice) -> str:
+    """The deployable map's JSON: the map refitted on all rows of the model (cached).
+
+    The held-out estimate is a comparison of this map alone with the page's
+    held-out scheme and binning (the same folds and seed as the page's fit).
+    """
+    from calibration_core import compare_maps, deployable_map
+
+    heldout, view = result.heldout, result.view
+
+    def compute() -> str:
+        pred = store.predictions(choice.handle)
+        comparison = compare_maps(
+            pred,
+            [choice.map_name],
+            n_bins=view.n_bins,
+            scheme=view.scheme,
+            **heldout.compare_kwargs(),
+        )
+        return deployable_map(pred, choice.map_name, comparison).to_json(indent=2)
+
+    key = ("deployable", choice.handle, choice.map_name, heldout.key, view.scheme, view.n_bins)
+    return store.memo(key, compute)
+
+
+def deployable_download(
+    store: DataStore, result: ViewResult, handle: str | None, map_choice: str | None
+) -> tuple[dict, str]:
+    """``dcc.Download`` data of the deployable map and the message saying what it holds."""
+    choice = resolve_choice(store, result, handle, map_choice)
+    data = {
+        "content": deployable_document(store, result, choice),
+        "filename": download_name("map", "json"),
+        "type": "application/json",
+    }
+    return data, f"Deployable map: {choice.map_name} of {choice.model}, refitted on all rows."

@@ -236,6 +236,7 @@ def _deployable() -> html.Div:
         "Deployable map (refitted on all rows)",
         html.Div(
             [
+                html.Label("Model", htmlFor=ids.DEPLOY_MODEL, className="deploy-label"),
                 dcc.Dropdown(
                     id=ids.DEPLOY_MODEL,
                     options=[],
@@ -243,6 +244,7 @@ def _deployable() -> html.Div:
                     clearable=False,
                     className="deploy-picker",
                 ),
+                html.Label("Map", htmlFor=ids.DEPLOY_MAP, className="deploy-label"),
                 dcc.Dropdown(
                     id=ids.DEPLOY_MAP,
                     options=map_options(()),

@@ -137,7 +137,7 @@ MAPS_HELP = (
 
 
 def _add_data_arguments(parser: argparse.ArgumentParser, *, seed: bool = True) -> None:
-    """FILE and how it is read, binned and cross-fitted (evaluate, check, report).
+    """FILE and how it is read, binned and cross-fitted (evaluate, check, report, fit).
 
     ``report`` has no ``--seed``: the page's folds always use seed 0.
     """
@@ -577,7 +577,7 @@ def _add_deploy_commands(sub) -> None:
         "predictions file and write the deployable map document (JSON). Prints a JSON "
         f"summary ({FIT_SCHEMA}).",
     )
-    ft.add_argument("file", metavar="FILE", help="predictions file (CSV/TSV, .gz, Parquet, NPZ)")
+    _add_data_arguments(ft)
     ft.add_argument(
         "--map",
         "--maps",
@@ -595,16 +595,6 @@ def _add_deploy_commands(sub) -> None:
     )
     ft.add_argument("-o", "--output", required=True, metavar="OUT", help="the map file (.json)")
     ft.add_argument("--model", default=None, metavar="M", help="model of a multi-model file")
-    ft.add_argument(
-        "--label-column", metavar="C", default=None, help="name of the true-label column"
-    )
-    ft.add_argument("--folds", type=_int, default=5, metavar="K", help="held-out folds (5)")
-    ft.add_argument("--seed", type=_int, default=0, help="seed of the fold assignment (0)")
-    ft.add_argument("--bins", type=_positive_int, default=15, metavar="M", help="ECE bins (15)")
-    ft.add_argument("--scheme", choices=("width", "frequency"), default="width")
-    ft.add_argument(
-        "--renormalize", action="store_true", help="divide probability rows by their sum"
-    )
 
     ap = sub.add_parser(
         "apply",

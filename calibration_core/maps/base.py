@@ -41,7 +41,7 @@ from typing import Any, ClassVar
 import numpy as np
 import scipy.sparse as sp
 from scipy.special import log_softmax
-from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.base import BaseEstimator, ClassifierMixin, TransformerMixin
 from sklearn.utils.validation import check_array, check_is_fitted
 
 from ..errors import CalibrationInputError
@@ -75,7 +75,7 @@ def _classes_from_export(classes, n_classes: int) -> np.ndarray:
     return arr
 
 
-class CalibrationMap(ClassifierMixin, BaseEstimator):
+class CalibrationMap(ClassifierMixin, TransformerMixin, BaseEstimator):
     """Base class of all calibration maps.
 
     Parameters
@@ -288,6 +288,15 @@ class CalibrationMap(ClassifierMixin, BaseEstimator):
             self._raise_column_count(k)
         out = self._predict_proba(probs, logits)
         return out
+
+    def transform(self, X) -> np.ndarray:
+        """The calibrated probabilities, shape (N, K): the map as a pipeline step.
+
+        The same array as :meth:`predict_proba` (as netcal's ``transform``),
+        so a fitted map can stand where scikit-learn expects a transformer,
+        e.g. between a model's scores and a decision rule in a ``Pipeline``.
+        """
+        return self.predict_proba(X)
 
     def predict(self, X) -> np.ndarray:
         """Class (an entry of ``classes_``) with the largest calibrated probability, shape (N,)."""

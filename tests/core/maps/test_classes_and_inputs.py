@@ -128,3 +128,22 @@ def test_export_with_bad_classes_is_refused():
     d["classes"] = ["a", "b"]
     with pytest.raises(CalibrationInputError, match="expected 3 labels"):
         CalibrationMap.from_dict(d)
+
+
+@pytest.mark.parametrize("name", MAP_NAMES)
+def test_transform_is_the_calibrated_probabilities_in_a_pipeline(name):
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import FunctionTransformer
+
+    rng = np.random.default_rng(3)
+    logits = rng.normal(size=(300, 4)) * 2
+    y = np.array([rng.choice(4, p=p) for p in softmax(logits / 1.5, axis=1)])
+    fitted = make_map(name, input="logits").fit(logits, y)
+    assert np.array_equal(fitted.transform(logits), fitted.predict_proba(logits))
+    # A map stands where scikit-learn expects a transformer (fit_transform included).
+    pipe = make_pipeline(FunctionTransformer(), make_map(name, input="logits"))
+    out = pipe.fit(logits, y).transform(logits)
+    np.testing.assert_allclose(out, fitted.predict_proba(logits), rtol=0, atol=1e-12)
+    np.testing.assert_allclose(
+        make_map(name, input="logits").fit_transform(logits, y), out, rtol=0, atol=1e-12
+    )

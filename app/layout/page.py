@@ -41,7 +41,7 @@ MAP_LABELS = {
     "matrix": "matrix scaling",
     "dirichlet": "Dirichlet calibration",
 }
-ACCEPT = ".csv,.tsv,.txt,.gz,.parquet,.pq,.npz"
+ACCEPT = ".csv,.tsv,.gz,.parquet,.pq,.npz"
 
 
 def _field(

@@ -5,9 +5,14 @@ magic number (``PAR1`` for Parquet, ``PK`` for a zip, i.e. ``.npz``, ``1f 8b``
 for gzip) and by its *name* otherwise. Magic numbers are definitive, so a
 gzipped CSV named ``.csv`` is decompressed and a Parquet file named ``.csv``
 is read as Parquet. A text file's delimiter follows its extension (``.csv``
-comma, ``.tsv`` tab) and is sniffed from the header line for ``.txt`` or a
-nameless upload. An unknown extension whose content has no magic number is an
-error (with the list of supported extensions), never a guess.
+comma, ``.tsv`` tab) and is sniffed from the header line only for nameless
+bytes (the Python API without ``file_name``). Any other extension (``.txt``,
+``.json``, ``.xlsx``, none at all, ...) whose content has no magic number is an
+"unsupported file type" error naming the supported formats, never a guess: a
+``.txt`` or extensionless file is as often notes or a log as a table, and
+reading it as CSV would end in a misleading "no label column". A gzip file is
+decompressed, and its inner name must be ``.csv``/``.tsv`` (or absent:
+``preds.gz``, delimiter sniffed).
 """
 
 from __future__ import annotations
@@ -22,10 +27,12 @@ from pathlib import Path
 from ..errors import CalibrationInputError
 
 #: Extensions read as delimited text (also with a trailing ``.gz``).
-TEXT_EXTENSIONS = {".csv": ",", ".tsv": "\t", ".txt": None}
+TEXT_EXTENSIONS = {".csv": ",", ".tsv": "\t"}
 PARQUET_EXTENSIONS = (".parquet", ".pq")
 NPZ_EXTENSIONS = (".npz",)
-SUPPORTED = ".csv, .tsv, .txt (each also .gz), .parquet, .pq, .npz"
+SUPPORTED = ".csv, .tsv (each also .gz), .parquet, .pq, .npz"
+#: The formats in words, for messages.
+SUPPORTED_WORDS = "CSV, TSV (optionally .gz), Parquet or NPZ"
 
 _UNSUPPORTED_HINTS = {
     ".xlsx": "Excel workbooks are not read; save the sheet as 'CSV UTF-8' instead.",
@@ -195,9 +202,11 @@ def resolve_source(source, file_name: str | None = None) -> Source:
         return make("parquet")
     if magic == "zip":
         if ext in (".xlsx", ".xls"):
-            raise CalibrationInputError(f"{display}: {_UNSUPPORTED_HINTS[ext]}")
+            raise unsupported_type(display, ext)
         return make("npz")
     if magic == "gzip":
+        if ext and ext not in TEXT_EXTENSIONS:
+            raise unsupported_type(display, ext + ".gz")
         return make("text", True, TEXT_EXTENSIONS.get(ext))
     if ext in PARQUET_EXTENSIONS or ext in NPZ_EXTENSIONS:
         kind = "Parquet" if ext in PARQUET_EXTENSIONS else ".npz (zip)"
@@ -214,9 +223,30 @@ def resolve_source(source, file_name: str | None = None) -> Source:
         return make("text", False, TEXT_EXTENSIONS[ext])
     if not file_name:
         return make("text", False, None)
-    if ext in _UNSUPPORTED_HINTS:
-        raise CalibrationInputError(f"{display}: {_UNSUPPORTED_HINTS[ext]}")
-    raise CalibrationInputError(
-        f"{display} has an unknown extension '{ext or '(none)'}' and its content is not "
-        f"Parquet, npz or gzip. Supported: {SUPPORTED}; rename the file after its format."
-    )
+    raise unsupported_type(display, ext)
+
+
+def unsupported_type(display: str, ext: str) -> CalibrationInputError:
+    """The error for a file whose name and content are none of the supported formats.
+
+    Parameters
+    ----------
+    display : str
+        How the message names the file.
+    ext : str
+        Its extension (``""`` when it has none).
+
+    Returns
+    -------
+    CalibrationInputError
+        "'x.txt': unsupported file type '.txt'; upload CSV, ..." plus a hint on
+        how to convert the known non-formats (Excel, JSON, .npy).
+    """
+    kind = f"'{ext}'" if ext else "(no extension)"
+    hint = _UNSUPPORTED_HINTS.get(ext.removesuffix(".gz"))
+    message = f"{display}: unsupported file type {kind}; upload {SUPPORTED_WORDS}."
+    if hint:
+        message += f" {hint[0].upper()}{hint[1:]}"
+    elif ext in ("", ".txt"):
+        message += " If it already is a comma- or tab-separated table, rename it to .csv or .tsv."
+    return CalibrationInputError(message)

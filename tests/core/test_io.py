@@ -37,12 +37,12 @@ def _write(df, path):
     if name.endswith((".parquet", ".pq")):
         df.to_parquet(path, index=False)
     else:
-        sep = "\t" if ".tsv" in name or ".txt" in name else ","
+        sep = "\t" if ".tsv" in name else ","
         df.to_csv(path, index=False, sep=sep, float_format="%.17g")
     return path
 
 
-FORMATS = ["p.csv", "p.tsv", "p.txt", "p.csv.gz", "p.tsv.gz", "p.parquet", "p.pq"]
+FORMATS = ["p.csv", "p.tsv", "p.csv.gz", "p.tsv.gz", "p.parquet", "p.pq"]
 
 
 @pytest.mark.parametrize("fname", FORMATS)
@@ -225,17 +225,20 @@ def test_renormalize_when_asked():
 @pytest.mark.parametrize(
     ("encoded", "kwargs"),
     [
-        ("\ufefflabel,p_café,p_b\ncafé,0.25,0.75\nb,0.5,0.5\n".encode(), {}),
-        ("label\tp_café\tp_b\ncafé\t0.25\t0.75\nb\t0.5\t0.5\n".encode("utf-16"), {}),
+        ("\ufefflabel,p_café,p_b\ncafé,0.25,0.75\nb,0.5,0.5\n".encode(), {"file_name": "e.csv"}),
+        (
+            "label\tp_café\tp_b\ncafé\t0.25\t0.75\nb\t0.5\t0.5\n".encode("utf-16"),
+            {"file_name": "e.tsv"},
+        ),
         (
             "label,p_café,p_b\ncafé,0.25,0.75\nb,0.5,0.5\n".encode("latin-1"),
-            {"encoding": "latin-1"},
+            {"encoding": "latin-1", "file_name": "e.csv"},
         ),
     ],
     ids=["utf8-bom", "utf16-bom-excel-unicode-text", "latin1-when-named"],
 )
 def test_encodings(encoded, kwargs):
-    [pred] = load_predictions(encoded, file_name="e.txt", **kwargs)
+    [pred] = load_predictions(encoded, **kwargs)
     assert pred.class_names == ("café", "b")
     np.testing.assert_array_equal(pred.labels, [0, 1])
     np.testing.assert_allclose(pred.probs[0], [0.25, 0.75])

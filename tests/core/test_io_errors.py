@@ -202,6 +202,37 @@ def test_binary_garbage_named_csv():
     _has(_error(b"\xff\xd8\xff\xe0 jpeg \xfe\x99 data"), "not valid UTF-8", "line 1")
 
 
+UPLOAD_FORMATS = "upload CSV, TSV (optionally .gz), Parquet or NPZ"
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "ext", "hint"),
+    [
+        ("x.txt", GOOD.encode(), "'.txt'", "rename it to .csv or .tsv"),
+        ("notes.txt", b"meeting notes, not a table\n", "'.txt'", "rename it to .csv or .tsv"),
+        ("x.json", b'{"label": [0, 1]}', "'.json'", "JSON is not read"),
+        ("x.xlsx", b"not even a zip", "'.xlsx'", "save the sheet as 'CSV UTF-8'"),
+        ("x.npy", b"\x93NUMPY\x01\x00", "'.npy'", "numpy.savez"),
+        ("x.docx", GOOD.encode(), "'.docx'", None),
+        ("predictions", GOOD.encode(), "(no extension)", "rename it to .csv or .tsv"),
+        ("x.txt.gz", gzip.compress(GOOD.encode()), "'.txt.gz'", None),
+    ],
+)
+def test_unsupported_file_types_say_so_not_no_label_column(name, content, ext, hint):
+    """Names that are none of the formats are refused by type, even when the content is CSV."""
+    msg = _error(content, name)
+    _has(msg, f"'{name}': unsupported file type {ext}; {UPLOAD_FORMATS}.")
+    assert "label column" not in msg
+    if hint:
+        _has(msg, hint)
+
+
+def test_extensionless_csv_and_gzip_without_inner_extension_follow_the_content():
+    """Nameless bytes (the Python API) are sniffed; ``preds.gz`` is decompressed and sniffed."""
+    assert load_predictions(GOOD.encode())[0].n_samples > 0
+    assert load_predictions(gzip.compress(GOOD.encode()), file_name="preds.gz")[0].n_samples > 0
+
+
 def test_utf16_without_bom_and_latin1():
     _has(_error(GOOD.encode("utf-16-le")), "NUL bytes", "UTF-16")
     msg = _error("label,p_a,p_b\ncafé,0.5,0.5\nb,0.25,0.75\n".encode("latin-1"))
@@ -210,8 +241,8 @@ def test_utf16_without_bom_and_latin1():
 
 
 def test_formats_and_extensions(tmp_path):
-    _has(_error(GOOD, "preds.dat"), "unknown extension '.dat'", ".csv, .tsv", "rename")
-    _has(_error(b"PK\x03\x04junk", "book.xlsx"), "Excel", "CSV UTF-8")
+    _has(_error(GOOD, "preds.dat"), "'preds.dat': unsupported file type '.dat'", "Parquet or NPZ")
+    _has(_error(b"PK\x03\x04junk", "book.xlsx"), "unsupported file type '.xlsx'", "CSV UTF-8")
     _has(_error(GOOD, "preds.parquet"), "not a Parquet file", "rename it")
     _has(_error(GOOD, "preds.npz"), "not a .npz", "rename it")
     _has(_error(GOOD, "preds.csv.gz"), "not gzip-compressed", "without .gz")

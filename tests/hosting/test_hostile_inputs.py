@@ -534,7 +534,7 @@ def test_hostile_file_names_are_cleaned_and_never_used_as_paths(session, raw, sh
         return
     if shown == "upload":  # no usable name left: no extension, so the format is unknown
         (error,) = body["errors"]
-        assert error["file"] == "upload" and "unknown extension" in error["error"]
+        assert error["file"] == "upload" and "unsupported file type" in error["error"]
         source = error["file"]
     else:
         (model,) = body["models"]

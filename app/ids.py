@@ -13,6 +13,8 @@ UPLOAD_INPUT = "upload-input"  # the <input type=file> created by assets/upload.
 UPLOAD_STATUS = "upload-status"  # progress text while uploading (set by the script)
 UPLOAD_RESULT = "upload-result"  # dcc.Store: the JSON answer of POST /api/upload
 UPLOAD_MESSAGE = "upload-message"  # loader errors / "loaded ..." next to the upload
+UPLOAD_CONVENTIONS = "upload-conventions"  # <details> under the drop zone: which columns
+EXAMPLE_DOWNLOAD = "example-download"  # link to assets/example_predictions.csv
 MODELS_STORE = "models-store"  # dcc.Store: opaque handles + names of usable models
 
 # -- controls ----------------------------------------------------------------

@@ -42,6 +42,11 @@ MAP_LABELS = {
     "dirichlet": "Dirichlet calibration",
 }
 ACCEPT = ".csv,.tsv,.gz,.parquet,.pq,.npz"
+#: The example file under the drop zone: ``assets/example_predictions.csv``
+#: (written by ``scripts/example_predictions.py``), served by Dash from the
+#: assets folder (the app has no URL prefix) and shipped in the wheel.
+EXAMPLE_FILE = "example_predictions.csv"
+EXAMPLE_URL = f"/assets/{EXAMPLE_FILE}"
 
 
 def _field(
@@ -58,6 +63,74 @@ def _field(
     if style is not None:
         props["style"] = style
     return html.Div(kids, className="field", **props)
+
+
+def _conventions() -> html.Details:
+    """Which columns a file needs (closed by default), with the example file's link.
+
+    The rules are those of :mod:`calibration_core.io.columns` and
+    :mod:`calibration_core.io.npz`; the link sits in the body, not in the
+    ``<summary>``, so no interactive element is nested in another.
+    """
+    return html.Details(
+        [
+            html.Summary("Which columns? · example file"),
+            html.Ul(
+                [
+                    html.Li(
+                        [
+                            html.Code("label"),
+                            ": the true class (or ",
+                            html.Code("y"),
+                            ", ",
+                            html.Code("target"),
+                            ", ",
+                            html.Code("true"),
+                            ", ",
+                            html.Code("ground_truth"),
+                            ")",
+                        ]
+                    ),
+                    html.Li(
+                        [
+                            "one ",
+                            html.Code("p_<class>"),
+                            " column per class (rows sum to 1), or ",
+                            html.Code("logit_<class>"),
+                            ", or for two classes one ",
+                            html.Code("score"),
+                            " column (probability of class 1, labels 0/1)",
+                        ]
+                    ),
+                    html.Li(
+                        [
+                            "optional ",
+                            html.Code("model"),
+                            ": several models in one file, one per value",
+                        ]
+                    ),
+                    html.Li(
+                        [
+                            "CSV, TSV (also .gz) or Parquet; NPZ with arrays ",
+                            html.Code("probs"),
+                            " (or ",
+                            html.Code("logits"),
+                            ") and ",
+                            html.Code("labels"),
+                        ]
+                    ),
+                ]
+            ),
+            html.A(
+                "Download an example (CSV: 2 models, 3 classes)",
+                id=ids.EXAMPLE_DOWNLOAD,
+                href=EXAMPLE_URL,
+                download=EXAMPLE_FILE,
+            ),
+        ],
+        id=ids.UPLOAD_CONVENTIONS,
+        className="upload-conventions",
+    )
 
 
 def _upload_panel(max_upload_mb: int) -> html.Div:
@@ -82,6 +155,7 @@ def _upload_panel(max_upload_mb: int) -> html.Div:
                     "data-accept": ACCEPT,
                 },
             ),
+            _conventions(),
             html.Div(id=ids.UPLOAD_STATUS, className="upload-status", role="status"),
             html.Div(id=ids.UPLOAD_MESSAGE, className="upload-message", role="alert"),
             dcc.Store(id=ids.UPLOAD_RESULT),

@@ -239,12 +239,12 @@ def unsupported_type(display: str, ext: str) -> CalibrationInputError:
     Returns
     -------
     CalibrationInputError
-        "'x.txt': unsupported file type '.txt'; upload CSV, ..." plus a hint on
+        "'x.txt' has an unsupported file type '.txt'; upload CSV, ..." and a hint on
         how to convert the known non-formats (Excel, JSON, .npy).
     """
     kind = f"'{ext}'" if ext else "(no extension)"
     hint = _UNSUPPORTED_HINTS.get(ext.removesuffix(".gz"))
-    message = f"{display}: unsupported file type {kind}; upload {SUPPORTED_WORDS}."
+    message = f"{display} has an unsupported file type {kind}; upload {SUPPORTED_WORDS}."
     if hint:
         message += f" {hint[0].upper()}{hint[1:]}"
     elif ext in ("", ".txt"):

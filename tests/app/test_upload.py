@@ -7,7 +7,8 @@ import io
 import numpy as np
 import pytest
 
-from app.factory import create_app
+from app.factory import ASSETS_DIR, create_app
+from app.layout.page import EXAMPLE_FILE, EXAMPLE_URL
 from app.upload import UPLOAD_PATH, clean_file_name
 
 from .conftest import make_config, prediction_csv
@@ -162,3 +163,30 @@ def test_models_with_more_classes_than_max_classes_are_refused(tmp_path):
     (error,) = body["errors"]
     assert "51 classes" in error["error"] and "at most 50" in error["error"]
     assert "MAX_CLASSES" in error["error"]
+
+
+def test_unsupported_file_type_is_named_and_models_stay(client):
+    """A .txt upload, even of CSV text, is refused by type, not with 'no label column'."""
+    kept = _post(client, ("kept.csv", prediction_csv(n=100, k=2))).json["models"][0]
+    for name in ("notes.txt", "table.json", "predictions"):
+        body = _post(client, (name, prediction_csv(n=50, k=2))).json
+        (error,) = body["errors"]
+        assert error["file"] == name and body["models"] == []
+        assert "has an unsupported file type" in error["error"], error
+        assert "upload CSV, TSV (optionally .gz), Parquet or NPZ" in error["error"]
+        assert "label column" not in error["error"]
+    assert kept["handle"] in client.get("/_dash-layout").get_data(as_text=True)
+
+
+def test_the_example_file_under_the_drop_zone_uploads_cleanly(client):
+    """The page's example (assets/, served by Dash) is what the upload route reads."""
+    served = client.get(EXAMPLE_URL)
+    assert served.status_code == 200 and served.mimetype == "text/csv"
+    content = served.get_data()
+    assert content == (ASSETS_DIR / EXAMPLE_FILE).read_bytes()
+    body = _post(client, (EXAMPLE_FILE, content)).json
+    assert body["errors"] == []
+    assert [(m["name"], m["n_samples"], m["class_names"]) for m in body["models"]] == [
+        ("sharp", 24, ["cat", "dog", "bird"]),
+        ("cautious", 24, ["cat", "dog", "bird"]),
+    ]

@@ -221,7 +221,7 @@ UPLOAD_FORMATS = "upload CSV, TSV (optionally .gz), Parquet or NPZ"
 def test_unsupported_file_types_say_so_not_no_label_column(name, content, ext, hint):
     """Names that are none of the formats are refused by type, even when the content is CSV."""
     msg = _error(content, name)
-    _has(msg, f"'{name}': unsupported file type {ext}; {UPLOAD_FORMATS}.")
+    _has(msg, f"'{name}' has an unsupported file type {ext}; {UPLOAD_FORMATS}.")
     assert "label column" not in msg
     if hint:
         _has(msg, hint)
@@ -241,7 +241,11 @@ def test_utf16_without_bom_and_latin1():
 
 
 def test_formats_and_extensions(tmp_path):
-    _has(_error(GOOD, "preds.dat"), "'preds.dat': unsupported file type '.dat'", "Parquet or NPZ")
+    _has(
+        _error(GOOD, "preds.dat"),
+        "'preds.dat' has an unsupported file type '.dat'",
+        "Parquet or NPZ",
+    )
     _has(_error(b"PK\x03\x04junk", "book.xlsx"), "unsupported file type '.xlsx'", "CSV UTF-8")
     _has(_error(GOOD, "preds.parquet"), "not a Parquet file", "rename it")
     _has(_error(GOOD, "preds.npz"), "not a .npz", "rename it")

@@ -26,6 +26,8 @@ from pathlib import Path
 
 import pytest
 
+from app.layout.page import EXAMPLE_FILE
+
 from .conftest import (
     APP_ENV_VARS,
     REPO,
@@ -138,6 +140,7 @@ def test_installed_package_runs_from_the_virtualenv(venv, tmp_path):
     for path in out[:3]:
         assert path.startswith(str(venv)), out
     assert Path(out[2], "upload.js").is_file() and Path(out[2], "vendor").is_dir()
+    assert Path(out[2], EXAMPLE_FILE).read_bytes() == (REPO / "assets" / EXAMPLE_FILE).read_bytes()
     from importlib.metadata import version
 
     assert out[3] == version("calibration-dashboard") != "0+unknown"
@@ -202,6 +205,10 @@ def test_installed_dashboard_draws_the_demo_with_every_static_file(browser, inst
         assert any("plotly-basic.min.js" in u for u in statuses), sorted(statuses)
         bad = {u: s for u, s in statuses.items() if s != 200}
         assert not bad, f"static files that did not answer 200: {bad}"
+        # The example file the conventions under the drop zone link to.
+        example = page.request.get(page.get_attribute("#example-download", "href"))
+        assert example.status == 200 and example.headers["content-type"].startswith("text/csv")
+        assert example.body() == (REPO / "assets" / EXAMPLE_FILE).read_bytes()
         watch.assert_clean()
     finally:
         context.close()

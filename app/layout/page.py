@@ -358,7 +358,7 @@ def build_layout(
             html.Div(
                 [
                     html.Aside(
-                        [_upload_panel(max_upload_mb), _controls(infos, raw), _exports()],
+                        [_upload_panel(max_upload_mb), _controls(infos, raw)],
                         className="sidebar",
                     ),
                     html.Main(
@@ -386,6 +386,9 @@ def build_layout(
                         ],
                         className="results",
                     ),
+                    # After the results in the DOM (Fit comes before Export in the tab
+                    # order); the stylesheet puts it under the controls on wide screens.
+                    html.Aside(_exports(), className="sidebar sidebar-exports"),
                 ],
                 className="app-body",
             ),

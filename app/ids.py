@@ -14,6 +14,7 @@ UPLOAD_STATUS = "upload-status"  # progress text while uploading (set by the scr
 UPLOAD_RESULT = "upload-result"  # dcc.Store: the JSON answer of POST /api/upload
 UPLOAD_MESSAGE = "upload-message"  # loader errors / "loaded ..." next to the upload
 MODELS_STORE = "models-store"  # dcc.Store: opaque handles + names of usable models
+ALL_BINARY_STORE = "all-binary-store"  # dcc.Store: whether the selection is all binary
 
 # -- controls ----------------------------------------------------------------
 MODEL_SELECT = "model-select"

@@ -16,6 +16,7 @@ UPLOAD_MESSAGE = "upload-message"  # loader errors / "loaded ..." next to the up
 UPLOAD_CONVENTIONS = "upload-conventions"  # <details> under the drop zone: which columns
 EXAMPLE_DOWNLOAD = "example-download"  # link to assets/example_predictions.csv
 MODELS_STORE = "models-store"  # dcc.Store: opaque handles + names of usable models
+ALL_BINARY_STORE = "all-binary-store"  # dcc.Store: whether the selection is all binary
 
 # -- controls ----------------------------------------------------------------
 MODEL_SELECT = "model-select"

@@ -25,7 +25,14 @@ METRICS: dict[str, tuple[str, bool]] = {
 }
 NUMBER_FORMAT = "params.value == null ? '' : d3.format('.4f')(params.value)"
 COUNT_FORMAT = "params.value == null ? '' : d3.format(',')(params.value)"
-SECONDS_FORMAT = "params.value == null ? '' : d3.format('.2f')(params.value)"
+#: Fit time from seconds: "12 ms" under a second (fast fits read "0.00" in seconds),
+#: "1.23 s" above; "< 1 ms" for what rounds to 0 ms. Exports keep the seconds.
+SECONDS_FORMAT = (
+    "params.value == null ? '' "
+    ": params.value < 0.0005 ? '< 1 ms' "
+    ": params.value < 0.9995 ? d3.format('.0f')(params.value * 1000) + ' ms' "
+    ": d3.format('.2f')(params.value) + ' s'"
+)
 
 
 def notion_short(view: ViewSettings) -> str:
@@ -86,10 +93,11 @@ def column_defs(view: ViewSettings) -> list[dict]:
     cols.append(
         {
             "field": "fit_seconds",
-            "headerName": "fit s",
+            "headerName": "fit time",
+            "headerTooltip": "time to fit the map (all folds); exported in seconds",
             "type": "numericColumn",
             "valueFormatter": {"function": SECONDS_FORMAT},
-            "minWidth": 52,
+            "minWidth": 64,
             "flex": 1,
         }
     )

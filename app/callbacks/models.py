@@ -1,4 +1,4 @@
-"""Models and dependent controls: after an upload, the class picker, the held-out fields.
+"""Models and what follows them: upload follow-up, notion, class picker, held-out fields.
 
 The upload itself is a Flask route (:mod:`app.upload`); the page script posts
 the files there and then writes the JSON answer into the ``upload-result``
@@ -9,11 +9,11 @@ pre-select what was just loaded).
 
 from __future__ import annotations
 
-from dash import Input, Output, State, html
+from dash import Input, Output, State, html, no_update
 
 from .. import ids
 from ..context import AppContext
-from ..options import class_choices, model_options
+from ..options import class_choices, model_options, notion_for_selection
 from ..settings import MAX_SELECTED_MODELS
 from ..store.data_store import DataStore
 
@@ -85,6 +85,20 @@ def register(app, ctx: AppContext) -> None:
     )
     def on_upload(result, selected):
         return after_upload(ctx.store, ctx.session_id(), result, selected)
+
+    @app.callback(
+        output=[Output(ids.NOTION, "value"), Output(ids.ALL_BINARY_STORE, "data")],
+        inputs={"selected": Input(ids.MODEL_SELECT, "value")},
+        state={
+            "models_json": State(ids.MODELS_STORE, "data"),
+            "notion": State(ids.NOTION, "value"),
+            "was_all_binary": State(ids.ALL_BINARY_STORE, "data"),
+        },
+        prevent_initial_call=True,
+    )
+    def on_selection(selected, models_json, notion, was_all_binary):
+        switch, now = notion_for_selection(models_json, selected, notion, bool(was_all_binary))
+        return (switch or no_update), now
 
     @app.callback(
         output=[

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dash import dcc, html
 
 from .. import ids
+from ..figures.common import MODEBAR_CONFIG
 from ..options import model_label
 from ..store.records import ModelInfo
 from .resampling import SEED
@@ -27,8 +28,7 @@ from .target import (
 )
 
 GRAPH_CONFIG = {
-    "displaylogo": False,
-    "modeBarButtonsToRemove": ["select2d", "lasso2d", "autoScale2d"],
+    **MODEBAR_CONFIG,
     "toImageButtonOptions": {"format": "png", "scale": 2, "filename": "diagnostics"},
 }
 

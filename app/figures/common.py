@@ -7,7 +7,8 @@
   uncalibrated and calibrated predictions, and :data:`FONT`;
 * :func:`plotly_template`: a small white template understood by plotly.js itself;
 * :func:`empty_figure` (a message instead of a figure) and
-  :func:`graph_config` (``dcc.Graph``'s PNG/SVG export).
+  :data:`MODEBAR_CONFIG` and :func:`graph_config` (``dcc.Graph``'s modebar and
+  PNG/SVG export).
 
 The reliability diagrams are in :mod:`app.figures.reliability`, the
 diagnostics figures in :mod:`app.figures.diagnostics`.
@@ -114,14 +115,22 @@ def empty_figure(message: str) -> go.Figure:
     return fig
 
 
+#: The modebar of every ``dcc.Graph``: no logo, no "Share chart..." (it offers to
+#: upload the figure to Plotly's cloud), no selection tools; zoom, pan and the
+#: image download stay. ``assets/modebar.js`` keeps its buttons out of the tab order.
+MODEBAR_CONFIG = {
+    "displaylogo": False,
+    "showSendToCloud": False,
+    "showEditInChartStudio": False,
+    "modeBarButtonsToRemove": ["select2d", "lasso2d", "autoScale2d", "sendChartToCloud"],
+}
+
+
 def graph_config(file_stem: str, fmt: str = "png") -> dict:
-    """``dcc.Graph`` config: Plotly's own PNG/SVG export named after the model."""
+    """``dcc.Graph`` config: :data:`MODEBAR_CONFIG` and Plotly's own PNG/SVG export
+    named after the model."""
     fmt = fmt if fmt in ("png", "svg") else "png"
     options = {"format": fmt, "filename": f"reliability-{safe_file_stem(file_stem)}"}
     if fmt == "png":
         options["scale"] = 2
-    return {
-        "displaylogo": False,
-        "toImageButtonOptions": options,
-        "modeBarButtonsToRemove": ["select2d", "lasso2d", "autoScale2d"],
-    }
+    return {**MODEBAR_CONFIG, "toImageButtonOptions": options}

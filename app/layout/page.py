@@ -14,7 +14,7 @@ from calibration_core.maps import MAP_NAMES
 from .. import ids
 from ..deployable import BEST_MAP, map_options
 from ..diagnostics.layout import diagnostics_section
-from ..options import class_choices, default_selection, model_options
+from ..options import all_binary, class_choices, default_selection, model_options
 from ..settings import (
     BAND_LABELS,
     LEVELS,
@@ -432,7 +432,7 @@ def build_layout(
             html.Div(
                 [
                     html.Aside(
-                        [_upload_panel(max_upload_mb), _controls(infos, raw), _exports()],
+                        [_upload_panel(max_upload_mb), _controls(infos, raw)],
                         className="sidebar",
                     ),
                     html.Main(
@@ -460,10 +460,14 @@ def build_layout(
                         ],
                         className="results",
                     ),
+                    # After the results in the DOM (Fit comes before Export in the tab
+                    # order); the stylesheet puts it under the controls on wide screens.
+                    html.Aside(_exports(), className="sidebar sidebar-exports"),
                 ],
                 className="app-body",
             ),
             dcc.Store(id=ids.MODELS_STORE, data=[i.to_json() for i in infos]),
+            dcc.Store(id=ids.ALL_BINARY_STORE, data=all_binary(infos, raw.handles)),
             dcc.Store(id=ids.FIT_STATE),
             dcc.Store(id=ids.FIT_REQUEST),
         ],

@@ -16,7 +16,7 @@ from app.callbacks.fit import plan_fits, run_fits
 from app.callbacks.models import after_upload
 from app.callbacks.view import render
 from app.exports import safe_cell
-from app.options import class_choices
+from app.options import class_choices, notion_for_selection
 from app.settings import ALL_CLASSES, RawSettings
 from calibration_core import (
     Predictions,
@@ -287,6 +287,33 @@ def test_class_choices_union_and_visibility():
     assert [o["value"] for o in options] == [ALL_CLASSES, "x", "y", "z"]
     assert value == "x" and style == {}
     assert class_choices(models, ["demo-1"], "confidence", "z")[1:] == ("z", {"display": "none"})
+
+
+def test_a_selection_that_becomes_all_binary_opens_in_the_binary_view():
+    def model(handle, k):
+        names = [str(c) for c in range(k)]
+        return {
+            "handle": handle,
+            "name": handle,
+            "n_samples": 10,
+            "n_classes": k,
+            "class_names": names,
+            "source": "",
+            "has_logits": False,
+        }
+
+    models = [model("score", 2), model("other", 2), model("digits", 10)]
+    # Becoming all binary (after an upload, or by hand): the binary view.
+    assert notion_for_selection(models, ["score"], "confidence", False) == ("binary", True)
+    assert notion_for_selection(models, ["score"], "class", False) == ("binary", True)
+    # Still all binary: the notion the user picked stays.
+    assert notion_for_selection(models, ["score", "other"], "confidence", True) == (None, True)
+    # A multiclass model selected, or nothing selected: no change.
+    assert notion_for_selection(models, ["score", "digits"], "confidence", False) == (None, False)
+    assert notion_for_selection(models, ["score", "digits"], "binary", True) == (None, False)
+    assert notion_for_selection(models, [], "confidence", False) == (None, False)
+    # Already binary: nothing to switch.
+    assert notion_for_selection(models, ["score"], "binary", False) == (None, True)
 
 
 def test_small_exports(ctx, sid):

@@ -30,6 +30,15 @@ def download(page, button: str) -> tuple[str, str]:
     return dl.suggested_filename, open(dl.path(), encoding="utf-8").read()
 
 
+def fit_time(seconds: float) -> str:
+    """Seconds as the grid's fit-time column shows them (ms under a second)."""
+    if seconds < 0.0005:
+        return "< 1 ms"
+    if seconds < 0.9995:
+        return f"{seconds * 1000:.0f} ms"
+    return f"{seconds:.2f} s"
+
+
 def as_shown(row: dict, column: str) -> str:
     """An exported value formatted as the grid shows it."""
     value = row[column]
@@ -38,7 +47,7 @@ def as_shown(row: dict, column: str) -> str:
     if column == "n":
         return f"{int(value):,}"
     if column == "fit_seconds":
-        return f"{float(value):.2f}"
+        return fit_time(float(value))
     return f"{float(value):.4f}"
 
 
@@ -64,8 +73,15 @@ def test_metrics_exports_equal_the_table_and_report_opens_offline(
         for column in ("n", *METRIC_COLUMNS, "fit_seconds"):
             assert as_shown(got, column) == shown[column], (got["model"], got["map"], column)
         assert got["status"] == shown["status"]
+        # Fit times in seconds in the CSV, in ms on the page for fast fits (not "0.00").
+        assert not shown["fit_seconds"].startswith("0.00")
         # More digits than the screen: the CSV carries full precision.
         assert len(got["ece"].split(".")[1]) > 4
+
+    fit_times = [r["fit_seconds"] for r in table if r["map"] != "uncalibrated"]
+    assert all(re.fullmatch(r"< 1 ms|\d+ ms|\d+\.\d\d s", t) for t in fit_times), fit_times
+    # The demo's maps fit in well under a second each.
+    assert any(t.endswith(" ms") for t in fit_times), fit_times
 
     # Metrics JSON: the same rows and the settings they were computed with.
     name, text = download(page, "#export-metrics-json")

@@ -280,14 +280,23 @@ def input_path(text: str) -> Path:
     return path
 
 
+def load_models(path: Path, args: argparse.Namespace) -> list:
+    """The file's models, with the loader's notices (renormalised rows) printed as warnings."""
+    import calibration_core
+
+    models, notices = calibration_core.load_with_notices(
+        path, label_column=args.label_column, renormalize=args.renormalize
+    )
+    for note in notices:
+        print(f"{PROG}: warning: {note}", file=sys.stderr)
+    return models
+
+
 def evaluate(args: argparse.Namespace, out) -> int:
     """Run ``evaluate`` and write the result to ``out``; returns the exit code."""
-    import calibration_core
     from calibration_core import compare_maps
 
-    models = calibration_core.load_predictions(
-        input_path(args.file), label_column=args.label_column, renormalize=args.renormalize
-    )
+    models = load_models(input_path(args.file), args)
     maps = parse_maps(args.maps)
     results = [
         compare_maps(
@@ -473,12 +482,9 @@ def checked_metrics(model, args: argparse.Namespace) -> dict[str, float]:
 
 def check(args: argparse.Namespace, out) -> int:
     """Run ``check``: 0 when every bound holds for every model, 1 when one fails."""
-    import calibration_core
 
     bounds = parse_bounds(args.bounds)
-    models = calibration_core.load_predictions(
-        input_path(args.file), label_column=args.label_column, renormalize=args.renormalize
-    )
+    models = load_models(input_path(args.file), args)
     results = []
     for model in models:
         values = checked_metrics(model, args)
@@ -631,9 +637,7 @@ def fit_map(args: argparse.Namespace, out) -> int:
     if args.select is None and (args.map is None or maps == "all" or len(maps) != 1):
         raise UsageError("name one map with --map NAME, or choose among maps with --select best")
     path = input_path(args.file)
-    models = calibration_core.load_predictions(
-        path, label_column=args.label_column, renormalize=args.renormalize
-    )
+    models = load_models(path, args)
     model = _one_model(models, args.model, args.file)
     comparison = compare_maps(
         model, maps, folds=args.folds, n_bins=args.bins, scheme=args.scheme, seed=args.seed
@@ -758,8 +762,17 @@ def serve(args: argparse.Namespace) -> int:
 
 
 # ---------------------------------------------------------------------- main
-def _fail(message: str, code: int) -> int:
-    print(f"{PROG}: error: {' '.join(str(message).split())}", file=sys.stderr)
+#: How the command line applies each remedy of a CalibrationInputError.
+CLI_REMEDIES = {
+    "renormalize": "To divide each row by its sum, add --renormalize.",
+    "label_column": "Or choose the label column with --label-column C.",
+}
+
+
+def _fail(message, code: int) -> int:
+    """Print ``message`` (an exception: input errors with their remedy as a flag) as an error."""
+    text = message.phrased(CLI_REMEDIES) if hasattr(message, "phrased") else str(message)
+    print(f"{PROG}: error: {' '.join(text.split())}", file=sys.stderr)
     return code
 
 
@@ -773,7 +786,7 @@ def run_check(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         return _fail("interrupted", EXIT_INTERRUPTED)
     except (CalibrationInputError, CommandError, OSError) as exc:
-        return _fail(str(exc), EXIT_USAGE)
+        return _fail(exc, EXIT_USAGE)
     except Exception as exc:
         if args.traceback:
             raise
@@ -829,7 +842,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         return _fail("interrupted", EXIT_INTERRUPTED)
     except CalibrationInputError as exc:
-        return _fail(str(exc), EXIT_INPUT)
+        return _fail(exc, EXIT_INPUT)
     except (CommandError, OSError) as exc:
         return _fail(str(exc), EXIT_INPUT)
     except Exception as exc:

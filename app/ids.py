@@ -13,6 +13,9 @@ UPLOAD_INPUT = "upload-input"  # the <input type=file> created by assets/upload.
 UPLOAD_STATUS = "upload-status"  # progress text while uploading (set by the script)
 UPLOAD_RESULT = "upload-result"  # dcc.Store: the JSON answer of POST /api/upload
 UPLOAD_MESSAGE = "upload-message"  # loader errors / "loaded ..." next to the upload
+UPLOAD_RENORMALIZE = "upload-renormalize"  # "renormalise rows" switch, read by upload.js
+UPLOAD_LABEL_FIELD = "upload-label-field"  # the label-column picker, shown when a file needs it
+UPLOAD_LABEL_COLUMN = "upload-label-column"  # <select> of the refused file's columns
 UPLOAD_CONVENTIONS = "upload-conventions"  # <details> under the drop zone: which columns
 EXAMPLE_DOWNLOAD = "example-download"  # link to assets/example_predictions.csv
 MODELS_STORE = "models-store"  # dcc.Store: opaque handles + names of usable models

@@ -14,7 +14,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from calibration_core import load_predictions
+from calibration_core import load_with_notices
 
 from . import ids
 from .callbacks.exports import small_export
@@ -72,14 +72,15 @@ def file_report(path: Path, settings: ReportSettings) -> tuple[str, list[str]]:
     Returns
     -------
     (str, list of str)
-        The HTML text, and warnings (e.g. maps refused by the parameter budget).
+        The HTML text, and warnings (renormalised rows, maps refused by the
+        parameter budget).
 
     Raises
     ------
     CalibrationInputError
         Unreadable predictions or invalid settings.
     """
-    models = load_predictions(
+    models, notices = load_with_notices(
         path, label_column=settings.label_column, renormalize=settings.renormalize
     )
     with tempfile.TemporaryDirectory(prefix="calibration-report-") as tmp:
@@ -104,4 +105,4 @@ def file_report(path: Path, settings: ReportSettings) -> tuple[str, list[str]]:
         finally:
             ctx.store.close()
     warnings = [state["error"]] if state.get("error") else []
-    return content, warnings
+    return content, notices + warnings

@@ -2,7 +2,10 @@
 
 Request
     ``multipart/form-data`` with one or more parts named ``file`` (the
-    browser script sends one file per request). The session cookie decides
+    browser script sends one file per request), and optionally the loading
+    options ``renormalize`` (``"1"``: divide probability rows by their sums,
+    the page's "renormalise rows" switch) and ``label_column`` (the column of
+    true classes, the page's label-column picker). The session cookie decides
     where the models go; the browser never names a session.
 Limits (checked before anything is parsed)
     A request whose ``Content-Length`` exceeds ``MAX_UPLOAD_MB`` (plus a
@@ -14,8 +17,11 @@ Limits (checked before anything is parsed)
 Response (JSON)
     ``200 {"models": [ModelInfo...], "files": [{"file", "models"}], "errors": [...]}``
     once the files were received: a file the loader rejects is listed in
-    ``errors`` (``{"file", "error"}``, the loader's message) and summarised in
-    ``error``; ``413`` when too large, ``400`` for a request without files,
+    ``errors`` (``{"file", "error", "remedy", "columns"}``: the loader's
+    message, phrased for the page, and the option that fixes it, if one does:
+    ``"renormalize"``, or ``"label_column"`` with the file's ``columns``) and
+    summarised in ``error``; ``notices`` lists the loader's notes on files
+    it loaded (e.g. rows renormalised); ``413`` when too large, ``400`` for a request without files,
     ``507`` when the server's disk cannot take the file (full or read-only).
     Compressed content is bounded too (:mod:`app.upload_guard`): a file that
     expands past the limit, or whose decoded data would pass
@@ -42,7 +48,7 @@ from .request_errors import request_id
 from .session import SessionManager
 from .store.data_store import DataStore
 from .store.disk import STORAGE_MESSAGE
-from .upload_parser import UploadParser
+from .upload_parser import LoadOptions, UploadParser
 
 UPLOAD_PATH = "/api/upload"
 #: Room for multipart boundaries and part headers on top of the file limit.
@@ -51,6 +57,28 @@ MAX_FILES_PER_REQUEST = 10
 MAX_NAME_LENGTH = 120
 
 log = logging.getLogger("calibration_dashboard.upload")
+
+#: How the page applies each remedy of a CalibrationInputError (its switch and picker).
+PAGE_REMEDIES = {
+    "renormalize": "To divide each row by its sum, tick 'renormalise rows' and upload the "
+    "file again.",
+    "label_column": "Or pick the label column below; the file is then sent again.",
+}
+
+
+def load_options(form) -> LoadOptions:
+    """The loading options sent with an upload (form fields ``renormalize``, ``label_column``)."""
+    column = str(form.get("label_column") or "").strip()[:MAX_NAME_LENGTH] or None
+    return LoadOptions(renormalize=form.get("renormalize") == "1", label_column=column)
+
+
+def refusal(name: str, exc: CalibrationInputError) -> dict:
+    """A refused file's entry in ``errors``: the message phrased for the page, and its remedy."""
+    entry = {"file": name, "error": f"{name}: {exc.phrased(PAGE_REMEDIES)}"}
+    if exc.remedy in PAGE_REMEDIES:
+        entry["remedy"] = exc.remedy
+        entry["columns"] = list(exc.columns)
+    return entry
 
 
 def clean_file_name(raw) -> str:
@@ -151,18 +179,19 @@ def register_upload_route(
                     "errors": [],
                 }
             ), 400
-        loaded, per_file, errors = [], [], []
+        loaded, per_file, errors, notices = [], [], [], []
+        options = load_options(request.form)
         for part in files:
             name = clean_file_name(part.filename)
             try:
                 if _file_size(part.stream) > limit:
                     return _too_large(max_upload_mb, f"{name}")
-                parsed = parser.parse(part.stream, name)
+                parsed = parser.parse(part.stream, name, options)
                 infos = store.add_models(
                     sid, parsed.predictions, source=name, soft=parsed.soft_labels
                 )
             except CalibrationInputError as exc:
-                errors.append({"file": name, "error": f"{name}: {exc}"})
+                errors.append(refusal(name, exc))
                 continue
             except Exception:
                 rid = request_id()
@@ -178,8 +207,9 @@ def register_upload_route(
             finally:
                 part.close()
             per_file.append({"file": name, "models": [i.handle for i in infos]})
+            notices.extend(f"{name}: {note}" for note in parsed.notices)
             loaded.extend(i.to_json() for i in infos)
-        body = {"models": loaded, "files": per_file, "errors": errors}
+        body = {"models": loaded, "files": per_file, "errors": errors, "notices": notices}
         if errors:
             body["error"] = " ".join(e["error"] for e in errors)
         # File-level problems are answers, not failed requests: 200 with the messages.

@@ -84,9 +84,9 @@ ARRAY_DTYPES = ("<f8", "<i8")
 MAX_HEADER_BYTES = 64 << 20
 
 
-def load_predictions(*args, **kwargs):
-    """:func:`calibration_core.io.load_predictions` (imported on first use: pandas, pyarrow)."""
-    from calibration_core.io import load_predictions as load
+def load_with_notices(*args, **kwargs):
+    """:func:`calibration_core.io.load_with_notices` (imported on first use: pandas, pyarrow)."""
+    from calibration_core.io import load_with_notices as load
 
     return load(*args, **kwargs)
 
@@ -129,11 +129,31 @@ class ParseLimits:
 
 
 @dataclass(frozen=True)
+class LoadOptions:
+    """The user's loading options of one upload (the page's switch and picker).
+
+    Attributes
+    ----------
+    renormalize : bool
+        Divide probability rows by their sums ("renormalise rows").
+    label_column : str or None
+        The column holding the true classes; None: the loader's default names.
+    """
+
+    renormalize: bool = False
+    label_column: str | None = None
+
+
+@dataclass(frozen=True)
 class ParsedUpload:
-    """What a file holds: its models, and the soft labels of those that have them."""
+    """What a file holds: its models, the soft labels of those that have them, and notices.
+
+    ``notices`` are the loader's notes for the user (e.g. rows renormalised).
+    """
 
     predictions: list[Predictions]
     soft_labels: dict[str, np.ndarray]
+    notices: tuple[str, ...] = ()
 
 
 class ParseLimitExceeded(CalibrationInputError):
@@ -164,7 +184,9 @@ def check_classes(preds: list[Predictions], max_classes: int) -> None:
             )
 
 
-def parse_upload(stream, name: str, limits: ParseLimits) -> ParsedUpload:
+def parse_upload(
+    stream, name: str, limits: ParseLimits, options: LoadOptions = LoadOptions()
+) -> ParsedUpload:
     """Check, load and validate one uploaded file (what the child runs; no limits set here).
 
     Parameters
@@ -173,6 +195,8 @@ def parse_upload(stream, name: str, limits: ParseLimits) -> ParsedUpload:
     name : str
         The cleaned file name (format detection, messages).
     limits : ParseLimits
+    options : LoadOptions
+        The user's loading options.
 
     Raises
     ------
@@ -181,10 +205,16 @@ def parse_upload(stream, name: str, limits: ParseLimits) -> ParsedUpload:
     """
     check_expansion(stream, name, limits.upload_bytes)  # compressed bombs, huge widths
     bound = decoded_limit(limits.upload_bytes)
-    preds = load_predictions(stream, file_name=name, max_decoded_bytes=bound)
+    preds, notices = load_with_notices(
+        stream,
+        file_name=name,
+        max_decoded_bytes=bound,
+        renormalize=options.renormalize,
+        label_column=options.label_column,
+    )
     check_classes(preds, limits.max_classes)
     soft = read_upload_soft_labels(stream, name, preds, bound)
-    return ParsedUpload(preds, soft)
+    return ParsedUpload(preds, soft, tuple(notices))
 
 
 # ------------------------------------------------------------------ the child
@@ -270,22 +300,32 @@ def _send_parsed(conn: Connection, parsed: ParsedUpload) -> None:
         specs = {key: _array_spec(arr) for key, arr in own.items()}
         models.append({"name": pred.name, "classes": list(pred.class_names), "arrays": specs})
         arrays.extend(own.values())
-    _send(conn, {"kind": "ok", "models": models}, arrays)
+    _send(conn, {"kind": "ok", "models": models, "notices": list(parsed.notices)}, arrays)
 
 
-def run_child(conn: Connection, name: str, limits: ParseLimits) -> None:
+def _refusal(exc: CalibrationInputError) -> dict:
+    """The header of a refused file: the message and its remedy (for the page's phrasing)."""
+    return {
+        "kind": "refused",
+        "message": exc.detail,
+        "remedy": exc.remedy,
+        "columns": list(exc.columns),
+    }
+
+
+def run_child(conn: Connection, name: str, limits: ParseLimits, options: LoadOptions) -> None:
     """The child's entry point: receive the file, set the limits, parse, send the result."""
     fd = reduction.recv_handle(conn)
     _prepare_arrow()
     _set_limits(limits)
     try:
         with os.fdopen(fd, "rb") as stream:
-            parsed = parse_upload(stream, name, limits)
+            parsed = parse_upload(stream, name, limits, options)
     except Exception as exc:
         if _out_of_memory(exc):
             _send(conn, {"kind": "memory"})
         elif isinstance(exc, CalibrationInputError):
-            _send(conn, {"kind": "refused", "message": str(exc)})
+            _send(conn, _refusal(exc))
         else:
             _send(conn, {"kind": "error", "traceback": traceback.format_exc()})
         return
@@ -323,7 +363,7 @@ def _receive_parsed(conn: Connection, header: dict, max_bytes: int) -> ParsedUpl
         preds.append(pred)
         if "soft" in arrays:
             soft[pred.name] = arrays["soft"]
-    return ParsedUpload(preds, soft)
+    return ParsedUpload(preds, soft, tuple(str(n) for n in header.get("notices", ())))
 
 
 class UploadParser:
@@ -375,8 +415,10 @@ class UploadParser:
             "Nothing already loaded was changed."
         )
 
-    def parse(self, stream, name: str) -> ParsedUpload:
+    def parse(self, stream, name: str, options: LoadOptions = LoadOptions()) -> ParsedUpload:
         """Parse one received file (a real file: it needs a descriptor) in a fresh child.
+
+        ``options`` are the user's loading options (:class:`LoadOptions`).
 
         At most ``limits.concurrency`` parses run at once in this process;
         another upload waits for a slot (at most ``limits.cpu_seconds``).
@@ -392,14 +434,14 @@ class UploadParser:
             log.warning("upload parser: no free slot after %s s", self.limits.cpu_seconds)
             raise ParserBusy(self.busy_message())
         try:
-            return self._parse_in_child(stream, name)
+            return self._parse_in_child(stream, name, options)
         finally:
             self._slots.release()
 
-    def _parse_in_child(self, stream, name: str) -> ParsedUpload:
+    def _parse_in_child(self, stream, name: str, options: LoadOptions) -> ParsedUpload:
         conn, child_conn = self._mp.Pipe(duplex=True)  # a socket pair: it can pass descriptors
         proc = self._mp.Process(
-            target=run_child, args=(child_conn, name, self.limits), name="upload-parser"
+            target=run_child, args=(child_conn, name, self.limits, options), name="upload-parser"
         )
         proc.start()
         child_conn.close()
@@ -430,7 +472,11 @@ class UploadParser:
             except (EOFError, OSError):  # the child died while sending
                 raise self._death(proc) from None
         if kind == "refused":
-            raise CalibrationInputError(str(header["message"]))
+            raise CalibrationInputError(
+                str(header["message"]),
+                remedy=header.get("remedy"),
+                columns=header.get("columns") or (),
+            )
         if kind == "memory":
             log.warning("upload parser %s: out of memory (%s MB)", proc.pid, self.limits.memory_mb)
             raise ParseLimitExceeded(self.memory_message())

@@ -18,7 +18,15 @@
   var STATUS = "upload-status";
   var RESULT = "upload-result";
   var URL = "/api/upload";
+  var RENORMALIZE = "upload-renormalize";
+  var LABEL_COLUMN = "upload-label-column";
   var busy = false;
+  var needsLabel = null;  // the last file refused for its label column, sent again once picked
+
+  function renormalize() {
+    var box = document.querySelector("#" + RENORMALIZE + " input[type=checkbox]");
+    return box && box.checked ? "1" : "0";
+  }
 
   function setProps(id, props) {
     if (window.dash_clientside && window.dash_clientside.set_props) {
@@ -57,10 +65,12 @@
     return input;
   }
 
-  function postFile(file) {
+  function postFile(file, labelColumn) {
     return new Promise(function (resolve) {
       var form = new FormData();
       form.append("file", file, file.name);
+      form.append("renormalize", renormalize());
+      if (labelColumn) form.append("label_column", labelColumn);
       var xhr = new XMLHttpRequest();
       xhr.open("POST", URL);
       xhr.withCredentials = true;
@@ -82,10 +92,15 @@
           body = null;
         }
         if (body && typeof body === "object") {
+          var refused = (body.errors && body.errors[0]) || {};
+          if (refused.remedy === "label_column") needsLabel = file;
           resolve({
             file: file.name,
             status: xhr.status,
             models: body.models || [],
+            notices: body.notices || [],
+            remedy: refused.remedy || null,
+            columns: refused.columns || [],
             error: xhr.status >= 400 || (body.errors && body.errors.length) ? body.error || null : null
           });
         } else {
@@ -101,8 +116,9 @@
     });
   }
 
-  function uploadAll(files) {
+  function uploadAll(files, labelColumn) {
     if (!files.length || busy) return;
+    needsLabel = null;
     busy = true;
     var z = zone();
     var maxBytes = z ? parseInt(z.dataset.maxBytes || "0", 10) : 0;
@@ -117,7 +133,7 @@
           return null;
         }
         setProps(STATUS, {children: "Uploading " + file.name + " (" + humanSize(file.size) + ") …"});
-        return postFile(file).then(function (r) { results.push(r); });
+        return postFile(file, labelColumn).then(function (r) { results.push(r); });
       });
     });
     chain.then(function () {
@@ -150,6 +166,12 @@
   });
   document.addEventListener("click", function (event) {
     if (inZone(event)) fileInput().click();
+  });
+  document.addEventListener("change", function (event) {
+    // The label-column picker: send the refused file again with the chosen column.
+    if (event.target && event.target.id === LABEL_COLUMN && event.target.value && needsLabel) {
+      uploadAll([needsLabel], event.target.value);
+    }
   });
   document.addEventListener("keydown", function (event) {
     if ((event.key === "Enter" || event.key === " ") && inZone(event)) {

@@ -5,7 +5,7 @@ Plain numpy/scipy (never dash, plotly or flask). Definitions follow the survey
 """
 
 from .binning import Binning, BinStatistics, SortedScores
-from .errors import CalibrationInputError, SmallSampleWarning
+from .errors import CalibrationInputError, RenormalisedRowsWarning, SmallSampleWarning
 from .metrics import (
     accuracy,
     binary_ece,
@@ -65,7 +65,7 @@ _LAZY: dict[str, str] = {
         ),
         "human_uncertainty",
     ),
-    **dict.fromkeys(("load_predictions",), "io"),
+    **dict.fromkeys(("load_predictions", "load_with_notices"), "io"),
     **dict.fromkeys(("DeployableMap", "deployable_map", "load_map"), "deploy"),
     **dict.fromkeys(("EceSensitivity", "ece_sensitivity"), "sensitivity"),
     **dict.fromkeys(("CalibrationTestResult", "calibration_test"), "significance"),
@@ -104,6 +104,7 @@ __all__ = [
     "HumanUncertaintyResult",
     "Predictions",
     "ReliabilityCurve",
+    "RenormalisedRowsWarning",
     "SmallSampleWarning",
     "SortedScores",
     "accuracy",
@@ -140,6 +141,7 @@ __all__ = [
     "human_uncertainty_calibration",
     "load_map",
     "load_predictions",
+    "load_with_notices",
     "log_loss",
     "log_loss_decomposition",
     "notion_scores",

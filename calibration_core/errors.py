@@ -7,6 +7,14 @@ unreliable.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
+#: How a Python caller applies each remedy (the default phrasing of ``str(exc)``).
+PYTHON_REMEDIES = {
+    "renormalize": "To divide each row by its sum, pass renormalize=True.",
+    "label_column": "Or name the label column with label_column=...",
+}
+
 
 class CalibrationInputError(ValueError):
     """Input that cannot be used as predictions, labels or settings.
@@ -14,7 +22,46 @@ class CalibrationInputError(ValueError):
     The message always says *what* is wrong, *where* (file, column, first
     offending rows) and *how to fix it*, so that it can be shown to a user
     as it is, in a terminal or next to the upload in the dashboard.
+
+    Errors that a loading option can fix also carry that option, so that each
+    front end names it in its own terms (a switch on the page, a flag on the
+    command line, an argument in Python) instead of the core guessing.
+
+    Attributes
+    ----------
+    detail : str
+        The message without the remedy.
+    remedy : {"renormalize", "label_column"} or None
+        The loading option that fixes the input: divide rows by their sums,
+        or choose the label column.
+    columns : tuple of str
+        With ``remedy="label_column"``: the file's columns to choose from.
     """
+
+    def __init__(self, message: str, *, remedy: str | None = None, columns=()) -> None:
+        self.detail = str(message)
+        self.remedy = remedy
+        self.columns = tuple(str(c) for c in columns)
+        super().__init__(self.phrased(PYTHON_REMEDIES))
+
+    def phrased(self, remedies: Mapping[str, str]) -> str:
+        """The message with the remedy said as ``remedies[self.remedy]`` (if it has one)."""
+        hint = remedies.get(self.remedy) if self.remedy else None
+        return f"{self.detail} {hint}" if hint else self.detail
+
+    def __reduce__(self):
+        return (_rebuild_error, (type(self), self.detail, self.remedy, self.columns))
+
+
+def _rebuild_error(cls, detail, remedy, columns):
+    """Unpickle a :class:`CalibrationInputError` with its remedy (``__reduce__``)."""
+    err = cls.__new__(cls)
+    CalibrationInputError.__init__(err, detail, remedy=remedy, columns=columns)
+    return err
+
+
+class RenormalisedRowsWarning(UserWarning):
+    """Probability rows whose sums were off 1 (e.g. rounded when saved) and were renormalised."""
 
 
 class CalibrationFitWarning(UserWarning):

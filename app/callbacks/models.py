@@ -43,11 +43,29 @@ def upload_messages(result, known: set[str]) -> list[tuple[str, str]]:
         if names:
             shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
             lines.append(("ok", f"{file}: loaded {shown}."))
+            notices = item.get("notices")
+            for note in notices[:5] if isinstance(notices, list) else []:
+                lines.append(("notice", str(note)[:2000]))
     return lines
 
 
+def label_picker(result) -> tuple[list, bool]:
+    """The label-column picker's options and whether it is hidden, from an upload result.
+
+    Shown with the refused file's columns when the loader could not tell
+    which column holds the true classes (``remedy == "label_column"``).
+    """
+    items = result.get("results", []) if isinstance(result, dict) else []
+    for item in items[:20]:
+        if isinstance(item, dict) and item.get("remedy") == "label_column":
+            columns = [str(c)[:200] for c in item.get("columns", [])[:500]]
+            choose = html.Option("choose the column of true classes", value="")
+            return [choose, *(html.Option(c, value=c) for c in columns)], False
+    return [], True
+
+
 def after_upload(store: DataStore, sid, result, selected) -> tuple:
-    """The models store, dropdown options and selection, and the upload message.
+    """The models store, dropdown options and selection, the upload message and label picker.
 
     Newly uploaded models (those the session owns and the result names) are
     added to the selection; previously selected models stay selected.
@@ -66,7 +84,8 @@ def after_upload(store: DataStore, sid, result, selected) -> tuple:
         html.Div(text, className=f"upload-line {kind}")
         for kind, text in upload_messages(result, known)
     ]
-    return [i.to_json() for i in infos], model_options(infos), selection, message
+    options, hidden = label_picker(result)
+    return [i.to_json() for i in infos], model_options(infos), selection, message, options, hidden
 
 
 def register(app, ctx: AppContext) -> None:
@@ -78,6 +97,8 @@ def register(app, ctx: AppContext) -> None:
             Output(ids.MODEL_SELECT, "options"),
             Output(ids.MODEL_SELECT, "value"),
             Output(ids.UPLOAD_MESSAGE, "children"),
+            Output(ids.UPLOAD_LABEL_COLUMN, "children"),
+            Output(ids.UPLOAD_LABEL_FIELD, "hidden"),
         ],
         inputs={"result": Input(ids.UPLOAD_RESULT, "data")},
         state={"selected": State(ids.MODEL_SELECT, "value")},

@@ -133,6 +133,36 @@ def _conventions() -> html.Details:
     )
 
 
+def _renormalize_switch() -> dcc.Checklist:
+    """ "Renormalise rows": divide probability rows by their sums (read by ``assets/upload.js``).
+
+    Rows within the rounding tolerance are always divided by their sums; the
+    switch is for rows further off (unnormalised scores).
+    """
+    return dcc.Checklist(
+        id=ids.UPLOAD_RENORMALIZE,
+        options=[{"label": " renormalise rows", "value": "1"}],
+        value=[],
+        className="upload-option",
+    )
+
+
+def _label_picker() -> html.Div:
+    """The label-column picker, shown after a file was refused for its label column.
+
+    Choosing a column sends that file again with it (``assets/upload.js``).
+    """
+    return html.Div(
+        [
+            html.Label("Label column", htmlFor=ids.UPLOAD_LABEL_COLUMN),
+            html.Select(id=ids.UPLOAD_LABEL_COLUMN, children=[]),
+        ],
+        id=ids.UPLOAD_LABEL_FIELD,
+        className="upload-option",
+        hidden=True,
+    )
+
+
 def _upload_panel(max_upload_mb: int) -> html.Div:
     return html.Div(
         [
@@ -155,9 +185,11 @@ def _upload_panel(max_upload_mb: int) -> html.Div:
                     "data-accept": ACCEPT,
                 },
             ),
+            _renormalize_switch(),
             _conventions(),
             html.Div(id=ids.UPLOAD_STATUS, className="upload-status", role="status"),
             html.Div(id=ids.UPLOAD_MESSAGE, className="upload-message", role="alert"),
+            _label_picker(),
             dcc.Store(id=ids.UPLOAD_RESULT),
         ],
         className="panel",

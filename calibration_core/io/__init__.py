@@ -9,7 +9,7 @@ per model. Conventions are documented in :mod:`.columns` (tables),
 from __future__ import annotations
 
 from .chunks import iter_prediction_chunks
-from .load import load_predictions
+from .load import load_predictions, load_with_notices
 from .source import SUPPORTED
 
-__all__ = ["SUPPORTED", "iter_prediction_chunks", "load_predictions"]
+__all__ = ["SUPPORTED", "iter_prediction_chunks", "load_predictions", "load_with_notices"]

@@ -9,13 +9,14 @@ message says which convention it uses.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
-from ..errors import CalibrationInputError, describe_rows
+from ..errors import CalibrationInputError, RenormalisedRowsWarning, describe_rows
 from ..validation import ROW_SUM_TOLERANCE
 
 _ROW_STYLES = {
@@ -82,13 +83,20 @@ class Coded:
 
 
 def row_sum_tolerance(n_classes: int) -> float:
-    """Tolerated ``|row sum - 1|``: float32 rounding of K terms, at least 1e-6.
+    """Tolerated ``|row sum - 1|`` of a loaded file: ``K * 5e-5 + 1e-6``.
 
-    Probabilities saved as float32 (or printed from float32) sum to 1 only up
-    to about ``K * eps32``; rows within this tolerance are divided by their sum
-    in float64 (so that every loaded row sums to 1 up to float64 rounding), rows
-    beyond it are rejected unless renormalisation is asked for.
+    Probabilities rounded to 4 decimals when saved (``df.round(4)``) are each
+    off by at most 5e-5, so their row sums are off by at most ``K * 5e-5``;
+    the extra 1e-6 covers float32 exports and printing. Rows within this
+    tolerance are divided by their sum in float64 (so that every loaded row
+    sums to 1 up to float64 rounding); rows beyond it are rejected unless
+    renormalisation is asked for.
     """
+    return n_classes * 5e-5 + ROW_SUM_TOLERANCE
+
+
+def silent_tolerance(n_classes: int) -> float:
+    """Row-sum deviation renormalised without a notice: float32 rounding of K terms, >= 1e-6."""
     return max(ROW_SUM_TOLERANCE, n_classes * float(np.finfo(np.float32).eps))
 
 
@@ -138,7 +146,8 @@ def check_probabilities(
         raise CalibrationInputError(
             f"{column(j)} of {ctx.display} must hold probabilities in [0, 1]; found "
             f"{_values(mat[:, j], bad)} at {ctx.rows(bad)} (the values range from "
-            f"{lo:.6g} to {hi:.6g}). They look like logits or scores: {logit_hint}"
+            f"{lo:.6g} to {hi:.6g}). They look like logits or scores: {logit_hint}",
+            remedy="renormalize" if lo >= 0 else None,
         )
     sums = mat @ np.ones(k)
     dev = np.abs(sums - 1.0)
@@ -148,28 +157,50 @@ def check_probabilities(
         return mat
     off = dev > tol
     if off.any() and not renormalize:
-        bad = np.flatnonzero(off)
-        rounded = (
-            " The sums are close to 1, as if the values were rounded when saved: save more "
-            "decimals, or"
-            if dev.max() < 1e-2
-            else " Fix the export, or, if the rows are unnormalised scores,"
-        )
-        raise CalibrationInputError(
-            f"probability rows of {ctx.display} must sum to 1 (tolerance {tol:.2g}); found sums "
-            f"{_values(sums, bad)} at {ctx.rows(bad)}.{rounded} pass renormalize=True to "
-            "divide each row by its sum."
-        )
+        raise _row_sum_error(sums, dev, np.flatnonzero(off), tol, ctx)
     zero = np.flatnonzero(sums <= 0)
     if zero.size:
         raise CalibrationInputError(
             f"probability rows of {ctx.display} at {ctx.rows(zero)} are all zero and cannot be "
             "renormalised; drop or fix those rows."
         )
+    _notice_renormalised(dev, silent_tolerance(k), tol, ctx)
     fix = np.flatnonzero(dev > exact)
     mat = np.array(mat, dtype=np.float64, copy=True)
     mat[fix] /= sums[fix, None]
     return mat
+
+
+def _row_sum_error(sums, dev, bad, tol: float, ctx: Context) -> CalibrationInputError:
+    """The refusal of rows off by more than ``tol``, with renormalisation as its remedy."""
+    rounded = (
+        " The sums are close to 1, as if the values were rounded when saved: save more "
+        "decimals, or renormalise the rows."
+        if dev.max() < 1e-2
+        else " Fix the export, or, if the rows are unnormalised scores, renormalise them."
+    )
+    return CalibrationInputError(
+        f"probability rows of {ctx.display} must sum to 1 (tolerance {tol:.2g}); found sums "
+        f"{_values(sums, bad)} at {ctx.rows(bad)}.{rounded}",
+        remedy="renormalize",
+    )
+
+
+def _notice_renormalised(dev: np.ndarray, silent: float, tol: float, ctx: Context) -> None:
+    """Warn (:class:`RenormalisedRowsWarning`) how many rows beyond float32 rounding were fixed.
+
+    Float32 rounding is fixed silently; anything more (4-decimal rounding, or
+    renormalisation asked for) is said, so that the user knows the file changed.
+    """
+    loud = dev > silent
+    if loud.any():
+        why = "as if rounded when saved" if dev.max() <= tol else "renormalisation was asked for"
+        warnings.warn(
+            f"{int(loud.sum()):,} probability row(s) of {ctx.display} did not sum to 1 (largest "
+            f"deviation {float(dev.max()):.2g}; {why}) and were divided by their sums.",
+            RenormalisedRowsWarning,
+            stacklevel=2,
+        )
 
 
 def _known(class_names, limit: int = 10) -> str:

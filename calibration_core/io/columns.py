@@ -217,7 +217,9 @@ def find_label_column(names, label_column, ctx) -> int:
         if not hits:
             raise CalibrationInputError(
                 f"{ctx.display} has no column named {label_column!r} (the label column you "
-                f"asked for); its columns are {_list(names)}."
+                f"asked for); its columns are {_list(names)}.",
+                remedy="label_column",
+                columns=names,
             )
         if len(hits) > 1:
             raise CalibrationInputError(
@@ -230,14 +232,17 @@ def find_label_column(names, label_column, ctx) -> int:
         raise CalibrationInputError(
             f"{ctx.display} has no label column: expected one named "
             f"{', '.join(LABEL_CANDIDATES)} (any case), found columns {_list(names)}. Rename "
-            "the column of true classes, or name it with label_column=..."
+            "the column of true classes.",
+            remedy="label_column",
+            columns=names,
         )
     if len(hits) > 1:
         found = ", ".join(repr(names[i]) for i in hits)
         raise CalibrationInputError(
             f"{ctx.display} has more than one label column ({found}), so which one holds the "
-            "true classes is ambiguous. Drop or rename the others, or choose one with "
-            "label_column=..."
+            "true classes is ambiguous. Drop or rename the others.",
+            remedy="label_column",
+            columns=names,
         )
     return hits[0]
 

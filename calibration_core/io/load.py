@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import warnings
+
+from ..errors import RenormalisedRowsWarning
 from ..predictions import Predictions
 from .budget import DecodedBudget
 from .checks import Context
@@ -32,8 +35,12 @@ def load_predictions(
         of ``label, y, target, true, ground_truth`` present (any case).
     renormalize : bool
         Divide probability rows by their sums instead of rejecting rows whose
-        sum differs from 1 by more than ``max(1e-6, K * float32 eps)``. Rows
-        within that tolerance are always renormalised exactly (float32 exports).
+        sum differs from 1 by more than ``K * 5e-5 + 1e-6``
+        (:func:`~calibration_core.io.checks.row_sum_tolerance`: values rounded
+        to 4 decimals, e.g. ``df.round(4)``, are within it). Rows within that
+        tolerance are always divided by their sums; when any was off by more
+        than float32 rounding, a :class:`~calibration_core.RenormalisedRowsWarning`
+        says how many rows and the largest deviation.
     name : str, optional
         The model name when the file has no ``model`` column. Default: the
         file name without extensions, else ``"model"``.
@@ -59,7 +66,9 @@ def load_predictions(
     ------
     CalibrationInputError
         For anything that cannot be read as predictions, with a message that
-        says what is wrong, where (file, column, rows) and how to fix it. Rows
+        says what is wrong, where (file, column, rows) and how to fix it; when
+        ``renormalize`` or ``label_column`` fixes it, its ``remedy`` says which
+        (and ``columns`` lists the file's columns to choose from). Rows
         are numbered as data rows, 1-based after the header, for text files;
         1-based for Parquet; 0-based array indices for npz.
 
@@ -93,3 +102,25 @@ def load_predictions(
         table, ctx, label_column=label_column, renormalize=renormalize, name=model_name,
         budget=budget,
     )  # fmt: skip
+
+
+def load_with_notices(source, **options) -> tuple[list[Predictions], list[str]]:
+    """:func:`load_predictions`, returning its notices instead of warning them.
+
+    Front ends (the upload, the command line) show the notices where the
+    user reads them, e.g. how many rows were renormalised.
+
+    Returns
+    -------
+    (list of Predictions, list of str)
+        The models, and the :class:`~calibration_core.RenormalisedRowsWarning` messages.
+    """
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always", RenormalisedRowsWarning)
+        preds = load_predictions(source, **options)
+    notices, others = [], []
+    for w in seen:
+        (notices if issubclass(w.category, RenormalisedRowsWarning) else others).append(w)
+    for w in others:  # not ours to show: hand them on unchanged
+        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    return preds, [str(w.message) for w in notices]

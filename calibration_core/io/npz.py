@@ -116,7 +116,9 @@ def _pick(keys, wanted, display, what):
     if len(hits) > 1:
         raise CalibrationInputError(
             f"{display} has several {what} arrays ({', '.join(map(repr, hits))}), so which one "
-            f"to use is ambiguous; keep one (or name the label array with label_column=...)."
+            "to use is ambiguous; keep one.",
+            remedy="label_column" if what == "label" else None,
+            columns=sorted(keys.values()),
         )
     return hits[0] if hits else None
 
@@ -174,7 +176,9 @@ def read_npz(
             if label_key is None:
                 raise CalibrationInputError(
                     f"{d} has no array named {label_column!r} (the labels you asked for); its "
-                    f"arrays are {listed}."
+                    f"arrays are {listed}.",
+                    remedy="label_column",
+                    columns=npz.files,
                 )
         else:
             label_key = _pick(keys, LABEL_KEYS, d, "label")
@@ -186,7 +190,9 @@ def read_npz(
         if label_key is None:
             raise CalibrationInputError(
                 f"{d} has no labels: expected an array named {', '.join(LABEL_KEYS)}; found "
-                f"{listed}. Rename the array, or name it with label_column=..."
+                f"{listed}. Rename the array.",
+                remedy="label_column",
+                columns=npz.files,
             )
         main = logit_key or prob_key
         preds = _numeric(read_array(npz, main, d, budget), main, d)

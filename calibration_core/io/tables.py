@@ -31,7 +31,7 @@ from .columns import (
 _WHAT = {"probs": "probabilities", "logits": "logits", "score": "scores"}
 _LOGIT_HINT = (
     "if they are logits, name the columns logit_<class> (a softmax is applied); if they are "
-    "unnormalised non-negative scores, rescale them or pass renormalize=True."
+    "unnormalised non-negative scores, rescale them or renormalise the rows."
 )
 
 

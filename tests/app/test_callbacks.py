@@ -254,7 +254,7 @@ def test_after_upload_refreshes_from_the_server(ctx, sid):
             {"file": "forged.csv", "models": [{"handle": "up-notmine", "name": "x"}]},
         ]
     }
-    models, options, selection, message = after_upload(ctx.store, sid, result, ["demo-1"])
+    models, options, selection, message, _, _ = after_upload(ctx.store, sid, result, ["demo-1"])
     assert selection == ["demo-1", info.handle]  # own new model added, forged handle ignored
     assert [o["value"] for o in options][-1] == info.handle
     assert len(models) == 9
@@ -434,3 +434,34 @@ def test_a_fit_out_of_memory_is_a_stated_error_and_not_stored(ctx, sid, monkeypa
     assert state["error"].startswith(f"The fit of temperature on model {rf.name!r} stopped: it ")
     assert "limit of 4096 MB per job (JOB_MEMORY_LIMIT_MB)" in state["error"]
     assert plan_fits(ctx, sid, [rf.handle], ["temperature"], "folds", 3, 0.5)[1] is not None
+
+
+def test_after_upload_shows_notices_and_the_label_picker(ctx, sid):
+    rng = np.random.default_rng(1)
+    pred = Predictions.from_probs(rng.dirichlet([1, 1], 50), rng.integers(0, 2, 50), name="r")
+    (info,) = ctx.store.add_models(sid, [pred], "r.csv")
+    result = {
+        "results": [
+            {
+                "file": "r.csv",
+                "models": [{"handle": info.handle, "name": "r"}],
+                "notices": ["r.csv: 3 probability row(s) ..."],
+            },
+            {
+                "file": "u.csv",
+                "error": "u.csv: no label column",
+                "remedy": "label_column",
+                "columns": ["truth", "p_a"],
+            },
+        ]
+    }
+    *_, message, options, hidden = after_upload(ctx.store, sid, result, [])
+    assert [m.className for m in message] == [
+        "upload-line ok",
+        "upload-line notice",
+        "upload-line error",
+    ]
+    assert hidden is False
+    assert [o.value for o in options] == ["", "truth", "p_a"]
+    *_, options, hidden = after_upload(ctx.store, sid, {"results": []}, [])
+    assert (options, hidden) == ([], True)

@@ -392,3 +392,24 @@ def test_report_bad_input_is_one_line(tmp_path, preds_csv, capsys):
     assert not target.exists()
     code, _, err = run(["report", str(preds_csv)], capsys)
     assert code == 2 and "--output" in err
+
+
+# ------------------------------------------------------ row sums, label column
+BOUND = ("--max", "brier_score=2")
+
+
+def test_input_errors_name_the_flags_not_python(tmp_path, capsys):
+    # Two rows only: nothing to fit, a bound that always holds.
+    scaled = tmp_path / "scaled.csv"
+    scaled.write_text("label,p_a,p_b\na,0.6,0.6\nb,0.2,0.6\n")
+    code, _, err = run(["check", str(scaled), *BOUND], capsys)
+    assert code == 2 and "add --renormalize" in err and "renormalize=True" not in err
+    code, _, err = run(["check", str(scaled), *BOUND, "--renormalize"], capsys)
+    assert code == 0, err
+    assert "warning: 2 probability row(s) of 'scaled.csv'" in err
+    unnamed = tmp_path / "unnamed.csv"
+    unnamed.write_text("truth,p_a,p_b\na,0.5,0.5\nb,0.25,0.75\n")
+    code, _, err = run(["check", str(unnamed), *BOUND], capsys)
+    assert code == 2 and "--label-column C" in err and "label_column=" not in err
+    code, _, err = run(["check", str(unnamed), *BOUND, "--label-column", "truth"], capsys)
+    assert code == 0, err

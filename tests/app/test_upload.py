@@ -190,3 +190,39 @@ def test_the_example_file_under_the_drop_zone_uploads_cleanly(client):
         ("sharp", 24, ["cat", "dog", "bird"]),
         ("cautious", 24, ["cat", "dog", "bird"]),
     ]
+
+
+def _post_with(client, name, content, **fields):
+    data = {"file": [(io.BytesIO(content), name)], **fields}
+    return client.post(UPLOAD_PATH, data=data, content_type="multipart/form-data").json
+
+
+def test_row_sum_refusal_names_the_switch_and_the_switch_loads(client):
+    scaled = b"label,p_a,p_b\na,0.6,0.6\nb,0.2,0.6\n"
+    body = _post_with(client, "scaled.csv", scaled)
+    (error,) = body["errors"]
+    assert error["remedy"] == "renormalize"
+    assert "tick 'renormalise rows'" in error["error"]
+    assert "renormalize=True" not in error["error"] and "--renormalize" not in error["error"]
+    body = _post_with(client, "scaled.csv", scaled, renormalize="1")
+    assert body["errors"] == [] and len(body["models"]) == 1
+    (notice,) = body["notices"]
+    assert notice.startswith("scaled.csv: 2 probability row(s)")
+
+
+def test_rounded_file_loads_with_a_notice(client):
+    rounded = b"label,p_a,p_b,p_c\na,0.3333,0.3333,0.3333\nb,0.1,0.2,0.7\n"
+    body = _post_with(client, "rounded.csv", rounded)
+    assert body["errors"] == [] and len(body["models"]) == 1
+    (notice,) = body["notices"]
+    assert "rounded.csv: 1 probability row(s)" in notice and "rounded when saved" in notice
+
+
+def test_label_column_refusal_lists_the_columns_and_the_choice_loads(client):
+    content = b"truth,p_a,p_b\na,0.5,0.5\nb,0.25,0.75\n"
+    (error,) = _post_with(client, "unnamed.csv", content)["errors"]
+    assert error["remedy"] == "label_column"
+    assert error["columns"] == ["truth", "p_a", "p_b"]
+    assert "pick the label column" in error["error"] and "label_column=" not in error["error"]
+    body = _post_with(client, "unnamed.csv", content, label_column="truth")
+    assert body["errors"] == [] and body["models"][0]["n_samples"] == 2

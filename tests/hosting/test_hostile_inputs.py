@@ -338,7 +338,7 @@ def test_compressed_bombs_are_stopped_before_parsing(
     def must_not_parse(*args, **kwargs):
         raise AssertionError("the loader ran on a bomb")
 
-    monkeypatch.setattr(parser_module, "load_predictions", must_not_parse)
+    monkeypatch.setattr(parser_module, "load_with_notices", must_not_parse)
     with pytest.raises(UploadTooLarge) as info:
         parser_module.parse_upload(io.BytesIO(content), name, _limits(small_limit_app))
     assert all(w in str(info.value) for w in words), info.value

@@ -106,6 +106,23 @@ def deselect_group(infos: list[ModelInfo], selected: list[str], source: str) -> 
     return [h for h in selected if h not in group]
 
 
+def cap_after_upload(selection: list[str], new: set[str]) -> tuple[list[str], str]:
+    """At most MAX_SELECTED_MODELS: the first new models, then the latest earlier ones.
+
+    Returns the selection and a note ("" when nothing had to be left out).
+    """
+    if len(selection) <= MAX_SELECTED_MODELS:
+        return selection, ""
+    fresh = [h for h in selection if h in new][:MAX_SELECTED_MODELS]
+    room = MAX_SELECTED_MODELS - len(fresh)
+    older = [h for h in selection if h not in new][-room:] if room else []
+    note = (
+        f"At most {MAX_SELECTED_MODELS} models at a time: selected {len(fresh)} of the "
+        f"{len(new)} new models; tick others in the list (the search box finds them)."
+    )
+    return older + fresh, note
+
+
 def first_upload(infos: list[ModelInfo], new: set[str]) -> bool:
     """True when ``new`` are the session's only uploaded models (its first upload)."""
     return bool(new) and all(i.source == DEMO_SOURCE or i.handle in new for i in infos)

@@ -14,6 +14,7 @@ from dash import ALL, Input, Output, State, ctx, html, no_update
 from .. import ids
 from ..context import AppContext
 from ..model_list import (
+    cap_after_upload,
     deselect_group,
     first_upload,
     model_options,
@@ -21,7 +22,6 @@ from ..model_list import (
     without_demo,
 )
 from ..options import class_choices
-from ..settings import MAX_SELECTED_MODELS
 from ..store.data_store import DataStore
 
 
@@ -72,11 +72,9 @@ def after_upload(store: DataStore, sid, result, selected, query=None) -> tuple:
     new = set(selection) - set(selected or [])
     if first_upload(infos, new):
         selection = without_demo(infos, selection)
-    selection = selection[-MAX_SELECTED_MODELS:]
-    message = [
-        html.Div(text, className=f"upload-line {kind}")
-        for kind, text in upload_messages(result, known)
-    ]
+    selection, note = cap_after_upload(selection, new)
+    lines = upload_messages(result, known) + ([("notice", note)] if note else [])
+    message = [html.Div(text, className=f"upload-line {kind}") for kind, text in lines]
     return [i.to_json() for i in infos], model_options(infos, query), selection, message
 
 

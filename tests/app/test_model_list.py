@@ -63,3 +63,11 @@ def test_select_all_caps_at_the_limit_and_says_so(ctx, sid):
     none = {"type": ids.MODEL_GROUP_NONE, "group": "many.csv"}
     selection, note = group_action(ctx.store, sid, none, ["demo-0", *handles[:3]])
     assert (selection, note) == (["demo-0"], "")
+
+
+def test_a_large_upload_selects_its_first_models_and_says_so(ctx, sid):
+    result, infos = _upload(ctx, sid, "big.csv", [f"n{i}" for i in range(12)])
+    *_, selection, message = after_upload(ctx.store, sid, result, ["demo-0"])
+    assert selection == [i.handle for i in infos[:MAX_SELECTED_MODELS]]
+    (notice,) = [m for m in message if "notice" in m.className]
+    assert f"selected {MAX_SELECTED_MODELS} of the 12 new models" in notice.children

@@ -13,11 +13,6 @@ def model_label(info: ModelInfo) -> str:
     return f"{info.name} ({info.n_samples:,} × {info.n_classes})"
 
 
-def model_options(infos: list[ModelInfo]) -> list[dict]:
-    """Dropdown options (labels are strings: Dash renders them as text)."""
-    return [{"label": model_label(i), "value": i.handle} for i in infos]
-
-
 def default_selection(infos: list[ModelInfo]) -> list[str]:
     """The demo models shown first."""
     chosen = [i.handle for i in infos if i.name in DEFAULT_MODELS]

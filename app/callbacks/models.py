@@ -9,12 +9,19 @@ pre-select what was just loaded).
 
 from __future__ import annotations
 
-from dash import Input, Output, State, html, no_update
+from dash import ALL, Input, Output, State, ctx, html, no_update
 
 from .. import ids
 from ..context import AppContext
-from ..options import class_choices, model_options, notion_for_selection
-from ..settings import MAX_SELECTED_MODELS
+from ..model_list import (
+    cap_after_upload,
+    deselect_group,
+    first_upload,
+    model_options,
+    select_group,
+    without_demo,
+)
+from ..options import class_choices, notion_for_selection
 from ..store.data_store import DataStore
 
 
@@ -64,11 +71,12 @@ def label_picker(result) -> tuple[list, bool]:
     return [], True
 
 
-def after_upload(store: DataStore, sid, result, selected) -> tuple:
+def after_upload(store: DataStore, sid, result, selected, query=None) -> tuple:
     """The models store, dropdown options and selection, the upload message and label picker.
 
     Newly uploaded models (those the session owns and the result names) are
-    added to the selection; previously selected models stay selected.
+    added to the selection; previously selected models stay selected, except
+    the demo's on the session's first upload (the user came for their files).
     """
     infos = store.session_models(sid)
     known = {i.handle for i in infos}
@@ -79,13 +87,58 @@ def after_upload(store: DataStore, sid, result, selected) -> tuple:
                 handle = m.get("handle") if isinstance(m, dict) else None
                 if handle in known and handle not in selection:
                     selection.append(handle)
-    selection = selection[-MAX_SELECTED_MODELS:]
-    message = [
-        html.Div(text, className=f"upload-line {kind}")
-        for kind, text in upload_messages(result, known)
-    ]
+    new = set(selection) - set(selected or [])
+    if first_upload(infos, new):
+        selection = without_demo(infos, selection)
+    selection, note = cap_after_upload(selection, new)
+    lines = upload_messages(result, known) + ([("notice", note)] if note else [])
+    message = [html.Div(text, className=f"upload-line {kind}") for kind, text in lines]
     options, hidden = label_picker(result)
-    return [i.to_json() for i in infos], model_options(infos), selection, message, options, hidden
+    return (
+        [i.to_json() for i in infos],
+        model_options(infos, query),
+        selection,
+        message,
+        options,
+        hidden,
+    )
+
+
+def group_action(store: DataStore, sid, trigger, selected) -> tuple:
+    """The selection and note after a file's "all" or "none" button."""
+    infos = store.session_models(sid)
+    known = {i.handle for i in infos}
+    selection = [h for h in (selected or []) if isinstance(h, str) and h in known]
+    source = str(trigger.get("group", ""))
+    if trigger.get("type") == ids.MODEL_GROUP_NONE:
+        return deselect_group(infos, selection, source), ""
+    return select_group(infos, selection, source)
+
+
+def register_model_list(app, context: AppContext) -> None:
+    """The model list's name filter and per-file select all/none."""
+
+    @app.callback(
+        Output(ids.MODEL_SELECT, "options", allow_duplicate=True),
+        Input(ids.MODEL_SEARCH, "value"),
+        prevent_initial_call=True,
+    )
+    def on_search(query):
+        return model_options(context.store.session_models(context.session_id()), query)
+
+    @app.callback(
+        Output(ids.MODEL_SELECT, "value", allow_duplicate=True),
+        Output(ids.MODEL_LIST_NOTE, "children"),
+        Input({"type": ids.MODEL_GROUP_ALL, "group": ALL}, "n_clicks"),
+        Input({"type": ids.MODEL_GROUP_NONE, "group": ALL}, "n_clicks"),
+        State(ids.MODEL_SELECT, "value"),
+        prevent_initial_call=True,
+    )
+    def on_group_button(_all, _none, selected):
+        trigger = ctx.triggered_id
+        if not isinstance(trigger, dict) or not ctx.triggered[0].get("value"):
+            return no_update, no_update
+        return group_action(context.store, context.session_id(), trigger, selected)
 
 
 def register(app, ctx: AppContext) -> None:
@@ -101,11 +154,16 @@ def register(app, ctx: AppContext) -> None:
             Output(ids.UPLOAD_LABEL_FIELD, "hidden"),
         ],
         inputs={"result": Input(ids.UPLOAD_RESULT, "data")},
-        state={"selected": State(ids.MODEL_SELECT, "value")},
+        state={
+            "selected": State(ids.MODEL_SELECT, "value"),
+            "query": State(ids.MODEL_SEARCH, "value"),
+        },
         prevent_initial_call=True,
     )
-    def on_upload(result, selected):
-        return after_upload(ctx.store, ctx.session_id(), result, selected)
+    def on_upload(result, selected, query):
+        return after_upload(ctx.store, ctx.session_id(), result, selected, query)
+
+    register_model_list(app, ctx)
 
     @app.callback(
         output=[Output(ids.NOTION, "value"), Output(ids.ALL_BINARY_STORE, "data")],

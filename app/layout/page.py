@@ -14,7 +14,8 @@ from calibration_core.maps import MAP_NAMES
 from .. import ids
 from ..deployable import BEST_MAP, map_options
 from ..diagnostics.layout import diagnostics_section
-from ..options import all_binary, class_choices, default_selection, model_options
+from ..model_list import model_options
+from ..options import all_binary, class_choices, default_selection
 from ..settings import (
     BAND_LABELS,
     LEVELS,
@@ -210,11 +211,25 @@ def _controls(infos: list[ModelInfo], raw: RawSettings) -> html.Div:
         [
             _field(
                 "Models",
-                dcc.Checklist(
-                    id=ids.MODEL_SELECT,
-                    options=model_options(infos),
-                    value=list(raw.handles or []),
-                    className="checklist models",
+                html.Div(
+                    [
+                        dcc.Input(
+                            id=ids.MODEL_SEARCH,
+                            type="search",
+                            placeholder="Search models by name or file",
+                            className="model-search",
+                        ),
+                        dcc.Checklist(
+                            id=ids.MODEL_SELECT,
+                            options=model_options(infos),
+                            value=list(raw.handles or []),
+                            className="checklist models",
+                        ),
+                        html.Div(
+                            id=ids.MODEL_LIST_NOTE, className="model-list-note", role="status"
+                        ),
+                    ],
+                    className="model-list",
                 ),
                 hint=f"shown side by side; at most {MAX_SELECTED_MODELS} at a time",
             ),

@@ -80,6 +80,7 @@ from .disk import (
     touch_predictions,
 )
 from .records import (
+    DEMO_SOURCE,
     FitRecord,
     MemoryLRU,
     ModelInfo,
@@ -194,7 +195,7 @@ class DataStore:
                 for i, pred in enumerate(preds):
                     handle = f"{DEMO_PREFIX}{i}"
                     self._demo_preds[handle] = readonly(pred)
-                    infos.append(ModelInfo.of(handle, pred, "built-in demo"))
+                    infos.append(ModelInfo.of(handle, pred, DEMO_SOURCE))
                 self._demo_infos = infos
             return list(self._demo_infos)
 

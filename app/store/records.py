@@ -22,6 +22,8 @@ from calibration_core import Predictions
 
 #: Sorted scores of every notion are precomputed when N * K is at most this.
 WARM_LIMIT = 20_000_000
+#: ``ModelInfo.source`` of the built-in demo's models (one group in the model list).
+DEMO_SOURCE = "built-in demo"
 
 
 @dataclass(frozen=True)

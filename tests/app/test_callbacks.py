@@ -255,7 +255,8 @@ def test_after_upload_refreshes_from_the_server(ctx, sid):
         ]
     }
     models, options, selection, message, _, _ = after_upload(ctx.store, sid, result, ["demo-1"])
-    assert selection == ["demo-1", info.handle]  # own new model added, forged handle ignored
+    # First upload: the new model is selected, the demo deselected, the forged handle ignored.
+    assert selection == [info.handle]
     assert [o["value"] for o in options][-1] == info.handle
     assert len(models) == 9
     texts = [m.children for m in message]

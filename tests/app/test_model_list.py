@@ -44,10 +44,10 @@ def test_search_filters_by_name_or_file(ctx, sid):
 
 def test_first_upload_deselects_the_demo_later_uploads_keep_it(ctx, sid):
     result, (first,) = _upload(ctx, sid, "one.csv", ["one"])
-    *_, selection, _ = after_upload(ctx.store, sid, result, ["demo-0", "demo-1"])
+    _, _, selection, *_ = after_upload(ctx.store, sid, result, ["demo-0", "demo-1"])
     assert selection == [first.handle]
     result, (second,) = _upload(ctx, sid, "two.csv", ["two"])
-    *_, selection, _ = after_upload(ctx.store, sid, result, ["demo-0", first.handle])
+    _, _, selection, *_ = after_upload(ctx.store, sid, result, ["demo-0", first.handle])
     assert selection == ["demo-0", first.handle, second.handle]
 
 
@@ -67,7 +67,7 @@ def test_select_all_caps_at_the_limit_and_says_so(ctx, sid):
 
 def test_a_large_upload_selects_its_first_models_and_says_so(ctx, sid):
     result, infos = _upload(ctx, sid, "big.csv", [f"n{i}" for i in range(12)])
-    *_, selection, message = after_upload(ctx.store, sid, result, ["demo-0"])
+    _, _, selection, message, *_ = after_upload(ctx.store, sid, result, ["demo-0"])
     assert selection == [i.handle for i in infos[:MAX_SELECTED_MODELS]]
     (notice,) = [m for m in message if "notice" in m.className]
     assert f"selected {MAX_SELECTED_MODELS} of the 12 new models" in notice.children

@@ -194,7 +194,19 @@ class JobBook:
                     records[key].update(fields)
                     self.cache.set(self.KEY, records)
         except STORAGE_ERRORS as exc:
-            log.warning("cannot update the job book (%s): %s", key, exc)
+            self.failed(f"cannot update the job book ({key})", exc)
+
+    def failed(self, what: str, exc: BaseException, level: int = logging.WARNING) -> None:
+        """Log a store that refused ``what``, and drop this thread's connection to it.
+
+        SQLite keeps a connection that was opened while the file was read-only
+        read-only for good ("attempt to write a readonly database" long after
+        the disk is writable again: a gunicorn thread could never book a job
+        again); diskcache opens a fresh connection on the next access.
+        Call it outside any transaction of the book.
+        """
+        log.log(level, "%s: %s", what, exc)
+        self.cache.close()
 
     def pop(self, key: str) -> None:
         """Forget the record of ``key`` (once its answer is read; a failing store only logs)."""
@@ -205,7 +217,7 @@ class JobBook:
                     self.cache.set(self.KEY, records)
                 self.drop_call(key)
         except STORAGE_ERRORS as exc:
-            log.warning("cannot update the job book (%s): %s", key, exc)
+            self.failed(f"cannot update the job book ({key})", exc)
 
 
 def waiting(record: dict) -> bool:
@@ -371,7 +383,7 @@ class JobRules:
                 key, self.session(), (job, name, args, context), self.queue
             )
         except STORAGE_ERRORS as exc:
-            log.error("cannot book a job: %s", exc)
+            self.book.failed("cannot book a job", exc, logging.ERROR)
             return REFUSED
         if refusal is not None:
             log.warning("job refused: %s", refusal)
@@ -404,7 +416,7 @@ class JobRules:
         try:
             ready = self.book.promote(self.queue, seen)
         except STORAGE_ERRORS as exc:
-            log.warning("cannot read the job book: %s", exc)
+            self.book.failed("cannot read the job book", exc)
             return
         self.start(ready)
 

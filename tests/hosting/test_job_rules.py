@@ -365,3 +365,26 @@ def test_a_map_over_the_parameter_budget_is_refused_up_front(hosting_config, das
     )
     assert state["fitted"] == [f"{handle}:vector"] and state["error"] == refusal
     ctx.store.close()
+
+
+def test_a_thread_that_met_a_read_only_job_book_books_again_once_it_is_writable(tmp_path):
+    """SQLite keeps a connection opened on a read-only file read-only: a gunicorn thread
+    whose first booking met a read-only cache could never book a job again (seen in CI:
+    "cannot book a job: attempt to write a readonly database" after the fault test)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from app.jobs import JobBook, JobQueue
+
+    queue = JobQueue((2, 16), live=lambda record: True)
+    with tmpfs(tmp_path / "cache", size_mb=16) as cache_dir:
+        JobBook(cache_dir / "job-book").records()  # the book exists (another process made it)
+        book = JobBook(cache_dir / "job-book")
+        with ThreadPoolExecutor(1) as thread:  # one thread, as one gunicorn thread
+            with read_only(cache_dir):
+                with pytest.raises(Exception, match="readonly"):
+                    thread.submit(book.admit, "k1", "s1", ("j1", "fit", (), {}), queue).result()
+                thread.submit(book.failed, "cannot book a job", RuntimeError("test")).result()
+            refusal, ready = thread.submit(
+                book.admit, "k2", "s1", ("j2", "fit", (), {}), queue
+            ).result()
+    assert refusal is None and ready == ["k2"]

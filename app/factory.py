@@ -66,6 +66,101 @@ def _upload_parser(config: AppConfig) -> UploadParser:
     return UploadParser(limits)
 
 
+def _open_store(config: AppConfig, cache_dir: Path) -> DataStore:
+    """The disk store in ``CACHE_DIR/store``; ConfigError when the directory cannot hold it."""
+    try:
+        return DataStore(
+            cache_dir / "store",
+            size_limit_bytes=config.cache_size_limit_mb * MB,
+            ttl_seconds=config.session_ttl_seconds,
+            idle_eviction_seconds=config.idle_eviction_seconds,
+            memory_bytes=config.memory_cache_mb * MB,
+            max_models_per_session=config.max_models_per_session,
+            max_session_bytes=config.session_quota_mb * MB,
+        )
+    except Exception as exc:  # sqlite3 / OS errors of an unusable directory
+        raise ConfigError(
+            f"CACHE_DIR {str(cache_dir)!r} cannot hold the disk store ({exc}); point CACHE_DIR "
+            "at a writable directory with free space."
+        ) from None
+
+
+def _build_context(config: AppConfig, secret_key: str, cache_dir: Path) -> AppContext:
+    """The app's shared objects: store, sessions, warm-up, failures, jobs, upload parser."""
+    sessions = SessionManager(secret_key, config.session_ttl_seconds, secure=config.cookie_secure)
+    warm_up = WarmUp()
+    failures = CallbackFailures()
+    return AppContext(
+        config=config,
+        store=_open_store(config, cache_dir),
+        sessions=sessions,
+        warm_up=warm_up,
+        failures=failures,
+        jobs=background_manager(config, cache_dir, warm_up, sessions.current, failures),
+        upload_parser=_upload_parser(config),
+    )
+
+
+def _install_server(server, ctx: AppContext, secret_key: str, cache_dir: Path) -> SecurityHeaders:
+    """Request hooks and routes of the Flask server; the security headers (for the CSP).
+
+    Order matters: request id, then credentials, then the same-origin check,
+    then the session cookie (a refused cross-site request never gets or
+    replaces a session).
+    """
+    config = ctx.config
+    server.secret_key = secret_key
+    server.request_class = make_request_class(cache_dir / "uploads")
+    server.extensions["calibration_dashboard"] = ctx
+    install_error_handlers(server, hide_errors=not config.debug)
+    security_headers = SecurityHeaders()
+    security_headers.install(server)
+    TrustedProxies(config.forwarded_allow_ips).install(server)
+    BasicAuth(config.basic_auth, config.auth_failures_per_minute).install(server)
+    OriginCheck(config.allowed_origins).install(server)
+    ctx.sessions.install(server)
+    register_upload_route(
+        server,
+        store=ctx.store,
+        sessions=ctx.sessions,
+        parser=ctx.upload_parser,
+        max_upload_mb=config.max_upload_mb,
+    )
+    register_export_route(server, ctx)
+
+    @server.get("/healthz")
+    def healthz():
+        return jsonify({"status": "ok"})
+
+    return security_headers
+
+
+def _layout_function(ctx: AppContext):
+    """The page of the requesting session, its first view drawn (Dash's layout function)."""
+
+    def serve_layout():
+        sid = ctx.sessions.current()
+        infos = ctx.store.session_models(sid)
+        raw = default_settings(infos)
+        try:
+            view = render(ctx, sid, raw)
+            state, _request = plan_fits(
+                ctx, sid, raw.handles, raw.maps, raw.heldout, raw.folds, raw.fraction
+            )
+        except Exception:  # the page must load; the controls can redraw the view
+            log.exception("drawing the initial view failed")
+            view, state = None, None
+        summary = (state or {}).get("error") or (state or {}).get("summary") or ""
+        if view is not None:
+            ctx.sessions.told()  # the view's messages carried the lost-session notice, if any
+        return build_layout(
+            infos, max_upload_mb=ctx.config.max_upload_mb, raw=raw, view=view,
+            fit_summary=summary,
+        )  # fmt: skip
+
+    return serve_layout
+
+
 def create_app(config: AppConfig | None = None) -> Dash:
     """Build a dashboard instance.
 
@@ -84,95 +179,23 @@ def create_app(config: AppConfig | None = None) -> Dash:
     config = AppConfig.from_env() if config is None else config
     secret_key = config.resolved_secret_key()
     cache_dir = Path(config.cache_dir)
-    try:
-        store = DataStore(
-            cache_dir / "store",
-            size_limit_bytes=config.cache_size_limit_mb * MB,
-            ttl_seconds=config.session_ttl_seconds,
-            idle_eviction_seconds=config.idle_eviction_seconds,
-            memory_bytes=config.memory_cache_mb * MB,
-            max_models_per_session=config.max_models_per_session,
-            max_session_bytes=config.session_quota_mb * MB,
-        )
-    except Exception as exc:  # sqlite3 / OS errors of an unusable directory
-        raise ConfigError(
-            f"CACHE_DIR {str(cache_dir)!r} cannot hold the disk store ({exc}); point CACHE_DIR "
-            "at a writable directory with free space."
-        ) from None
-    sessions = SessionManager(secret_key, config.session_ttl_seconds, secure=config.cookie_secure)
-    warm_up = WarmUp()
-    failures = CallbackFailures()
-    jobs = background_manager(config, cache_dir, warm_up, sessions.current, failures)
-    ctx = AppContext(
-        config=config,
-        store=store,
-        sessions=sessions,
-        warm_up=warm_up,
-        failures=failures,
-        jobs=jobs,
-        upload_parser=_upload_parser(config),
-    )
-
+    ctx = _build_context(config, secret_key, cache_dir)
     app = Dash(
         __name__,
         title=TITLE,
         assets_folder=str(ASSETS_DIR),
-        background_callback_manager=jobs,
+        background_callback_manager=ctx.jobs,
         on_error=ctx.failures,
         suppress_callback_exceptions=False,
         serve_locally=True,
         update_title=None,
     )
-    server = app.server
-    server.secret_key = secret_key
-    server.request_class = make_request_class(cache_dir / "uploads")
-    server.extensions["calibration_dashboard"] = ctx
-    # Order matters: request id, then credentials, then the same-origin check, then the
-    # session cookie (a refused cross-site request never gets or replaces a session).
-    install_error_handlers(server, hide_errors=not config.debug)
-    security_headers = SecurityHeaders()
-    security_headers.install(server)
-    TrustedProxies(config.forwarded_allow_ips).install(server)
-    BasicAuth(config.basic_auth, config.auth_failures_per_minute).install(server)
-    OriginCheck(config.allowed_origins).install(server)
-    sessions.install(server)
-    register_upload_route(
-        server,
-        store=store,
-        sessions=sessions,
-        parser=ctx.upload_parser,
-        max_upload_mb=config.max_upload_mb,
-    )
-    register_export_route(server, ctx)
-
-    @server.get("/healthz")
-    def healthz():
-        return jsonify({"status": "ok"})
-
-    def serve_layout():
-        sid = sessions.current()
-        infos = store.session_models(sid)
-        raw = default_settings(infos)
-        try:
-            view = render(ctx, sid, raw)
-            state, _request = plan_fits(
-                ctx, sid, raw.handles, raw.maps, raw.heldout, raw.folds, raw.fraction
-            )
-        except Exception:  # the page must load; the controls can redraw the view
-            log.exception("drawing the initial view failed")
-            view, state = None, None
-        summary = (state or {}).get("error") or (state or {}).get("summary") or ""
-        if view is not None:
-            sessions.told()  # the view's messages carried the lost-session notice, if any
-        return build_layout(
-            infos, max_upload_mb=config.max_upload_mb, raw=raw, view=view, fit_summary=summary
-        )
-
+    security_headers = _install_server(app.server, ctx, secret_key, cache_dir)
     # Dash calls a layout function once here, to check the callbacks' ids
     # against it. The page without diagrams has the same ids and is built
     # without drawing the demo's view.
     app.validation_layout = build_layout([], max_upload_mb=config.max_upload_mb)
-    app.layout = serve_layout
+    app.layout = _layout_function(ctx)
     register_callbacks(app, ctx)
     # After every callback: Dash hashes its inline scripts (renderer, inline clientside).
     security_headers.set_script_hashes(app.csp_hashes())

@@ -33,7 +33,14 @@ from calibration_core import (
 )
 from calibration_core.bands import binomial_band, consistency_band_from_statistics
 
-from .settings import BANDS, CONSISTENCY_RESAMPLES, HeldOut, ViewSettings
+from .settings import (
+    ALL_CLASSES_SHOWN,
+    BANDS,
+    CONSISTENCY_RESAMPLES,
+    SMALL_MULTIPLES_PER_PAGE,
+    HeldOut,
+    ViewSettings,
+)
 from .store.data_store import DataStore
 from .store.disk import DataUnavailable
 from .store.records import ModelInfo
@@ -70,6 +77,20 @@ class ModelView:
     panels: list[Panel] = field(default_factory=list)
     n_scored: int | None = None
     notes: list[str] = field(default_factory=list)
+    #: In the "all classes" view: ``(classes drawn, classes of the model)``.
+    classes_shown: tuple[int, int] | None = None
+
+    def classes_note(self) -> str | None:
+        """E.g. ``"showing the 12 worst of 100 classes by ECE"`` (None: not "all classes").
+
+        The ECE is the one-vs-rest ECE of the uncalibrated predictions.
+        """
+        if self.classes_shown is None:
+            return None
+        shown, total = self.classes_shown
+        if shown == total:
+            return f"showing all {total} classes, the worst by ECE first"
+        return f"showing the {shown} worst of {total} classes by ECE"
 
 
 @dataclass
@@ -186,16 +207,81 @@ def scoring_rules(store: DataStore, variant: Variant) -> dict[str, float]:
     return store.memo(("rules", variant.handle), compute)
 
 
-def classwise_ece(store: DataStore, variant: Variant, binning: Binning) -> float:
-    """Classwise ECE (mean of one-vs-rest ECEs) from the sorted scores, cached."""
-    pred = variant.pred
+def class_errors(
+    store: DataStore, handle: str | None, pred: Predictions, binning: Binning
+) -> tuple[np.ndarray, np.ndarray]:
+    """One-vs-rest ECE and MCE of every class, shape ``(K,)`` each, cached per handle.
+
+    Re-binned from the load-time sorted scores (O(K M log N)); the classwise
+    ECE, the "all classes" metric row, the worst classes and the default
+    class all read these, so they agree with the panels.
+    """
 
     def compute():
-        per_class = [pred.statistics(binning, "class", k).ece() for k in range(pred.n_classes)]
-        return float(np.mean(per_class))
+        stats = [pred.statistics(binning, "class", k) for k in range(pred.n_classes)]
+        return np.array([s.ece() for s in stats]), np.array([s.mce() for s in stats])
 
-    key = ("classwise", variant.handle, binning.scheme, binning.n_bins)
-    return compute() if variant.handle is None else store.memo(key, compute)
+    key = ("class_errors", handle, binning.scheme, binning.n_bins)
+    return compute() if handle is None else store.memo(key, compute)
+
+
+def classwise_ece(store: DataStore, variant: Variant, binning: Binning) -> float:
+    """Classwise ECE (mean of one-vs-rest ECEs) from the sorted scores, cached."""
+    return float(np.mean(class_errors(store, variant.handle, variant.pred, binning)[0]))
+
+
+def worst_classes(eces: np.ndarray, k: int) -> list[int]:
+    """Indices of the ``k`` classes with the largest ECE, worst first (ties: lower index)."""
+    order = np.argsort(-np.asarray(eces, dtype=float), kind="stable")
+    return [int(i) for i in order[:k]]
+
+
+def default_class(store: DataStore, info: ModelInfo, binning: Binning) -> str:
+    """The class a one-vs-rest view opens on: the model's worst by one-vs-rest ECE.
+
+    Ranked on the model's uncalibrated predictions (all rows), so it does
+    not depend on the maps or the held-out scheme.
+    """
+    eces, _ = class_errors(store, info.handle, store.predictions(info.handle), binning)
+    return info.class_names[worst_classes(eces, 1)[0]]
+
+
+def classes_per_calibrator(n_models: int, n_calibrators: int) -> int:
+    """How many classes "all classes" draws per calibrator and model.
+
+    At most :data:`~app.settings.ALL_CLASSES_SHOWN`, and at most
+    :data:`~app.settings.SMALL_MULTIPLES_PER_PAGE` panels on the page (at
+    least one class): Plotly's drawing time grows with the number of axes.
+    """
+    budget = SMALL_MULTIPLES_PER_PAGE // max(n_models * n_calibrators, 1)
+    return max(1, min(ALL_CLASSES_SHOWN, budget))
+
+
+def shown_classes(
+    store: DataStore,
+    info: ModelInfo,
+    view: ViewSettings,
+    uncalibrated: Variant,
+    rows_of_classes: list[tuple[int | None, str | None]],
+    k: int = ALL_CLASSES_SHOWN,
+) -> tuple[list[tuple[int | None, str | None]], tuple[int, int] | None]:
+    """The panel rows drawn, and ``(shown, total)`` classes in the "all classes" view.
+
+    "All classes" draws the ``k`` worst classes by the uncalibrated
+    one-vs-rest ECE (the predictions the uncalibrated panel shows; all rows
+    while they are pending), worst first: a 100-class model would otherwise
+    draw 100 panels per calibrator.
+    """
+    if not view.all_classes:
+        return rows_of_classes, None
+    binning = Binning(view.scheme, view.n_bins)
+    if uncalibrated.pred is None:
+        handle, pred = info.handle, store.predictions(info.handle)
+    else:
+        handle, pred = uncalibrated.handle, uncalibrated.pred
+    eces, _ = class_errors(store, handle, pred, binning)
+    keep = worst_classes(eces, k)
+    return [rows_of_classes[k] for k in keep], (len(keep), len(rows_of_classes))
 
 
 def model_view(
@@ -205,14 +291,21 @@ def model_view(
     heldout: HeldOut,
     view: ViewSettings,
     pending: str = PENDING,
+    k: int = ALL_CLASSES_SHOWN,
 ) -> tuple[ModelView, list[dict]]:
-    """Panels and metric rows of one model (``pending``: text of maps not fitted yet)."""
+    """Panels and metric rows of one model (``pending``: text of maps not fitted yet).
+
+    ``k``: classes drawn per calibrator in the "all classes" view.
+    """
     mv = ModelView(info)
     rows: list[dict] = []
     binning = Binning(view.scheme, view.n_bins)
     hist_binning = binning if view.scheme == "width" else Binning("width", HISTOGRAM_BINS)
-    rows_of_classes = targets(info, view)
-    for variant in variants(store, info, maps, heldout, pending):
+    found = variants(store, info, maps, heldout, pending)
+    rows_of_classes, mv.classes_shown = shown_classes(
+        store, info, view, found[0], targets(info, view), k
+    )
+    for variant in found:
         row = {"model": info.name, "map": variant.calibrator}
         if variant.pred is None:
             for _, label in rows_of_classes:
@@ -234,6 +327,8 @@ def model_view(
             mv.panels.append(Panel(variant.calibrator, label, curve, band, histogram=hist))
             eces.append(stats.ece())
             mces.append(stats.mce())
+        if view.all_classes:  # the row covers every class, not only those drawn
+            eces, mces = class_errors(store, variant.handle, pred, binning)
         row.update(
             n=pred.n_samples,
             ece=float(np.mean(eces)),
@@ -258,10 +353,11 @@ def build_view(
 ) -> ViewResult:
     """The whole view of the selected models (problems become messages, never exceptions)."""
     result = ViewResult(view=view, heldout=heldout, maps=maps)
+    k = classes_per_calibrator(len(handles), len(maps) + 1)
     for handle in handles:
         try:
             info = store.resolve(sid, handle)
-            mv, rows = model_view(store, info, maps, heldout, view, pending)
+            mv, rows = model_view(store, info, maps, heldout, view, pending, k)
         except DataUnavailable as exc:
             if str(exc) not in result.messages:
                 result.messages.append(str(exc))

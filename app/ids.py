@@ -26,6 +26,7 @@ MODEL_SELECT = "model-select"
 NOTION = "notion"
 CLASS_SELECT = "class-select"
 CLASS_FIELD = "class-field"  # wrapper shown only for the one-vs-rest notion
+CLASS_AUTO = "class-auto"  # dcc.Store: the class the page picked itself (not the user)
 SCHEME = "scheme"
 N_BINS = "n-bins"
 BAND = "band"

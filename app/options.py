@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from .settings import ALL_CLASSES
 from .store.records import ModelInfo
 
@@ -56,18 +58,51 @@ def notion_for_selection(models_json, selected, notion, was_all_binary) -> tuple
     return ("binary" if switch else None), now
 
 
-def class_choices(models_json, selected, notion, current) -> tuple[list[dict], object, dict]:
-    """Class picker options (union of the selected models' classes), value and visibility."""
-    infos = [ModelInfo.from_json(m) for m in (models_json or []) if isinstance(m, dict)]
-    chosen = [i for i in infos if i.handle in (selected or [])]
+def selected_models(models_json, selected) -> list[ModelInfo]:
+    """The selected models' infos, in the order of the selection (that of the diagrams)."""
+    infos = {
+        i.handle: i
+        for i in (ModelInfo.from_json(m) for m in (models_json or []) if isinstance(m, dict))
+    }
+    handles = selected if isinstance(selected, list) else []
+    return [infos[h] for h in dict.fromkeys(h for h in handles if isinstance(h, str)) if h in infos]
+
+
+def class_names_of(chosen: list[ModelInfo]) -> list[str]:
+    """The union of the models' class names, in first-seen order."""
     names: list[str] = []
     for info in chosen:
         for c in info.class_names:
             if c not in names:
                 names.append(c)
-    options = [{"label": "all classes (small multiples)", "value": ALL_CLASSES}]
+    return names
+
+
+def class_value(names: list[str], current, auto, default: Callable[[], str | None]):
+    """The class picker's value for the selected models' class ``names``.
+
+    The user's choice (``current``, a class or "all classes") stays while it
+    is valid; a value the page chose itself (``auto``), or none, gives way to
+    ``default()`` (called only then), e.g. the first model's worst class.
+    Never "all classes" by itself: that can draw hundreds of panels.
+    """
+    valid = current == ALL_CLASSES or current in names
+    if valid and current != auto:
+        return current
+    return default() or (names[0] if names else None)
+
+
+def class_choices(
+    models_json, selected, notion, current, auto=None, default=lambda: None
+) -> tuple[list[dict], object, dict]:
+    """Class picker options (union of the selected models' classes), value and visibility.
+
+    See :func:`class_value` for the value (``default`` gives the class to
+    open on; without it, the first class).
+    """
+    names = class_names_of(selected_models(models_json, selected))
+    options = [{"label": "all classes (worst first, small multiples)", "value": ALL_CLASSES}]
     options += [{"label": f"class {c}", "value": c} for c in names[:1000]]
-    valid = {o["value"] for o in options}
-    value = current if current in valid else (names[0] if names else ALL_CLASSES)
+    value = class_value(names, current, auto, default) if names else current
     style = {} if notion == "class" else {"display": "none"}
     return options, value, style

@@ -47,6 +47,10 @@ MIN_FOLDS, MAX_FOLDS = 2, 20
 MIN_TEST_FRACTION, MAX_TEST_FRACTION = 0.1, 0.9
 #: Class picker value that draws every class as small multiples.
 ALL_CLASSES = "__all__"
+#: "All classes" draws at most this many classes per calibrator: the worst by one-vs-rest ECE.
+ALL_CLASSES_SHOWN = 12
+#: ... and at most this many panels on the page (fewer classes with more models and maps).
+SMALL_MULTIPLES_PER_PAGE = 36
 MAX_SELECTED_MODELS = 8
 HANDLE_PATTERN = re.compile(r"^[a-z]{1,5}-[A-Za-z0-9_-]{1,64}$")
 CONSISTENCY_RESAMPLES = 1000

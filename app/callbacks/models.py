@@ -11,7 +11,10 @@ from __future__ import annotations
 
 from dash import ALL, Input, Output, State, ctx, html, no_update
 
+from calibration_core import Binning
+
 from .. import ids
+from ..analysis import default_class
 from ..context import AppContext
 from ..model_list import (
     cap_after_upload,
@@ -21,8 +24,10 @@ from ..model_list import (
     select_group,
     without_demo,
 )
-from ..options import class_choices, notion_for_selection
+from ..options import class_choices, notion_for_selection, selected_models
+from ..settings import SettingsError, ViewSettings, parse_view
 from ..store.data_store import DataStore
+from ..store.disk import DataUnavailable
 
 
 def upload_messages(result, known: set[str]) -> list[tuple[str, str]]:
@@ -102,6 +107,37 @@ def after_upload(store: DataStore, sid, result, selected, query=None) -> tuple:
         options,
         hidden,
     )
+
+
+def class_picker(
+    store: DataStore, sid, models_json, selected, notion, current, auto, scheme, n_bins
+) -> tuple:
+    """The class picker's options, value and style, and the class the page picked itself.
+
+    While no model is selected (briefly, between two clicks) the picker is
+    left as it is, so the user's class survives. A value the page chose, or
+    none, becomes the worst class (one-vs-rest ECE at the current binning) of
+    the first selected model; a class the user chose stays while valid.
+    """
+    chosen = selected_models(models_json, selected)
+    try:
+        view = parse_view("class", None, scheme, n_bins, "none", 0.95)
+    except SettingsError:
+        view = ViewSettings()
+    picked: list[str] = []
+
+    def default():
+        try:
+            info = store.resolve(sid, chosen[0].handle)
+            picked.append(default_class(store, info, Binning(view.scheme, view.n_bins)))
+        except DataUnavailable:
+            return None
+        return picked[0]
+
+    options, value, style = class_choices(models_json, selected, notion, current, auto, default)
+    if not chosen:
+        return no_update, no_update, style, no_update
+    return options, value, style, (picked[0] if picked else auto)
 
 
 def group_action(store: DataStore, sid, trigger, selected) -> tuple:
@@ -184,17 +220,26 @@ def register(app, ctx: AppContext) -> None:
             Output(ids.CLASS_SELECT, "options"),
             Output(ids.CLASS_SELECT, "value"),
             Output(ids.CLASS_FIELD, "style"),
+            Output(ids.CLASS_AUTO, "data"),
         ],
         inputs={
             "models_json": Input(ids.MODELS_STORE, "data"),
             "selected": Input(ids.MODEL_SELECT, "value"),
             "notion": Input(ids.NOTION, "value"),
         },
-        state={"current": State(ids.CLASS_SELECT, "value")},
+        state={
+            "current": State(ids.CLASS_SELECT, "value"),
+            "auto": State(ids.CLASS_AUTO, "data"),
+            "scheme": State(ids.SCHEME, "value"),
+            "n_bins": State(ids.N_BINS, "value"),
+        },
         prevent_initial_call=True,  # the layout starts with these options
     )
-    def on_models_or_notion(models_json, selected, notion, current):
-        return class_choices(models_json, selected, notion, current)
+    def on_models_or_notion(models_json, selected, notion, current, auto, scheme, n_bins):
+        sid = ctx.session_id()
+        return class_picker(
+            ctx.store, sid, models_json, selected, notion, current, auto, scheme, n_bins
+        )
 
     @app.callback(Output(ids.FIT_SUMMARY, "children"), Input(ids.FIT_STATE, "data"))
     def on_fit_state(state):

@@ -32,18 +32,33 @@ def compute_view(ctx: AppContext, sid, raw: RawSettings, pending: str = PENDING)
 
 
 def graphs(result: ViewResult, fmt: str = "png") -> list:
-    """One ``dcc.Graph`` per model (pattern id ``{"type": GRAPH_TYPE, "index": i}``)."""
+    """One ``dcc.Graph`` per model (pattern id ``{"type": GRAPH_TYPE, "index": i}``).
+
+    With several models the figures get fewer panel columns, and the
+    stylesheet puts them side by side when the screen is wide enough.
+    """
+    side_by_side = len(result.models) > 1
     out = []
     for i, mv in enumerate(result.models):
         out.append(
             dcc.Graph(
                 id={"type": ids.GRAPH_TYPE, "index": i},
-                figure=reliability_figure_dict(mv, result.view, result.heldout),
+                figure=reliability_figure_dict(mv, result.view, result.heldout, side_by_side),
                 config=graph_config(mv.info.name, fmt),
                 className="reliability-graph",
             )
         )
     return out
+
+
+def page_title(result: ViewResult) -> str:
+    """The view's title above the diagrams, with the count of classes shown.
+
+    E.g. "one class vs rest (all classes) · … · showing the 12 worst of 100
+    classes by ECE" (each different count once, when the models differ).
+    """
+    notes = dict.fromkeys(n for n in (mv.classes_note() for mv in result.models) if n)
+    return " · ".join([view_title(result.view), *notes])
 
 
 def session_notices(ctx: AppContext, sid) -> list[str]:
@@ -105,7 +120,7 @@ def render(ctx: AppContext, sid, raw: RawSettings, fit_state=None, fmt="png") ->
         row_data(result.rows),
         column_defs(result.view),
         caption(result.view),
-        view_title(result.view),
+        page_title(result),
         messages,
         verdict_children(view_verdicts(ctx.store, result, wait=True)),
     )

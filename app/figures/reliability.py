@@ -1,8 +1,13 @@
 """The grid of reliability diagrams of one model: :func:`reliability_figure`.
 
-One panel per calibrator (uncalibrated first; in the one-vs-rest "all
-classes" view, one per calibrator and class), sharing their axes. In each
-panel:
+One panel per calibrator (uncalibrated first), sharing their axes. The score
+histograms of a row share one count axis, so their heights compare at a
+glance. The one-vs-rest "all classes" view is a compact grid instead: one
+small panel per calibrator and shown class, each calibrator from a new row
+(named on its y axis), without histograms and without linked zoom, because
+Plotly's drawing time grows with the number of axes (3 models x 36 panels
+with four linked axes each took about 8 s in Chromium; see BENCHMARKS.md).
+In each panel:
 
 * the diagonal (perfect calibration);
 * the band (binomial interval of each bin's frequency, or the consistency
@@ -61,15 +66,43 @@ def frequency_axis_label(view: ViewSettings) -> str:
 
 
 def panel_title(panel: Panel, view: ViewSettings) -> str:
-    """A panel's title: the calibrator, and the class in one-vs-rest views."""
+    """A panel's title: the calibrator, and the class in one-vs-rest views.
+
+    In the "all classes" grid only the class: the row's y axis names the calibrator.
+    """
+    if view.all_classes:
+        return f"class {panel.class_label}"
     if view.notion == "class" and panel.class_label is not None:
         return f"{panel.calibrator} · class {panel.class_label}"
     return panel.calibrator
 
 
-def _grid_shape(n_panels: int, view: ViewSettings) -> tuple[int, int]:
-    cols = min(n_panels, 5 if view.all_classes else 4) or 1
-    return math.ceil(n_panels / cols) or 1, cols
+#: Panel columns of a figure: (one model on the page, several side by side).
+PANEL_COLUMNS = {False: (4, 2), True: (6, 3)}
+
+
+def panel_positions(
+    panels: list[Panel], view: ViewSettings, side_by_side: bool
+) -> tuple[list[tuple[int, int]], int, int]:
+    """``(row, column)`` of every panel, the number of rows and of columns.
+
+    Figures shown side by side get fewer columns. In the "all classes" view
+    each calibrator's panels start on a new row.
+    """
+    max_cols = PANEL_COLUMNS[view.all_classes][side_by_side]
+    if not view.all_classes:
+        cols = min(len(panels), max_cols) or 1
+        return [divmod(i, cols) for i in range(len(panels))], math.ceil(len(panels) / cols), cols
+    groups: dict[str, int] = {}
+    for panel in panels:
+        groups[panel.calibrator] = groups.get(panel.calibrator, 0) + 1
+    cols = min(max(groups.values(), default=1), max_cols)
+    positions: list[tuple[int, int]] = []
+    row = 0
+    for count in groups.values():
+        positions += [(row + i // cols, i % cols) for i in range(count)]
+        row += math.ceil(count / cols)
+    return positions, max(row, 1), cols
 
 
 def _axis_names(i: int) -> tuple[str, str, str, str]:
@@ -144,7 +177,7 @@ def _band_trace(panel: Panel, fill: str, name: str, show_legend: bool, ax: str) 
 
 
 def _histogram_trace(panel: Panel, ax: str) -> dict:
-    hist = panel.histogram if panel.histogram is not None else panel.curve.stats
+    hist = _panel_histogram(panel)
     lo, hi = hist.edges[:-1], hist.edges[1:]
     return {
         "type": "bar",
@@ -178,15 +211,17 @@ def _diagonal_trace(show_legend: bool, ax: str) -> dict:
     }
 
 
-# Pixel layout of one grid row: title, reliability axes, gap, histogram, tick labels.
-_TITLE_PX, _REL_PX, _GAP_PX, _HIST_PX = 26, 190, 8, 52
+# Pixel layout of one grid row: title, reliability axes, gap, histogram (then tick
+# labels, up to the row height); compact rows for the "all classes" small multiples.
+_ROW_PX = {False: (26, 190, 8, 52, PANEL_HEIGHT), True: (20, 132, 0, 0, 180)}
 _MARGIN = {"l": 64, "r": 16, "t": 100, "b": 52}
 _H_SPACING = 0.045
 
 
-def _domains(n_rows: int, n_cols: int):
+def _domains(n_rows: int, n_cols: int, compact: bool):
     """x domain of each column and (rel, hist) y domains of each row, as paper fractions."""
-    plot_px = PANEL_HEIGHT * n_rows - 24
+    title_px, rel_px, gap_px, hist_px, row_px = _ROW_PX[compact]
+    plot_px = row_px * n_rows - 24
     width = (1.0 - _H_SPACING * (n_cols - 1)) / n_cols
     x_domains = [
         (c * (width + _H_SPACING), c * (width + _H_SPACING) + width) for c in range(n_cols)
@@ -197,15 +232,17 @@ def _domains(n_rows: int, n_cols: int):
 
     y_domains = []
     for r in range(n_rows):
-        top = r * PANEL_HEIGHT + _TITLE_PX
-        rel = (frac(top + _REL_PX), frac(top))
-        hist_top = top + _REL_PX + _GAP_PX
-        hist = (frac(hist_top + _HIST_PX), frac(hist_top))
+        top = r * row_px + title_px
+        rel = (frac(top + rel_px), frac(top))
+        hist_top = top + rel_px + gap_px
+        hist = (frac(hist_top + hist_px), frac(hist_top))
         y_domains.append((rel, hist))
     return x_domains, y_domains, plot_px
 
 
-def reliability_figure(mv: ModelView, view: ViewSettings, heldout: HeldOut) -> go.Figure:
+def reliability_figure(
+    mv: ModelView, view: ViewSettings, heldout: HeldOut, side_by_side: bool = False
+) -> go.Figure:
     """The grid of reliability diagrams of one model.
 
     Parameters
@@ -216,40 +253,72 @@ def reliability_figure(mv: ModelView, view: ViewSettings, heldout: HeldOut) -> g
         Notion, binning and band, stated in the title.
     heldout : HeldOut
         Stated in the subtitle.
+    side_by_side : bool
+        Whether the page shows several models side by side (fewer columns).
 
     Returns
     -------
     plotly.graph_objects.Figure
-        Panel ``i`` (grid row ``i // cols``, column ``i % cols``) draws on
+        Panel ``i`` (at :func:`panel_positions`) draws on
         axes ``x{2i+1}/y{2i+1}`` (reliability; ``x``/``y`` for panel 0) and
         ``x{2i+2}/y{2i+2}`` (histogram). Built as a plain dict and wrapped
         without re-validation, because validating dozens of traces costs
         more than the whole re-binning.
     """
-    return go.Figure(reliability_figure_dict(mv, view, heldout), skip_invalid=True)
+    return go.Figure(reliability_figure_dict(mv, view, heldout, side_by_side), skip_invalid=True)
 
 
-def reliability_figure_dict(mv: ModelView, view: ViewSettings, heldout: HeldOut) -> dict:
+def reliability_figure_dict(
+    mv: ModelView, view: ViewSettings, heldout: HeldOut, side_by_side: bool = False
+) -> dict:
     """:func:`reliability_figure` as a plain ``{"data", "layout"}`` dict (what dcc.Graph takes)."""
     panels = mv.panels
-    n_rows, n_cols = _grid_shape(len(panels), view)
-    x_domains, y_domains, plot_px = _domains(n_rows, n_cols)
+    positions, n_rows, n_cols = panel_positions(panels, view, side_by_side)
+    x_domains, y_domains, plot_px = _domains(n_rows, n_cols, view.all_classes)
+    row_counts = {} if view.all_classes else histogram_row_ranges(panels, positions)
     data: list[dict] = []
     layout: dict = {}
     annotations: list[dict] = []
     legend_done: set[str] = set()
     for i, panel in enumerate(panels):
-        r, c = divmod(i, n_cols)
+        r, c = positions[i]
         (rel_y, hist_y), x_dom = y_domains[r], x_domains[c]
-        layout.update(
-            _panel_axes(i, view, x_dom, rel_y, hist_y, left=c == 0, bottom=r == n_rows - 1)
-        )
+        if view.all_classes:
+            layout.update(_compact_axes(i, view, panel, x_dom, rel_y, left=c == 0))
+        else:
+            axes = _panel_axes(i, view, x_dom, rel_y, hist_y, left=c == 0, bottom=r == n_rows - 1)
+            axes[f"yaxis{_axis_names(i)[1]}"]["range"] = row_counts[r]
+            layout.update(axes)
         annotations.append(_panel_title(panel, view, x_dom, rel_y))
         traces, notes = _panel_traces(i, panel, view, legend_done)
         data += traces
         annotations += notes
     layout.update(_figure_layout(mv, view, heldout, plot_px, annotations))
     return {"data": data, "layout": layout}
+
+
+def _panel_histogram(panel: Panel):
+    """The panel's score histogram (its own bins' statistics when none was given)."""
+    if panel.curve is None:
+        return None
+    return panel.histogram if panel.histogram is not None else panel.curve.stats
+
+
+def histogram_row_ranges(
+    panels: list[Panel], positions: list[tuple[int, int]]
+) -> dict[int, list[float]]:
+    """One count-axis range ``[0, top]`` per grid row, shared by the row's histograms.
+
+    ``top`` leaves 8 % headroom above the row's tallest bar, so a panel's
+    bars read against its neighbours' (one panel's spike flattens the rest
+    of its row, which is the honest picture).
+    """
+    tallest: dict[int, float] = {}
+    for panel, (r, _) in zip(panels, positions, strict=True):
+        hist = _panel_histogram(panel)
+        top = float(np.max(hist.count, initial=0)) if hist is not None else 0.0
+        tallest[r] = max(tallest.get(r, 0.0), top)
+    return {r: [0.0, max(top, 1.0) * 1.08] for r, top in tallest.items()}
 
 
 def _panel_axes(
@@ -292,9 +361,36 @@ def _panel_axes(
         f"yaxis{hist}": {
             "domain": hist_y,
             "anchor": hist_ref,
-            "rangemode": "tozero",
             "nticks": 3,
+            "showticklabels": left,
             "title": {"text": "count" if left else ""},
+        },
+    }
+
+
+def _compact_axes(i: int, view: ViewSettings, panel: Panel, x_dom, rel_y, *, left: bool) -> dict:
+    """The two axes of panel ``i`` in the "all classes" grid (fixed ranges, not linked).
+
+    Only the left column labels its y axis, with the calibrator's name.
+    """
+    rel, _, rel_ref, _ = _axis_names(i)
+    return {
+        f"xaxis{rel}": {
+            "domain": x_dom,
+            "anchor": f"y{rel}",
+            "range": [0, 1],
+            "dtick": 0.5,
+            "tick0": 0,
+            "title": {"text": ""},
+        },
+        f"yaxis{rel}": {
+            "domain": rel_y,
+            "anchor": rel_ref,
+            "range": [-0.02, 1.02],
+            "dtick": 0.5,
+            "tick0": 0,
+            "showticklabels": left,
+            "title": {"text": plot_text(panel.calibrator) if left else ""},
         },
     }
 
@@ -340,7 +436,8 @@ def _panel_traces(
         legend_done.add("band")
     traces.append(_point_trace(panel, colour, "curve" not in legend_done, rel))
     legend_done.add("curve")
-    traces.append(_histogram_trace(panel, hist))
+    if not view.all_classes:
+        traces.append(_histogram_trace(panel, hist))
     return traces, [_ece_label(panel.curve.ece, rel, rel_ref)]
 
 
@@ -380,6 +477,8 @@ def _figure_layout(
     subtitle = f"{view_title(view)} · {heldout.describe()}"
     if mv.n_scored is not None:
         subtitle += f" · N = {mv.n_scored:,} scored rows"
+    if mv.classes_note() is not None:
+        subtitle += f" · {mv.classes_note()}"
     return {
         "title": {
             "text": plot_text(mv.info.name),

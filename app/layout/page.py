@@ -17,6 +17,7 @@ from ..diagnostics.layout import diagnostics_section
 from ..model_list import model_options
 from ..options import all_binary, class_choices, default_selection
 from ..settings import (
+    ALL_CLASSES_SHOWN,
     BAND_LABELS,
     LEVELS,
     MAX_BINS,
@@ -202,6 +203,13 @@ def default_settings(infos: list[ModelInfo]) -> RawSettings:
     return RawSettings(handles=default_selection(infos), maps=list(DEFAULT_MAPS))
 
 
+def _controls_class(infos: list[ModelInfo], raw: RawSettings):
+    """The class picker's initial value when the page chose it (no class in ``raw``)."""
+    if raw.class_value is not None:
+        return None
+    return class_choices([i.to_json() for i in infos], raw.handles, raw.notion, None)[1]
+
+
 def _controls(infos: list[ModelInfo], raw: RawSettings) -> html.Div:
     class_options, class_value, class_style = class_choices(
         [i.to_json() for i in infos], raw.handles, raw.notion, raw.class_value
@@ -255,7 +263,7 @@ def _controls(infos: list[ModelInfo], raw: RawSettings) -> html.Div:
                     clearable=False,
                 ),
                 field_id=ids.CLASS_FIELD,
-                hint="“all classes” draws one panel per class.",
+                hint=f"opens on the worst class; “all classes”: at most {ALL_CLASSES_SHOWN} worst.",
                 style=class_style,
             ),
             _field(
@@ -515,6 +523,8 @@ def build_layout(
             ),
             dcc.Store(id=ids.MODELS_STORE, data=[i.to_json() for i in infos]),
             dcc.Store(id=ids.ALL_BINARY_STORE, data=all_binary(infos, raw.handles)),
+            # The class the page starts with is its own pick, not the user's.
+            dcc.Store(id=ids.CLASS_AUTO, data=_controls_class(infos, raw)),
             dcc.Store(id=ids.FIT_STATE),
             dcc.Store(id=ids.FIT_REQUEST),
         ],

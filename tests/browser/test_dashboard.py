@@ -202,11 +202,17 @@ def test_names_render_as_text(page, ui, watch, tmp_path, screenshot):
     expect(ui.graph_of(XSS_MODEL)).to_be_visible()
     expect(ui.cell(XSS_MODEL, "uncalibrated", "model")).to_have_text(XSS_MODEL)
 
-    # One class vs rest, all classes as small multiples, then the payload class alone.
+    # One class vs rest (it opens on one class), all classes as small multiples (titled
+    # by class alone), then the payload class alone.
     ui.set_notion("class")
     panel = ui.graph_of(XSS_MODEL).locator(".annotation-text")
-    expect(panel.filter(has_text=f"uncalibrated · class {XSS_CLASS}")).to_have_count(1)
-    expect(panel.filter(has_text="uncalibrated · class plain")).to_have_count(1)
+    expect(panel.filter(has_text=re.compile(r"^uncalibrated · class "))).to_have_count(1)
+    page.locator("#class-select").click()
+    page.get_by_role("option", name=re.compile(r"^all classes")).click()
+    expect(
+        panel.filter(has_text=re.compile(f"^class {re.escape(XSS_CLASS)}$")).first
+    ).to_be_visible()
+    expect(panel.filter(has_text=re.compile(r"^class plain$")).first).to_be_visible()
     page.locator("#class-select").click()
     page.get_by_role("option", name=f"class {XSS_CLASS}", exact=True).click()
     expect(page.locator("#view-title")).to_contain_text(f"one class vs rest (class {XSS_CLASS})")

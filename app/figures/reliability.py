@@ -6,7 +6,8 @@ glance. The one-vs-rest "all classes" view is a compact grid instead: one
 small panel per calibrator and shown class, each calibrator from a new row
 (named on its y axis), without histograms and without linked zoom, because
 Plotly's drawing time grows with the number of axes (3 models x 36 panels
-with four linked axes each took about 8 s in Chromium; see BENCHMARKS.md).
+with four linked axes each took about 8 s in Chromium, 1.6-1.9 s without
+the histograms and links, on a busy 2-core machine).
 In each panel:
 
 * the diagonal (perfect calibration);
@@ -293,7 +294,7 @@ def reliability_figure_dict(
         traces, notes = _panel_traces(i, panel, view, legend_done)
         data += traces
         annotations += notes
-    layout.update(_figure_layout(mv, view, heldout, plot_px, annotations))
+    layout.update(_figure_layout(mv, view, heldout, plot_px, annotations, side_by_side))
     return {"data": data, "layout": layout}
 
 
@@ -471,30 +472,43 @@ def _ece_label(ece: float, rel: str, rel_ref: str) -> dict:
 
 
 def _figure_layout(
-    mv: ModelView, view: ViewSettings, heldout: HeldOut, plot_px: float, annotations: list
+    mv: ModelView,
+    view: ViewSettings,
+    heldout: HeldOut,
+    plot_px: float,
+    annotations: list,
+    side_by_side: bool = False,
 ) -> dict:
-    """The figure-wide layout: title and subtitle, size, template, legend, annotations."""
-    subtitle = f"{view_title(view)} · {heldout.describe()}"
+    """The figure-wide layout: title and subtitle, size, template, legend, annotations.
+
+    A figure beside another is narrow: its subtitle takes two lines and the
+    top margin leaves room for a legend wrapped onto two lines.
+    """
+    rest = [heldout.describe()]
     if mv.n_scored is not None:
-        subtitle += f" · N = {mv.n_scored:,} scored rows"
+        rest.append(f"N = {mv.n_scored:,} scored rows")
     if mv.classes_note() is not None:
-        subtitle += f" · {mv.classes_note()}"
+        rest.append(mv.classes_note())
+    parts = [plot_text(view_title(view)), plot_text(" · ".join(rest))]
+    subtitle = "<br>".join(parts) if side_by_side else " · ".join(parts)
+    margin = {**_MARGIN, "t": _MARGIN["t"] + 50} if side_by_side else _MARGIN
+    height = plot_px + margin["t"] + margin["b"]
     return {
         "title": {
             "text": plot_text(mv.info.name),
-            "subtitle": {"text": plot_text(subtitle)},
+            "subtitle": {"text": subtitle},
             "x": 0.0,
             "xanchor": "left",
             "xref": "container",
-            "y": 1.0 - 10.0 / (plot_px + _MARGIN["t"] + _MARGIN["b"]),
+            "y": 1.0 - 10.0 / height,
             "yref": "container",
             "yanchor": "top",
             "pad": {"l": 10},
             "font": {"size": 15},
         },
         "annotations": annotations,
-        "height": int(plot_px + _MARGIN["t"] + _MARGIN["b"]),
-        "margin": _MARGIN,
+        "height": int(height),
+        "margin": margin,
         "template": plotly_template(),
         "font": {"family": FONT, "size": 12, "color": "#1f2328"},
         "legend": {

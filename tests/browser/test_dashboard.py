@@ -65,15 +65,18 @@ def test_opens_on_the_demo(page, ui, watch, screenshot):
         expect(best).not_to_have_count(0)
     screenshot("01-demo-confidence")
 
-    # Another notion: the class picker appears and the title and caption say so.
+    # Another notion: the class picker appears, on the first model's worst class (one-vs-rest
+    # ECE), and the title and caption say so.
     ui.set_notion("class")
     expect(page.locator("#class-field")).to_be_visible()
-    expect(page.locator("#view-title")).to_have_text(
-        "one class vs rest (class 0) · 15 equal-width bins · band: Wilson 95%"
-    )
-    expect(caption).to_contain_text("one class vs rest, class 0")
+    title = page.locator("#view-title")
+    pattern = r"^one class vs rest \(class (\d)\) · 15 equal-width bins · band: Wilson 95%$"
+    expect(title).to_have_text(re.compile(pattern))
+    worst = re.match(pattern, title.inner_text().strip()).group(1)
+    expect(caption).to_contain_text(f"one class vs rest, class {worst}")
+    expect(page.locator("#class-select")).to_contain_text(f"class {worst}")
     expect(
-        ui.graphs().first.locator(".annotation-text", has_text="uncalibrated · class 0")
+        ui.graphs().first.locator(".annotation-text", has_text=f"uncalibrated · class {worst}")
     ).to_be_visible()
     screenshot("02-demo-one-vs-rest")
     watch.assert_clean()

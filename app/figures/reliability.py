@@ -88,7 +88,7 @@ def panel_positions(
     """``(row, column)`` of every panel, the number of rows and of columns.
 
     Figures shown side by side get fewer columns. In the "all classes" view
-    each calibrator's panels start on a new row.
+    each calibrator's panels start on a new row, in rows of even length.
     """
     max_cols = PANEL_COLUMNS[view.all_classes][side_by_side]
     if not view.all_classes:
@@ -97,7 +97,8 @@ def panel_positions(
     groups: dict[str, int] = {}
     for panel in panels:
         groups[panel.calibrator] = groups.get(panel.calibrator, 0) + 1
-    cols = min(max(groups.values(), default=1), max_cols)
+    largest = max(groups.values(), default=1)
+    cols = math.ceil(largest / math.ceil(largest / max_cols))  # balanced rows: 4 -> 2 x 2
     positions: list[tuple[int, int]] = []
     row = 0
     for count in groups.values():

@@ -178,10 +178,12 @@ def test_each_calibrator_starts_a_row_in_all_classes():
     view = parse_view("class", ALL_CLASSES, "width", 10, "none", 0.95)
     panels = _panels([UNCALIBRATED, "temperature"], [str(j) for j in range(8)])
     positions, n_rows, n_cols = panel_positions(panels, view, side_by_side=False)
-    assert n_cols == 6 and n_rows == 4
+    assert n_cols == 4 and n_rows == 4  # 8 classes in two rows of 4 (at most 6 columns)
     assert positions[8] == (2, 0)  # temperature's first class opens row 3
     positions, n_rows, n_cols = panel_positions(panels, view, side_by_side=True)
     assert n_cols == 3 and n_rows == 6 and positions[8] == (3, 0)
+    positions, n_rows, n_cols = panel_positions(panels[:4] + panels[8:12], view, True)
+    assert n_cols == 2 and n_rows == 4  # 4 classes: 2 x 2, not 3 + 1
 
 
 @pytest.mark.parametrize("notion", ["confidence", "class"])

@@ -105,7 +105,8 @@ def test_all_classes_draws_small_multiples_with_shared_axes(ctx, sid):
     assert all(a["range"] == [-0.02, 1.02] for a in rel_y)
     assert not any(f"yaxis{2 * i + 2}" in layout for i in range(10))
     assert not _traces(fig, "scores per bin")
-    assert [a["title"]["text"] for a in rel_y[:7]] == ["uncalibrated"] + [""] * 5 + ["uncalibrated"]
+    # Ten classes: two rows of five.
+    assert [a["title"]["text"] for a in rel_y[:6]] == ["uncalibrated"] + [""] * 4 + ["uncalibrated"]
     titles = [a["text"] for a in layout["annotations"] if "class" in a["text"]]
     assert titles[:2] == [f"class {p.class_label}" for p in mv.panels[:2]]
     assert not _traces(fig, "none interval")  # no band drawn

@@ -439,6 +439,40 @@ def _fit_bar(summary: str = "") -> html.Div:
     )
 
 
+def _controls_dock(panels: list) -> html.Div:
+    """The controls' ``<aside>`` behind a toggle bar: a drawer below 1000 px (issue 15, item 9).
+
+    On wide screens the bar is hidden and the controls are the left column.
+    Below 1000 px (``assets/style.css``) the bar sticks to the top of the
+    window and the button (``aria-expanded``, a clientside callback in
+    :mod:`app.callbacks.drawer`) shows the controls as a drawer over the
+    results, so the first diagram is on the first screen.
+    """
+    toggle = html.Button(
+        "Controls",
+        id=ids.CONTROLS_TOGGLE,
+        className="button controls-toggle",
+        n_clicks=0,
+        **{"aria-expanded": "false", "aria-controls": ids.CONTROLS_DRAWER},
+    )
+    return html.Div(
+        [
+            html.Div(
+                [toggle, html.Span("upload, models, binning, maps", className="controls-hint")],
+                className="controls-bar",
+            ),
+            html.Aside(
+                panels,
+                id=ids.CONTROLS_DRAWER,
+                className="sidebar controls-drawer",
+                **{"aria-label": "Controls"},
+            ),
+        ],
+        id=ids.CONTROLS_DOCK,
+        className="controls-dock",
+    )
+
+
 def build_layout(
     infos: list[ModelInfo],
     *,
@@ -478,9 +512,8 @@ def build_layout(
             ),
             html.Div(
                 [
-                    html.Aside(
+                    _controls_dock(
                         [_upload_panel(max_upload_mb), _controls(infos, raw)],
-                        className="sidebar",
                     ),
                     html.Main(
                         [
@@ -509,7 +542,9 @@ def build_layout(
                     ),
                     # After the results in the DOM (Fit comes before Export in the tab
                     # order); the stylesheet puts it under the controls on wide screens.
-                    html.Aside(_exports(), className="sidebar sidebar-exports"),
+                    html.Aside(
+                        _exports(), className="sidebar sidebar-exports", **{"aria-label": "Exports"}
+                    ),
                 ],
                 className="app-body",
             ),

@@ -2,8 +2,9 @@
 
 Issue 15, item 9: at 900 px, 1,450 px of controls came before the first
 diagram. Now a bar with a "Controls" button (``aria-expanded``) replaces them;
-the drawer it opens holds every control, which works there; the metrics table
-keeps model names and status in view (pinned columns).
+the drawer it opens holds every control, which works there (Escape closes
+it, ``assets/keyboard.js``); the metrics table keeps model names and status
+in view (pinned columns).
 """
 
 from __future__ import annotations
@@ -72,7 +73,15 @@ def test_narrow_window_controls_in_a_drawer(page, ui, watch, screenshot):
         assert grid["x"] <= box["x"] and box["x"] + box["width"] <= grid["x"] + grid["width"] + 1
     expect(ui.cell("digits · logistic regression", "isotonic", "status")).to_have_text("ok")
 
-    # And it closes (a mouse press this time); the settings stay.
+    # Escape inside it closes it and gives the focus back to the button.
+    page.locator("#n-bins input[type=number]").focus()
+    page.keyboard.press("Escape")
+    expect(toggle).to_have_attribute("aria-expanded", "false")
+    expect(drawer).to_be_hidden()
+    expect(toggle).to_be_focused()
+    # Mouse presses open and close it; the settings stay.
+    toggle.click()
+    expect(drawer).to_be_visible()
     toggle.click()
     expect(toggle).to_have_attribute("aria-expanded", "false")
     expect(drawer).to_be_hidden()

@@ -24,7 +24,7 @@ ALL_BINARY_STORE = "all-binary-store"  # dcc.Store: whether the selection is all
 # -- controls ----------------------------------------------------------------
 CONTROLS_DOCK = "controls-dock"  # the controls (upload, models, settings) and their toggle bar
 CONTROLS_TOGGLE = "controls-toggle"  # below 1000 px: opens / closes the controls drawer
-CONTROLS_DRAWER = "controls-drawer"  # the controls' <aside> (a drawer below 1000 px)
+CONTROLS_DRAWER = "controls-drawer"  # the controls' panels (a drawer below 1000 px)
 MODEL_SELECT = "model-select"
 NOTION = "notion"
 CLASS_SELECT = "class-select"

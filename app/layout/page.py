@@ -482,8 +482,8 @@ def _fit_bar(summary: str = "") -> html.Div:
     )
 
 
-def _controls_dock(panels: list) -> html.Div:
-    """The controls' ``<aside>`` behind a toggle bar: a drawer below 1000 px (issue 15, item 9).
+def _controls_dock(panels: list) -> html.Aside:
+    """The controls (an ``<aside>``) behind a toggle bar: a drawer below 1000 px (issue 15, item 9).
 
     On wide screens the bar is hidden and the controls are the left column.
     Below 1000 px (``assets/style.css``) the bar sticks to the top of the
@@ -498,21 +498,18 @@ def _controls_dock(panels: list) -> html.Div:
         n_clicks=0,
         **{"aria-expanded": "false", "aria-controls": ids.CONTROLS_DRAWER},
     )
-    return html.Div(
+    # One landmark for the bar and the drawer: no page content outside landmarks.
+    return html.Aside(
         [
             html.Div(
                 [toggle, html.Span("upload, models, binning, maps", className="controls-hint")],
                 className="controls-bar",
             ),
-            html.Aside(
-                panels,
-                id=ids.CONTROLS_DRAWER,
-                className="sidebar controls-drawer",
-                **{"aria-label": "Controls"},
-            ),
+            html.Div(panels, id=ids.CONTROLS_DRAWER, className="sidebar controls-drawer"),
         ],
         id=ids.CONTROLS_DOCK,
         className="controls-dock",
+        **{"aria-label": "Controls"},
     )
 
 

@@ -22,15 +22,23 @@ for a calibrated model (for a characteristic kernel) and needs no binning.
   tests below stay valid with it.
 * **Unbiased estimator** ``(2 / (n (n - 1))) sum_{i < j} h_ij`` (a U-statistic,
   O(n^2 K)); above ``max_rows`` rows (5000 by default) it is computed on a
-  seeded random subsample of that many rows, and the result says so.
+  seeded random subsample of that many rows (2000 by default), and the
+  result says so.
   It can be negative (it is unbiased for a quantity that is >= 0).
 * **Linear-time estimator** ``(1 / m) sum_i h_{2i-1, 2i}`` over ``m = floor(N/2)``
   disjoint pairs of a seeded random permutation of the rows (the permutation
   protects against files sorted by class). Unbiased, higher variance, O(N K).
-* **Test** (their asymptotic test of the linear estimator): the ``m`` terms are
-  independent with mean 0 under calibration, so
-  ``z = mean / (sd / sqrt(m))`` is asymptotically standard normal; the
-  one-sided p-value is ``Phi(-z)`` (the SKCE is >= 0). A test then reads:
+* **Tests** of the null "the labels are draws from the predictions":
+  - consistency resampling of the unbiased estimator (Widmann et al.'s
+    resampling test; the survey's alg. 1): on the same rows, labels are
+    drawn from the predicted vectors ``n_resamples`` times and the estimator
+    recomputed; ``p = (1 + #{null >= observed}) / (1 + n_resamples)``. Exact
+    up to Monte Carlo error at any N, and the more powerful of the two.
+  - the asymptotic test of the linear estimator, on all rows: the ``m``
+    terms are independent with mean 0 under calibration, so
+    ``z = mean / (sd / sqrt(m))`` is asymptotically standard normal, with the
+    one-sided p-value ``Phi(-z)`` (the SKCE is >= 0). Cheap, but it has little
+    power unless N is large.
   ``p <= alpha`` rejects calibration.
 
 Vector-binned ECE
@@ -57,7 +65,9 @@ from ..predictions import probs_and_labels
 from ..validation import check_seed, check_whole_number
 
 #: Default rows of the quadratic (unbiased) estimator; larger inputs are subsampled.
-MAX_QUADRATIC_ROWS = 5000
+MAX_QUADRATIC_ROWS = 2000
+#: Default label sets drawn for the resampling test.
+N_RESAMPLES = 200
 #: Random pairs whose median distance is the kernel bandwidth.
 BANDWIDTH_PAIRS = 100_000
 #: Rows per block of the quadratic estimator (a block x n matrix at a time).
@@ -104,25 +114,48 @@ def pair_terms(p: np.ndarray, y: np.ndarray, q: np.ndarray, z: np.ndarray, nu: f
     return kernel * inner
 
 
-def _gram_sum(p: np.ndarray, y: np.ndarray, nu: float) -> float:
-    """``sum_{i != j} h_ij`` over all ordered pairs of distinct rows, in row blocks."""
+def kernel_matrix(p: np.ndarray, nu: float) -> np.ndarray:
+    """``exp(-||p_i - p_j|| / nu)`` of every pair of rows, shape (n, n).
+
+    Built in row blocks (``QUADRATIC_BLOCK_ROWS`` at a time) to bound the temporaries.
+    """
     n = p.shape[0]
     sq = np.einsum("ij,ij->i", p, p)
-    total = 0.0
+    out = np.empty((n, n))
     for start in range(0, n, QUADRATIC_BLOCK_ROWS):
-        a, ya = p[start : start + QUADRATIC_BLOCK_ROWS], y[start : start + QUADRATIC_BLOCK_ROWS]
-        dot = a @ p.T
-        dist = np.sqrt(np.maximum(sq[start : start + len(a), None] + sq[None, :] - 2 * dot, 0.0))
-        inner = (ya[:, None] == y[None, :]) - a[:, y] - p[:, ya].T + dot
-        h = np.exp(-dist / nu) * inner
-        total += h.sum()
-    diagonal = 1.0 - 2.0 * p[np.arange(n), y] + sq  # h_ii = ||e_y - p||^2, kernel 1
-    return float(total - diagonal.sum())
+        block = slice(start, min(n, start + QUADRATIC_BLOCK_ROWS))
+        d2 = sq[block, None] + sq[None, :] - 2 * (p[block] @ p.T)
+        out[block] = np.exp(-np.sqrt(np.maximum(d2, 0.0)) / nu)
+    np.fill_diagonal(out, 1.0)
+    return out
+
+
+class _UStatistic:
+    """The unbiased estimator on fixed rows, for any labels (observed or drawn).
+
+    ``sum_{i != j} K_ij ([y_i = y_j] - p_i[y_j] - p_j[y_i] + <p_i, p_j>)``: the
+    label-free part and ``K P`` are computed once, so a new label set costs
+    O(n^2) comparisons instead of O(n^2 K).
+    """
+
+    def __init__(self, p: np.ndarray, nu: float) -> None:
+        self.p, self.k = p, kernel_matrix(p, nu)
+        n = p.shape[0]
+        self.pairs = n * (n - 1)
+        gram = p @ p.T
+        self.constant = float(np.sum(self.k * gram) - np.trace(gram))
+        self.kp = self.k @ p  # (K P)[j, c] = sum_i K_ij p_i[c]
+
+    def __call__(self, y: np.ndarray) -> float:
+        rows = np.arange(y.shape[0])
+        same = float(np.sum(self.k, where=y[:, None] == y[None, :])) - y.shape[0]
+        cross = float(np.sum(self.kp[rows, y]) - np.sum(self.p[rows, y]))  # minus i == j
+        return (same - 2 * cross + self.constant) / self.pairs
 
 
 @dataclass(frozen=True)
 class SkceResult:
-    """The squared kernel calibration error: both estimators and the test.
+    """The squared kernel calibration error: both estimators and both tests.
 
     Attributes
     ----------
@@ -130,12 +163,16 @@ class SkceResult:
         The U-statistic on ``n_quadratic`` rows (may be slightly negative).
     n_quadratic : int
         Rows it used: all of them, or a random subsample of ``max_rows``.
+    p_value : float
+        Consistency-resampling p-value of the unbiased estimator (NaN when
+        ``n_resamples`` is 0).
+    n_resamples : int
     linear : float
         The linear-time estimate on all rows.
-    z : float
+    linear_z : float
         Normalised linear estimate, ``mean / (sd / sqrt(m))``.
-    p_value : float
-        One-sided asymptotic p-value ``Phi(-z)`` of calibration.
+    linear_p_value : float
+        One-sided asymptotic p-value ``Phi(-linear_z)``.
     bandwidth : float
         The kernel bandwidth ``nu``.
     n_samples : int
@@ -144,16 +181,21 @@ class SkceResult:
 
     unbiased: float
     n_quadratic: int
-    linear: float
-    z: float
     p_value: float
+    n_resamples: int
+    linear: float
+    linear_z: float
+    linear_p_value: float
     bandwidth: float
     n_samples: int
     seed: int | None
 
     def to_dict(self) -> dict:
-        """Plain floats and ints, for JSON."""
-        return {name: getattr(self, name) for name in self.__dataclass_fields__}
+        """Plain floats and ints (NaN as None), for JSON."""
+        return {
+            name: None if isinstance(v, float) and np.isnan(v) else v
+            for name, v in ((n, getattr(self, n)) for n in self.__dataclass_fields__)
+        }
 
 
 def _linear(p, y, nu) -> tuple[float, float, float]:
@@ -169,23 +211,45 @@ def _linear(p, y, nu) -> tuple[float, float, float]:
     return mean, float(z), float(ndtr(-z))
 
 
+def draw_labels(p: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """One label per row drawn from its own predicted vector, shape (n,)."""
+    drawn = (rng.random(p.shape[0])[:, None] > np.cumsum(p, axis=1)).sum(axis=1)
+    return np.minimum(drawn, p.shape[1] - 1)
+
+
+def _resampling_p_value(stat: _UStatistic, observed: float, n_resamples, rng) -> float:
+    if n_resamples == 0:
+        return float("nan")
+    null = np.array([stat(draw_labels(stat.p, rng)) for _ in range(n_resamples)])
+    return float((1 + np.sum(null >= observed)) / (1 + n_resamples))
+
+
 def skce(
-    probs, labels=None, *, max_rows: int = MAX_QUADRATIC_ROWS, bandwidth=None, seed=0
+    probs,
+    labels=None,
+    *,
+    max_rows: int = MAX_QUADRATIC_ROWS,
+    n_resamples: int = N_RESAMPLES,
+    bandwidth=None,
+    seed=0,
 ) -> SkceResult:
-    """Squared kernel calibration error (Widmann et al. 2019) with its calibration test.
+    """Squared kernel calibration error (Widmann et al. 2019) with its calibration tests.
 
     Parameters
     ----------
     probs : array-like, shape (N, K) or (N,), or Predictions
     labels : array-like, shape (N,), optional
     max_rows : int
-        Rows of the quadratic unbiased estimator; a larger N is subsampled
-        (seeded). About 0.3 s at 5000 rows and K = 10.
+        Rows of the quadratic unbiased estimator and its resampling test; a
+        larger N is subsampled (seeded). Memory ``8 max_rows^2`` bytes.
+    n_resamples : int
+        Label sets drawn for the resampling test (0: skip it); each costs
+        O(max_rows^2).
     bandwidth : float, optional
         Kernel bandwidth ``nu`` > 0; None: the median heuristic.
     seed : int, Generator or None
-        Seeds the pairing of the linear estimator, the subsample and the
-        median heuristic's pairs.
+        Seeds the permutation (pairs and subsample), the median heuristic's
+        pairs and the resampled labels.
 
     Returns
     -------
@@ -193,6 +257,7 @@ def skce(
     """
     p, y = probs_and_labels(probs, labels)
     max_rows = check_whole_number(max_rows, "max_rows", minimum=2)
+    n_resamples = check_whole_number(n_resamples, "n_resamples", minimum=0)
     if p.shape[0] < 4:
         raise CalibrationInputError(
             f"the SKCE needs at least 4 rows (2 pairs), got {p.shape[0]}; add predictions."
@@ -201,18 +266,14 @@ def skce(
     order = rng.permutation(p.shape[0])
     p, y = np.ascontiguousarray(p[order], dtype=np.float64), y[order]
     nu = median_bandwidth(p, rng) if bandwidth is None else _positive(bandwidth)
-    linear, z, p_value = _linear(p, y, nu)
+    linear, z, linear_p = _linear(p, y, nu)
     sub = min(max_rows, p.shape[0])  # the permuted rows: their first ones are a random subsample
-    unbiased = _gram_sum(p[:sub], y[:sub], nu) / (sub * (sub - 1))
+    stat = _UStatistic(p[:sub], nu)
+    unbiased = stat(y[:sub])
+    p_value = _resampling_p_value(stat, unbiased, n_resamples, rng)
+    seed_out = int(seed) if isinstance(seed, (int, np.integer)) else None
     return SkceResult(
-        unbiased,
-        sub,
-        linear,
-        z,
-        p_value,
-        nu,
-        int(p.shape[0]),
-        seed if isinstance(seed, int) else None,
+        unbiased, sub, p_value, n_resamples, linear, z, linear_p, nu, int(p.shape[0]), seed_out
     )
 
 

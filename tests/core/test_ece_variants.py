@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -127,3 +129,36 @@ def test_bad_input():
         adaptive_ece(p, y, notion="top")
     with pytest.raises(CalibrationInputError, match="p must be"):
         plugin_calibration_error(p, y, p=0)
+
+
+def _tace_loop(p, y, n_bins, threshold):
+    """Nixon et al.'s TACE: per class, equal-mass ranges of the probabilities above the
+    threshold (range m starts at sorted position floor(m n / M), the project's rule),
+    unweighted mean of the range gaps."""
+    gaps = []
+    for k in range(p.shape[1]):
+        kept = p[:, k] > threshold
+        s, t = p[kept, k], (y[kept] == k).astype(float)
+        order = np.argsort(s)
+        starts = [m * len(s) // n_bins for m in range(n_bins)] + [len(s)]
+        for a, b in itertools.pairwise(starts):
+            part = order[a:b]
+            if len(part):
+                gaps.append(abs(t[part].mean() - s[part].mean()))
+    return float(np.mean(gaps))
+
+
+def test_tace_equals_the_loop_without_ties():
+    from calibration_core.ece_variants import thresholded_adaptive_ece
+
+    p, y = _data(3000, 5, 11)
+    for threshold in (0.0, 0.01, 0.2):
+        assert thresholded_adaptive_ece(p, y, n_bins=10, threshold=threshold) == pytest.approx(
+            _tace_loop(p, y, 10, threshold), abs=1e-12
+        )
+    # with no probability at or below the threshold, TACE is ACE
+    assert thresholded_adaptive_ece(p, y, n_bins=10, threshold=0.0) == pytest.approx(
+        adaptive_classwise_ece(p, y, n_bins=10)
+    )
+    with pytest.raises(CalibrationInputError, match="threshold"):
+        thresholded_adaptive_ece(p, y, threshold=1.0)

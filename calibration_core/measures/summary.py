@@ -74,4 +74,21 @@ def measures_summary(probs, labels=None, *, seed: int = 0) -> dict[str, Any]:
         if k <= MAX_VECTOR_BINNED_CLASSES
         else None,
     }
-    return out
+    return finite_or_none(out)
+
+
+def finite_or_none(value):
+    """``value`` with every NaN or infinite float (in dicts and lists) replaced by None.
+
+    Strict JSON has no NaN; an undefined number (an interval with no events)
+    is null instead.
+    """
+    if isinstance(value, dict):
+        return {k: finite_or_none(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [finite_or_none(v) for v in value]
+    if isinstance(value, float | np.floating):
+        return float(value) if np.isfinite(value) else None
+    if isinstance(value, np.integer):
+        return int(value)
+    return value

@@ -176,3 +176,33 @@ def test_live_r_lowess_with_a_short_span_and_heavy_ties(tmp_path):
     ref = pd.read_csv(f"{path}.out")
     _, fitted, _, _ = lowess(x, y, span=0.2)
     np.testing.assert_allclose(fitted, ref["y"], atol=1e-10)
+
+
+def test_block_moments_equal_the_direct_sums(monkeypatch):
+    import calibration_core.measures.lowess as lowess_module
+
+    rng = np.random.default_rng(8)
+    x = np.round(rng.beta(4, 1, 120_000), 4)  # ties, a skewed density
+    y = (rng.random(120_000) < x**2).astype(float)
+    fast = lowess(x, y)
+    monkeypatch.setattr(lowess_module, "MOMENT_WINDOW", 10**12)  # every fit summed directly
+    slow = lowess(x, y)
+    np.testing.assert_allclose(fast[1], slow[1], atol=1e-11)
+    np.testing.assert_allclose(fast[2], slow[2], rtol=1e-9)
+
+
+@needs_rms
+def test_live_r_lowess_on_the_block_moment_path(tmp_path):
+    import pandas as pd
+
+    rng = np.random.default_rng(9)
+    x = rng.random(60_000)
+    y = (rng.random(60_000) < x).astype(float)
+    path = tmp_path / "big.csv"
+    pd.DataFrame({"x": x, "y": y}).to_csv(path, index=False, float_format="%.17g")
+    script = (
+        f'd <- read.csv("{path}"); s <- lowess(d$x, d$y, iter = 0); '
+        f'write.csv(data.frame(y = s$y), "{path}.out", row.names = FALSE)'
+    )
+    subprocess.run(["Rscript", "-e", script], check=True, capture_output=True, timeout=300)
+    np.testing.assert_allclose(lowess(x, y)[1], pd.read_csv(f"{path}.out")["y"], atol=1e-10)

@@ -135,7 +135,8 @@ class _UStatistic:
 
     ``sum_{i != j} K_ij ([y_i = y_j] - p_i[y_j] - p_j[y_i] + <p_i, p_j>)``: the
     label-free part and ``K P`` are computed once, so a new label set costs
-    O(n^2) comparisons instead of O(n^2 K).
+    the sums of ``K`` over the blocks of equal labels, about ``n^2 / K``
+    reads for balanced classes, instead of O(n^2 K).
     """
 
     def __init__(self, p: np.ndarray, nu: float) -> None:
@@ -148,7 +149,9 @@ class _UStatistic:
 
     def __call__(self, y: np.ndarray) -> float:
         rows = np.arange(y.shape[0])
-        same = float(np.sum(self.k, where=y[:, None] == y[None, :])) - y.shape[0]
+        order = np.argsort(y, kind="stable")
+        groups = np.split(order, np.flatnonzero(np.diff(y[order])) + 1)
+        same = sum(float(self.k[np.ix_(g, g)].sum()) for g in groups) - y.shape[0]
         cross = float(np.sum(self.kp[rows, y]) - np.sum(self.p[rows, y]))  # minus i == j
         return (same - 2 * cross + self.constant) / self.pairs
 

@@ -155,7 +155,9 @@ class _Moments:
     def _direct(self, a: int, b: int, x0: float) -> tuple[np.ndarray, np.ndarray]:
         d = self.x[a:b] - x0
         powers = np.cumprod(np.column_stack([np.ones_like(d)] + [d] * MAX_POWER), axis=1)
-        return powers.sum(axis=0), self.y[a:b] @ powers[:, : MAX_POWER // 2 + 1]
+        return powers.sum(axis=0), np.einsum(
+            "i,ij->j", self.y[a:b], powers[:, : MAX_POWER // 2 + 1]
+        )
 
     def sums(self, a: int, b: int, x0: float) -> tuple[np.ndarray, np.ndarray]:
         """``sum d^q`` (q <= 20) and ``sum d^q y`` (q <= 10) over rows ``[a, b)``."""
@@ -167,10 +169,10 @@ class _Moments:
         delta = self.refs[first:last] - x0
         shifts = np.cumprod(np.column_stack([np.ones_like(delta)] + [delta] * MAX_POWER), axis=1)
         # mixed[r, k] = sum_b P[b, r] delta_b^k; sum (t + delta)^q = sum_r C(q, r) mixed[r, q - r]
-        mixed = self.power[first:last].T @ shifts
+        mixed = np.einsum("br,bk->rk", self.power[first:last], shifts)  # no BLAS threads
         whole = np.bincount(_Q, _BINOMIAL * mixed[_R, _Q - _R], minlength=MAX_POWER + 1)
         ky = MAX_POWER // 2 + 1
-        mixed_y = self.power_y[first:last].T @ shifts[:, :ky]
+        mixed_y = np.einsum("br,bk->rk", self.power_y[first:last], shifts[:, :ky])
         keep = _Q < ky
         q, r = _Q[keep], _R[keep]
         whole_y = np.bincount(q, _BINOMIAL[keep] * mixed_y[r, q - r], minlength=ky)

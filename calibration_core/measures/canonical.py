@@ -21,10 +21,10 @@ for a calibrated model (for a characteristic kernel) and needs no binning.
   on the labels, so under the null (labels drawn from the predictions) the
   tests below stay valid with it.
 * **Unbiased estimator** ``(2 / (n (n - 1))) sum_{i < j} h_ij`` (a U-statistic,
-  O(n^2 K)); above ``max_rows`` rows (5000 by default) it is computed on a
-  seeded random subsample of that many rows (2000 by default), and the
-  result says so.
-  It can be negative (it is unbiased for a quantity that is >= 0).
+  O(n^2 K)); above ``max_rows`` rows (2000 by default) it is computed on a
+  seeded random subsample of that many rows, and the result says so
+  (``n_quadratic``). It can be negative (it is unbiased for a quantity that
+  is >= 0).
 * **Linear-time estimator** ``(1 / m) sum_i h_{2i-1, 2i}`` over ``m = floor(N/2)``
   disjoint pairs of a seeded random permutation of the rows (the permutation
   protects against files sorted by class). Unbiased, higher variance, O(N K).

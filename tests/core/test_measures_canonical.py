@@ -134,3 +134,13 @@ def test_cifar_skce_sees_the_over_confident_densenet(realdata):
         [_h(q[i], z[i], q[j], z[j], 0.4) for i in range(60) for j in range(60) if i != j]
     )
     assert skce(q, z, bandwidth=0.4, seed=1).unbiased == pytest.approx(loop, abs=1e-9)
+
+
+@pytest.mark.realdata
+def test_cifar10_vector_binned_ece_equals_the_cell_loop(realdata):
+    with np.load(realdata["lenet-5-cifar-10"]) as d:
+        p, g = d["predictions"].astype(np.float64), d["ground_truth"]
+    value, occupied = _vector_ece_loop(p, g, 3)
+    result = vector_binned_ece(p, g, n_bins=3)
+    assert result.value == pytest.approx(value, abs=1e-12)
+    assert result.n_occupied == occupied and result.n_cells == 3**10

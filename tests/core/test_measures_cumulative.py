@@ -165,3 +165,11 @@ def _gupta_loop_ties(scores, labels):
         if pos == n - 1 or scores[order[pos + 1]] != scores[i]:
             best = max(best, abs(d))
     return best
+
+
+@pytest.mark.realdata
+def test_cifar10_classwise_ks_equals_the_loop(realdata):
+    with np.load(realdata["lenet-5-cifar-10"]) as d:
+        p, g = d["predictions"].astype(np.float64), d["ground_truth"]
+    want = [_gupta_loop_ties(p[:, k], (g == k).astype(int)) for k in range(10)]
+    np.testing.assert_allclose(classwise_ks_errors(p, g), want, atol=1e-12)

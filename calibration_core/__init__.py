@@ -48,7 +48,13 @@ _LAZY: dict[str, str] = {
         ("Decomposition", "brier_decomposition", "log_loss_decomposition"), "decomposition"
     ),
     **dict.fromkeys(
-        ("adaptive_classwise_ece", "adaptive_ece", "debiased_ece", "plugin_calibration_error"),
+        (
+            "adaptive_classwise_ece",
+            "adaptive_ece",
+            "debiased_ece",
+            "plugin_calibration_error",
+            "thresholded_adaptive_ece",
+        ),
         "ece_variants",
     ),
     **dict.fromkeys(
@@ -150,6 +156,7 @@ __all__ = [
     "rank_calibration_score",
     "reliability_curve",
     "stable_softmax",
+    "thresholded_adaptive_ece",
     "top_label",
 ]
 

@@ -96,6 +96,8 @@ class Variant:
     message: str | None = None
     #: True while the fit has not stored a result yet (``message`` says why).
     pending: bool = False
+    #: The map whose fit this one reuses (the same model on probability input), or None.
+    same_as: str | None = None
 
 
 def targets(info: ModelInfo, view: ViewSettings) -> list[tuple[int | None, str | None]]:
@@ -151,11 +153,20 @@ def variants(
                     name,
                     record.variant,
                     store.predictions(record.variant),
-                    fit_seconds=record.fit_seconds,
+                    fit_seconds=None if record.same_as else record.fit_seconds,
                     converged=record.converged,
+                    same_as=record.same_as,
                 )
             )
     return out
+
+
+def fit_status(variant: Variant) -> str:
+    """The status cell of a fitted variant: "ok", "did not converge", and any reused fit."""
+    status = "ok" if variant.converged in (True, None) else "did not converge"
+    if variant.same_as:
+        status += f" (same fit as {variant.same_as})"
+    return status
 
 
 def band_of(stats, curve: ReliabilityCurve, view: ViewSettings):
@@ -241,7 +252,7 @@ def model_view(
             classwise_ece=classwise_ece(store, variant, binning),
             **scoring_rules(store, variant),
             fit_seconds=variant.fit_seconds,
-            status="ok" if variant.converged in (True, None) else "did not converge",
+            status=fit_status(variant),
         )
         rows.append(row)
     return mv, rows

@@ -42,6 +42,11 @@ MAP_LABELS = {
     "matrix": "matrix scaling",
     "dirichlet": "Dirichlet calibration",
 }
+#: Help under the map picker (the rule: :func:`calibration_core.maps.same_model_as`).
+SAME_MODEL_HINT = (
+    "On probabilities (no logit_ columns) matrix scaling and Dirichlet calibration are "
+    "the same model: it is fitted once and shown under both. On logits they differ."
+)
 ACCEPT = ".csv,.tsv,.gz,.parquet,.pq,.npz"
 #: The example file under the drop zone: ``assets/example_predictions.csv``
 #: (written by ``scripts/example_predictions.py``), served by Dash from the
@@ -309,6 +314,7 @@ def _controls(infos: list[ModelInfo], raw: RawSettings) -> html.Div:
                     value=list(raw.maps or []),
                     className="checklist",
                 ),
+                hint=SAME_MODEL_HINT,
             ),
             _field(
                 "Held-out scheme",

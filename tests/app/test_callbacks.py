@@ -466,3 +466,55 @@ def test_after_upload_shows_notices_and_the_label_picker(ctx, sid):
     assert [o.value for o in options] == ["", "truth", "p_a"]
     *_, options, hidden = after_upload(ctx.store, sid, {"results": []}, [])
     assert (options, hidden) == ([], True)
+
+
+def _counting_fits(monkeypatch) -> list[list[str]]:
+    """Record the maps of every ``compare_maps`` call of the background fit."""
+    calls: list[list[str]] = []
+    real = fit_module.compare_maps
+
+    def counting(pred, maps, **kwargs):
+        calls.append(list(maps))
+        return real(pred, maps, **kwargs)
+
+    monkeypatch.setattr(fit_module, "compare_maps", counting)
+    return calls
+
+
+def test_matrix_and_dirichlet_fit_once_on_probabilities(ctx, sid, monkeypatch):
+    rf = _demo(ctx, "breast cancer · random forest")  # probabilities, no logits
+    calls = _counting_fits(monkeypatch)
+    maps = ["matrix", "dirichlet"]
+    state = run_fits(ctx, sid, [rf.handle], maps, "split", 5, 0.4, lambda p: None)
+    assert state["error"] is None
+    assert state["fitted"] == [f"{rf.handle}:{m}" for m in ("uncalibrated", *maps)]
+    assert calls == [[], ["matrix"]]  # the uncalibrated test rows, then one fit
+    raw = RawSettings(handles=[rf.handle], maps=maps, heldout="split", fraction=0.4)
+    rows = _rows(render(ctx, sid, raw))
+    matrix, dirichlet = rows[(rf.name, "matrix")], rows[(rf.name, "dirichlet")]
+    for field in ("ece", "brier_score", "log_loss", "n"):
+        assert dirichlet[field] == matrix[field]
+    assert matrix["status"] == "ok" and dirichlet["status"] == "ok (same fit as matrix)"
+    assert dirichlet["fit_seconds"] is None and matrix["fit_seconds"] > 0
+    # The fitted-maps export holds a Dirichlet map that predicts as the matrix map does.
+    doc = json.loads(small_export(ctx, sid, ids.EXPORT_PARAMS_JSON, raw)["content"])
+    fitted = doc["models"][rf.name]
+    assert [p["map"] for p in fitted["dirichlet"]] == ["dirichlet"]
+    probs = ctx.store.predictions(rf.handle).probs
+    by_map = {m: CalibrationMap.from_dict(fitted[m][0]) for m in maps}
+    assert type(by_map["dirichlet"]).__name__ == "DirichletCalibration"
+    assert np.array_equal(
+        by_map["dirichlet"].predict_proba(probs), by_map["matrix"].predict_proba(probs)
+    )
+
+
+def test_matrix_and_dirichlet_both_fit_on_logits(ctx, sid, monkeypatch):
+    lr = _demo(ctx, "breast cancer · logistic regression")  # has logits: two models
+    calls = _counting_fits(monkeypatch)
+    maps = ["matrix", "dirichlet"]
+    state = run_fits(ctx, sid, [lr.handle], maps, "split", 5, 0.4, lambda p: None)
+    assert state["error"] is None
+    assert calls == [[], ["matrix"], ["dirichlet"]]
+    raw = RawSettings(handles=[lr.handle], maps=maps, heldout="split", fraction=0.4)
+    rows = _rows(render(ctx, sid, raw))
+    assert rows[(lr.name, "dirichlet")]["status"] == rows[(lr.name, "matrix")]["status"] == "ok"

@@ -394,8 +394,9 @@ def _deployable() -> html.Div:
 
 
 def _exports() -> html.Div:
-    def button(id_, text):
-        return html.Button(text, id=id_, className="button secondary", n_clicks=0)
+    def button(id_, text, title=None):
+        extra = {} if title is None else {"title": title}
+        return html.Button(text, id=id_, className="button secondary", n_clicks=0, **extra)
 
     return html.Div(
         [
@@ -405,7 +406,12 @@ def _exports() -> html.Div:
                     button(ids.EXPORT_METRICS_CSV, "Metrics CSV"),
                     button(ids.EXPORT_METRICS_JSON, "Metrics JSON"),
                     button(ids.EXPORT_PARAMS_JSON, "Fitted maps JSON"),
-                    button(ids.EXPORT_CALIBRATED_CSV, "Calibrated CSV"),
+                    button(
+                        ids.EXPORT_CALIBRATED_CSV,
+                        "Calibrated CSV",
+                        "one CSV per model and map (a zip when several), in the uploaded "
+                        "file's columns: score stays score, p_/logit_ become p_<class>",
+                    ),
                     button(ids.EXPORT_REPORT_HTML, "HTML report"),
                 ],
                 className="button-row",

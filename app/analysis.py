@@ -9,7 +9,8 @@ core and nothing else (no Dash, no Plotly), so its numbers are the core's:
 * bands are :func:`calibration_core.bands.binomial_band` or
   :func:`calibration_core.bands.consistency_band_from_statistics`;
 * the metrics are those statistics' ``ece()``/``mce()`` and the core's
-  ``brier_score``, ``log_loss`` and ``accuracy`` (cached per predictions).
+  ``brier_score``, ``log_loss`` and ``accuracy`` (cached per predictions),
+  and, when asked for, ``score_parts`` (cached per predictions and binning).
 
 Nothing here fits a map: fitted (calibrated) predictions are read from the
 store, where the background fit put them (:mod:`app.callbacks.fit`).
@@ -197,6 +198,23 @@ def scoring_rules(store: DataStore, variant: Variant) -> dict[str, float]:
     return store.memo(("rules", variant.handle), compute)
 
 
+def score_parts(store: DataStore, variant: Variant, binning: Binning) -> dict[str, float]:
+    """Calibration and refinement parts of Brier and log-loss, cached per binning.
+
+    :func:`calibration_core.score_parts`: ``C = E[Y | S]`` estimated per class
+    column (one vs rest) on the view's bins, as the classwise ECE bins them.
+    """
+    from calibration_core import score_parts as parts
+
+    pred = variant.pred
+
+    def compute():
+        return parts(pred.probs, pred.labels, n_bins=binning.n_bins, scheme=binning.scheme)
+
+    key = ("parts", variant.handle, binning.scheme, binning.n_bins)
+    return compute() if variant.handle is None else store.memo(key, compute)
+
+
 def classwise_ece(store: DataStore, variant: Variant, binning: Binning) -> float:
     """Classwise ECE (mean of one-vs-rest ECEs) from the sorted scores, cached."""
     pred = variant.pred
@@ -251,6 +269,7 @@ def model_view(
             mce=float(np.max(mces)),
             classwise_ece=classwise_ece(store, variant, binning),
             **scoring_rules(store, variant),
+            **(score_parts(store, variant, binning) if view.score_parts else {}),
             fit_seconds=variant.fit_seconds,
             status=fit_status(variant),
         )

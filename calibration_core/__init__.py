@@ -45,7 +45,14 @@ _LAZY: dict[str, str] = {
         "decision",
     ),
     **dict.fromkeys(
-        ("Decomposition", "brier_decomposition", "log_loss_decomposition"), "decomposition"
+        (
+            "Decomposition",
+            "PART_FIELDS",
+            "brier_decomposition",
+            "log_loss_decomposition",
+            "score_parts",
+        ),
+        "decomposition",
     ),
     **dict.fromkeys(
         ("adaptive_classwise_ece", "adaptive_ece", "debiased_ece", "plugin_calibration_error"),
@@ -88,6 +95,7 @@ def __dir__() -> list[str]:
 
 
 __all__ = [
+    "PART_FIELDS",
     "BinStatistics",
     "Binning",
     "BootstrapResult",
@@ -149,6 +157,7 @@ __all__ = [
     "prior_shift_threshold",
     "rank_calibration_score",
     "reliability_curve",
+    "score_parts",
     "stable_softmax",
     "top_label",
 ]

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import secrets
 import time
+from dataclasses import replace
 
 from dash import ClientsideFunction, Input, Output, State, no_update
 from dash import ctx as dash_ctx
@@ -37,7 +38,7 @@ from ..exports import (
 from ..figures.common import view_title
 from ..figures.reliability import reliability_figure
 from ..metrics_table import caption
-from ..settings import RawSettings, ViewSettings
+from ..settings import SCORE_PARTS_ON, RawSettings, ViewSettings
 from .controls import setting_states
 from .view import compute_view
 
@@ -73,8 +74,12 @@ def fitted_params(ctx: AppContext, result) -> dict:
 
 
 def small_export(ctx: AppContext, sid, which: str, raw: RawSettings) -> dict:
-    """``dcc.Download`` data for one of the small exports (raises SettingsError)."""
-    result = compute_view(ctx, sid, raw)
+    """``dcc.Download`` data for one of the small exports (raises SettingsError).
+
+    Exports and the report always carry the Brier and log-loss parts, whether
+    the page shows them or not.
+    """
+    result = compute_view(ctx, sid, replace(raw, score_parts=[SCORE_PARTS_ON]))
     if not result.models:  # e.g. the data expired: say so instead of an empty file
         raise CalibrationInputError(" ".join(result.messages) or "nothing to export: pick a model.")
     settings = settings_dict(result)

@@ -14,6 +14,7 @@ from calibration_core.maps import MAP_NAMES
 from .. import ids
 from ..deployable import BEST_MAP, map_options
 from ..diagnostics.layout import diagnostics_section
+from ..metrics_table import PARTS_CAPTION
 from ..model_list import model_options
 from ..options import all_binary, class_choices, default_selection
 from ..settings import (
@@ -26,6 +27,7 @@ from ..settings import (
     MIN_BINS,
     MIN_FOLDS,
     MIN_TEST_FRACTION,
+    SCORE_PARTS_ON,
     RawSettings,
 )
 from ..store.records import ModelInfo
@@ -393,6 +395,27 @@ def _deployable() -> html.Div:
     )
 
 
+def _score_parts_toggle(raw: RawSettings) -> dcc.Checklist:
+    """The box that adds the Brier and log-loss parts to the metrics table (off at first).
+
+    Off by default: the parts cost one more pass over every class column of
+    every calibrator at each change of the binning. Exports and reports always
+    carry them.
+    """
+    return dcc.Checklist(
+        id=ids.SCORE_PARTS,
+        options=[
+            {
+                "label": "show the calibration and refinement parts of Brier and log-loss",
+                "value": SCORE_PARTS_ON,
+                "title": PARTS_CAPTION,
+            }
+        ],
+        value=list(raw.score_parts or []),
+        className="checklist score-parts",
+    )
+
+
 def _exports() -> html.Div:
     def button(id_, text, title=None):
         extra = {} if title is None else {"title": title}
@@ -514,6 +537,7 @@ def build_layout(
                             html.Section(verdict, id=ids.VERDICT, className="verdict-section"),
                             html.H2("Metrics", className="section-title"),
                             html.P(table_caption, id=ids.METRICS_CAPTION, className="caption"),
+                            _score_parts_toggle(raw),
                             metrics_grid(rows, cols),
                             diagnostics_section(infos, raw.handles),
                         ],

@@ -518,3 +518,34 @@ def test_matrix_and_dirichlet_both_fit_on_logits(ctx, sid, monkeypatch):
     raw = RawSettings(handles=[lr.handle], maps=maps, heldout="split", fraction=0.4)
     rows = _rows(render(ctx, sid, raw))
     assert rows[(lr.name, "dirichlet")]["status"] == rows[(lr.name, "matrix")]["status"] == "ok"
+
+
+def test_score_parts_columns_follow_the_box_and_exports_always_carry_them(ctx, sid):
+    from calibration_core import PART_FIELDS, score_parts
+
+    nb = _demo(ctx, "digits · naive Bayes")
+    pred = ctx.store.predictions(nb.handle)
+    raw = RawSettings(handles=[nb.handle], maps=[], scheme="frequency", n_bins=12)
+    out = render(ctx, sid, raw)
+    assert not set(PART_FIELDS) & {c["field"] for c in out[2]}
+    assert not set(PART_FIELDS) & set(_rows(out)[(nb.name, "uncalibrated")])
+    shown = RawSettings(**{**raw.__dict__, "score_parts": ["parts"]})
+    out = render(ctx, sid, shown)
+    fields = [c["field"] for c in out[2]]
+    assert fields[fields.index("brier_score") + 1 : fields.index("brier_score") + 3] == list(
+        PART_FIELDS[:2]
+    )
+    assert fields[fields.index("log_loss") + 1 : fields.index("log_loss") + 3] == list(
+        PART_FIELDS[2:]
+    )
+    tips = {c["field"]: c.get("headerTooltip", "") for c in out[2]}
+    assert all("12 equal-frequency bins" in tips[f] for f in PART_FIELDS)
+    assert "calibration + refinement" in out[3]  # the caption's one line
+    want = score_parts(pred.probs, pred.labels, n_bins=12, scheme="frequency")
+    row = _rows(out)[(nb.name, "uncalibrated")]
+    assert {f: row[f] for f in PART_FIELDS} == want
+    # Exports carry them with the box unticked.
+    doc = json.loads(small_export(ctx, sid, ids.EXPORT_METRICS_JSON, raw)["content"])
+    assert {f: doc["rows"][0][f] for f in PART_FIELDS} == want
+    report = small_export(ctx, sid, ids.EXPORT_REPORT_HTML, raw)["content"]
+    assert "<th>brier_calibration</th>" in report and "calibration + refinement" in report

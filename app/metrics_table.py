@@ -20,11 +20,11 @@ METRICS: dict[str, tuple[str, bool]] = {
     "mce": ("MCE", False),
     "classwise_ece": ("classwise ECE", False),
     "brier_score": ("Brier", False),
-    "brier_calibration": ("Brier calibration", False),
-    "brier_refinement": ("Brier refinement", False),
+    "brier_calibration": ("Brier cal.", False),
+    "brier_refinement": ("Brier ref.", False),
     "log_loss": ("log-loss", False),
-    "log_loss_calibration": ("log-loss calibration", False),
-    "log_loss_refinement": ("log-loss refinement", False),
+    "log_loss_calibration": ("log-loss cal.", False),
+    "log_loss_refinement": ("log-loss ref.", False),
     "accuracy": ("accuracy", True),
 }
 #: The parts of Brier and log-loss (:data:`calibration_core.PART_FIELDS`): shown when
@@ -40,10 +40,11 @@ PARTS: dict[str, str] = {
 }
 #: The table's one-line explanation of the parts (caption and the checkbox's help).
 PARTS_CAPTION = (
-    "Brier and log-loss = calibration + refinement (+ a small binning residual): "
+    "Brier and log-loss = calibration (cal.) + refinement (ref.) + a binning residual: "
     "calibration is what a perfect recalibration would remove, refinement what it cannot; "
     "c = E[Y | S] is estimated per class column (one vs rest) on the same bins as the "
-    "classwise ECE"
+    "classwise ECE, so the residual (score - cal. - ref.) is small unless the scores in a "
+    "bin differ widely (e.g. log-loss with scores near 0)"
 )
 NUMBER_FORMAT = "params.value == null ? '' : d3.format('.4f')(params.value)"
 COUNT_FORMAT = "params.value == null ? '' : d3.format(',')(params.value)"

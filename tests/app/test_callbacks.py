@@ -540,7 +540,9 @@ def test_score_parts_columns_follow_the_box_and_exports_always_carry_them(ctx, s
     )
     tips = {c["field"]: c.get("headerTooltip", "") for c in out[2]}
     assert all("12 equal-frequency bins" in tips[f] for f in PART_FIELDS)
-    assert "calibration + refinement" in out[3]  # the caption's one line
+    assert (
+        "= calibration (cal.) + refinement (ref.) + a binning residual" in out[3]
+    )  # the caption's one line
     want = score_parts(pred.probs, pred.labels, n_bins=12, scheme="frequency")
     row = _rows(out)[(nb.name, "uncalibrated")]
     assert {f: row[f] for f in PART_FIELDS} == want
@@ -548,4 +550,7 @@ def test_score_parts_columns_follow_the_box_and_exports_always_carry_them(ctx, s
     doc = json.loads(small_export(ctx, sid, ids.EXPORT_METRICS_JSON, raw)["content"])
     assert {f: doc["rows"][0][f] for f in PART_FIELDS} == want
     report = small_export(ctx, sid, ids.EXPORT_REPORT_HTML, raw)["content"]
-    assert "<th>brier_calibration</th>" in report and "calibration + refinement" in report
+    assert (
+        "<th>brier_calibration</th>" in report
+        and "calibration (cal.) + refinement (ref.)" in report
+    )

@@ -49,6 +49,25 @@ def _assets_dir() -> Path:
 #: The assets folder Dash serves (see :func:`_assets_dir`).
 ASSETS_DIR = _assets_dir()
 TITLE = "Calibration dashboard"
+#: Dash's page template with the document's language on ``<html>`` (screen
+#: readers pick their voice from it; axe-core's ``html-has-lang`` rule).
+INDEX_STRING = """<!DOCTYPE html>
+<html lang="en">
+    <head>
+        {%metas%}
+        <title>{%title%}</title>
+        {%favicon%}
+        {%css%}
+    </head>
+    <body>
+        {%app_entry%}
+        <footer>
+            {%config%}
+            {%scripts%}
+            {%renderer%}
+        </footer>
+    </body>
+</html>"""
 
 log = logging.getLogger("calibration_dashboard")
 
@@ -183,6 +202,7 @@ def create_app(config: AppConfig | None = None) -> Dash:
     app = Dash(
         __name__,
         title=TITLE,
+        index_string=INDEX_STRING,
         assets_folder=str(ASSETS_DIR),
         background_callback_manager=ctx.jobs,
         on_error=ctx.failures,

@@ -22,6 +22,9 @@ MODELS_STORE = "models-store"  # dcc.Store: opaque handles + names of usable mod
 ALL_BINARY_STORE = "all-binary-store"  # dcc.Store: whether the selection is all binary
 
 # -- controls ----------------------------------------------------------------
+CONTROLS_DOCK = "controls-dock"  # the controls (upload, models, settings) and their toggle bar
+CONTROLS_TOGGLE = "controls-toggle"  # below 1000 px: opens / closes the controls drawer
+CONTROLS_DRAWER = "controls-drawer"  # the controls' panels (a drawer below 1000 px)
 MODEL_SELECT = "model-select"
 NOTION = "notion"
 CLASS_SELECT = "class-select"

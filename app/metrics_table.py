@@ -84,7 +84,9 @@ def column_defs(view: ViewSettings) -> list[dict]:
     """ag-grid column definitions for the current view."""
     binning = view.describe_binning()
     cols: list[dict] = [
-        {"field": "model", "headerName": "model", "minWidth": 110, "flex": 2},
+        # Model and status pinned to the edges: visible however narrow the window.
+        # (pinned columns take no flex: a width that fits the demo's names)
+        {"field": "model", "headerName": "model", "width": 160, "pinned": "left"},
         {"field": "map", "headerName": "calibrator", "minWidth": 92, "flex": 1},
         {
             "field": "n",
@@ -130,7 +132,15 @@ def column_defs(view: ViewSettings) -> list[dict]:
             "flex": 1,
         }
     )
-    cols.append({"field": "status", "headerName": "status", "minWidth": 64, "flex": 1})
+    cols.append(
+        {
+            "field": "status",
+            "headerName": "status",
+            "width": 110,
+            "pinned": "right",
+            "tooltipField": "status",
+        }
+    )
     return cols
 
 

@@ -73,6 +73,16 @@ def _field(
     return html.Div(kids, className="field", **props)
 
 
+def named(name: str, control) -> html.Div:
+    """``control`` (a dcc component) inside a wrapper that carries its accessible name.
+
+    Dash 4's ``dcc.Checklist``, ``dcc.RadioItems`` and ``dcc.Slider`` take no
+    ``aria-*`` props; ``assets/a11y.js`` gives their group, slider thumb and
+    number box the wrapper's ``data-a11y-name`` as ``aria-label``.
+    """
+    return html.Div(control, className="a11y-named", **{"data-a11y-name": name})
+
+
 def _conventions() -> html.Details:
     """Which columns a file needs (closed by default), with the example file's link.
 
@@ -141,17 +151,20 @@ def _conventions() -> html.Details:
     )
 
 
-def _renormalize_switch() -> dcc.Checklist:
+def _renormalize_switch() -> html.Div:
     """ "Renormalise rows": divide probability rows by their sums (read by ``assets/upload.js``).
 
     Rows within the rounding tolerance are always divided by their sums; the
     switch is for rows further off (unnormalised scores).
     """
-    return dcc.Checklist(
-        id=ids.UPLOAD_RENORMALIZE,
-        options=[{"label": " renormalise rows", "value": "1"}],
-        value=[],
-        className="upload-option",
+    return named(
+        "Upload option",
+        dcc.Checklist(
+            id=ids.UPLOAD_RENORMALIZE,
+            options=[{"label": " renormalise rows", "value": "1"}],
+            value=[],
+            className="upload-option",
+        ),
     )
 
 
@@ -187,8 +200,8 @@ def _upload_panel(max_upload_mb: int) -> html.Div:
                 className="upload-zone",
                 tabIndex="0",
                 role="button",
+                # Named by its text (no aria-label): what a speech user reads is the name.
                 **{
-                    "aria-label": "Upload prediction files",
                     "data-max-bytes": str(max_upload_mb * 1024 * 1024),
                     "data-accept": ACCEPT,
                 },
@@ -226,11 +239,14 @@ def _controls(infos: list[ModelInfo], raw: RawSettings) -> html.Div:
                             placeholder="Search models by name or file",
                             className="model-search",
                         ),
-                        dcc.Checklist(
-                            id=ids.MODEL_SELECT,
-                            options=model_options(infos),
-                            value=list(raw.handles or []),
-                            className="checklist models",
+                        named(
+                            "Models",
+                            dcc.Checklist(
+                                id=ids.MODEL_SELECT,
+                                options=model_options(infos),
+                                value=list(raw.handles or []),
+                                className="checklist models",
+                            ),
                         ),
                         html.Div(
                             id=ids.MODEL_LIST_NOTE, className="model-list-note", role="status"
@@ -242,15 +258,18 @@ def _controls(infos: list[ModelInfo], raw: RawSettings) -> html.Div:
             ),
             _field(
                 "Calibration notion",
-                dcc.RadioItems(
-                    id=ids.NOTION,
-                    options=[
-                        {"label": "confidence (top label)", "value": "confidence"},
-                        {"label": "one class vs rest", "value": "class"},
-                        {"label": "binary (K = 2)", "value": "binary"},
-                    ],
-                    value=raw.notion,
-                    className="radio",
+                named(
+                    "Calibration notion",
+                    dcc.RadioItems(
+                        id=ids.NOTION,
+                        options=[
+                            {"label": "confidence (top label)", "value": "confidence"},
+                            {"label": "one class vs rest", "value": "class"},
+                            {"label": "binary (K = 2)", "value": "binary"},
+                        ],
+                        value=raw.notion,
+                        className="radio",
+                    ),
                 ),
             ),
             _field(
@@ -267,22 +286,28 @@ def _controls(infos: list[ModelInfo], raw: RawSettings) -> html.Div:
             ),
             _field(
                 "Binning",
-                dcc.RadioItems(
-                    id=ids.SCHEME,
-                    options=[
-                        {"label": "equal width", "value": "width"},
-                        {"label": "equal frequency", "value": "frequency"},
-                    ],
-                    value=raw.scheme,
-                    className="radio inline",
+                named(
+                    "Binning scheme",
+                    dcc.RadioItems(
+                        id=ids.SCHEME,
+                        options=[
+                            {"label": "equal width", "value": "width"},
+                            {"label": "equal frequency", "value": "frequency"},
+                        ],
+                        value=raw.scheme,
+                        className="radio inline",
+                    ),
                 ),
-                dcc.Slider(
-                    id=ids.N_BINS,
-                    min=MIN_BINS,
-                    max=MAX_BINS,
-                    step=1,
-                    value=raw.n_bins,
-                    marks={v: str(v) for v in (2, 25, 50, 75, 100)},
+                named(
+                    "Number of bins",
+                    dcc.Slider(
+                        id=ids.N_BINS,
+                        min=MIN_BINS,
+                        max=MAX_BINS,
+                        step=1,
+                        value=raw.n_bins,
+                        marks={v: str(v) for v in (2, 25, 50, 75, 100)},
+                    ),
                 ),
                 hint=f"number of bins, {MIN_BINS} to {MAX_BINS}",
             ),
@@ -310,44 +335,56 @@ def _controls(infos: list[ModelInfo], raw: RawSettings) -> html.Div:
             ),
             _field(
                 "Calibration maps",
-                dcc.Checklist(
-                    id=ids.MAPS,
-                    options=map_options,
-                    value=list(raw.maps or []),
-                    className="checklist",
+                named(
+                    "Calibration maps",
+                    dcc.Checklist(
+                        id=ids.MAPS,
+                        options=map_options,
+                        value=list(raw.maps or []),
+                        className="checklist",
+                    ),
                 ),
                 hint=SAME_MODEL_HINT,
             ),
             _field(
                 "Held-out scheme",
-                dcc.RadioItems(
-                    id=ids.HELDOUT,
-                    options=[
-                        {"label": "k-fold cross-fitting", "value": "folds"},
-                        {"label": "train/test split", "value": "split"},
-                    ],
-                    value=raw.heldout,
-                    className="radio",
+                named(
+                    "Held-out scheme",
+                    dcc.RadioItems(
+                        id=ids.HELDOUT,
+                        options=[
+                            {"label": "k-fold cross-fitting", "value": "folds"},
+                            {"label": "train/test split", "value": "split"},
+                        ],
+                        value=raw.heldout,
+                        className="radio",
+                    ),
                 ),
                 html.Div(
-                    dcc.Slider(
-                        id=ids.FOLDS,
-                        min=MIN_FOLDS,
-                        max=MAX_FOLDS,
-                        step=1,
-                        value=raw.folds,
-                        marks={v: str(v) for v in (2, 5, 10, 20)},
+                    named(
+                        "Number of folds",
+                        dcc.Slider(
+                            id=ids.FOLDS,
+                            min=MIN_FOLDS,
+                            max=MAX_FOLDS,
+                            step=1,
+                            value=raw.folds,
+                            marks={v: str(v) for v in (2, 5, 10, 20)},
+                        ),
                     ),
                     id=ids.FOLDS_FIELD,
                 ),
                 html.Div(
-                    dcc.Slider(
-                        id=ids.TEST_FRACTION,
-                        min=MIN_TEST_FRACTION,
-                        max=MAX_TEST_FRACTION,
-                        step=0.05,
-                        value=raw.fraction,
-                        marks={0.1: "10%", 0.5: "50%", 0.9: "90%"},
+                    named(
+                        "Test fraction",
+                        dcc.Slider(
+                            id=ids.TEST_FRACTION,
+                            min=MIN_TEST_FRACTION,
+                            max=MAX_TEST_FRACTION,
+                            step=0.05,
+                            value=raw.fraction,
+                            marks={0.1: "10%", 0.5: "50%", 0.9: "90%"},
+                        ),
                     ),
                     id=ids.SPLIT_FIELD,
                     style={"display": "none"},
@@ -442,11 +479,17 @@ def _exports() -> html.Div:
             _deployable(),
             _field(
                 "Figure download format (camera icon on each figure)",
-                dcc.RadioItems(
-                    id=ids.FIGURE_FORMAT,
-                    options=[{"label": "PNG", "value": "png"}, {"label": "SVG", "value": "svg"}],
-                    value="png",
-                    className="radio inline",
+                named(
+                    "Figure download format",
+                    dcc.RadioItems(
+                        id=ids.FIGURE_FORMAT,
+                        options=[
+                            {"label": "PNG", "value": "png"},
+                            {"label": "SVG", "value": "svg"},
+                        ],
+                        value="png",
+                        className="radio inline",
+                    ),
                 ),
             ),
             html.Div(id=ids.EXPORT_MESSAGE, className="export-message", role="status"),
@@ -471,6 +514,37 @@ def _fit_bar(summary: str = "") -> html.Div:
             ),
         ],
         className="fit-bar",
+    )
+
+
+def _controls_dock(panels: list) -> html.Aside:
+    """The controls (an ``<aside>``) behind a toggle bar: a drawer below 1000 px (issue 15, item 9).
+
+    On wide screens the bar is hidden and the controls are the left column.
+    Below 1000 px (``assets/style.css``) the bar sticks to the top of the
+    window and the button (``aria-expanded``, a clientside callback in
+    :mod:`app.callbacks.drawer`) shows the controls as a drawer over the
+    results, so the first diagram is on the first screen.
+    """
+    toggle = html.Button(
+        "Controls",
+        id=ids.CONTROLS_TOGGLE,
+        className="button controls-toggle",
+        n_clicks=0,
+        **{"aria-expanded": "false", "aria-controls": ids.CONTROLS_DRAWER},
+    )
+    # One landmark for the bar and the drawer: no page content outside landmarks.
+    return html.Aside(
+        [
+            html.Div(
+                [toggle, html.Span("upload, models, binning, maps", className="controls-hint")],
+                className="controls-bar",
+            ),
+            html.Div(panels, id=ids.CONTROLS_DRAWER, className="sidebar controls-drawer"),
+        ],
+        id=ids.CONTROLS_DOCK,
+        className="controls-dock",
+        **{"aria-label": "Controls"},
     )
 
 
@@ -513,9 +587,8 @@ def build_layout(
             ),
             html.Div(
                 [
-                    html.Aside(
+                    _controls_dock(
                         [_upload_panel(max_upload_mb), _controls(infos, raw)],
-                        className="sidebar",
                     ),
                     html.Main(
                         [
@@ -545,7 +618,9 @@ def build_layout(
                     ),
                     # After the results in the DOM (Fit comes before Export in the tab
                     # order); the stylesheet puts it under the controls on wide screens.
-                    html.Aside(_exports(), className="sidebar sidebar-exports"),
+                    html.Aside(
+                        _exports(), className="sidebar sidebar-exports", **{"aria-label": "Exports"}
+                    ),
                 ],
                 className="app-body",
             ),

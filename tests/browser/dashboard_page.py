@@ -20,6 +20,18 @@ FIT_TIMEOUT_MS = 120_000
 NETWORK_CHANGED = "net::ERR_NETWORK_CHANGED"
 
 
+#: Every body row element of the metrics grid (pinned and centre containers), as XPath.
+GRID_ROW = "//*[@id='metrics-grid']//div[contains(concat(' ', @class, ' '), ' ag-row ')]"
+
+
+def xpath_literal(text: str) -> str:
+    """``text`` (whitespace normalised, as ``normalize-space``) as an XPath 1.0 string."""
+    text = " ".join(text.split())
+    if "'" not in text:
+        return f"'{text}'"
+    return "concat(" + ', "\'", '.join(f"'{part}'" for part in text.split("'")) + ")"
+
+
 @dataclass
 class PageWatch:
     """Everything a page reported that a clean dashboard never produces."""
@@ -156,6 +168,14 @@ class Dashboard:
         return self.page.locator(f"#upload-message .upload-line.{kind}")
 
     # -- controls
+    def show_controls(self) -> None:
+        """Open the controls drawer if the window is narrow enough to have one (< 1000 px)."""
+        toggle = self.page.locator("#controls-toggle")
+        if toggle.is_visible() and toggle.get_attribute("aria-expanded") != "true":
+            toggle.click()
+            expect(toggle).to_have_attribute("aria-expanded", "true")
+        expect(self.page.locator("#controls-drawer")).to_be_visible()
+
     def model_checkbox(self, label: str):
         return self.page.locator("#model-select").get_by_label(label, exact=True)
 
@@ -164,14 +184,17 @@ class Dashboard:
 
     def set_bins(self, n: int) -> None:
         """Type the bin count in the slider's number box and press Enter."""
+        self.show_controls()
         box = self.page.locator("#n-bins input[type=number]")
         box.fill(str(n))
         box.press("Enter")
 
     def set_scheme(self, scheme: str) -> None:
+        self.show_controls()
         self.page.locator(f"#scheme input[value={scheme}]").check()
 
     def set_notion(self, notion: str) -> None:
+        self.show_controls()
         self.page.locator(f"#notion input[value={notion}]").check()
 
     # -- verdict
@@ -185,21 +208,40 @@ class Dashboard:
 
     # -- table
     def row(self, model: str, calibrator: str):
-        """The ag-grid row whose model and calibrator cells read exactly so."""
-        rows = self.page.locator("#metrics-grid .ag-center-cols-container [role=row]")
-        for column, text in (("model", model), ("map", calibrator)):
-            exact = re.compile(f"^{re.escape(text)}$")
-            rows = rows.filter(has=self.page.locator(f'[col-id="{column}"]', has_text=exact))
-        return rows
+        """The ag-grid row whose model and calibrator cells read exactly so.
+
+        The model and status columns are pinned (left and right containers),
+        so a row is up to three elements sharing a ``row-index``: all of them.
+        """
+
+        def indices(column: str, text: str) -> str:
+            cell = f"@col-id='{column}' and normalize-space(.)={xpath_literal(text)}"
+            return f"{GRID_ROW}[.//*[{cell}]]/@row-index"
+
+        both = (
+            f"@row-index = {indices('model', model)} and @row-index = {indices('map', calibrator)}"
+        )
+        return self.page.locator(f"xpath={GRID_ROW}[{both}]")
 
     def cell(self, model: str, calibrator: str, column: str):
         return self.row(model, calibrator).locator(f'[col-id="{column}"]')
 
     def table_rows(self) -> list[dict[str, str]]:
-        """The rendered table as text: one dict (col-id -> cell text) per row, in order."""
-        return self.page.locator("#metrics-grid .ag-center-cols-container").evaluate(
-            """(container) => Array.from(container.querySelectorAll('[role=row]'))
-                 .sort((a, b) => +a.getAttribute('row-index') - +b.getAttribute('row-index'))
-                 .map(row => Object.fromEntries(Array.from(row.querySelectorAll('[col-id]'))
-                   .map(cell => [cell.getAttribute('col-id'), cell.textContent.trim()])))"""
+        """The rendered table as text: one dict (col-id -> cell text) per row, in order.
+
+        A row's cells are gathered from the pinned and the centre containers.
+        """
+        return self.page.locator("#metrics-grid .ag-body").evaluate(
+            """(body) => {
+                 const rows = new Map();
+                 for (const part of body.querySelectorAll('.ag-row[row-index]')) {
+                   const index = +part.getAttribute('row-index');
+                   const cells = rows.get(index) || {};
+                   for (const cell of part.querySelectorAll('[col-id]')) {
+                     cells[cell.getAttribute('col-id')] = cell.textContent.trim();
+                   }
+                   rows.set(index, cells);
+                 }
+                 return Array.from(rows.keys()).sort((a, b) => a - b).map(i => rows.get(i));
+               }"""
         )

@@ -117,3 +117,4 @@ MODEL_SEARCH = "model-search"  # filters the model list by name (selection kept)
 MODEL_LIST_NOTE = "model-list-note"  # e.g. "at most 8 at a time: selected the first 8"
 MODEL_GROUP_ALL = "model-group-all"  # pattern id type {"type", "group": source}: select a file
 MODEL_GROUP_NONE = "model-group-none"  # pattern id type: deselect a file's models
+SCORE_PARTS = "score-parts"  # checklist: show the Brier/log-loss calibration + refinement parts

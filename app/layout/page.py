@@ -14,6 +14,7 @@ from calibration_core.maps import MAP_NAMES
 from .. import ids
 from ..deployable import BEST_MAP, map_options
 from ..diagnostics.layout import diagnostics_section
+from ..metrics_table import PARTS_CAPTION
 from ..model_list import model_options
 from ..options import all_binary, class_choices, default_selection
 from ..settings import (
@@ -26,6 +27,7 @@ from ..settings import (
     MIN_BINS,
     MIN_FOLDS,
     MIN_TEST_FRACTION,
+    SCORE_PARTS_ON,
     RawSettings,
 )
 from ..store.records import ModelInfo
@@ -42,6 +44,11 @@ MAP_LABELS = {
     "matrix": "matrix scaling",
     "dirichlet": "Dirichlet calibration",
 }
+#: Help under the map picker (the rule: :func:`calibration_core.maps.same_model_as`).
+SAME_MODEL_HINT = (
+    "On probabilities (no logit_ columns) matrix scaling and Dirichlet calibration are "
+    "the same model: it is fitted once and shown under both. On logits they differ."
+)
 ACCEPT = ".csv,.tsv,.gz,.parquet,.pq,.npz"
 #: The example file under the drop zone: ``assets/example_predictions.csv``
 #: (written by ``scripts/example_predictions.py``), served by Dash from the
@@ -337,6 +344,7 @@ def _controls(infos: list[ModelInfo], raw: RawSettings) -> html.Div:
                         className="checklist",
                     ),
                 ),
+                hint=SAME_MODEL_HINT,
             ),
             _field(
                 "Held-out scheme",
@@ -424,9 +432,31 @@ def _deployable() -> html.Div:
     )
 
 
+def _score_parts_toggle(raw: RawSettings) -> dcc.Checklist:
+    """The box that adds the Brier and log-loss parts to the metrics table (off at first).
+
+    Off by default: the parts cost one more pass over every class column of
+    every calibrator at each change of the binning. Exports and reports always
+    carry them.
+    """
+    return dcc.Checklist(
+        id=ids.SCORE_PARTS,
+        options=[
+            {
+                "label": "show the calibration and refinement parts of Brier and log-loss",
+                "value": SCORE_PARTS_ON,
+                "title": PARTS_CAPTION,
+            }
+        ],
+        value=list(raw.score_parts or []),
+        className="checklist score-parts",
+    )
+
+
 def _exports() -> html.Div:
-    def button(id_, text):
-        return html.Button(text, id=id_, className="button secondary", n_clicks=0)
+    def button(id_, text, title=None):
+        extra = {} if title is None else {"title": title}
+        return html.Button(text, id=id_, className="button secondary", n_clicks=0, **extra)
 
     return html.Div(
         [
@@ -436,7 +466,12 @@ def _exports() -> html.Div:
                     button(ids.EXPORT_METRICS_CSV, "Metrics CSV"),
                     button(ids.EXPORT_METRICS_JSON, "Metrics JSON"),
                     button(ids.EXPORT_PARAMS_JSON, "Fitted maps JSON"),
-                    button(ids.EXPORT_CALIBRATED_CSV, "Calibrated CSV"),
+                    button(
+                        ids.EXPORT_CALIBRATED_CSV,
+                        "Calibrated CSV",
+                        "one CSV per model and map (a zip when several), in the uploaded "
+                        "file's columns: score stays score, p_/logit_ become p_<class>",
+                    ),
                     button(ids.EXPORT_REPORT_HTML, "HTML report"),
                 ],
                 className="button-row",
@@ -575,6 +610,7 @@ def build_layout(
                             html.Section(verdict, id=ids.VERDICT, className="verdict-section"),
                             html.H2("Metrics", className="section-title"),
                             html.P(table_caption, id=ids.METRICS_CAPTION, className="caption"),
+                            _score_parts_toggle(raw),
                             metrics_grid(rows, cols),
                             diagnostics_section(infos, raw.handles),
                         ],

@@ -20,6 +20,7 @@ UPLOAD_CONVENTIONS = "upload-conventions"  # <details> under the drop zone: whic
 EXAMPLE_DOWNLOAD = "example-download"  # link to assets/example_predictions.csv
 MODELS_STORE = "models-store"  # dcc.Store: opaque handles + names of usable models
 ALL_BINARY_STORE = "all-binary-store"  # dcc.Store: whether the selection is all binary
+PAGE_URL = "page-url"  # dcc.Location: the view's settings in the address (app/view_url.py)
 
 # -- controls ----------------------------------------------------------------
 CONTROLS_DOCK = "controls-dock"  # the controls (upload, models, settings) and their toggle bar

@@ -588,6 +588,8 @@ def build_layout(
                 ],
                 className="app-body",
             ),
+            # The address follows the view without reloading the page (app.view_url).
+            dcc.Location(id=ids.PAGE_URL, refresh=False),
             dcc.Store(id=ids.MODELS_STORE, data=[i.to_json() for i in infos]),
             dcc.Store(id=ids.ALL_BINARY_STORE, data=all_binary(infos, raw.handles)),
             dcc.Store(id=ids.FIT_STATE),

@@ -189,10 +189,9 @@ def _layout_function(ctx: AppContext):
         summary = (state or {}).get("error") or (state or {}).get("summary") or ""
         if view is not None:
             ctx.sessions.told()  # the view's messages carried the lost-session notice, if any
-            view = (*view[:5], [*notices, *view[5]], *view[6:])
         return build_layout(
             infos, max_upload_mb=ctx.config.max_upload_mb, raw=raw, view=view,
-            fit_summary=summary,
+            fit_summary=summary, address_notices=notices,
         )  # fmt: skip
 
     return serve_layout

@@ -52,6 +52,7 @@ FIT_SUMMARY = "fit-summary"  # outcome of the last fit (shown when idle)
 
 # -- results -----------------------------------------------------------------
 MESSAGE = "message"  # readable errors of the view (never a traceback)
+ADDRESS_NOTICE = "address-notice"  # what the page address asked for but could not be restored
 VIEW_TITLE = "view-title"
 RELIABILITY_GRID = "reliability-grid"  # container of one dcc.Graph per model
 GRAPH_TYPE = "reliability-graph"  # pattern id {"type": GRAPH_TYPE, "index": i}

@@ -155,11 +155,12 @@ def register(app, ctx: AppContext) -> None:
         out = render(ctx, ctx.session_id(), RawSettings(**settings), fit_state, fmt)
         return (*out[:5], message_children(out[5]), out[6])
 
-    # Not on the page's first load: the address it was opened with stays as it is.
+    # Not on the page's first load: the address it was opened with stays as it is, and
+    # so does the notice of what it asked for in vain, until the view changes.
     @app.callback(
-        output=Output(ids.PAGE_URL, "search"),
+        output=[Output(ids.PAGE_URL, "search"), Output(ids.ADDRESS_NOTICE, "children")],
         inputs={"settings": setting_inputs()},
         prevent_initial_call=True,
     )
     def update_address(settings: dict):
-        return address_search(RawSettings(**settings))
+        return address_search(RawSettings(**settings)), []

@@ -229,12 +229,11 @@ def test_the_page_opens_on_the_view_of_its_address(tmp_path):
     # The view is drawn for these settings, and the notice names what was dropped.
     assert len(_find(layout, ids.RELIABILITY_GRID)["children"]) == 2
     assert "class 3" in _find(layout, ids.VIEW_TITLE)["children"]
-    messages = [m["props"]["children"] for m in _find(layout, ids.MESSAGE)["children"]]
-    assert any(
-        m.startswith(NOTICE_PREFIX) and "1 model not in this session" in m and "band level" in m
-        for m in messages
-    ), messages
+    (notice,) = [m["props"]["children"] for m in _find(layout, ids.ADDRESS_NOTICE)["children"]]
+    assert notice.startswith(NOTICE_PREFIX)
+    assert "1 model not in this session" in notice and "band level" in notice
     # Without an address (or with an empty one), the defaults.
     plain = client.get("/_dash-layout").get_json()
     assert _find(plain, ids.N_BINS)["value"] == 15
+    assert _find(plain, ids.ADDRESS_NOTICE)["children"] == []
     assert _find(plain, ids.PAGE_URL) == {"id": ids.PAGE_URL, "refresh": False}

@@ -108,15 +108,15 @@ class Dashboard:
         self.watch = watch
 
     # -- navigation
-    def open(self, attempts: int = 3) -> None:
-        """Load the page; wait for the first diagrams and the end of the initial fit.
+    def open(self, attempts: int = 3, address: str = "/") -> None:
+        """Load the page at ``address``; wait for the first diagrams and the end of the initial fit.
 
         A load during which the host's network changed is not the dashboard's
         fault: it is reloaded (at most ``attempts`` loads), with a notice.
         """
         for attempt in range(1, attempts + 1):
             try:
-                self.page.goto("/")
+                self.page.goto(address)
                 self._wait_loaded()
             except AssertionError:
                 if attempt == attempts or not self.watch.drop_network_changes():
@@ -125,6 +125,11 @@ class Dashboard:
                 if attempt == attempts or not self.watch.drop_network_changes():
                     return
             print(f"page load {attempt}: the network changed ({NETWORK_CHANGED}); reloading")
+
+    def reload(self) -> None:
+        """Reload the page (at its current address) and wait as :meth:`open` does."""
+        self.page.reload()
+        self._wait_loaded()
 
     def _wait_loaded(self) -> None:
         expect(self.graphs().first.locator(".main-svg").first).to_be_visible()

@@ -141,17 +141,15 @@ def test_back_and_forward_show_the_view_of_their_address(page, ui, watch):
     expect(page.locator("#view-title")).to_contain_text("9 equal-width bins")
     ui.wait_callbacks()
 
-    page.go_back()  # to the plain address: the default view, drawn by the server
+    ui.step_history(back=True)  # to the plain address: the default view, drawn by the server
     expect(page).to_have_url(re.compile(r"/$"))
     expect(page.locator("#view-title")).to_contain_text("15 equal-width bins")
     expect(page.locator("#n-bins input[type=number]")).to_have_value("15")
-    ui.wait_callbacks()
 
-    page.go_forward()
+    ui.step_history(back=False)
     expect(page).to_have_url(re.compile(r"&bins=9&"))
     expect(page.locator("#view-title")).to_contain_text("9 equal-width bins")
     expect(page.locator("#n-bins input[type=number]")).to_have_value("9")
-    ui.wait_callbacks()
     watch.assert_clean()
 
 

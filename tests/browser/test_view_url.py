@@ -5,15 +5,20 @@ options to the demo's defaults. The settings now live in the query string
 (app/view_url.py); here models, maps, notion, class, binning and band are
 changed, then the page is reloaded and the same address is opened in a new
 page of the same session: both must show the same controls and draw the same
-panels (titles, panel titles with their ECE, table rows).
+panels (titles, panel titles with their ECE, table rows). Back and Forward
+show the view of their address; an uploaded model stays selected after a
+reload, and a link to it in another session drops it with a notice.
 """
 
 from __future__ import annotations
 
 import re
 
+import numpy as np
+import pandas as pd
 import pytest
 
+from .conftest import VIEWPORT
 from .dashboard_page import Dashboard
 
 try:
@@ -183,3 +188,48 @@ def test_a_link_with_foreign_models_and_bad_values_says_what_it_dropped(
     expect(notice).to_be_empty()
     ui.wait_callbacks()
     watch.assert_clean()
+
+
+def test_an_upload_stays_in_the_view_of_its_session_only(
+    page, browser, server, ui, watch, tmp_path, screenshot
+):
+    rng = np.random.default_rng(5)
+    probs = rng.dirichlet(np.ones(3), size=150)
+    frame = pd.DataFrame({f"p_{c}": probs[:, j] for j, c in enumerate("abc")})
+    frame["label"] = np.array(list("abc"))[rng.integers(0, 3, 150)]
+    path = tmp_path / "mine.csv"
+    frame.to_csv(path, index=False)
+
+    ui.open()
+    ui.upload(path)
+    expect(ui.upload_lines("ok")).to_have_text("mine.csv: loaded mine.")
+    expect(page).to_have_url(re.compile(r"\?models=up-[A-Za-z0-9_-]+&maps="))
+    expect(ui.graph_of("mine")).to_be_visible()
+    expect(page.locator("#fit-summary")).to_have_text(ALL_FITTED)
+    ui.wait_callbacks()
+    address = page.url
+
+    ui.reload()  # the session's own upload is still selected and drawn
+    expect(ui.model_checkbox("mine (150 × 3)")).to_be_checked()
+    expect(ui.graphs()).to_have_count(1)
+    expect(ui.graph_of("mine")).to_be_visible()
+    expect(page.locator("#address-notice")).to_be_empty()
+    watch.assert_clean()
+
+    # Another browser session (its own cookie) cannot use the handle: the link shows
+    # the rest of the view and says what it dropped.
+    stranger = browser.new_context(viewport=VIEWPORT, base_url=server.url)
+    try:
+        other = stranger.new_page()
+        watch.attach(other)
+        other.goto(address)
+        expect(other.locator("#reliability-grid")).to_contain_text("Pick a model on the left")
+        expect(other.locator("#address-notice")).to_have_text(
+            "Not restored from the page address: 1 model not in this session."
+        )
+        expect(other.locator("#model-select input:checked")).to_have_count(0)
+        Dashboard(other, watch).wait_callbacks()
+        screenshot("view-url-04-other-session", other)
+        watch.assert_clean()
+    finally:
+        stranger.close()

@@ -20,6 +20,7 @@ UPLOAD_CONVENTIONS = "upload-conventions"  # <details> under the drop zone: whic
 EXAMPLE_DOWNLOAD = "example-download"  # link to assets/example_predictions.csv
 MODELS_STORE = "models-store"  # dcc.Store: opaque handles + names of usable models
 ALL_BINARY_STORE = "all-binary-store"  # dcc.Store: whether the selection is all binary
+PAGE_URL = "page-url"  # dcc.Location: the view's settings in the address (app/view_url.py)
 
 # -- controls ----------------------------------------------------------------
 CONTROLS_DOCK = "controls-dock"  # the controls (upload, models, settings) and their toggle bar
@@ -51,6 +52,7 @@ FIT_SUMMARY = "fit-summary"  # outcome of the last fit (shown when idle)
 
 # -- results -----------------------------------------------------------------
 MESSAGE = "message"  # readable errors of the view (never a traceback)
+ADDRESS_NOTICE = "address-notice"  # what the page address asked for but could not be restored
 VIEW_TITLE = "view-title"
 RELIABILITY_GRID = "reliability-grid"  # container of one dcc.Graph per model
 GRAPH_TYPE = "reliability-graph"  # pattern id {"type": GRAPH_TYPE, "index": i}

@@ -555,6 +555,7 @@ def build_layout(
     raw: RawSettings | None = None,
     view: tuple | None = None,
     fit_summary: str = "",
+    address_notices: list[str] | tuple[str, ...] = (),
 ) -> html.Div:
     """The whole page for a session whose usable models are ``infos``.
 
@@ -568,6 +569,9 @@ def build_layout(
         callback round trip.
     fit_summary : str
         Initial text next to the Fit button (e.g. "All selected maps are fitted.").
+    address_notices : sequence of str
+        What the page address asked for that could not be restored
+        (:func:`app.view_url.decode_view`); shown until the view changes.
     """
     raw = default_settings(infos) if raw is None else raw
     empty = ([], [], [], "", "", [], [])
@@ -593,6 +597,12 @@ def build_layout(
                     html.Main(
                         [
                             _fit_bar(fit_summary),
+                            html.Div(
+                                [html.Div(m, className="message-line") for m in address_notices],
+                                id=ids.ADDRESS_NOTICE,
+                                className="message address-notice",
+                                role="status",
+                            ),
                             html.Div(
                                 [html.Div(m, className="message-line") for m in messages],
                                 id=ids.MESSAGE,
@@ -624,6 +634,8 @@ def build_layout(
                 ],
                 className="app-body",
             ),
+            # The address follows the view without reloading the page (app.view_url).
+            dcc.Location(id=ids.PAGE_URL, refresh=False),
             dcc.Store(id=ids.MODELS_STORE, data=[i.to_json() for i in infos]),
             dcc.Store(id=ids.ALL_BINARY_STORE, data=all_binary(infos, raw.handles)),
             dcc.Store(id=ids.FIT_STATE),

@@ -11,7 +11,8 @@ session can use)::
   as a query string. A callback writes it into a ``dcc.Location``'s ``search``
   (``refresh=False``: the browser's address changes, the page is not reloaded).
   ``class`` is written only for the one-vs-rest notion, ``level`` only with a
-  band, ``folds`` or ``fraction`` after the held-out scheme they belong to.
+  band, ``folds`` or ``fraction`` after the held-out scheme they belong to,
+  ``parts=1`` only when the Brier and log-loss parts are shown.
 * :func:`decode_view`: a query string back to the settings of a session's page.
   The address is untrusted input: its length and number of fields are
   bounded, every value is checked with the validators of :mod:`app.settings`,
@@ -37,7 +38,14 @@ from flask import has_request_context, request
 from calibration_core.maps import MAP_NAMES
 
 from .options import class_choices
-from .settings import LEVELS, MAX_SELECTED_MODELS, RawSettings, SettingsError, parse_maps
+from .settings import (
+    LEVELS,
+    MAX_SELECTED_MODELS,
+    SCORE_PARTS_ON,
+    RawSettings,
+    SettingsError,
+    parse_maps,
+)
 from .store.records import ModelInfo
 
 #: Longest query string read (a full view with a long class name needs under 600).
@@ -59,6 +67,7 @@ PARAMS: dict[str, str] = {
     "heldout": "heldout",
     "folds": "folds",
     "fraction": "fraction",
+    "parts": "score_parts",
 }
 #: Settings a parameter is checked with, besides its own (folds and fraction
 #: are only validated under their own held-out scheme).
@@ -106,6 +115,8 @@ def encode_view(raw: RawSettings) -> str:
         pairs.append(("folds", str(heldout.folds)))
     else:
         pairs.append(("fraction", _decimal(heldout.test_fraction)))
+    if view.score_parts:
+        pairs.append(("parts", "1"))
     return "?" + urlencode(pairs, safe=",", quote_via=quote)
 
 
@@ -234,6 +245,8 @@ def decode_view(
                 raw = _scalar(raw, name, fields[name])
             except SettingsError as exc:
                 problems.append(str(exc).rstrip("."))
+    if "parts" in fields:
+        raw = replace(raw, score_parts=[SCORE_PARTS_ON] if fields["parts"] == "1" else [])
     if raw.notion == "class":
         value, dropped = _class(raw, fields.get("class"), infos)
         raw, problems = replace(raw, class_value=value), problems + dropped

@@ -12,7 +12,13 @@ from flask import Flask
 
 from app import ids
 from app.callbacks.view import address_search
-from app.settings import ALL_CLASSES, MAX_SELECTED_MODELS, RawSettings, SettingsError
+from app.settings import (
+    ALL_CLASSES,
+    MAX_SELECTED_MODELS,
+    SCORE_PARTS_ON,
+    RawSettings,
+    SettingsError,
+)
 from app.store.records import ModelInfo
 from app.view_url import (
     MAX_FIELDS,
@@ -50,6 +56,7 @@ VIEWS = [
     RawSettings(handles=["demo-1"], notion="binary", heldout="split", fraction=0.35, level=0.8),
     RawSettings(handles=[], maps=[], heldout="folds", folds=20, n_bins=100, level=0.99),
     RawSettings(handles=[f"up-m{i}" for i in range(MAX_SELECTED_MODELS)], band="consistency"),
+    RawSettings(handles=["demo-0"], score_parts=[SCORE_PARTS_ON]),
 ]
 
 
@@ -72,6 +79,8 @@ def test_the_address_is_compact_and_readable():
     assert split.endswith("&band=none&heldout=split&fraction=0.35")
     assert "level=" not in split and "folds=" not in split
     assert "class=" not in encode_view(RawSettings(class_value="dog"))  # only one vs rest
+    assert "parts=" not in split  # only when the score parts are shown
+    assert encode_view(RawSettings(score_parts=[SCORE_PARTS_ON])).endswith("&parts=1")
     # A class name is one value, whatever it holds; commas stay readable.
     odd = encode_view(RawSettings(notion="class", class_value="a&b=c, d"))
     assert "&class=a%26b%3Dc,%20d&" in odd

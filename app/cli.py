@@ -121,6 +121,14 @@ def build_parser() -> argparse.ArgumentParser:
         help=MAPS_HELP + " or 'all' (default)",
     )
     ev.add_argument("--format", choices=FORMATS, default="table", help="output format (table)")
+    ev.add_argument(
+        "--measures",
+        action="store_true",
+        help="also compute the binning-free, vector and clinical measures of the uncalibrated "
+        "predictions (KS, Kuiper, Spiegelhalter, smooth ECE, calibration hierarchy, TACE, "
+        "SKCE); a 'measures' object per model in JSON, a few lines per model in the table "
+        "(not in CSV); seconds per model",
+    )
     _add_verdict_arguments(ev)
     _add_deploy_commands(sub)
     _add_check_parser(sub)
@@ -309,8 +317,9 @@ def evaluate(args: argparse.Namespace, out) -> int:
         )
         for model in models
     ]
+    measures = [model_measures(model, args) for model in models] if args.measures else None
     if args.format == "json":
-        json.dump(evaluate_document(args, maps, results), out, indent=2, allow_nan=False)
+        json.dump(evaluate_document(args, maps, results, measures), out, indent=2, allow_nan=False)
         out.write("\n")
         return EXIT_OK
     for result in results:
@@ -321,11 +330,91 @@ def evaluate(args: argparse.Namespace, out) -> int:
     else:
         write_tables(results, out)
         write_verdicts(results, args, out)
+        if measures is not None:
+            write_measures(results, measures, out)
     return EXIT_OK
 
 
-def evaluate_document(args: argparse.Namespace, maps, results) -> dict[str, Any]:
-    """The JSON document of ``evaluate --format json`` (see docs/evaluate-json-schema.md)."""
+def model_measures(model, args: argparse.Namespace) -> dict[str, Any]:
+    """The ``measures`` object of one model (calibration_core.measures.measures_summary)."""
+    from calibration_core.measures import measures_summary
+
+    return measures_summary(model, seed=args.seed)
+
+
+def _num(value, digits: int = 4) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def _p(value) -> str:
+    return "-" if value is None else f"{value:.3g}"
+
+
+def measures_lines(m: dict[str, Any]) -> list[str]:
+    """A few lines of one model's measures for the table output."""
+    top = m["confidence"]
+    cum, sp, sm = top["cumulative"], top["spiegelhalter"], top["smooth_ece"]
+    sk = m["canonical"]["skce"]
+    lines = [
+        f"  top label: KS error {_num(cum['ks_error'])} (p {_p(cum['ks_p_value'])}), "
+        f"Kuiper p {_p(cum['kuiper_p_value'])}, Spiegelhalter z {_num(sp['z'], 2)} "
+        f"(p {_p(sp['p_value'])}), smooth ECE {_num(sm['value'])} "
+        f"(bandwidth {_num(sm['bandwidth'])})",
+        f"  classwise: mean KS error {_num(m['classwise']['ks_error_mean'])}, "
+        f"ACE {_num(m['classwise']['ace'])}, TACE {_num(m['classwise']['tace'])}; "
+        f"SKCE {sk['unbiased']:.3g} on {sk['n_quadratic']} rows (resampling p "
+        f"{_p(sk['p_value'])}), linear {sk['linear']:.3g} (p {_p(sk['linear_p_value'])})",
+    ]
+    h = top["hierarchy"]
+    if h is not None:
+        r, c = h["recalibration"], h["curve"]
+        lines.append(
+            f"  top-label hierarchy: O/E {_num(h['in_the_large']['ratio']['value'], 3)}, "
+            f"intercept {_num(r['intercept']['value'], 3)}, slope {_num(r['slope']['value'], 3)} "
+            f"[{_num(r['slope']['lower'], 3)}, {_num(r['slope']['upper'], 3)}], ICI "
+            f"{_num(c['ici'])}, E50 {_num(c['e50'])}, E90 {_num(c['e90'])}, Emax {_num(c['emax'])}"
+        )
+    return lines
+
+
+def write_measures(results, measures, out) -> None:
+    """The measures of every model, a few lines each, after the verdicts."""
+    out.write("\n")
+    for result, m in zip(results, measures, strict=True):
+        out.write(f"{result.settings['model']}: measures of the uncalibrated predictions\n")
+        out.write("\n".join(measures_lines(m)) + "\n")
+
+
+def rows_with_parts(result, n_bins: int, scheme: str) -> list[dict[str, Any]]:
+    """The comparison rows with the Brier and log-loss parts after ``log_loss``.
+
+    :func:`calibration_core.score_parts` of each row's held-out predictions,
+    binned as the ECE columns; null for a map that failed.
+    """
+    from calibration_core import PART_FIELDS, score_parts
+
+    out = []
+    for row in result.rows():
+        pred = result.calibrated.get(row["map"])
+        parts = (
+            dict.fromkeys(PART_FIELDS)
+            if pred is None
+            else score_parts(pred.probs, pred.labels, n_bins=n_bins, scheme=scheme)
+        )
+        ordered: dict[str, Any] = {}
+        for key, value in row.items():
+            ordered[key] = value
+            if key == "log_loss":
+                ordered.update(parts)
+        out.append(ordered)
+    return out
+
+
+def evaluate_document(args: argparse.Namespace, maps, results, measures=None) -> dict[str, Any]:
+    """The JSON document of ``evaluate --format json`` (see docs/evaluate-json-schema.md).
+
+    ``measures``: one ``measures`` object per model (``--measures``), or None.
+    """
     from calibration_core import __version__
     from calibration_core.maps import available_maps
 
@@ -344,6 +433,7 @@ def evaluate_document(args: argparse.Namespace, maps, results) -> dict[str, Any]
             "renormalize": bool(args.renormalize),
             "resamples": args.resamples,
             "level": args.level,
+            "measures": measures is not None,
         },
         "models": [
             {
@@ -352,10 +442,11 @@ def evaluate_document(args: argparse.Namespace, maps, results) -> dict[str, Any]
                 "n_classes": r.settings["n_classes"],
                 "splitter": r.settings["splitter"],
                 "warnings": list(r.warnings),
-                "rows": r.rows(),
+                "rows": rows_with_parts(r, args.bins, args.scheme),
                 "verdict": r.verdict(n_resamples=args.resamples, level=args.level).to_dict(),
+                **({} if measures is None else {"measures": measures[i]}),
             }
-            for r in results
+            for i, r in enumerate(results)
         ],
     }
 

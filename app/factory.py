@@ -27,9 +27,12 @@ from .origin_check import OriginCheck
 from .request_errors import install_error_handlers
 from .security import BasicAuth, SecurityHeaders, TrustedProxies
 from .session import SessionManager
+from .settings import RawSettings
 from .store.data_store import DataStore
+from .store.records import ModelInfo
 from .upload import make_request_class, register_upload_route
 from .upload_parser import ParseLimits, UploadParser, default_memory_limit_mb
+from .view_url import decode_view, page_query
 from .warmup import WarmUp
 
 
@@ -49,6 +52,25 @@ def _assets_dir() -> Path:
 #: The assets folder Dash serves (see :func:`_assets_dir`).
 ASSETS_DIR = _assets_dir()
 TITLE = "Calibration dashboard"
+#: Dash's page template with the document's language on ``<html>`` (screen
+#: readers pick their voice from it; axe-core's ``html-has-lang`` rule).
+INDEX_STRING = """<!DOCTYPE html>
+<html lang="en">
+    <head>
+        {%metas%}
+        <title>{%title%}</title>
+        {%favicon%}
+        {%css%}
+    </head>
+    <body>
+        {%app_entry%}
+        <footer>
+            {%config%}
+            {%scripts%}
+            {%renderer%}
+        </footer>
+    </body>
+</html>"""
 
 log = logging.getLogger("calibration_dashboard")
 
@@ -135,13 +157,27 @@ def _install_server(server, ctx: AppContext, secret_key: str, cache_dir: Path) -
     return security_headers
 
 
+def _page_settings(infos: list[ModelInfo]) -> tuple[RawSettings, list[str]]:
+    """The settings in the page's address (defaults where it has none) and a notice.
+
+    The address is untrusted: :func:`~app.view_url.decode_view` drops what it
+    cannot use; should it fail all the same, the page loads with the defaults.
+    """
+    default = default_settings(infos)
+    try:
+        return decode_view(page_query(), infos, default)
+    except Exception:
+        log.exception("reading the view from the page address failed")
+        return default, []
+
+
 def _layout_function(ctx: AppContext):
     """The page of the requesting session, its first view drawn (Dash's layout function)."""
 
     def serve_layout():
         sid = ctx.sessions.current()
         infos = ctx.store.session_models(sid)
-        raw = default_settings(infos)
+        raw, notices = _page_settings(infos)
         try:
             view = render(ctx, sid, raw)
             state, _request = plan_fits(
@@ -155,7 +191,7 @@ def _layout_function(ctx: AppContext):
             ctx.sessions.told()  # the view's messages carried the lost-session notice, if any
         return build_layout(
             infos, max_upload_mb=ctx.config.max_upload_mb, raw=raw, view=view,
-            fit_summary=summary,
+            fit_summary=summary, address_notices=notices,
         )  # fmt: skip
 
     return serve_layout
@@ -183,6 +219,7 @@ def create_app(config: AppConfig | None = None) -> Dash:
     app = Dash(
         __name__,
         title=TITLE,
+        index_string=INDEX_STRING,
         assets_folder=str(ASSETS_DIR),
         background_callback_manager=ctx.jobs,
         on_error=ctx.failures,

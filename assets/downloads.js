@@ -13,6 +13,12 @@ window.dash_clientside = Object.assign({}, window.dash_clientside, {
         link.remove();
       }
       return true;
+    },
+    /* The controls drawer (below 1000 px): an odd number of presses opens it.
+       Returns the dock's class and the toggle's aria-expanded. */
+    toggleDrawer: function (nClicks) {
+      var open = (nClicks || 0) % 2 === 1;
+      return [open ? "controls-dock open" : "controls-dock", open ? "true" : "false"];
     }
   }
 });

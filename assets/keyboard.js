@@ -20,3 +20,26 @@
     box.focus();
   });
 })();
+
+/*
+ * Escape in the open controls drawer (below 1000 px) closes it: the press goes
+ * to its toggle button (so the clientside callback keeps the state) and the
+ * focus returns there. Escape inside an open dropdown only closes the dropdown.
+ */
+(function () {
+  "use strict";
+
+  document.addEventListener("keydown", function (event) {
+    if (event.key !== "Escape" || event.defaultPrevented) {
+      return;
+    }
+    var dock = document.getElementById("controls-dock");
+    var toggle = document.getElementById("controls-toggle");
+    if (!dock || !toggle || !dock.classList.contains("open") ||
+        !dock.contains(event.target) || toggle.offsetParent === null) {
+      return;
+    }
+    toggle.click();
+    toggle.focus();
+  });
+})();

@@ -1,4 +1,4 @@
-"""Dashboard speed (issue 4): server time per interaction, first paint, a 200 MB upload.
+"""Dashboard speed (issues 4, 15): server and page time per interaction, first paint, uploads.
 
     python benchmarks/bench_dashboard.py                  # everything
     python benchmarks/bench_dashboard.py --only interactions --rows 1000000 --classes 10
@@ -24,6 +24,14 @@ paint
     With ``--trees A B ...``: warm runs only, interleaved between the source
     trees (each its own cache, primed by one uncounted run), and for each tree
     the median, range and ratio to the first tree (an A/B of a change).
+page
+    What a user waits for in Chromium, timed in the page (:data:`INTERACTION_PROBE`):
+    from the input event (pointer or key) until no callback is in flight and the
+    DOM has not changed for :data:`QUIET_MS`, for bins, scheme, band, notion and
+    model-selection changes and each export, on the demo and then on three real
+    CIFAR-100 models (``../shared/realdata``, skipped when absent). Targets
+    (issue 15): a model-selection change <= 0.5 s, any view on three 100-class
+    models <= 1 s.
 """
 
 from __future__ import annotations
@@ -418,9 +426,224 @@ def post_file(port: int, path: Path) -> tuple[int, dict]:
     return response.status, json.loads(response.read())
 
 
+#: Runs in the page before its own scripts: counts the Dash callback requests in
+#: flight and records (``performance.now()``, ms) the user's last input event and
+#: the page's last visible change (a DOM change, or the frame after a callback's
+#: response), so an interaction is timed in the page from input to the settled view.
+INTERACTION_PROBE = """
+(() => {
+  const probe = {inflight: 0, action: 0, changed: 0};
+  window.__interaction = probe;
+  const frameAfter = () => requestAnimationFrame(() => requestAnimationFrame(() => {
+    probe.changed = performance.now();
+  }));
+  const fetch = window.fetch;
+  window.fetch = function (...args) {
+    const url = String((args[0] && args[0].url) || args[0]);
+    if (!url.includes("_dash-update-component")) return fetch.apply(this, args);
+    probe.inflight += 1;
+    return fetch.apply(this, args).then((response) => {
+      response.clone().text().finally(() => { probe.inflight -= 1; frameAfter(); });
+      return response;
+    }, (error) => { probe.inflight -= 1; throw error; });
+  };
+  for (const kind of ["pointerdown", "keydown"]) {
+    document.addEventListener(kind, () => { probe.action = performance.now(); }, true);
+  }
+  new MutationObserver(() => { probe.changed = performance.now(); })
+    .observe(document, {childList: true, subtree: true, characterData: true});
+})();
+"""
+
+#: A view has settled when no callback is in flight and nothing changed for this long.
+QUIET_MS = 600
+
+
+def settled_seconds(page, timeout_s: float = 180.0) -> float:
+    """Seconds from the last input event until the view stopped changing (timed in the page)."""
+    page.wait_for_function(
+        f"""() => {{
+          const p = window.__interaction;
+          return p.inflight === 0 && performance.now() - Math.max(p.changed, p.action) > {QUIET_MS};
+        }}""",
+        timeout=timeout_s * 1000,
+        polling=100,
+    )
+    action, changed = page.evaluate(
+        "() => [window.__interaction.action, window.__interaction.changed]"
+    )
+    return max(changed - action, 0.0) / 1000.0
+
+
+def wait_fit_idle(page) -> None:
+    """No fit running: the Fit button enabled and the progress bar idle."""
+    page.wait_for_function(
+        """() => {
+          const button = document.querySelector('#fit-start');
+          const bar = document.querySelector('#fit-progress');
+          return button && !button.disabled && bar && bar.classList.contains('idle');
+        }""",
+        timeout=600_000,
+        polling=200,
+    )
+
+
+def timed(page, action) -> float:
+    """Run ``action()`` (one user input) on a quiet page; seconds until the view settled."""
+    wait_fit_idle(page)
+    settled_seconds(page)
+    action()
+    return settled_seconds(page)
+
+
+def page_steps(page, k_label: str) -> dict:
+    """The interactions timed on the current page: name -> action (each undone by the next)."""
+
+    def click(selector):
+        return lambda: page.locator(selector).first.click()
+
+    def bins(n):
+        def act():
+            box = page.locator("#n-bins input[type=number]")
+            box.fill(str(n))
+            box.press("Enter")
+
+        return act
+
+    def band(label):
+        def act():
+            page.locator("#band").click()
+            page.get_by_role("option", name=label, exact=True).click()
+
+        return act
+
+    boxes = page.locator("#model-select input[type=checkbox]")
+    return {
+        f"bins 15 -> 10 ({k_label})": bins(10),
+        f"bins 10 -> 15 ({k_label})": bins(15),
+        f"scheme equal-frequency ({k_label})": click("#scheme input[value=frequency]"),
+        f"scheme equal-width ({k_label})": click("#scheme input[value=width]"),
+        f"band consistency ({k_label})": band("consistency resampling"),
+        f"band wilson ({k_label})": band("Wilson"),
+        f"notion one class vs rest ({k_label})": click("#notion input[value=class]"),
+        f"notion confidence ({k_label})": click("#notion input[value=confidence]"),
+        f"model deselected ({k_label})": lambda: boxes.last.uncheck(),
+        f"model selected, maps fitted ({k_label})": lambda: boxes.last.check(),
+    }
+
+
+def export_seconds(page, button: str) -> float:
+    """Seconds from clicking an export button until the browser has the file."""
+    start = time.perf_counter()
+    with page.expect_download(timeout=300_000) as info:
+        page.locator(f"#{button}").click()
+    info.value.path()
+    return time.perf_counter() - start
+
+
+EXPORT_BUTTONS = (
+    "export-metrics-csv",
+    "export-metrics-json",
+    "export-params-json",
+    "export-report-html",
+    "export-calibrated-csv",
+)
+#: Real 100-class prediction files (../shared/realdata), uploaded for the K = 100 runs.
+CIFAR100_FILES = (
+    "densenet-bc-100-cifar-100.npz",
+    "lenet-5-cifar-100.npz",
+    "wideresnet-16-4-cifar-100.npz",
+)
+REALDATA = REPO.parent / "shared" / "realdata"
+
+
+def bench_page(port: int, repeats: int) -> None:
+    """Page-side timings (issue 15): interactions and exports, timed in Chromium."""
+    from playwright.sync_api import sync_playwright
+
+    print("\n== page-side timings: input event to settled view, in Chromium ==")
+    print(f"(settled: no callback in flight and no DOM change for {QUIET_MS} ms; median of")
+    print(
+        f"{repeats}; targets: model selection <= 0.5 s, any view on three 100-class models <= 1 s)"
+    )
+    cache = Path(tempfile.mkdtemp(prefix="bench-page-"))
+    proc = start_server(cache, port, {"MAX_UPLOAD_MB": "200"})
+    results: dict[str, list[float]] = {}
+    try:
+        wait_healthy(port)
+        with sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
+            page = browser.new_page(viewport={"width": 1400, "height": 900})
+            page.add_init_script(INTERACTION_PROBE)
+            page.add_init_script(PAINT_PROBE)
+            for _ in range(repeats):
+                page.goto(f"http://127.0.0.1:{port}/")
+                page.wait_for_function("() => window.__firstDiagramPainted !== undefined")
+                opened = page.evaluate(
+                    "() => (window.__firstDiagramPainted - performance.timeOrigin) / 1000"
+                )
+                results.setdefault("open: first diagram painted", []).append(opened)
+            run_steps(page, "demo", repeats, results)
+            for button in EXPORT_BUTTONS:
+                for _ in range(repeats):
+                    wait_fit_idle(page)
+                    results.setdefault(f"export {button[7:]} (demo)", []).append(
+                        export_seconds(page, button)
+                    )
+            upload_cifar100(page, results)
+            if "upload" in results:
+                run_steps(page, "3 x CIFAR-100", repeats, results)
+                for _ in range(repeats):
+                    results.setdefault("export calibrated-csv (3 x CIFAR-100)", []).append(
+                        export_seconds(page, "export-calibrated-csv")
+                    )
+            browser.close()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+    print_page_results(results)
+
+
+def run_steps(page, label: str, repeats: int, results: dict) -> None:
+    for _ in range(repeats):
+        for name, action in page_steps(page, label).items():
+            results.setdefault(name, []).append(timed(page, action))
+
+
+def upload_cifar100(page, results: dict) -> None:
+    """Upload the three CIFAR-100 files (one pick); times the upload until the maps are fitted."""
+    paths = [REALDATA / name for name in CIFAR100_FILES]
+    if not all(p.exists() for p in paths):
+        print(f"skipping the 100-class runs: {REALDATA} lacks {CIFAR100_FILES}")
+        return
+    wait_fit_idle(page)
+    settled_seconds(page)
+    start = time.perf_counter()
+    page.set_input_files("#upload-input", [str(p) for p in paths])
+    page.wait_for_function(
+        "() => document.querySelectorAll('#upload-message .upload-line').length > 0",
+        timeout=600_000,
+    )
+    settled_seconds(page, 600)
+    wait_fit_idle(page)
+    results["upload"] = [time.perf_counter() - start]
+
+
+def print_page_results(results: dict) -> None:
+    width = max(len(name) for name in results)
+    print(f"{'interaction':{width}s} {'median':>8s} {'range':>15s}")
+    for name, values in results.items():
+        print(
+            f"{name:{width}s} {statistics.median(values):7.2f}s "
+            f"{min(values):6.2f}-{max(values):5.2f} s"
+        )
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--only", choices=("interactions", "upload", "paint"), action="append")
+    parser.add_argument(
+        "--only", choices=("interactions", "upload", "paint", "page"), action="append"
+    )
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--classes", type=int, default=10)
     parser.add_argument("--repeats", type=int, default=5)
@@ -436,7 +659,7 @@ def main(argv=None) -> None:
         help="paint only: warm runs of these source trees, interleaved (the first is the A)",
     )
     args = parser.parse_args(argv)
-    only = set(args.only or ("interactions", "upload", "paint"))
+    only = set(args.only or ("interactions", "upload", "paint", "page"))
     print(
         f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs, "
         f"load average {os.getloadavg()[0]:.1f}"
@@ -447,6 +670,8 @@ def main(argv=None) -> None:
         bench_paint_trees(args.port, [tree.resolve() for tree in args.trees], args.paint_repeats)
     elif "paint" in only:
         bench_paint(args.port, args.paint_repeats, args.cold_repeats)
+    if "page" in only:
+        bench_page(args.port, args.repeats)
     if "upload" in only:
         bench_upload(args.port, args.rows, args.classes)
 

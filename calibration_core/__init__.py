@@ -45,10 +45,23 @@ _LAZY: dict[str, str] = {
         "decision",
     ),
     **dict.fromkeys(
-        ("Decomposition", "brier_decomposition", "log_loss_decomposition"), "decomposition"
+        (
+            "Decomposition",
+            "PART_FIELDS",
+            "brier_decomposition",
+            "log_loss_decomposition",
+            "score_parts",
+        ),
+        "decomposition",
     ),
     **dict.fromkeys(
-        ("adaptive_classwise_ece", "adaptive_ece", "debiased_ece", "plugin_calibration_error"),
+        (
+            "adaptive_classwise_ece",
+            "adaptive_ece",
+            "debiased_ece",
+            "plugin_calibration_error",
+            "thresholded_adaptive_ece",
+        ),
         "ece_variants",
     ),
     **dict.fromkeys(
@@ -88,6 +101,7 @@ def __dir__() -> list[str]:
 
 
 __all__ = [
+    "PART_FIELDS",
     "BinStatistics",
     "Binning",
     "BootstrapResult",
@@ -149,7 +163,9 @@ __all__ = [
     "prior_shift_threshold",
     "rank_calibration_score",
     "reliability_curve",
+    "score_parts",
     "stable_softmax",
+    "thresholded_adaptive_ece",
     "top_label",
 ]
 

@@ -17,6 +17,10 @@ Which is which
   per class, and the *unweighted* mean of the range gaps over classes and
   ranges, ``1/(K R) sum_k sum_r |acc(r, k) - conf(r, k)|`` (empty ranges,
   possible only with ties, are left out of the mean).
+  :func:`thresholded_adaptive_ece` is their TACE: the same, on the
+  probabilities above a threshold only, so that the mass of tiny
+  probabilities of the non-predicted classes (most of the K N values when K
+  is large) does not wash out the gaps.
 * **Debiased** (:func:`debiased_ece`, Kumar, Liang & Ma 2019, "Verified
   Uncertainty Calibration", NeurIPS; their library's
   ``calibration.get_calibration_error(..., p=2, debias=True)``): an estimate
@@ -37,9 +41,9 @@ import numpy as np
 
 from .binning import Binning, BinStatistics, check_binning_args
 from .errors import CalibrationInputError
-from .notions import check_ece_notion, notion_scores
+from .notions import notion_columns
 from .predictions import probs_and_labels
-from .validation import check_whole_number
+from .validation import check_non_negative, check_whole_number
 
 
 def _statistics(probs, labels, notion, class_index, n_bins, scheme) -> list[BinStatistics]:
@@ -47,12 +51,7 @@ def _statistics(probs, labels, notion, class_index, n_bins, scheme) -> list[BinS
     p, y = probs_and_labels(probs, labels)
     n_bins, scheme = check_binning_args(n_bins, scheme)
     binning = Binning(scheme, n_bins)
-    check_ece_notion(notion)
-    if notion == "classwise":
-        columns = [notion_scores(p, y, "class", j) for j in range(p.shape[1])]
-    else:
-        columns = [notion_scores(p, y, notion, class_index)]
-    return [binning.statistics(s, t) for s, t in columns]
+    return [binning.statistics(s, t) for s, t in notion_columns(p, y, notion, class_index)]
 
 
 def squared_error_terms(count, sum_score, sum_target, *, debias: bool) -> np.ndarray:
@@ -214,3 +213,51 @@ def adaptive_classwise_ece(probs, labels=None, *, n_bins: int = 15) -> float:
     stats = _statistics(probs, labels, "classwise", None, n_bins, "frequency")
     gaps = np.concatenate([s.gap[s.count > 0] for s in stats])
     return float(gaps.mean())
+
+
+def thresholded_adaptive_ece(
+    probs, labels=None, *, n_bins: int = 15, threshold: float = 0.01
+) -> float:
+    """TACE of Nixon et al. (2019): ACE on the class probabilities above a threshold.
+
+    For every class ``k``, the rows with ``probs[:, k] > threshold`` are split
+    into ``R = n_bins`` equal-mass ranges of that probability; the gaps
+    ``|acc(r, k) - conf(r, k)|`` are averaged without weights over all classes
+    and non-empty ranges, as in :func:`adaptive_classwise_ece`. Classes with no
+    probability above the threshold add nothing. ``threshold=0`` keeps every
+    positive probability (ACE without the zeros).
+
+    Parameters
+    ----------
+    probs : array-like, shape (N, K) or (N,), or Predictions
+    labels : array-like, shape (N,), optional
+    n_bins : int
+        Ranges per class, R.
+    threshold : float
+        Keep probabilities strictly above it; in [0, 1). Nixon et al. leave it
+        as a parameter; 0.01 drops the near-zero probabilities of the classes
+        a model rules out.
+
+    Returns
+    -------
+    float
+    """
+    p, y = probs_and_labels(probs, labels)
+    threshold = check_non_negative(threshold, "threshold")
+    if threshold >= 1.0:
+        raise CalibrationInputError(
+            f"threshold must be in [0, 1): no probability lies above {threshold!r}; use e.g. 0.01."
+        )
+    n_bins, _ = check_binning_args(n_bins, "frequency")
+    binning = Binning("frequency", n_bins)
+    gaps = []
+    for scores, targets in notion_columns(p, y, "classwise"):
+        kept = scores > threshold
+        if kept.any():
+            stats = binning.statistics(scores[kept], targets[kept])
+            gaps.append(stats.gap[stats.count > 0])
+    if not gaps:
+        raise CalibrationInputError(
+            f"no class probability lies above the threshold {threshold!r}; lower it."
+        )
+    return float(np.concatenate(gaps).mean())

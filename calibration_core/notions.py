@@ -127,3 +127,27 @@ def notion_scores(
     raise CalibrationInputError(
         f"unknown calibration notion {notion!r}; choose one of {', '.join(NOTIONS)}."
     )
+
+
+def notion_columns(
+    probs: np.ndarray, labels: np.ndarray, notion: str, class_index: int | None = None
+) -> list[tuple[np.ndarray, np.ndarray]]:
+    """The (scores, targets) columns of an ECE notion: one, or K for ``"classwise"``.
+
+    Parameters
+    ----------
+    probs : numpy.ndarray, shape (N, K)
+    labels : numpy.ndarray, shape (N,)
+    notion : {"confidence", "binary", "class", "classwise"}
+    class_index : int, optional
+        The class for ``notion="class"``.
+
+    Returns
+    -------
+    list of (numpy.ndarray, numpy.ndarray), each of shape (N,)
+        Scores in [0, 1] and 0/1 targets; class ``j`` is item ``j`` for ``"classwise"``.
+    """
+    check_ece_notion(notion)
+    if notion == "classwise":
+        return [notion_scores(probs, labels, "class", j) for j in range(probs.shape[1])]
+    return [notion_scores(probs, labels, notion, class_index)]

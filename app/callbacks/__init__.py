@@ -7,7 +7,7 @@ and registers the Dash callbacks in ``register(app, ctx)``.
 from __future__ import annotations
 
 from ..context import AppContext
-from . import diagnostics, exports, fit, models, view
+from . import diagnostics, drawer, exports, fit, models, view
 
 
 def register_callbacks(app, ctx: AppContext) -> None:
@@ -17,3 +17,4 @@ def register_callbacks(app, ctx: AppContext) -> None:
     view.register(app, ctx)
     exports.register(app, ctx)
     diagnostics.register(app, ctx)
+    drawer.register(app, ctx)

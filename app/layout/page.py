@@ -14,6 +14,7 @@ from calibration_core.maps import MAP_NAMES
 from .. import ids
 from ..deployable import BEST_MAP, map_options
 from ..diagnostics.layout import diagnostics_section
+from ..metrics_table import PARTS_CAPTION
 from ..model_list import model_options
 from ..options import all_binary, class_choices, default_selection
 from ..settings import (
@@ -27,6 +28,7 @@ from ..settings import (
     MIN_BINS,
     MIN_FOLDS,
     MIN_TEST_FRACTION,
+    SCORE_PARTS_ON,
     RawSettings,
 )
 from ..store.records import ModelInfo
@@ -43,6 +45,11 @@ MAP_LABELS = {
     "matrix": "matrix scaling",
     "dirichlet": "Dirichlet calibration",
 }
+#: Help under the map picker (the rule: :func:`calibration_core.maps.same_model_as`).
+SAME_MODEL_HINT = (
+    "On probabilities (no logit_ columns) matrix scaling and Dirichlet calibration are "
+    "the same model: it is fitted once and shown under both. On logits they differ."
+)
 ACCEPT = ".csv,.tsv,.gz,.parquet,.pq,.npz"
 #: The example file under the drop zone: ``assets/example_predictions.csv``
 #: (written by ``scripts/example_predictions.py``), served by Dash from the
@@ -65,6 +72,16 @@ def _field(
     if style is not None:
         props["style"] = style
     return html.Div(kids, className="field", **props)
+
+
+def named(name: str, control) -> html.Div:
+    """``control`` (a dcc component) inside a wrapper that carries its accessible name.
+
+    Dash 4's ``dcc.Checklist``, ``dcc.RadioItems`` and ``dcc.Slider`` take no
+    ``aria-*`` props; ``assets/a11y.js`` gives their group, slider thumb and
+    number box the wrapper's ``data-a11y-name`` as ``aria-label``.
+    """
+    return html.Div(control, className="a11y-named", **{"data-a11y-name": name})
 
 
 def _conventions() -> html.Details:
@@ -135,17 +152,20 @@ def _conventions() -> html.Details:
     )
 
 
-def _renormalize_switch() -> dcc.Checklist:
+def _renormalize_switch() -> html.Div:
     """ "Renormalise rows": divide probability rows by their sums (read by ``assets/upload.js``).
 
     Rows within the rounding tolerance are always divided by their sums; the
     switch is for rows further off (unnormalised scores).
     """
-    return dcc.Checklist(
-        id=ids.UPLOAD_RENORMALIZE,
-        options=[{"label": " renormalise rows", "value": "1"}],
-        value=[],
-        className="upload-option",
+    return named(
+        "Upload option",
+        dcc.Checklist(
+            id=ids.UPLOAD_RENORMALIZE,
+            options=[{"label": " renormalise rows", "value": "1"}],
+            value=[],
+            className="upload-option",
+        ),
     )
 
 
@@ -181,8 +201,8 @@ def _upload_panel(max_upload_mb: int) -> html.Div:
                 className="upload-zone",
                 tabIndex="0",
                 role="button",
+                # Named by its text (no aria-label): what a speech user reads is the name.
                 **{
-                    "aria-label": "Upload prediction files",
                     "data-max-bytes": str(max_upload_mb * 1024 * 1024),
                     "data-accept": ACCEPT,
                 },
@@ -227,11 +247,14 @@ def _controls(infos: list[ModelInfo], raw: RawSettings) -> html.Div:
                             placeholder="Search models by name or file",
                             className="model-search",
                         ),
-                        dcc.Checklist(
-                            id=ids.MODEL_SELECT,
-                            options=model_options(infos),
-                            value=list(raw.handles or []),
-                            className="checklist models",
+                        named(
+                            "Models",
+                            dcc.Checklist(
+                                id=ids.MODEL_SELECT,
+                                options=model_options(infos),
+                                value=list(raw.handles or []),
+                                className="checklist models",
+                            ),
                         ),
                         html.Div(
                             id=ids.MODEL_LIST_NOTE, className="model-list-note", role="status"
@@ -243,15 +266,18 @@ def _controls(infos: list[ModelInfo], raw: RawSettings) -> html.Div:
             ),
             _field(
                 "Calibration notion",
-                dcc.RadioItems(
-                    id=ids.NOTION,
-                    options=[
-                        {"label": "confidence (top label)", "value": "confidence"},
-                        {"label": "one class vs rest", "value": "class"},
-                        {"label": "binary (K = 2)", "value": "binary"},
-                    ],
-                    value=raw.notion,
-                    className="radio",
+                named(
+                    "Calibration notion",
+                    dcc.RadioItems(
+                        id=ids.NOTION,
+                        options=[
+                            {"label": "confidence (top label)", "value": "confidence"},
+                            {"label": "one class vs rest", "value": "class"},
+                            {"label": "binary (K = 2)", "value": "binary"},
+                        ],
+                        value=raw.notion,
+                        className="radio",
+                    ),
                 ),
             ),
             _field(
@@ -268,22 +294,28 @@ def _controls(infos: list[ModelInfo], raw: RawSettings) -> html.Div:
             ),
             _field(
                 "Binning",
-                dcc.RadioItems(
-                    id=ids.SCHEME,
-                    options=[
-                        {"label": "equal width", "value": "width"},
-                        {"label": "equal frequency", "value": "frequency"},
-                    ],
-                    value=raw.scheme,
-                    className="radio inline",
+                named(
+                    "Binning scheme",
+                    dcc.RadioItems(
+                        id=ids.SCHEME,
+                        options=[
+                            {"label": "equal width", "value": "width"},
+                            {"label": "equal frequency", "value": "frequency"},
+                        ],
+                        value=raw.scheme,
+                        className="radio inline",
+                    ),
                 ),
-                dcc.Slider(
-                    id=ids.N_BINS,
-                    min=MIN_BINS,
-                    max=MAX_BINS,
-                    step=1,
-                    value=raw.n_bins,
-                    marks={v: str(v) for v in (2, 25, 50, 75, 100)},
+                named(
+                    "Number of bins",
+                    dcc.Slider(
+                        id=ids.N_BINS,
+                        min=MIN_BINS,
+                        max=MAX_BINS,
+                        step=1,
+                        value=raw.n_bins,
+                        marks={v: str(v) for v in (2, 25, 50, 75, 100)},
+                    ),
                 ),
                 hint=f"number of bins, {MIN_BINS} to {MAX_BINS}",
             ),
@@ -311,43 +343,56 @@ def _controls(infos: list[ModelInfo], raw: RawSettings) -> html.Div:
             ),
             _field(
                 "Calibration maps",
-                dcc.Checklist(
-                    id=ids.MAPS,
-                    options=map_options,
-                    value=list(raw.maps or []),
-                    className="checklist",
+                named(
+                    "Calibration maps",
+                    dcc.Checklist(
+                        id=ids.MAPS,
+                        options=map_options,
+                        value=list(raw.maps or []),
+                        className="checklist",
+                    ),
                 ),
+                hint=SAME_MODEL_HINT,
             ),
             _field(
                 "Held-out scheme",
-                dcc.RadioItems(
-                    id=ids.HELDOUT,
-                    options=[
-                        {"label": "k-fold cross-fitting", "value": "folds"},
-                        {"label": "train/test split", "value": "split"},
-                    ],
-                    value=raw.heldout,
-                    className="radio",
+                named(
+                    "Held-out scheme",
+                    dcc.RadioItems(
+                        id=ids.HELDOUT,
+                        options=[
+                            {"label": "k-fold cross-fitting", "value": "folds"},
+                            {"label": "train/test split", "value": "split"},
+                        ],
+                        value=raw.heldout,
+                        className="radio",
+                    ),
                 ),
                 html.Div(
-                    dcc.Slider(
-                        id=ids.FOLDS,
-                        min=MIN_FOLDS,
-                        max=MAX_FOLDS,
-                        step=1,
-                        value=raw.folds,
-                        marks={v: str(v) for v in (2, 5, 10, 20)},
+                    named(
+                        "Number of folds",
+                        dcc.Slider(
+                            id=ids.FOLDS,
+                            min=MIN_FOLDS,
+                            max=MAX_FOLDS,
+                            step=1,
+                            value=raw.folds,
+                            marks={v: str(v) for v in (2, 5, 10, 20)},
+                        ),
                     ),
                     id=ids.FOLDS_FIELD,
                 ),
                 html.Div(
-                    dcc.Slider(
-                        id=ids.TEST_FRACTION,
-                        min=MIN_TEST_FRACTION,
-                        max=MAX_TEST_FRACTION,
-                        step=0.05,
-                        value=raw.fraction,
-                        marks={0.1: "10%", 0.5: "50%", 0.9: "90%"},
+                    named(
+                        "Test fraction",
+                        dcc.Slider(
+                            id=ids.TEST_FRACTION,
+                            min=MIN_TEST_FRACTION,
+                            max=MAX_TEST_FRACTION,
+                            step=0.05,
+                            value=raw.fraction,
+                            marks={0.1: "10%", 0.5: "50%", 0.9: "90%"},
+                        ),
                     ),
                     id=ids.SPLIT_FIELD,
                     style={"display": "none"},
@@ -395,9 +440,31 @@ def _deployable() -> html.Div:
     )
 
 
+def _score_parts_toggle(raw: RawSettings) -> dcc.Checklist:
+    """The box that adds the Brier and log-loss parts to the metrics table (off at first).
+
+    Off by default: the parts cost one more pass over every class column of
+    every calibrator at each change of the binning. Exports and reports always
+    carry them.
+    """
+    return dcc.Checklist(
+        id=ids.SCORE_PARTS,
+        options=[
+            {
+                "label": "show the calibration and refinement parts of Brier and log-loss",
+                "value": SCORE_PARTS_ON,
+                "title": PARTS_CAPTION,
+            }
+        ],
+        value=list(raw.score_parts or []),
+        className="checklist score-parts",
+    )
+
+
 def _exports() -> html.Div:
-    def button(id_, text):
-        return html.Button(text, id=id_, className="button secondary", n_clicks=0)
+    def button(id_, text, title=None):
+        extra = {} if title is None else {"title": title}
+        return html.Button(text, id=id_, className="button secondary", n_clicks=0, **extra)
 
     return html.Div(
         [
@@ -407,7 +474,12 @@ def _exports() -> html.Div:
                     button(ids.EXPORT_METRICS_CSV, "Metrics CSV"),
                     button(ids.EXPORT_METRICS_JSON, "Metrics JSON"),
                     button(ids.EXPORT_PARAMS_JSON, "Fitted maps JSON"),
-                    button(ids.EXPORT_CALIBRATED_CSV, "Calibrated CSV"),
+                    button(
+                        ids.EXPORT_CALIBRATED_CSV,
+                        "Calibrated CSV",
+                        "one CSV per model and map (a zip when several), in the uploaded "
+                        "file's columns: score stays score, p_/logit_ become p_<class>",
+                    ),
                     button(ids.EXPORT_REPORT_HTML, "HTML report"),
                 ],
                 className="button-row",
@@ -415,11 +487,17 @@ def _exports() -> html.Div:
             _deployable(),
             _field(
                 "Figure download format (camera icon on each figure)",
-                dcc.RadioItems(
-                    id=ids.FIGURE_FORMAT,
-                    options=[{"label": "PNG", "value": "png"}, {"label": "SVG", "value": "svg"}],
-                    value="png",
-                    className="radio inline",
+                named(
+                    "Figure download format",
+                    dcc.RadioItems(
+                        id=ids.FIGURE_FORMAT,
+                        options=[
+                            {"label": "PNG", "value": "png"},
+                            {"label": "SVG", "value": "svg"},
+                        ],
+                        value="png",
+                        className="radio inline",
+                    ),
                 ),
             ),
             html.Div(id=ids.EXPORT_MESSAGE, className="export-message", role="status"),
@@ -447,6 +525,37 @@ def _fit_bar(summary: str = "") -> html.Div:
     )
 
 
+def _controls_dock(panels: list) -> html.Aside:
+    """The controls (an ``<aside>``) behind a toggle bar: a drawer below 1000 px (issue 15, item 9).
+
+    On wide screens the bar is hidden and the controls are the left column.
+    Below 1000 px (``assets/style.css``) the bar sticks to the top of the
+    window and the button (``aria-expanded``, a clientside callback in
+    :mod:`app.callbacks.drawer`) shows the controls as a drawer over the
+    results, so the first diagram is on the first screen.
+    """
+    toggle = html.Button(
+        "Controls",
+        id=ids.CONTROLS_TOGGLE,
+        className="button controls-toggle",
+        n_clicks=0,
+        **{"aria-expanded": "false", "aria-controls": ids.CONTROLS_DRAWER},
+    )
+    # One landmark for the bar and the drawer: no page content outside landmarks.
+    return html.Aside(
+        [
+            html.Div(
+                [toggle, html.Span("upload, models, binning, maps", className="controls-hint")],
+                className="controls-bar",
+            ),
+            html.Div(panels, id=ids.CONTROLS_DRAWER, className="sidebar controls-drawer"),
+        ],
+        id=ids.CONTROLS_DOCK,
+        className="controls-dock",
+        **{"aria-label": "Controls"},
+    )
+
+
 def build_layout(
     infos: list[ModelInfo],
     *,
@@ -454,6 +563,7 @@ def build_layout(
     raw: RawSettings | None = None,
     view: tuple | None = None,
     fit_summary: str = "",
+    address_notices: list[str] | tuple[str, ...] = (),
 ) -> html.Div:
     """The whole page for a session whose usable models are ``infos``.
 
@@ -467,6 +577,9 @@ def build_layout(
         callback round trip.
     fit_summary : str
         Initial text next to the Fit button (e.g. "All selected maps are fitted.").
+    address_notices : sequence of str
+        What the page address asked for that could not be restored
+        (:func:`app.view_url.decode_view`); shown until the view changes.
     """
     raw = default_settings(infos) if raw is None else raw
     empty = ([], [], [], "", "", [], [])
@@ -486,13 +599,18 @@ def build_layout(
             ),
             html.Div(
                 [
-                    html.Aside(
+                    _controls_dock(
                         [_upload_panel(max_upload_mb), _controls(infos, raw)],
-                        className="sidebar",
                     ),
                     html.Main(
                         [
                             _fit_bar(fit_summary),
+                            html.Div(
+                                [html.Div(m, className="message-line") for m in address_notices],
+                                id=ids.ADDRESS_NOTICE,
+                                className="message address-notice",
+                                role="status",
+                            ),
                             html.Div(
                                 [html.Div(m, className="message-line") for m in messages],
                                 id=ids.MESSAGE,
@@ -510,6 +628,7 @@ def build_layout(
                             html.Section(verdict, id=ids.VERDICT, className="verdict-section"),
                             html.H2("Metrics", className="section-title"),
                             html.P(table_caption, id=ids.METRICS_CAPTION, className="caption"),
+                            _score_parts_toggle(raw),
                             metrics_grid(rows, cols),
                             diagnostics_section(infos, raw.handles),
                         ],
@@ -517,10 +636,14 @@ def build_layout(
                     ),
                     # After the results in the DOM (Fit comes before Export in the tab
                     # order); the stylesheet puts it under the controls on wide screens.
-                    html.Aside(_exports(), className="sidebar sidebar-exports"),
+                    html.Aside(
+                        _exports(), className="sidebar sidebar-exports", **{"aria-label": "Exports"}
+                    ),
                 ],
                 className="app-body",
             ),
+            # The address follows the view without reloading the page (app.view_url).
+            dcc.Location(id=ids.PAGE_URL, refresh=False),
             dcc.Store(id=ids.MODELS_STORE, data=[i.to_json() for i in infos]),
             dcc.Store(id=ids.ALL_BINARY_STORE, data=all_binary(infos, raw.handles)),
             # The class the page starts with is its own pick, not the user's.

@@ -14,7 +14,13 @@ import numpy as np
 import pytest
 
 from app import cli
-from calibration_core import compare_maps, load_predictions
+from calibration_core import (
+    PART_FIELDS,
+    brier_decomposition,
+    compare_maps,
+    load_predictions,
+    log_loss_decomposition,
+)
 from calibration_core.compare import TABLE_COLUMNS
 from calibration_core.maps import available_maps, registry
 from calibration_core.maps.base import CalibrationMap
@@ -95,19 +101,35 @@ def test_evaluate_json_schema_and_values(preds_csv, capsys):
         "renormalize": False,
         "resamples": 1000,
         "level": 0.95,
+        "measures": False,
     }
     assert [m["model"] for m in doc["models"]] == ["alpha", "beta"]
+    assert all("measures" not in m for m in doc["models"])
     for model, loaded in zip(doc["models"], load_predictions(preds_csv), strict=True):
         assert model["n_samples"] == 240 and model["n_classes"] == 3
         assert [r["map"] for r in model["rows"]] == ["uncalibrated", "test-cli-prior"]
-        assert all(set(r) == {"map", *TABLE_COLUMNS} for r in model["rows"])
+        assert all(set(r) == {"map", *TABLE_COLUMNS, *PART_FIELDS} for r in model["rows"])
+        # the parts follow log_loss
+        keys = list(model["rows"][0])
+        assert keys[keys.index("log_loss") + 1 :][:4] == list(PART_FIELDS)
         # the same numbers as the library, for the same settings
-        expected = compare_maps(
+        comparison = compare_maps(
             loaded, ["test-cli-prior"], folds=3, n_bins=10, scheme="frequency", seed=4
-        ).rows()
-        for got, want in zip(model["rows"], expected, strict=True):
+        )
+        for got, want in zip(model["rows"], comparison.rows(), strict=True):
             for col in ("accuracy", "confidence_ece", "classwise_mce", "brier_score", "log_loss"):
                 assert got[col] == pytest.approx(want[col], rel=1e-12)
+            pred = comparison.calibrated[got["map"]]
+            brier = brier_decomposition(pred, None, n_bins=10, scheme="frequency")
+            loss = log_loss_decomposition(pred, None, n_bins=10, scheme="frequency")
+            assert got["brier_calibration"] == pytest.approx(brier.calibration, rel=1e-12)
+            assert got["brier_refinement"] == pytest.approx(brier.refinement, rel=1e-12)
+            assert got["log_loss_calibration"] == pytest.approx(loss.calibration, rel=1e-12)
+            assert got["log_loss_refinement"] == pytest.approx(loss.refinement, rel=1e-12)
+            # calibration + refinement is the score up to the small binning residual
+            assert got["brier_calibration"] + got["brier_refinement"] == pytest.approx(
+                got["brier_score"], abs=0.02
+            )
         # the verdict: the library's, for the same settings (the comparison's seed)
         want = (
             compare_maps(loaded, ["test-cli-prior"], folds=3, n_bins=10, scheme="frequency", seed=4)
@@ -116,6 +138,57 @@ def test_evaluate_json_schema_and_values(preds_csv, capsys):
         )
         assert model["verdict"] == want
         assert model["verdict"]["seed"] == 4 and model["verdict"]["n_resamples"] == 1000
+
+
+def test_evaluate_measures_section_is_the_library_summary(preds_csv, capsys):
+    from calibration_core.measures import measures_summary
+
+    code, out, err = run(
+        ["evaluate", str(preds_csv), "--maps", "test-cli-prior", "--format", "json",
+         "--folds", "3", "--seed", "2", "--measures"],
+        capsys,
+    )  # fmt: skip
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["settings"]["measures"] is True
+    for model, loaded in zip(doc["models"], load_predictions(preds_csv), strict=True):
+        m = model["measures"]
+        assert m == json.loads(json.dumps(measures_summary(loaded, seed=2)))
+        assert set(m) == {"confidence", "classwise", "canonical"}  # K = 3: no binary block
+        top = m["confidence"]
+        assert set(top) == {"cumulative", "spiegelhalter", "smooth_ece", "hierarchy"}
+        assert set(top["hierarchy"]) == {
+            "n_samples", "level", "in_the_large", "recalibration", "curve", "spiegelhalter"
+        }  # fmt: skip
+        assert len(m["classwise"]["ks_errors"]) == 3
+        assert m["canonical"]["skce"]["n_quadratic"] == 240
+        assert m["canonical"]["vector_binned_ece"]["n_occupied"] >= 1
+    # alpha is the sharpened (over-confident) model
+    slope = doc["models"][0]["measures"]["confidence"]["hierarchy"]["recalibration"]["slope"]
+    assert slope["upper"] < 1
+    code, out, err = run(
+        ["evaluate", str(preds_csv), "--maps", "test-cli-prior", "--measures"], capsys
+    )
+    assert code == 0, err
+    assert "alpha: measures of the uncalibrated predictions" in out
+    assert "KS error" in out and "smooth ECE" in out and "slope" in out
+
+
+def test_evaluate_measures_of_a_binary_file_have_a_binary_block(tmp_path, capsys):
+    rng = np.random.default_rng(1)
+    s = rng.random(300)
+    y = (rng.random(300) < s).astype(int)
+    path = tmp_path / "binary.csv"
+    path.write_text(
+        "label,p_0,p_1\n"
+        + "".join(f"{b},{1 - a:.17g},{a:.17g}\n" for a, b in zip(s, y, strict=True))
+    )
+    code, out, err = run(["evaluate", str(path), "--maps", "test-cli-prior", "--format", "json",
+                          "--measures"], capsys)  # fmt: skip
+    assert code == 0, err
+    m = json.loads(out)["models"][0]["measures"]
+    assert m["binary"]["hierarchy"]["in_the_large"]["n_samples"] == 300
+    assert m["canonical"]["vector_binned_ece"]["n_cells"] == 25
 
 
 def test_evaluate_table_lists_every_model_and_map(preds_csv, capsys):

@@ -6,6 +6,8 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -18,6 +20,20 @@ except ImportError:  # reported by conftest's `browser_available` fixture
 FIT_TIMEOUT_MS = 120_000
 #: Chromium's error for requests aborted by a change of the host's network.
 NETWORK_CHANGED = "net::ERR_NETWORK_CHANGED"
+#: Chromium's error for requests the page still had running when it was left or reloaded.
+ABORTED = "net::ERR_ABORTED"
+
+
+#: Every body row element of the metrics grid (pinned and centre containers), as XPath.
+GRID_ROW = "//*[@id='metrics-grid']//div[contains(concat(' ', @class, ' '), ' ag-row ')]"
+
+
+def xpath_literal(text: str) -> str:
+    """``text`` (whitespace normalised, as ``normalize-space``) as an XPath 1.0 string."""
+    text = " ".join(text.split())
+    if "'" not in text:
+        return f"'{text}'"
+    return "concat(" + ', "\'", '.join(f"'{part}'" for part in text.split("'")) + ")"
 
 
 @dataclass
@@ -29,6 +45,8 @@ class PageWatch:
     failed_requests: list[str] = field(default_factory=list)
     http_errors: list[str] = field(default_factory=list)
     dialogs: list[str] = field(default_factory=list)
+    #: True while a test reloads the page or steps through its history (:meth:`leaving`).
+    navigating: bool = False
 
     def attach(self, page) -> None:
         page.on("console", self._on_console)
@@ -43,6 +61,8 @@ class PageWatch:
         self.console.append((msg.type, msg.text, where))
 
     def _on_request_failed(self, request) -> None:
+        if self.navigating and ABORTED in str(request.failure):
+            return  # the old document's requests end with it, in any browser
         self.failed_requests.append(f"{request.method} {request.url}: {request.failure}")
 
     def _on_response(self, response) -> None:
@@ -83,6 +103,20 @@ class PageWatch:
         self.failed_requests = [r for r in self.failed_requests if NETWORK_CHANGED not in r]
         return before - len(self.console) - len(self.failed_requests)
 
+    @contextmanager
+    def leaving(self) -> Iterator[None]:
+        """While the test replaces the page's document: its aborted requests are no fault.
+
+        A reload (or Back to an address that reloads) aborts whatever the old
+        document was still fetching, e.g. Chromium's favicon request after the
+        address changed. Any other failure is still recorded.
+        """
+        self.navigating = True
+        try:
+            yield
+        finally:
+            self.navigating = False
+
     def assert_clean(self) -> None:
         problems = self.errors()
         assert not problems, "the page reported problems:\n" + "\n".join(problems)
@@ -96,15 +130,15 @@ class Dashboard:
         self.watch = watch
 
     # -- navigation
-    def open(self, attempts: int = 3) -> None:
-        """Load the page; wait for the first diagrams and the end of the initial fit.
+    def open(self, attempts: int = 3, address: str = "/") -> None:
+        """Load the page at ``address``; wait for the first diagrams and the end of the initial fit.
 
         A load during which the host's network changed is not the dashboard's
         fault: it is reloaded (at most ``attempts`` loads), with a notice.
         """
         for attempt in range(1, attempts + 1):
             try:
-                self.page.goto("/")
+                self.page.goto(address)
                 self._wait_loaded()
             except AssertionError:
                 if attempt == attempts or not self.watch.drop_network_changes():
@@ -113,6 +147,26 @@ class Dashboard:
                 if attempt == attempts or not self.watch.drop_network_changes():
                     return
             print(f"page load {attempt}: the network changed ({NETWORK_CHANGED}); reloading")
+
+    def reload(self) -> None:
+        """Reload the page (at its current address) and wait as :meth:`open` does."""
+        with self.watch.leaving():
+            self.page.reload()
+            self._wait_loaded()
+
+    def step_history(self, back: bool = True) -> None:
+        """Back (or Forward); the page reloads at that address (``assets/view_history.js``).
+
+        Waits for the new document (the old one carries a mark), then as :meth:`open` does.
+        """
+        self.page.evaluate("() => { window.leftByTest = true; }")
+        with self.watch.leaving():
+            if back:
+                self.page.go_back()
+            else:
+                self.page.go_forward()
+            self.page.wait_for_function("() => !window.leftByTest")
+            self._wait_loaded()
 
     def _wait_loaded(self) -> None:
         expect(self.graphs().first.locator(".main-svg").first).to_be_visible()
@@ -156,6 +210,14 @@ class Dashboard:
         return self.page.locator(f"#upload-message .upload-line.{kind}")
 
     # -- controls
+    def show_controls(self) -> None:
+        """Open the controls drawer if the window is narrow enough to have one (< 1000 px)."""
+        toggle = self.page.locator("#controls-toggle")
+        if toggle.is_visible() and toggle.get_attribute("aria-expanded") != "true":
+            toggle.click()
+            expect(toggle).to_have_attribute("aria-expanded", "true")
+        expect(self.page.locator("#controls-drawer")).to_be_visible()
+
     def model_checkbox(self, label: str):
         return self.page.locator("#model-select").get_by_label(label, exact=True)
 
@@ -164,14 +226,17 @@ class Dashboard:
 
     def set_bins(self, n: int) -> None:
         """Type the bin count in the slider's number box and press Enter."""
+        self.show_controls()
         box = self.page.locator("#n-bins input[type=number]")
         box.fill(str(n))
         box.press("Enter")
 
     def set_scheme(self, scheme: str) -> None:
+        self.show_controls()
         self.page.locator(f"#scheme input[value={scheme}]").check()
 
     def set_notion(self, notion: str) -> None:
+        self.show_controls()
         self.page.locator(f"#notion input[value={notion}]").check()
 
     # -- verdict
@@ -185,21 +250,40 @@ class Dashboard:
 
     # -- table
     def row(self, model: str, calibrator: str):
-        """The ag-grid row whose model and calibrator cells read exactly so."""
-        rows = self.page.locator("#metrics-grid .ag-center-cols-container [role=row]")
-        for column, text in (("model", model), ("map", calibrator)):
-            exact = re.compile(f"^{re.escape(text)}$")
-            rows = rows.filter(has=self.page.locator(f'[col-id="{column}"]', has_text=exact))
-        return rows
+        """The ag-grid row whose model and calibrator cells read exactly so.
+
+        The model and status columns are pinned (left and right containers),
+        so a row is up to three elements sharing a ``row-index``: all of them.
+        """
+
+        def indices(column: str, text: str) -> str:
+            cell = f"@col-id='{column}' and normalize-space(.)={xpath_literal(text)}"
+            return f"{GRID_ROW}[.//*[{cell}]]/@row-index"
+
+        both = (
+            f"@row-index = {indices('model', model)} and @row-index = {indices('map', calibrator)}"
+        )
+        return self.page.locator(f"xpath={GRID_ROW}[{both}]")
 
     def cell(self, model: str, calibrator: str, column: str):
         return self.row(model, calibrator).locator(f'[col-id="{column}"]')
 
     def table_rows(self) -> list[dict[str, str]]:
-        """The rendered table as text: one dict (col-id -> cell text) per row, in order."""
-        return self.page.locator("#metrics-grid .ag-center-cols-container").evaluate(
-            """(container) => Array.from(container.querySelectorAll('[role=row]'))
-                 .sort((a, b) => +a.getAttribute('row-index') - +b.getAttribute('row-index'))
-                 .map(row => Object.fromEntries(Array.from(row.querySelectorAll('[col-id]'))
-                   .map(cell => [cell.getAttribute('col-id'), cell.textContent.trim()])))"""
+        """The rendered table as text: one dict (col-id -> cell text) per row, in order.
+
+        A row's cells are gathered from the pinned and the centre containers.
+        """
+        return self.page.locator("#metrics-grid .ag-body").evaluate(
+            """(body) => {
+                 const rows = new Map();
+                 for (const part of body.querySelectorAll('.ag-row[row-index]')) {
+                   const index = +part.getAttribute('row-index');
+                   const cells = rows.get(index) || {};
+                   for (const cell of part.querySelectorAll('[col-id]')) {
+                     cells[cell.getAttribute('col-id')] = cell.textContent.trim();
+                   }
+                   rows.set(index, cells);
+                 }
+                 return Array.from(rows.keys()).sort((a, b) => a - b).map(i => rows.get(i));
+               }"""
         )

@@ -52,7 +52,7 @@ def test_toolbar_has_no_share_button_and_no_tab_stops(page, ui, watch, screensho
         assert not page.evaluate("() => document.activeElement.matches('.modebar-btn')")
 
     # Where the Export panel is drawn: under the controls (wide) or after the results.
-    controls = page.locator(".app-body > .sidebar").first.bounding_box()
+    controls = page.locator("#controls-dock").bounding_box()
     exports = page.locator(".sidebar-exports").bounding_box()
     results = page.locator(".results").bounding_box()
     if width >= 1000:

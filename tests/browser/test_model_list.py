@@ -58,9 +58,10 @@ def label(name: str) -> str:
 
 def assert_inside_list(page, box) -> None:
     """Scrolled into view, the checkbox row lies inside the list's visible box."""
-    box.scroll_into_view_if_needed()
+    row = box.locator("xpath=ancestor::label")
+    row.scroll_into_view_if_needed()  # the row, not its checkbox: all of it in view
     outer = page.locator("#model-select").bounding_box()
-    inner = box.locator("xpath=ancestor::label").bounding_box()
+    inner = row.bounding_box()
     assert (
         outer["x"] - 1 <= inner["x"]
         and inner["x"] + inner["width"] <= outer["x"] + outer["width"] + 1
@@ -75,6 +76,7 @@ def assert_inside_list(page, box) -> None:
 def test_uploads_visible_selected_searchable(page, ui, screenshot, tmp_path, width):
     page.set_viewport_size({"width": width, "height": 900})
     ui.open()
+    ui.show_controls()  # a drawer below 1000 px
     expect(ui.model_checkbox(DEMO_LABEL)).to_be_checked()
     ui.upload(*write_files(tmp_path))
     expect(ui.upload_lines("ok")).to_have_count(len(NAMES), timeout=30_000)

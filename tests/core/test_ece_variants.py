@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -127,3 +129,50 @@ def test_bad_input():
         adaptive_ece(p, y, notion="top")
     with pytest.raises(CalibrationInputError, match="p must be"):
         plugin_calibration_error(p, y, p=0)
+
+
+def _tace_loop(p, y, n_bins, threshold):
+    """Nixon et al.'s TACE: per class, equal-mass ranges of the probabilities above the
+    threshold, unweighted mean of the gaps of the non-empty ranges. The ranges follow the
+    project's documented rule: interior edges at the sorted values of positions
+    floor(m n / M), range m is [e_m, e_m+1), so ties are never split."""
+    gaps = []
+    for k in range(p.shape[1]):
+        kept = p[:, k] > threshold
+        s, t = p[kept, k], (y[kept] == k).astype(float)
+        if not len(s):
+            continue
+        ordered = np.sort(s)
+        edges = [0.0] + [ordered[m * len(s) // n_bins] for m in range(1, n_bins)] + [np.inf]
+        for lo, hi in itertools.pairwise(edges):
+            inside = (s >= lo) & (s < hi)
+            if inside.any():
+                gaps.append(abs(t[inside].mean() - s[inside].mean()))
+    return float(np.mean(gaps))
+
+
+def test_tace_equals_the_loop_without_ties():
+    from calibration_core.ece_variants import thresholded_adaptive_ece
+
+    p, y = _data(3000, 5, 11)
+    for threshold in (0.0, 0.01, 0.2):
+        assert thresholded_adaptive_ece(p, y, n_bins=10, threshold=threshold) == pytest.approx(
+            _tace_loop(p, y, 10, threshold), abs=1e-12
+        )
+    # with no probability at or below the threshold, TACE is ACE
+    assert thresholded_adaptive_ece(p, y, n_bins=10, threshold=0.0) == pytest.approx(
+        adaptive_classwise_ece(p, y, n_bins=10)
+    )
+    with pytest.raises(CalibrationInputError, match="threshold"):
+        thresholded_adaptive_ece(p, y, threshold=1.0)
+
+
+@pytest.mark.realdata
+def test_cifar_tace_equals_the_loop(realdata):
+    from calibration_core.ece_variants import thresholded_adaptive_ece
+
+    with np.load(realdata["wideresnet-16-4-cifar-10"]) as d:
+        p, g = d["predictions"].astype(np.float64), d["ground_truth"]
+    # float32 probabilities have many ties: the loop keeps them together, as the rule says
+    got = thresholded_adaptive_ece(p, g, n_bins=15, threshold=0.01)
+    assert got == pytest.approx(_tace_loop(p, g, 15, 0.01), abs=1e-9)

@@ -40,7 +40,9 @@ from .settings import (
     CONSISTENCY_RESAMPLES,
     SMALL_MULTIPLES_PER_PAGE,
     HeldOut,
+    SettingsError,
     ViewSettings,
+    parse_view,
 )
 from .store.data_store import DataStore
 from .store.disk import DataUnavailable
@@ -273,6 +275,26 @@ def default_class(store: DataStore, info: ModelInfo, binning: Binning) -> str:
     """
     eces, _ = class_errors(store, info.handle, store.predictions(info.handle), binning)
     return info.class_names[worst_classes(eces, 1)[0]]
+
+
+def opening_class(store: DataStore, sid, handles: list[str], scheme, n_bins) -> str | None:
+    """The class "one class vs rest" opens on for a selection, or None when there is none.
+
+    The worst class (:func:`default_class`) of the first selected model, at
+    the controls' binning (the default binning when theirs is invalid); None
+    when nothing is selected or the model cannot be read.
+    """
+    if not handles:
+        return None
+    try:
+        view = parse_view("class", None, scheme, n_bins, "none", 0.95)
+    except SettingsError:
+        view = ViewSettings()
+    try:
+        info = store.resolve(sid, handles[0])
+        return default_class(store, info, Binning(view.scheme, view.n_bins))
+    except DataUnavailable:
+        return None
 
 
 def classes_per_calibrator(n_models: int, n_calibrators: int) -> int:

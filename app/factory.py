@@ -9,11 +9,13 @@ isolated apps, and gunicorn workers and Celery job workers that share
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 from pathlib import Path
 
 from dash import Dash
 from flask import jsonify
 
+from .analysis import opening_class
 from .callback_failures import CallbackFailures
 from .callbacks import register_callbacks
 from .callbacks.exports import register_export_route
@@ -171,6 +173,16 @@ def _page_settings(infos: list[ModelInfo]) -> tuple[RawSettings, list[str]]:
         return default, []
 
 
+def _opening_class(ctx: AppContext, sid, raw: RawSettings) -> tuple[RawSettings, str | None]:
+    """One class vs rest without a class (none or an invalid one in the address) opens on
+    the first model's worst class, which the page then treats as its own pick."""
+    if raw.notion != "class" or raw.class_value is not None:
+        return raw, None
+    handles = raw.handles if isinstance(raw.handles, list) else []
+    worst = opening_class(ctx.store, sid, handles, raw.scheme, raw.n_bins)
+    return (raw, None) if worst is None else (replace(raw, class_value=worst), worst)
+
+
 def _layout_function(ctx: AppContext):
     """The page of the requesting session, its first view drawn (Dash's layout function)."""
 
@@ -179,19 +191,20 @@ def _layout_function(ctx: AppContext):
         infos = ctx.store.session_models(sid)
         raw, notices = _page_settings(infos)
         try:
+            raw, class_auto = _opening_class(ctx, sid, raw)
             view = render(ctx, sid, raw)
             state, _request = plan_fits(
                 ctx, sid, raw.handles, raw.maps, raw.heldout, raw.folds, raw.fraction
             )
         except Exception:  # the page must load; the controls can redraw the view
             log.exception("drawing the initial view failed")
-            view, state = None, None
+            view, state, class_auto = None, None, None
         summary = (state or {}).get("error") or (state or {}).get("summary") or ""
         if view is not None:
             ctx.sessions.told()  # the view's messages carried the lost-session notice, if any
         return build_layout(
             infos, max_upload_mb=ctx.config.max_upload_mb, raw=raw, view=view,
-            fit_summary=summary, address_notices=notices,
+            fit_summary=summary, address_notices=notices, class_auto=class_auto,
         )  # fmt: skip
 
     return serve_layout

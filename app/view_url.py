@@ -197,18 +197,18 @@ def _scalar(raw: RawSettings, name: str, text: str) -> RawSettings:
 
 
 def _class(raw: RawSettings, text: str | None, infos: list[ModelInfo]) -> tuple[object, list]:
-    """The class picker's value for the one-vs-rest notion, from ``class=`` when it is valid.
+    """The class of ``class=`` for the one-vs-rest notion when it is valid, else None.
 
-    The picker's own rule (:func:`app.options.class_choices`) decides which
-    values are valid for the selected models and which one stands in for a
-    missing or invalid class, so the picker and the first view agree.
+    Valid as the picker's own rule (:func:`app.options.class_choices`) says
+    for the selected models; None lets the page open on its own choice (the
+    first model's worst class, :func:`app.analysis.opening_class`).
     """
     models_json = [i.to_json() for i in infos]
     _options, value, _style = class_choices(models_json, raw.handles, "class", text)
     problems = []
     if text is not None and value != text:
         problems.append(f"class {_shown(text)} is not a class of the selected models")
-    return value, problems
+    return (text if value == text else None), problems
 
 
 def decode_view(

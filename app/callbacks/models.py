@@ -11,10 +11,8 @@ from __future__ import annotations
 
 from dash import ALL, Input, Output, State, ctx, html, no_update
 
-from calibration_core import Binning
-
 from .. import ids
-from ..analysis import default_class
+from ..analysis import opening_class
 from ..context import AppContext
 from ..model_list import (
     cap_after_upload,
@@ -25,9 +23,7 @@ from ..model_list import (
     without_demo,
 )
 from ..options import class_choices, notion_for_selection, selected_models
-from ..settings import SettingsError, ViewSettings, parse_view
 from ..store.data_store import DataStore
-from ..store.disk import DataUnavailable
 
 
 def upload_messages(result, known: set[str]) -> list[tuple[str, str]]:
@@ -120,19 +116,13 @@ def class_picker(
     the first selected model; a class the user chose stays while valid.
     """
     chosen = selected_models(models_json, selected)
-    try:
-        view = parse_view("class", None, scheme, n_bins, "none", 0.95)
-    except SettingsError:
-        view = ViewSettings()
     picked: list[str] = []
 
     def default():
-        try:
-            info = store.resolve(sid, chosen[0].handle)
-            picked.append(default_class(store, info, Binning(view.scheme, view.n_bins)))
-        except DataUnavailable:
-            return None
-        return picked[0]
+        worst = opening_class(store, sid, [m.handle for m in chosen], scheme, n_bins)
+        if worst is not None:
+            picked.append(worst)
+        return worst
 
     options, value, style = class_choices(models_json, selected, notion, current, auto, default)
     if not chosen:

@@ -564,6 +564,7 @@ def build_layout(
     view: tuple | None = None,
     fit_summary: str = "",
     address_notices: list[str] | tuple[str, ...] = (),
+    class_auto: str | None = None,
 ) -> html.Div:
     """The whole page for a session whose usable models are ``infos``.
 
@@ -580,6 +581,9 @@ def build_layout(
     address_notices : sequence of str
         What the page address asked for that could not be restored
         (:func:`app.view_url.decode_view`); shown until the view changes.
+    class_auto : str, optional
+        The class in ``raw`` when the page picked it itself (the worst class,
+        :func:`app.analysis.opening_class`): it moves when the models change.
     """
     raw = default_settings(infos) if raw is None else raw
     empty = ([], [], [], "", "", [], [])
@@ -647,7 +651,7 @@ def build_layout(
             dcc.Store(id=ids.MODELS_STORE, data=[i.to_json() for i in infos]),
             dcc.Store(id=ids.ALL_BINARY_STORE, data=all_binary(infos, raw.handles)),
             # The class the page starts with is its own pick, not the user's.
-            dcc.Store(id=ids.CLASS_AUTO, data=_controls_class(infos, raw)),
+            dcc.Store(id=ids.CLASS_AUTO, data=class_auto or _controls_class(infos, raw)),
             dcc.Store(id=ids.FIT_STATE),
             dcc.Store(id=ids.FIT_REQUEST),
         ],

@@ -122,7 +122,7 @@ def test_each_bad_value_is_dropped_and_named_the_rest_restored():
     raw, (notice,) = decode_view(query, INFOS, DEFAULT)
     assert raw.maps == ["platt"] and raw.notion == "class" and raw.heldout == "split"
     assert (raw.n_bins, raw.level, raw.folds, raw.fraction) == (15, 0.95, 5, 0.5)
-    assert raw.class_value == "cat"  # the picker's own choice stands in for it
+    assert raw.class_value is None  # the page opens on its own choice, the worst class
     for part in (
         "unknown map 'evil'",
         "the number of bins must be from 2 to 100, got 500",
@@ -166,7 +166,7 @@ def test_repeated_parameters_count_once_and_odd_encodings_are_read_safely():
     raw, notices = decode_view("bins=8&bins=9&models=demo-1&models=demo-0", INFOS, DEFAULT)
     assert (raw.n_bins, raw.handles, notices) == (8, ["demo-1"], [])
     raw, notices = decode_view("notion=class&class=%FF%FE&bins=%ZZ", INFOS, DEFAULT)
-    assert raw.class_value == "cat" and len(notices) == 1
+    assert raw.class_value is None and len(notices) == 1
     raw, notices = decode_view("?models=demo-1,demo-1,,&maps=,temperature,", INFOS, DEFAULT)
     assert (raw.handles, raw.maps, notices) == (["demo-1"], ["temperature"], [])
 
@@ -246,3 +246,24 @@ def test_the_page_opens_on_the_view_of_its_address(tmp_path):
     assert _find(plain, ids.N_BINS)["value"] == 15
     assert _find(plain, ids.ADDRESS_NOTICE)["children"] == []
     assert _find(plain, ids.PAGE_URL) == {"id": ids.PAGE_URL, "refresh": False}
+
+
+def test_one_class_vs_rest_without_a_valid_class_opens_on_the_worst_class(tmp_path):
+    import numpy as np
+
+    from app.factory import create_app
+    from calibration_core import binary_ece
+    from calibration_core.demo import demo_predictions
+
+    pred = demo_predictions()[5]
+    eces = [
+        binary_ece(pred.probs[:, j], pred.labels == j, n_bins=15) for j in range(pred.n_classes)
+    ]
+    worst = pred.class_names[int(np.argmax(eces))]
+    client = create_app(make_config(tmp_path)).server.test_client()
+    for query in ("models=demo-5&notion=class", "models=demo-5&notion=class&class=horse"):
+        layout = client.get("/_dash-layout", headers={"Referer": f"http://x/?{query}"}).get_json()
+        assert _find(layout, ids.CLASS_SELECT)["value"] == worst
+        # The page's own pick (it moves with the models), and the view drawn for it.
+        assert _find(layout, ids.CLASS_AUTO)["data"] == worst
+        assert f"class {worst}" in _find(layout, ids.VIEW_TITLE)["children"]

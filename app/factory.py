@@ -27,6 +27,7 @@ from .origin_check import OriginCheck
 from .request_errors import install_error_handlers
 from .security import BasicAuth, SecurityHeaders, TrustedProxies
 from .session import SessionManager
+from .statistics_page import register_statistics_route
 from .store.data_store import DataStore
 from .upload import make_request_class, register_upload_route
 from .upload_parser import ParseLimits, UploadParser, default_memory_limit_mb
@@ -127,6 +128,7 @@ def _install_server(server, ctx: AppContext, secret_key: str, cache_dir: Path) -
         max_upload_mb=config.max_upload_mb,
     )
     register_export_route(server, ctx)
+    register_statistics_route(server)
 
     @server.get("/healthz")
     def healthz():

@@ -33,6 +33,7 @@ from calibration_core.decision import (
 )
 from calibration_core.errors import SmallSampleWarning
 from calibration_core.goodness_of_fit import (
+    DEFAULT_RESAMPLES,
     MIN_RECOMMENDED_SAMPLES,
     P_VALUE_METHODS,
     hosmer_lemeshow,
@@ -50,6 +51,15 @@ from .target import HL_DEFAULT_GROUPS, DiagTarget, memo
 HL_SMALL_SAMPLE = MIN_RECOMMENDED_SAMPLES
 #: The p-value the page shows: the core's default (parametric bootstrap).
 HL_P_VALUE = P_VALUE_METHODS[0]
+#: Label draws (rows x label sets) of one bootstrap p-value on the page: 1,000 label sets up to
+#: 100,000 rows, fewer above (at least 199; a Monte Carlo p-value is valid for any number).
+HL_MAX_DRAWS = 10**8
+HL_MIN_RESAMPLES = 199
+
+
+def hl_resamples(n_rows: int) -> int:
+    """Label sets of the page's bootstrap p-value for ``n_rows`` rows (see :data:`HL_MAX_DRAWS`)."""
+    return int(min(DEFAULT_RESAMPLES, max(HL_MIN_RESAMPLES, HL_MAX_DRAWS // max(n_rows, 1))))
 
 
 # ------------------------------------------------------------ Hosmer-Lemeshow
@@ -72,7 +82,9 @@ def _hosmer_lemeshow(pred: Predictions, groups: int) -> HosmerLemeshowRow:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", SmallSampleWarning)
         try:
-            result = hosmer_lemeshow(pred, n_groups=groups)
+            result = hosmer_lemeshow(
+                pred, n_groups=groups, n_resamples=hl_resamples(pred.n_samples)
+            )
         except CalibrationInputError as exc:
             return HosmerLemeshowRow("", n=pred.n_samples, message=str(exc))
     return HosmerLemeshowRow(

@@ -104,11 +104,11 @@ def estimator_table(rows: list[EstimatorRow], scheme_label: str) -> TextTable:
 # ------------------------------------------------------------ Hosmer-Lemeshow
 HL_NOTES = [
     "p-value: parametric bootstrap under calibration (labels redrawn 1,000 times from each "
-    "row's predicted probabilities, groups kept, seed 0): every row here is scored by "
-    "predictions that were not fitted on it, and for such rows the chi-squared approximation "
-    "is off in both directions (with (G − 2)(K − 1) degrees of freedom it rejects calibrated "
-    "predictions too often; with G(K − 1), shown as dof, too rarely for K ≥ 3). "
-    "Size and power: see “What these numbers promise”.",
+    "row's predicted probabilities, fewer above 100,000 rows; groups kept, seed 0). Every "
+    "row here is scored by predictions that were not fitted on it, and for such rows the "
+    "chi-squared approximation is off in both directions: with (G − 2)(K − 1) degrees of "
+    "freedom it rejects calibrated predictions too often, with G(K − 1) (shown as dof) too "
+    "rarely for K ≥ 3. Size and power: see “What these numbers promise”.",
     "Groups: equal-frequency groups of 1 − P(first class) (for K = 2, of P(positive)); tied "
     "scores are never split, so fewer groups can form. K > 2: the multinomial test of "
     "Fagerland, Hosmer & Bofin (2008), a Pearson sum over all groups and classes.",

@@ -10,7 +10,7 @@ import pytest
 
 from app.callbacks.diagnostics import overview
 from app.callbacks.view import render
-from app.diagnostics.cards import hosmer_lemeshow_rows
+from app.diagnostics.cards import hl_resamples, hosmer_lemeshow_rows
 from app.diagnostics.overview import estimator_rows, sensitivity_curves
 from app.diagnostics.tables import hosmer_lemeshow_table
 from app.diagnostics.target import diag_target
@@ -131,6 +131,11 @@ def test_hosmer_lemeshow_rows_use_the_core_default_bootstrap_p_value(ctx, sid):
     table = hosmer_lemeshow_table([tied], 10, 10)
     assert any("fewer than 10 groups for uncalibrated" in w for w in table.warnings)
     assert any("parametric bootstrap under calibration" in n for n in table.notes)
+
+
+def test_page_bootstrap_label_sets_shrink_only_above_100k_rows():
+    assert hl_resamples(1000) == hl_resamples(100_000) == 1000  # the library's default
+    assert hl_resamples(500_000) == 200 and hl_resamples(10**7) == 199
 
 
 def test_small_sample_warning_is_shown(ctx, sid):

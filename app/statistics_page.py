@@ -35,22 +35,21 @@ def statistics_source() -> Path:
 
 
 def _inline(text: str) -> str:
-    """Escape, then code spans, bold and links."""
-    parts = re.split(r"(`[^`]*`)", text)
-    out = []
-    for part in parts:
-        if part.startswith("`") and part.endswith("`") and len(part) > 1:
-            out.append(f"<code>{html.escape(part[1:-1])}</code>")
-            continue
-        part = html.escape(part, quote=False)
-        part = re.sub(r"\*\*(.+?)\*\*", r"<strong>\1</strong>", part)
-        part = re.sub(
-            r"\[([^\]]+)\]\(([^)\s]+)\)",
-            lambda m: f'<a href="{html.escape(m.group(2))}">{m.group(1)}</a>',
-            part,
-        )
-        out.append(part)
-    return "".join(out)
+    """Escape, then code spans, bold and links (bold may enclose a code span)."""
+    codes: list[str] = []
+
+    def stash(match: re.Match) -> str:
+        codes.append(f"<code>{html.escape(match.group(1))}</code>")
+        return f"\x00{len(codes) - 1}\x00"
+
+    out = html.escape(re.sub(r"`([^`]*)`", stash, text), quote=False)
+    out = re.sub(r"\*\*(.+?)\*\*", r"<strong>\1</strong>", out)
+    out = re.sub(
+        r"\[([^\]]+)\]\(([^)\s]+)\)",
+        lambda m: f'<a href="{html.escape(m.group(2))}">{m.group(1)}</a>',
+        out,
+    )
+    return re.sub("\x00(\\d+)\x00", lambda m: codes[int(m.group(1))], out)
 
 
 def _slug(title: str) -> str:

@@ -38,6 +38,8 @@ def test_markdown_subset_is_rendered_and_escaped():
     assert "<li>two &lt;b&gt;</li>" in out
     assert "<td>&lt;i&gt;2&lt;/i&gt;</td>" in out and "---" not in out
     assert markdown_html("#no-space heading\n") == "<p>#no-space heading</p>"  # no endless loop
+    bold_code = markdown_html("**Default (`a<b`):** text")
+    assert bold_code == "<p><strong>Default (<code>a&lt;b</code>):</strong> text</p>"
 
 
 def test_route_serves_the_doc_and_every_card_link_has_its_anchor(tmp_path):

@@ -20,10 +20,11 @@ from pathlib import Path
 STATISTICS_PATH = "/statistics"
 STATISTICS_FILE = "statistics.md"
 _STYLE = (
-    "body{font:15px/1.5 system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem;"
+    "body{font:15px/1.5 system-ui,sans-serif;max-width:72rem;margin:2rem auto;padding:0 1rem;"
     "color:#222}table{border-collapse:collapse;margin:1rem 0;font-size:13px}"
     "th,td{border:1px solid #ccc;padding:2px 6px;text-align:right}th{background:#f3f3f3}"
     "td:first-child,th:first-child{text-align:left}code{background:#f3f3f3;padding:0 3px}"
+    ".table-wrap{overflow-x:auto}"
 )
 
 
@@ -62,7 +63,8 @@ def _table(lines: list[str]) -> str:
     body = [r for r in rows[1:] if not all(set(c) <= set("-: ") for c in r)]
     head = "".join(f"<th>{_inline(c)}</th>" for c in rows[0])
     cells = "".join("<tr>" + "".join(f"<td>{_inline(c)}</td>" for c in r) + "</tr>" for r in body)
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{cells}</tbody></table>"
+    table = f"<table><thead><tr>{head}</tr></thead><tbody>{cells}</tbody></table>"
+    return f'<div class="table-wrap">{table}</div>'
 
 
 def markdown_html(text: str) -> str:

@@ -30,6 +30,7 @@ from .request_errors import install_error_handlers
 from .security import BasicAuth, SecurityHeaders, TrustedProxies
 from .session import SessionManager
 from .settings import RawSettings
+from .statistics_page import register_statistics_route
 from .store.data_store import DataStore
 from .store.records import ModelInfo
 from .upload import make_request_class, register_upload_route
@@ -151,6 +152,7 @@ def _install_server(server, ctx: AppContext, secret_key: str, cache_dir: Path) -
         max_upload_mb=config.max_upload_mb,
     )
     register_export_route(server, ctx)
+    register_statistics_route(server)
 
     @server.get("/healthz")
     def healthz():

@@ -101,7 +101,6 @@ DIAG_TEST_STATUS = "diag-test-status"
 DIAG_TEST_DONE = "diag-test-done"  # dcc.Store: bumped when a background test run ends
 DIAG_TEST_TABLE = "diag-test-table"
 DIAG_TEST_GRAPH = "diag-test-graph"
-DIAG_BOOT_TOGGLE = "diag-boot-toggle"  # checklist: show bootstrap intervals
 DIAG_BOOT_LEVEL = "diag-boot-level"
 DIAG_BOOT_RUN = "diag-boot-run"
 DIAG_BOOT_CANCEL = "diag-boot-cancel"

@@ -24,17 +24,29 @@ tests for logistic regression models", Statistics in Medicine 27:4238-4253)
     repeats one of its two summands (see its Pitfalls); this module implements
     the statistic of the primary source above, not the printed equation.
 
-Degrees of freedom
-    ``G - 2`` (``(G - 2)(K - 1)``) is the reference distribution when the
-    probabilities come from a logistic model fitted to the *same* rows. For a
-    model evaluated on held-out rows, Hosmer & Lemeshow recommend ``G`` degrees
-    of freedom instead (Applied Logistic Regression, external validation);
-    ``holdout=True`` uses ``G (K - 1)``, the multinomial analogue. (In 300
-    simulated calibrated held-out sets of 1,000 rows, G = 10, the test at
-    alpha = 0.05 rejected 10.7 % (K = 2) and 10.3 % (K = 3) with the
-    ``G - 2`` rule, 3.3 % and 3.0 % with ``holdout=True``.) With many classes
-    most cells have small expected counts and the chi-squared approximation
-    is poor; read the statistic per group (``table``) rather than the p-value.
+p-value (``p_value=``)
+    ``"bootstrap"`` (the default, here and on the page): a parametric
+    bootstrap under the null that the predictions are the true
+    probabilities of these rows, the situation of predictions evaluated on
+    held-out rows. The groups depend on the scores only, so they stay fixed;
+    R label sets are drawn from the predicted rows (the draws of
+    :func:`calibration_core.significance.calibration_test`), the statistic
+    is recomputed on each, and ``p = (1 + #{null >= observed}) / (1 + R)``.
+    Its size is at most alpha for any K, G and N.
+
+    ``"chi2"``: the chi-squared approximation. ``G - 2`` (``(G - 2)(K - 1)``)
+    degrees of freedom is the reference distribution when the probabilities
+    come from a logistic model fitted to the *same* rows (``holdout=False``).
+    For held-out rows, Hosmer & Lemeshow recommend ``G`` degrees of freedom
+    (Applied Logistic Regression, external validation); ``holdout=True`` (the
+    default) uses ``G (K - 1)``, the multinomial analogue. Neither gives
+    uniform p-values in general: with ``G - 2`` calibrated held-out
+    predictions are rejected far more often than alpha, and with ``G (K - 1)``
+    and K >= 3 far less often (the Pearson cells of one group are dependent
+    and the rows of a group have different probabilities), with little
+    power. With many classes most cells have small expected counts; read the
+    statistic per group (``table``) rather than the p-value. Size of both
+    rules by K, G and N: docs/statistics.md.
 
 Groups
     Equal-frequency groups follow the project's one binning rule
@@ -58,7 +70,8 @@ import numpy as np
 from .binning import Binning
 from .errors import CalibrationInputError, SmallSampleWarning
 from .predictions import probs_and_labels
-from .validation import check_whole_number
+from .significance import CategoricalSampler
+from .validation import check_seed, check_whole_number
 
 
 def _chi2_sf(statistic: float, dof: int) -> float:
@@ -70,6 +83,11 @@ def _chi2_sf(statistic: float, dof: int) -> float:
 
 #: Below this many rows a :class:`SmallSampleWarning` is issued (survey §6).
 MIN_RECOMMENDED_SAMPLES = 400
+#: How the p-value is computed (module docstring); the first is the default.
+P_VALUE_METHODS = ("bootstrap", "chi2")
+DEFAULT_RESAMPLES = 1000
+#: About this many (resample, row) pairs are drawn at once.
+BLOCK_ELEMENTS = 1 << 21
 
 
 @dataclass(frozen=True, eq=False)
@@ -107,14 +125,18 @@ class HosmerLemeshowResult:
     statistic : float
         The Pearson statistic over all groups and classes.
     dof : int
-        Degrees of freedom of the chi-squared reference distribution.
+        Degrees of freedom of the chi-squared approximation (``holdout`` rule).
     p_value : float
-        ``scipy.stats.chi2.sf(statistic, dof)``.
+        The p-value of ``method``: parametric bootstrap or ``chi2.sf(statistic, dof)``.
     n_groups : int
         Non-empty groups used (may be fewer than asked with tied scores).
     reference : int
         The reference class of the grouping score.
     table : HosmerLemeshowTable
+    method : str
+        ``"bootstrap"`` or ``"chi2"`` (module docstring).
+    n_resamples, seed : int or None
+        Of the parametric bootstrap (None with ``"chi2"``).
     """
 
     statistic: float
@@ -123,6 +145,9 @@ class HosmerLemeshowResult:
     n_groups: int
     reference: int
     table: HosmerLemeshowTable
+    method: str = "chi2"
+    n_resamples: int | None = None
+    seed: int | None = None
 
 
 def _pearson_cells(observed: np.ndarray, expected: np.ndarray) -> np.ndarray:
@@ -133,13 +158,34 @@ def _pearson_cells(observed: np.ndarray, expected: np.ndarray) -> np.ndarray:
     return cells
 
 
+def _bootstrap_null(p, group, expected, kept, rng, n_resamples) -> np.ndarray:
+    """The statistic on ``n_resamples`` label sets drawn from ``p`` (groups fixed), shape (R,)."""
+    n, k = p.shape
+    g = kept.shape[0]
+    sampler = CategoricalSampler(p)
+    cell_of_row = group * k - sampler.base  # + flat index i*K + class -> group*K + class
+    size = max(1, min(n_resamples, BLOCK_ELEMENTS // max(n, 1)))
+    null = []
+    for start in range(0, n_resamples, size):
+        r = min(size, n_resamples - start)
+        codes = (
+            sampler.draw(rng, r) + cell_of_row + (np.arange(r, dtype=np.intp) * (g * k))[:, None]
+        )
+        observed = np.bincount(codes.ravel(), minlength=r * g * k).reshape(r, g, k)[:, kept]
+        null.append(_pearson_cells(observed.astype(np.float64), expected).sum(axis=(1, 2)))
+    return np.concatenate(null)
+
+
 def hosmer_lemeshow(
     probs,
     labels=None,
     *,
     n_groups: int = 10,
     reference: int = 0,
-    holdout: bool = False,
+    p_value: str = "bootstrap",
+    n_resamples: int = DEFAULT_RESAMPLES,
+    seed: int | None = 0,
+    holdout: bool = True,
 ) -> HosmerLemeshowResult:
     """Hosmer-Lemeshow test (binary) and its multinomial extension (Fagerland et al. 2008).
 
@@ -153,14 +199,23 @@ def hosmer_lemeshow(
         G, the number of equal-frequency groups (at least 3).
     reference : int
         Reference class: rows are grouped by ``1 - probs[:, reference]``.
+    p_value : {"bootstrap", "chi2"}
+        Parametric bootstrap under calibration (default; valid size for held-out
+        predictions) or the chi-squared approximation (module docstring).
+    n_resamples : int
+        R, label sets drawn by the bootstrap.
+    seed : None, int or numpy.random.Generator
+        Source of randomness of the bootstrap; the same int gives the same p-value.
     holdout : bool
-        The probabilities were not fitted on these rows: use ``G (K - 1)``
-        degrees of freedom instead of ``(G - 2)(K - 1)`` (module docstring).
+        Degrees of freedom of the chi-squared approximation: ``G (K - 1)``
+        (True, the probabilities were not fitted on these rows) or
+        ``(G - 2)(K - 1)`` (False). Only ``p_value="chi2"`` uses them.
 
     Returns
     -------
     HosmerLemeshowResult
-        ``.statistic``, ``.dof``, ``.p_value`` and the per-group ``.table``.
+        ``.statistic``, ``.dof``, ``.p_value`` and the per-group ``.table``;
+        size of each p-value method: docs/statistics.md.
 
     Warns
     -----
@@ -170,6 +225,11 @@ def hosmer_lemeshow(
     p, y = probs_and_labels(probs, labels)
     n, k = p.shape
     g = check_whole_number(n_groups, "n_groups", minimum=3)
+    if p_value not in P_VALUE_METHODS:
+        raise CalibrationInputError(
+            f"p_value must be one of {', '.join(map(repr, P_VALUE_METHODS))}, got {p_value!r}."
+        )
+    r = check_whole_number(n_resamples, "n_resamples")
     if isinstance(reference, bool) or not isinstance(reference, (int, np.integer)):
         raise CalibrationInputError(f"reference must be a class index, got {reference!r}.")
     if not 0 <= reference < k:
@@ -215,11 +275,19 @@ def hosmer_lemeshow(
         expected=expected,
         contribution=contribution,
     )
+    if p_value == "chi2":
+        value, r, seed = _chi2_sf(statistic, dof), None, None
+    else:
+        null = _bootstrap_null(p, group, expected, kept, check_seed(seed), r)
+        value = float((1.0 + np.count_nonzero(null >= statistic * (1.0 - 1e-12))) / (1.0 + r))
     return HosmerLemeshowResult(
         statistic=statistic,
         dof=int(dof),
-        p_value=_chi2_sf(statistic, dof),
+        p_value=value,
         n_groups=g_eff,
         reference=int(reference),
         table=table,
+        method=p_value,
+        n_resamples=r,
+        seed=seed if isinstance(seed, (int, type(None))) else None,
     )

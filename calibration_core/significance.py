@@ -25,12 +25,29 @@ How the null is drawn (exactly, and without a Python loop over rows)
 
 p-value convention
 ------------------
-``p = (1 + #{null >= observed}) / (1 + R)``, the Monte Carlo p-value
+``p = (1 + #{T(null) >= T(observed)}) / (1 + R)``, the Monte Carlo p-value
 (Davison & Hinkley 1997, §4.2): it counts the observed data as one more draw
 under the null, is never 0, and "reject when ``p <= alpha``" has size at most
 ``alpha``. The survey's alg. 1 uses the plain share ``#{null > observed} / R``;
 it is available as :attr:`CalibrationTestResult.share_exceeding`.
-Larger values of every measure mean worse calibration, so the test is one-sided.
+
+Which departures each measure can see (the ``sides`` of the test)
+-----------------------------------------------------------------
+* ECE and MCE (confidence, binary, classwise) are sums or maxima of
+  *absolute* gaps, so they grow with over- and with under-confidence alike:
+  ``T`` is the measure itself and the test is one-sided in ``T``
+  (``sides = "upper"``), which already sees both directions.
+* Brier score and log-loss are proper scores, not distances: an
+  under-confident model (predictions softer than the truth) scores *better*
+  than its own null, an over-confident one worse. Their test is
+  **two-sided** (``sides = "two-sided"``): ``T = |score - E0[score]|``, with
+  the exact null mean ``E0`` given the fixed scores (Brier: ``1 - mean_i
+  sum_k p_ik^2``; log-loss: the mean entropy of the rows, with the same clip).
+  The survey's alg. 1 reads "larger is worse" for every measure; for these
+  two that one-sided reading cannot detect under-confidence at all.
+
+Size and power of every test by K and N: docs/statistics.md (produced by
+``benchmarks/stats_sim.py``).
 """
 
 from __future__ import annotations
@@ -57,6 +74,25 @@ MEASURES: dict[str, tuple[str, str]] = {
     "brier_score": ("categorical", "brier"),
     "log_loss": ("categorical", "log_loss"),
 }
+#: Measures whose test is two-sided (proper scores: both directions move them).
+TWO_SIDED = frozenset({"brier_score", "log_loss"})
+#: What a rejection by each measure can mean, for the page and the docs.
+DETECTS: dict[str, str] = {
+    **{
+        m: "over- and under-confidence alike (absolute gaps per bin); one-sided in the gap"
+        for m in MEASURES
+        if m.endswith("_ece")
+    },
+    **{
+        m: "one badly calibrated bin (the largest gap); over- and under-confidence alike"
+        for m in MEASURES
+        if m.endswith("_mce")
+    },
+    "brier_score": "two-sided: a Brier score worse (over-confidence) or better "
+    "(under-confidence) than calibrated predictions would give",
+    "log_loss": "two-sided: a log-loss worse (over-confidence) or better "
+    "(under-confidence) than calibrated predictions would give",
+}
 #: About this many (resample, row) pairs are drawn at once.
 BLOCK_ELEMENTS = 1 << 21
 
@@ -74,7 +110,9 @@ class CalibrationTestResult:
     null : numpy.ndarray, shape (n_resamples,)
         The measure on each label set drawn under the null (for a histogram).
     p_value : float
-        ``(1 + #{null >= observed}) / (1 + n_resamples)``.
+        ``(1 + #{T(null) >= T(observed)}) / (1 + n_resamples)``, with ``T``
+        the measure (``sides = "upper"``) or its absolute distance to the
+        null mean (``sides = "two-sided"``); see the module docstring.
     n_resamples : int
     seed : int or None
     n_bins, scheme : int and str, or None
@@ -89,6 +127,8 @@ class CalibrationTestResult:
     seed: int | None = None
     n_bins: int | None = None
     scheme: str | None = None
+    sides: str = "upper"
+    null_mean: float | None = None
 
     @property
     def share_exceeding(self) -> float:
@@ -145,7 +185,7 @@ def alias_tables(probs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return keep, alias
 
 
-class _CategoricalSampler:
+class CategoricalSampler:
     """Draws one class per row from its predicted vector, for many resamples at once."""
 
     def __init__(self, probs: np.ndarray) -> None:
@@ -216,7 +256,7 @@ def _test_classwise(p, y, stat, binning, rng, sizes) -> tuple[float, np.ndarray]
     codes = (bins + np.arange(k) * m).ravel()  # (class, bin) code of every cell
     count = np.bincount(codes, minlength=k * m).reshape(k, m)
     sum_score = np.bincount(codes, weights=p.ravel(), minlength=k * m).reshape(k, m)
-    sampler = _CategoricalSampler(p)
+    sampler = CategoricalSampler(p)
 
     def values(flat: np.ndarray) -> np.ndarray:
         size = flat.shape[0]
@@ -229,8 +269,28 @@ def _test_classwise(p, y, stat, binning, rng, sizes) -> tuple[float, np.ndarray]
     return observed, null
 
 
+def scoring_rule_null_mean(p: np.ndarray, stat: str, eps: float = LOG_LOSS_EPS) -> float:
+    """Exact mean of the Brier score or log-loss when labels are drawn from ``p``.
+
+    Parameters
+    ----------
+    p : numpy.ndarray, shape (N, K)
+    stat : {"brier", "log_loss"}
+    eps : float
+        Log-loss clip, as :func:`calibration_core.log_loss`.
+
+    Returns
+    -------
+    float
+        Brier: ``1 - mean_i sum_k p_ik^2``; log-loss: ``-mean_i sum_k p_ik log(clip(p_ik))``.
+    """
+    if stat == "brier":
+        return float(1.0 - np.mean(np.einsum("ij,ij->i", p, p)))
+    return float(-np.mean(np.einsum("ij,ij->i", p, np.log(np.clip(p, eps, 1.0)))))
+
+
 def _test_scoring_rule(p, y, stat, eps, rng, sizes) -> tuple[float, np.ndarray]:
-    sampler = _CategoricalSampler(p)
+    sampler = CategoricalSampler(p)
     if stat == "brier":
         flat_p = p.ravel()
         mean_square = float(np.mean(np.einsum("ij,ij->i", p, p)))
@@ -246,6 +306,29 @@ def _test_scoring_rule(p, y, stat, eps, rng, sizes) -> tuple[float, np.ndarray]:
     observed = values((sampler.base + y)[None])[0]
     null = np.concatenate([values(sampler.draw(rng, size)) for size in sizes])
     return observed, null
+
+
+def monte_carlo_p_value(observed: float, null: np.ndarray, centre: float | None = None) -> float:
+    """``(1 + #{T(null) >= T(observed)}) / (1 + R)``; ``T = |x - centre|`` when centre is given.
+
+    Parameters
+    ----------
+    observed : float
+    null : numpy.ndarray, shape (R,)
+    centre : float, optional
+        Null mean of a two-sided test; None for the one-sided (upper) test.
+
+    Returns
+    -------
+    float
+    """
+    if centre is None:
+        extreme = np.count_nonzero(null >= observed)
+    else:
+        # A relative tolerance keeps exact ties (e.g. a constant null) counted as ties.
+        distance = abs(observed - centre) * (1.0 - 1e-12)
+        extreme = np.count_nonzero(np.abs(null - centre) >= distance)
+    return float((1.0 + extreme) / (1.0 + null.shape[0]))
 
 
 # ------------------------------------------------------------------ test
@@ -287,7 +370,9 @@ def calibration_test(
     -------
     CalibrationTestResult
         ``.observed``, ``.null`` (R,), ``.p_value`` (see the module docstring
-        for the convention), ``.share_exceeding`` (the survey's).
+        for the convention and the sides), ``.share_exceeding`` (the survey's).
+        Brier score and log-loss are tested two-sided, so they detect
+        under-confidence too; size and power: docs/statistics.md.
     """
     if measure not in MEASURES:
         raise CalibrationInputError(
@@ -309,7 +394,8 @@ def calibration_test(
         observed, null = _test_classwise(p, y, stat, binning, rng, sizes)
     else:
         observed, null = _test_scoring_rule(p, y, stat, eps, rng, sizes)
-    p_value = (1.0 + np.count_nonzero(null >= observed)) / (1.0 + r)
+    centre = scoring_rule_null_mean(p, stat, eps) if measure in TWO_SIDED else None
+    p_value = monte_carlo_p_value(observed, null, centre)
     return CalibrationTestResult(
         measure=measure,
         observed=float(observed),
@@ -319,4 +405,6 @@ def calibration_test(
         seed=seed,
         n_bins=int(n_bins) if binned else None,
         scheme=str(scheme) if binned else None,
+        sides="two-sided" if centre is not None else "upper",
+        null_mean=centre,
     )

@@ -39,7 +39,6 @@ from .diagnostics_wiring import (
     HIDDEN,
     JobIds,
     hidden_figure,
-    new_job_state,
     note,
     register_job,
     register_panel,
@@ -106,42 +105,45 @@ def _boot_headers(target: DiagTarget) -> dict[str, str]:
     }
 
 
-def _is_on(toggle: Any) -> bool:
-    """The "show intervals" checklist is ticked."""
-    return isinstance(toggle, list) and "on" in toggle
-
-
 def bootstrap_panel(
     ctx: AppContext,
     sid: str | None,
     handle: str | None,
     raw: RawSettings,
-    toggle: Any,
     level: Any,
     resamples: Any,
     done: Any = None,
 ):
-    """The bootstrap table for the current settings (stored intervals only)."""
-    on = _is_on(toggle)
+    """The bootstrap table for the current settings (stored intervals only).
+
+    Before any interval of these settings is stored, a note says what the
+    button does instead of an empty table.
+    """
     try:
         lv, r = parse_level(level), parse_resamples(resamples)
-        remember(ctx.store, sid, "boot", {"on": on, "level": lv, "n_resamples": r})
-        if not on:
-            return note(
-                "Tick “show intervals” to bootstrap every number of the metrics table "
-                "(computed in the background; seconds on the demo, minutes on a million rows)."
-            )
         target = diag_target(ctx.store, sid, handle, raw)
         rows = bootstrap_rows(ctx.store, target, lv, r, compute=False)
     except CalibrationInputError as exc:
         return note(str(exc))
-    children = [table_component(bootstrap_table(rows, _boot_headers(target), lv, r))]
-    if isinstance(done, dict) and isinstance(done.get("error"), str):
-        children.insert(0, note(done["error"]))
+    failed = isinstance(done, dict) and isinstance(done.get("error"), str)
+    error = [note(done["error"])] if failed else []
+    if not any(row.intervals for row in rows):
+        return [
+            *error,
+            note(
+                "Press “Compute intervals for every metric” to bootstrap every number of the "
+                "metrics table (in the background; seconds on the demo, minutes on a million "
+                "rows)."
+            ),
+        ]
+    children = [*error, table_component(bootstrap_table(rows, _boot_headers(target), lv, r))]
     if any(row.message == NOT_COMPUTED for row in rows):
         children.insert(
             0,
-            note("Intervals are not computed for these settings yet: press “Compute intervals”."),
+            note(
+                "Some intervals are not computed for these settings yet: press “Compute "
+                "intervals for every metric”."
+            ),
         )
     return children
 
@@ -151,19 +153,16 @@ def run_bootstrap_job(
     sid: str | None,
     handle: str | None,
     raw: RawSettings,
-    toggle: Any,
     level: Any,
     resamples: Any,
     set_progress: SetProgress,
 ) -> dict:
-    """Compute (and store) the missing intervals when the toggle is on."""
-    if not _is_on(toggle):
-        return new_job_state()
+    """Compute (and store) the missing intervals (the "Compute intervals" button)."""
 
     def work(progress: Progress) -> None:
         lv, r = parse_level(level), parse_resamples(resamples)
         target = diag_target(ctx.store, sid, handle, raw)
-        remember(ctx.store, sid, "boot", {"on": True, "level": lv, "n_resamples": r})
+        remember(ctx.store, sid, "boot", {"level": lv, "n_resamples": r})
         bootstrap_rows(ctx.store, target, lv, r, compute=True, progress=progress)
 
     return run_job(work, set_progress)
@@ -213,7 +212,6 @@ def register(app, ctx: AppContext) -> None:
         ctx,
         Output(ids.DIAG_BOOT_TABLE, "children"),
         {
-            "toggle": Input(ids.DIAG_BOOT_TOGGLE, "value"),
             "level": Input(ids.DIAG_BOOT_LEVEL, "value"),
             "resamples": Input(ids.DIAG_RESAMPLES, "value"),
             "done": Input(ids.DIAG_BOOT_DONE, "data"),
@@ -233,7 +231,7 @@ def register(app, ctx: AppContext) -> None:
             progress=ids.DIAG_BOOT_PROGRESS,
             status=ids.DIAG_BOOT_STATUS,
         ),
-        {"toggle": Input(ids.DIAG_BOOT_TOGGLE, "value")},
+        {},
         {
             "level": State(ids.DIAG_BOOT_LEVEL, "value"),
             "resamples": State(ids.DIAG_RESAMPLES, "value"),

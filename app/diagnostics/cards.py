@@ -32,7 +32,12 @@ from calibration_core.decision import (
     prior_shift_threshold,
 )
 from calibration_core.errors import SmallSampleWarning
-from calibration_core.goodness_of_fit import MIN_RECOMMENDED_SAMPLES, hosmer_lemeshow
+from calibration_core.goodness_of_fit import (
+    DEFAULT_RESAMPLES,
+    MIN_RECOMMENDED_SAMPLES,
+    P_VALUE_METHODS,
+    hosmer_lemeshow,
+)
 from calibration_core.human_uncertainty import (
     HumanUncertaintyResult,
     human_uncertainty_calibration,
@@ -44,12 +49,23 @@ from .target import HL_DEFAULT_GROUPS, DiagTarget, memo
 
 #: Below this many rows the Hosmer-Lemeshow test has little power (survey §6).
 HL_SMALL_SAMPLE = MIN_RECOMMENDED_SAMPLES
+#: The p-value the page shows: the core's default (parametric bootstrap).
+HL_P_VALUE = P_VALUE_METHODS[0]
+#: Label draws (rows x label sets) of one bootstrap p-value on the page: 1,000 label sets up to
+#: 100,000 rows, fewer above (at least 199; a Monte Carlo p-value is valid for any number).
+HL_MAX_DRAWS = 10**8
+HL_MIN_RESAMPLES = 199
+
+
+def hl_resamples(n_rows: int) -> int:
+    """Label sets of the page's bootstrap p-value for ``n_rows`` rows (see :data:`HL_MAX_DRAWS`)."""
+    return int(min(DEFAULT_RESAMPLES, max(HL_MIN_RESAMPLES, HL_MAX_DRAWS // max(n_rows, 1))))
 
 
 # ------------------------------------------------------------ Hosmer-Lemeshow
 @dataclass
 class HosmerLemeshowRow:
-    """Hosmer-Lemeshow test of one calibrator (held-out degrees of freedom)."""
+    """Hosmer-Lemeshow test of one calibrator (the core's default, bootstrap p-value)."""
 
     calibrator: str
     statistic: float | None = None
@@ -62,11 +78,13 @@ class HosmerLemeshowRow:
 
 
 def _hosmer_lemeshow(pred: Predictions, groups: int) -> HosmerLemeshowRow:
-    """The held-out test of one calibrator; a core refusal becomes the row's message."""
+    """The test of one calibrator with the core's defaults; a refusal becomes the row's message."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", SmallSampleWarning)
         try:
-            result = hosmer_lemeshow(pred, n_groups=groups, holdout=True)
+            result = hosmer_lemeshow(
+                pred, n_groups=groups, n_resamples=hl_resamples(pred.n_samples)
+            )
         except CalibrationInputError as exc:
             return HosmerLemeshowRow("", n=pred.n_samples, message=str(exc))
     return HosmerLemeshowRow(
@@ -102,7 +120,9 @@ def hosmer_lemeshow_rows(
         if v.pred is None:
             rows.append(HosmerLemeshowRow(v.calibrator, message=v.message))
             continue
-        row = memo(store, v, ("hl", groups), lambda pred=v.pred: _hosmer_lemeshow(pred, groups))
+        row = memo(
+            store, v, ("hl", groups, HL_P_VALUE), lambda pred=v.pred: _hosmer_lemeshow(pred, groups)
+        )
         rows.append(HosmerLemeshowRow(**{**row.__dict__, "calibrator": v.calibrator}))
     return rows
 

@@ -13,6 +13,7 @@ from dash import dcc, html
 from .. import ids
 from ..figures.common import MODEBAR_CONFIG
 from ..options import model_label
+from ..statistics_page import STATISTICS_PATH
 from ..store.records import ModelInfo
 from .resampling import SEED
 from .tables import TextTable
@@ -52,10 +53,18 @@ def table_component(table: TextTable, class_name: str = "diag-table") -> html.Di
     return html.Div(children)
 
 
-def _card(title: str, *children, card_id: str | None = None) -> html.Div:
+def _card(title: str, *children, card_id: str | None = None, doc: str = "") -> html.Div:
+    """A diagnostic's card: title, a link to what its numbers promise (``/statistics#doc``)."""
     props = {"id": card_id} if card_id else {}
+    link = html.A(
+        "What these numbers promise",
+        href=f"{STATISTICS_PATH}#{doc}" if doc else STATISTICS_PATH,
+        target="_blank",
+        rel="noopener",
+        className="diag-doc-link",
+    )
     return html.Div(
-        [html.H3(title, className="diag-title"), *children], className="diag-card", **props
+        [html.H3(title, className="diag-title"), link, *children], className="diag-card", **props
     )
 
 
@@ -142,17 +151,12 @@ def diagnostics_section(infos: list[ModelInfo], selected) -> html.Section:
         html.Div(id=ids.DIAG_TEST_TABLE),
         dcc.Graph(id=ids.DIAG_TEST_GRAPH, config=GRAPH_CONFIG, style={"display": "none"}),
         card_id="diag-test-card",
+        doc="resampling-test",
     )
     boot_card = _card(
         "Bootstrap confidence intervals of the metrics table",
         html.Div(
             [
-                dcc.Checklist(
-                    id=ids.DIAG_BOOT_TOGGLE,
-                    options=[{"label": "show intervals on every metric", "value": "on"}],
-                    value=[],
-                    className="checklist inline",
-                ),
                 _label(
                     "Level",
                     dcc.Dropdown(
@@ -164,7 +168,10 @@ def diagnostics_section(infos: list[ModelInfo], selected) -> html.Section:
                     ),
                 ),
                 html.Button(
-                    "Compute intervals", id=ids.DIAG_BOOT_RUN, className="button", n_clicks=0
+                    "Compute intervals for every metric",
+                    id=ids.DIAG_BOOT_RUN,
+                    className="button",
+                    n_clicks=0,
                 ),
                 html.Button(
                     "Cancel",
@@ -179,6 +186,7 @@ def diagnostics_section(infos: list[ModelInfo], selected) -> html.Section:
         ),
         html.Div(id=ids.DIAG_BOOT_TABLE),
         card_id="diag-boot-card",
+        doc="bootstrap-intervals",
     )
     decision_card = _card(
         "Decision view (binary problems)",
@@ -220,6 +228,7 @@ def diagnostics_section(infos: list[ModelInfo], selected) -> html.Section:
         html.Div(id=ids.DIAG_DECISION),
         dcc.Graph(id=ids.DIAG_COST_GRAPH, config=GRAPH_CONFIG, style={"display": "none"}),
         card_id="diag-decision-card",
+        doc="decision-view",
     )
     body_children = [
         controls,
@@ -229,11 +238,13 @@ def diagnostics_section(infos: list[ModelInfo], selected) -> html.Section:
             "ECE against the number of bins",
             dcc.Graph(id=ids.DIAG_SENSITIVITY, config=GRAPH_CONFIG),
             card_id="diag-sensitivity-card",
+            doc="binning",
         ),
         _card(
             "Plug-in, adaptive and debiased calibration errors",
             html.Div(id=ids.DIAG_ESTIMATORS),
             card_id="diag-estimators-card",
+            doc="ece-estimators",
         ),
         _card(
             "Hosmer-Lemeshow goodness of fit",
@@ -253,6 +264,7 @@ def diagnostics_section(infos: list[ModelInfo], selected) -> html.Section:
             ),
             _loading(html.Div(id=ids.DIAG_HL)),
             card_id="diag-hl-card",
+            doc="hosmer-lemeshow",
         ),
         test_card,
         boot_card,
@@ -261,6 +273,7 @@ def diagnostics_section(infos: list[ModelInfo], selected) -> html.Section:
             "Human-uncertainty calibration (soft labels)",
             _loading(html.Div(id=ids.DIAG_HUMAN)),
             card_id="diag-human-card",
+            doc="human-uncertainty",
         ),
     ]
     body = html.Div(

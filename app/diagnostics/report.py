@@ -166,8 +166,11 @@ def _resampling(ctx: AppContext, sid, target: DiagTarget) -> str:
 
 def _bootstrap(ctx: AppContext, sid, target: DiagTarget) -> str:
     saved = remembered(ctx.store, sid, "boot")
-    if not saved.get("on"):
-        return _note("Not shown: tick “show intervals” in the Diagnostics section first.")
+    if not saved:
+        return _note(
+            "Not computed: press “Compute intervals for every metric” in the Diagnostics "
+            "section first."
+        )
     level = saved.get("level", DEFAULT_BOOT_LEVEL)
     n_resamples = saved.get("n_resamples", DEFAULT_RESAMPLES)
     rows = bootstrap_rows(ctx.store, target, level, n_resamples)

@@ -22,7 +22,7 @@ import numpy as np
 
 # Diagnostics come from their modules: ``calibration_core`` loads them lazily.
 from calibration_core import Predictions
-from calibration_core.bootstrap import bootstrap_ci
+from calibration_core.bootstrap import DEFAULT_INTERVAL, bootstrap_ci
 from calibration_core.significance import CalibrationTestResult, calibration_test
 
 from ..settings import SettingsError, ViewSettings
@@ -37,15 +37,6 @@ BINNED_MEASURES = {m for m in MEASURE_LABELS if m.endswith(("_ece", "_mce"))}
 NOT_COMPUTED = "not computed yet for these settings"
 #: Bootstrap columns: the metrics table's fields.
 BOOT_FIELDS = ("ece", "mce", "classwise_ece", "brier_score", "log_loss", "accuracy")
-#: Binned errors get the basic interval (they are biased upwards), row means the percentile one.
-BOOT_INTERVAL = {
-    "ece": "basic",
-    "mce": "basic",
-    "classwise_ece": "basic",
-    "brier_score": "percentile",
-    "log_loss": "percentile",
-    "accuracy": "percentile",
-}
 
 #: ``progress(done, total, text)``: how a background job reports its progress.
 Progress = Callable[[int, int, str], None]
@@ -64,7 +55,8 @@ def check_measure(measure: str, info: ModelInfo) -> None:
 def resampling_key(variant_handle: str, measure: str, view: ViewSettings, n_resamples: int) -> str:
     """Disk-store key of a test result (binning only matters for ECE/MCE measures)."""
     binning = f"{view.scheme}{view.n_bins}" if measure in BINNED_MEASURES else "-"
-    return f"diag:test:{variant_handle}:{measure}:{binning}:{n_resamples}:{SEED}"
+    # "2": Brier and log-loss tests became two-sided (issue 16); older results are not reused.
+    return f"diag:test2:{variant_handle}:{measure}:{binning}:{n_resamples}:{SEED}"
 
 
 def _test_record(result: CalibrationTestResult) -> dict:
@@ -81,6 +73,8 @@ def _test_record(result: CalibrationTestResult) -> dict:
         "seed": result.seed,
         "n_bins": result.n_bins,
         "scheme": result.scheme,
+        "sides": result.sides,
+        "null_mean": result.null_mean,
     }
 
 
@@ -207,7 +201,7 @@ def boot_plans(spec: NotionSpec, view: ViewSettings) -> list[BootPlan]:
 def boot_key(variant_handle: str, plan: BootPlan, level: float, n_resamples: int) -> str:
     """Disk-store key of one bootstrap interval."""
     kw = ",".join(f"{k}={v}" for k, v in plan.kwargs)
-    interval = BOOT_INTERVAL[plan.field]
+    interval = DEFAULT_INTERVAL  # every column gets the core's default (docs/statistics.md)
     return (
         f"diag:boot:{variant_handle}:{plan.metric}:{plan.one_vs_rest}:{kw}:{interval}:"
         f"{level}:{n_resamples}:{SEED}"
@@ -230,8 +224,8 @@ def bootstrap_one(pred: Predictions, plan: BootPlan, level: float, n_resamples: 
     Returns
     -------
     dict
-        ``estimate``, ``lower``, ``upper`` (floats), ``interval`` and ``method``
-        (plain values for the disk store).
+        ``estimate``, ``lower``, ``upper``, ``corrected`` (floats), ``interval``
+        and ``method`` (plain values for the disk store).
     """
     probs, labels = pred.probs, pred.labels
     if plan.one_vs_rest is not None:
@@ -245,13 +239,13 @@ def bootstrap_one(pred: Predictions, plan: BootPlan, level: float, n_resamples: 
         level=level,
         n_resamples=n_resamples,
         seed=SEED,
-        interval=BOOT_INTERVAL[plan.field],
         **dict(plan.kwargs),
     )
     return {
         "estimate": result.estimate,
         "lower": result.lower,
         "upper": result.upper,
+        "corrected": result.corrected,
         "interval": result.interval,
         "method": result.method,
     }

@@ -13,11 +13,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from calibration_core.significance import DETECTS, TWO_SIDED
+
 from ..figures.diagnostics import format_p
 from ..metrics_table import METRICS
 from .cards import HL_SMALL_SAMPLE, DecisionView, HosmerLemeshowRow, HumanRow, shifted_threshold
 from .overview import EstimatorRow
-from .resampling import BOOT_FIELDS, BOOT_INTERVAL, SEED, BootRow, ResamplingRow
+from .resampling import BOOT_FIELDS, SEED, BootRow, ResamplingRow
 from .target import MEASURE_LABELS
 
 
@@ -101,10 +103,12 @@ def estimator_table(rows: list[EstimatorRow], scheme_label: str) -> TextTable:
 
 # ------------------------------------------------------------ Hosmer-Lemeshow
 HL_NOTES = [
-    "Degrees of freedom: G(K − 1), the held-out rule (Hosmer & Lemeshow, external validation): "
-    "every row here is scored by predictions that were not fitted on it (uploaded test "
-    "predictions; maps cross-fitted or split). The in-sample rule (G − 2)(K − 1) would reject "
-    "calibrated held-out predictions about twice as often as the nominal level.",
+    "p-value: parametric bootstrap under calibration (labels redrawn 1,000 times from each "
+    "row's predicted probabilities, fewer above 100,000 rows; groups kept, seed 0). Every "
+    "row here is scored by predictions that were not fitted on it, and for such rows the "
+    "chi-squared approximation is off in both directions: with (G − 2)(K − 1) degrees of "
+    "freedom it rejects calibrated predictions too often, with G(K − 1) (shown as dof) too "
+    "rarely for K ≥ 3. Size and power: see “What these numbers promise”.",
     "Groups: equal-frequency groups of 1 − P(first class) (for K = 2, of P(positive)); tied "
     "scores are never split, so fewer groups can form. K > 2: the multinomial test of "
     "Fagerland, Hosmer & Bofin (2008), a Pearson sum over all groups and classes.",
@@ -151,8 +155,8 @@ def hosmer_lemeshow_table(
         )
     if n_classes > 10:
         table.warnings.append(
-            f"With {n_classes} classes most cells have small expected counts and the "
-            "chi-squared approximation is poor: read the statistic with care."
+            f"With {n_classes} classes most cells have small expected counts: the bootstrap "
+            "p-value stays valid, but the statistic is dominated by a few sparse cells."
         )
     return table
 
@@ -163,16 +167,28 @@ def number_int(value) -> str:
 
 
 # --------------------------------------------------------------- resampling
-def resampling_notes(n_resamples: int) -> list[str]:
-    """How the resampling test works, for the page and the report."""
-    return [
+def resampling_notes(n_resamples: int, measure: str | None = None) -> list[str]:
+    """How the test works and what ``measure`` can detect (page and report)."""
+    notes = [
         "Labels are redrawn from each row's own predicted probabilities with the scores kept "
         "fixed (survey §6, alg. 1): the null distribution is what the measure looks like when "
         f"the predictions are calibrated. {n_resamples:,} label sets, seed {SEED}; ECE/MCE use "
         "the view's binning.",
-        "p = (1 + #{null ≥ observed}) / (1 + R): never 0, at least 1/(R + 1) "
-        f"= {1 / (n_resamples + 1):.2g}. A small p rejects calibration.",
     ]
+    if measure in TWO_SIDED:
+        notes.append(
+            "p = (1 + #{|null − null mean| ≥ |observed − null mean|}) / (1 + R), two-sided: a "
+            "proper score can be too good (under-confidence) as well as too bad. Never 0, at "
+            f"least 1/(R + 1) = {1 / (n_resamples + 1):.2g}. A small p rejects calibration."
+        )
+    else:
+        notes.append(
+            "p = (1 + #{null ≥ observed}) / (1 + R): never 0, at least 1/(R + 1) "
+            f"= {1 / (n_resamples + 1):.2g}. A small p rejects calibration."
+        )
+    if measure in DETECTS:
+        notes.append(f"What {MEASURE_LABELS.get(measure, measure)} can detect: {DETECTS[measure]}.")
+    return notes
 
 
 def resampling_table(rows: list[ResamplingRow], measure: str, n_resamples: int) -> TextTable:
@@ -180,7 +196,7 @@ def resampling_table(rows: list[ResamplingRow], measure: str, n_resamples: int) 
     label = MEASURE_LABELS.get(measure, measure)
     table = TextTable(
         ["calibrator", f"observed {label}", "null median", "null 95th percentile", "p-value"],
-        notes=resampling_notes(n_resamples),
+        notes=resampling_notes(n_resamples, measure),
     )
     for r in rows:
         if r.result is None:
@@ -201,16 +217,16 @@ def _quantiles(null) -> tuple[float, float]:
 
 # ----------------------------------------------------------------- bootstrap
 def bootstrap_notes(level: float, n_resamples: int) -> list[str]:
-    """Which interval each column gets, and why."""
-    basic = ", ".join(METRICS[f][0] for f in BOOT_FIELDS if BOOT_INTERVAL[f] == "basic")
-    pct = ", ".join(METRICS[f][0] for f in BOOT_FIELDS if BOOT_INTERVAL[f] == "percentile")
+    """How to read a cell, and how its interval is made."""
     return [
-        f"{level:.0%} intervals from {n_resamples:,} bootstrap resamples of the rows (drawn with "
-        f"replacement, seed {SEED}); each cell is the estimate, then [lower, upper].",
-        f"{basic}: basic bootstrap interval [2·est − q_hi, 2·est − q_lo]. Binned errors are biased "
-        "upwards, so their resampled values sit above the estimate and the percentile interval "
-        "would sit too high (it can even exclude the estimate). A lower end below 0 is shown as 0.",
-        f"{pct} (means over rows): percentile interval [q_lo, q_hi].",
+        f"How to read a cell: the metrics table's estimate, then a {level:.0%} interval for the "
+        "value on the whole population the rows come from (same bins). Binned errors (ECE, MCE) "
+        "are biased upwards, so the population value tends to lie in the lower part of the "
+        "interval.",
+        f"{n_resamples:,} bootstrap resamples of the rows (drawn with replacement, seed {SEED}); "
+        "interval [2·est − q_hi, q_hi] from the resamples' quantiles q: the lower end corrects "
+        "for the bias (basic bootstrap), the upper end is the percentile one; bounds are kept "
+        "in the metric's range (never below 0). Coverage: see “What these numbers promise”.",
     ]
 
 
@@ -229,12 +245,9 @@ def bootstrap_table(
             if item is None:
                 cells.append("")
                 continue
-            lower = item["lower"]
-            if BOOT_INTERVAL[f] == "basic":
-                lower = max(lower, 0.0)
             # Two lines (the estimate, then the interval) keep the table narrow.
-            estimate, upper = number(item["estimate"]), number(item["upper"])
-            cells.append(f"{estimate}\n[{number(lower)},\u00a0{upper}]")
+            estimate, lower, upper = (number(item[k]) for k in ("estimate", "lower", "upper"))
+            cells.append(f"{estimate}\n[{lower},\u00a0{upper}]")
         if not r.complete and r.message:
             cells[1] = r.message if not any(cells[1:]) else cells[1]
         table.rows.append(cells)

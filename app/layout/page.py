@@ -138,6 +138,14 @@ def _conventions() -> html.Details:
                             html.Code("labels"),
                         ]
                     ),
+                    html.Li(
+                        [
+                            "equal-width bin of a score s: ",
+                            html.Code("floor(s · M)"),
+                            " in float64, so a score typed on an edge can land on either side "
+                            "(0.6 with M = 10 goes up; 0.29 with M = 100 goes down)",
+                        ]
+                    ),
                 ]
             ),
             html.A(

@@ -7,6 +7,12 @@ Equal width (``scheme="width"``)
     the last bin. A score ``s`` goes to bin ``min(floor(s * M), M - 1)``,
     computed in float64; the sorted (re-binning) path uses the exact float64
     thresholds of that rule, so both paths assign every score identically.
+    The edges ``m/M`` are therefore float64 products, not exact decimals: a
+    typed score that lies on an edge lands on either side depending on
+    rounding (``0.6 * 10 = 6.0`` goes up to bin 6, but ``0.29 * 100 =
+    28.999999999999996``, ``0.57 * 100`` and ``0.58 * 100`` go down to bins
+    28, 56 and 57). Only scores within a few ulps of an edge are affected;
+    see docs/statistics.md.
 Equal frequency (``scheme="frequency"``)
     With ``N`` sorted scores ``s_(0) <= ... <= s_(N-1)``, the interior edges
     are ``e_m = s_(floor(m * N / M))`` for ``m = 1..M-1``, the outer edges are

@@ -14,7 +14,9 @@ seeded, :func:`calibration_core.bootstrap.resampled_means`), and the
 percentile interval of the mean difference at ``level`` is reported. Pairing
 removes the row-to-row variation both maps share, which an interval per map
 would not. When the interval covers 0 (or there is no runner-up to beat)
-there is "no clear winner".
+there is "no clear winner". The mean difference is unbiased, so the
+percentile interval is the fitting kind; its coverage of the population
+difference is in docs/statistics.md (``benchmarks/stats_sim.py``).
 
 Fitted parameters are put in words for maps with few of them (temperature:
 ``T``; binary Platt: ``w, b``; binary beta: ``a, b, c``). A comparison keeps

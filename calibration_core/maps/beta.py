@@ -19,13 +19,20 @@ Parametrisations (``parameters``), as in the ``betacal`` package
 Constrained refit (``"abm"`` and ``"ab"``)
 ------------------------------------------
 A beta map needs ``a, b >= 0`` (otherwise it is not monotone). As the beta
-calibration paper and ``betacal`` prescribe: if the fitted ``a`` is negative
-the column is refitted with ``a = 0`` (the feature ``ln s`` dropped);
-otherwise, if ``b`` is negative it is refitted with ``b = 0``. Beyond
-``betacal``, which stops there, a coefficient that is still negative after
-that refit is dropped as well (leaving a constant map for ``"abm"``), so every
-fitted map is monotone. ``constrained_`` records which coefficients were
-fixed at 0.
+calibration paper prescribes: if the fitted ``a`` is negative the column is
+refitted with ``a = 0`` (the feature ``ln s`` dropped); otherwise, if ``b``
+is negative it is refitted with ``b = 0``. A coefficient that is still
+negative after that refit is dropped as well (leaving a constant map for
+``"abm"``), so every fitted map is monotone. ``constrained_`` records which
+coefficients were fixed at 0.
+
+This is a deliberate departure from the ``betacal`` package, whose ``"ab"``
+fit does *not* drop a negative coefficient: on U-shaped data (a reliability
+curve that falls then rises) it returns e.g. ``a = -0.56``, a non-monotone
+map, where this class returns ``a = 0`` (predictions of the two differ by up
+to 0.475 there). A calibration map that reverses the order of scores changes
+the ranking of the predictions; the monotone fit is the one this library
+keeps.
 
 All columns are fitted together by the batched Newton method of
 :mod:`~calibration_core.maps.onevsrest`, and the refits of all constrained

@@ -10,7 +10,7 @@ import pytest
 
 from app.callbacks.diagnostics import overview
 from app.callbacks.view import render
-from app.diagnostics.cards import hosmer_lemeshow_rows
+from app.diagnostics.cards import hl_resamples, hosmer_lemeshow_rows
 from app.diagnostics.overview import estimator_rows, sensitivity_curves
 from app.diagnostics.tables import hosmer_lemeshow_table
 from app.diagnostics.target import diag_target
@@ -109,12 +109,13 @@ def test_sensitivity_curves_and_figure(ctx, sid):
 
 
 # ------------------------------------------------------------ Hosmer-Lemeshow
-def test_hosmer_lemeshow_rows_use_the_holdout_dof(ctx, sid):
+def test_hosmer_lemeshow_rows_use_the_core_default_bootstrap_p_value(ctx, sid):
     info = demo(ctx, "digits · logistic regression")
     target = diag_target(ctx.store, sid, info.handle, RawSettings(None, []))
     (row,) = hosmer_lemeshow_rows(ctx.store, target, 8)
     pred = ctx.store.predictions(info.handle)
-    core = hosmer_lemeshow(pred.probs, pred.labels, n_groups=8, holdout=True)
+    core = hosmer_lemeshow(pred.probs, pred.labels, n_groups=8)  # the library's defaults
+    assert core.method == "bootstrap"
     assert row.statistic == pytest.approx(core.statistic)
     assert row.p_value == pytest.approx(core.p_value)
     assert row.dof == core.n_groups * (10 - 1)  # G (K - 1), the held-out rule
@@ -129,7 +130,12 @@ def test_hosmer_lemeshow_rows_use_the_holdout_dof(ctx, sid):
     assert tied.n_groups < 10 and tied.dof == tied.n_groups * 9
     table = hosmer_lemeshow_table([tied], 10, 10)
     assert any("fewer than 10 groups for uncalibrated" in w for w in table.warnings)
-    assert any("G(K − 1)" in n for n in table.notes)
+    assert any("parametric bootstrap under calibration" in n for n in table.notes)
+
+
+def test_page_bootstrap_label_sets_shrink_only_above_100k_rows():
+    assert hl_resamples(1000) == hl_resamples(100_000) == 1000  # the library's default
+    assert hl_resamples(500_000) == 200 and hl_resamples(10**7) == 199
 
 
 def test_small_sample_warning_is_shown(ctx, sid):

@@ -15,8 +15,8 @@ from app.callbacks.diagnostics_jobs import (
 from app.callbacks.fit import run_fits
 from app.callbacks.view import render
 from app.diagnostics.cards import decision_view, shifted_threshold
-from app.diagnostics.resampling import BOOT_INTERVAL, SEED, bootstrap_rows, calibration_tests
-from app.diagnostics.tables import bootstrap_table
+from app.diagnostics.resampling import SEED, bootstrap_rows, calibration_tests
+from app.diagnostics.tables import bootstrap_table, resampling_table
 from app.diagnostics.target import diag_target, remembered
 from app.figures.diagnostics import cost_figure, format_p, null_figure
 from app.session import new_session_id
@@ -79,6 +79,21 @@ def test_resampling_test_runs_on_demand_and_equals_the_core(ctx, sid):
     assert remembered(ctx.store, sid, "test") == {"measure": "classwise_ece", "n_resamples": R}
 
 
+def test_resampling_notes_say_what_each_measure_detects_and_its_sides(ctx, sid):
+    info = demo(ctx, "digits · naive Bayes")
+    raw = RawSettings(None, [])
+    target = diag_target(ctx.store, sid, info.handle, raw)
+    run_resampling_job(ctx, sid, info.handle, raw, "log_loss", R, lambda v: None)
+    (row,) = calibration_tests(ctx.store, target, "log_loss", R)
+    assert row.result.sides == "two-sided" and row.result.null_mean is not None  # stored too
+    notes = resampling_table([row], "log_loss", R).notes
+    assert any("two-sided" in n and "under-confidence" in n for n in notes)
+    assert any(n.startswith("What log-loss can detect:") for n in notes)
+    ece_notes = resampling_table([], "confidence_ece", R).notes
+    assert any("over- and under-confidence alike" in n for n in ece_notes)
+    assert not any("two-sided" in n for n in ece_notes)
+
+
 def test_resampling_test_rejects_a_binary_measure_on_ten_classes(ctx, sid):
     info = demo(ctx, "digits · MLP")
     raw = RawSettings(None, [])
@@ -131,9 +146,9 @@ def test_bootstrap_estimates_are_the_table_numbers(ctx, sid, name, notion, class
     assert row.complete
     for field, item in row.intervals.items():
         assert item["estimate"] == pytest.approx(table_row[field], abs=1e-12), field
-        assert item["interval"] == BOOT_INTERVAL[field]
-        assert item["lower"] <= item["upper"]
-    # Independently: the row-mean columns with the core's percentile interval.
+        assert item["interval"] == "hybrid"  # the core's default, for every column
+        assert 0.0 <= item["lower"] <= item["estimate"] <= item["upper"]
+    # Independently: the row-mean columns with the core's default interval.
     pred = ctx.store.predictions(info.handle)
     core = bootstrap_ci("log_loss", pred.probs, pred.labels, level=0.9, n_resamples=R, seed=SEED)
     assert row.intervals["log_loss"]["lower"] == pytest.approx(core.lower)
@@ -141,26 +156,27 @@ def test_bootstrap_estimates_are_the_table_numbers(ctx, sid, name, notion, class
 
 
 def test_bootstrap_panel_and_job(ctx, sid):
+    # One control: the panel says what the button does; pressing it computes and shows.
     info = demo(ctx, "breast cancer · naive Bayes")
     raw = RawSettings(None, [])
-    note = bootstrap_panel(ctx, sid, info.handle, raw, [], 0.95, R)
-    assert "Tick" in note.children
-    assert run_bootstrap_job(ctx, sid, info.handle, raw, [], 0.95, R, progress)["error"] is None
+    (note,) = bootstrap_panel(ctx, sid, info.handle, raw, 0.95, R)
+    assert "Press “Compute intervals for every metric”" in note.children
     target = diag_target(ctx.store, sid, info.handle, raw)
-    assert not bootstrap_rows(ctx.store, target, 0.95, R)[0].complete  # toggle off: nothing ran
-    run_bootstrap_job(ctx, sid, info.handle, raw, ["on"], 0.95, R, progress)
+    assert not bootstrap_rows(ctx.store, target, 0.95, R)[0].complete
+    assert run_bootstrap_job(ctx, sid, info.handle, raw, 0.95, R, progress)["error"] is None
     (row,) = bootstrap_rows(ctx.store, target, 0.95, R)
     assert row.complete
+    shown = bootstrap_panel(ctx, sid, info.handle, raw, 0.95, R)
+    assert len(shown) == 1 and "Press" not in str(shown)  # the table, no "press" note
     pred = ctx.store.predictions(info.handle)
-    ece = bootstrap_ci(
-        "confidence_ece", pred.probs, pred.labels, n_resamples=R, seed=SEED, interval="basic"
-    )
+    ece = bootstrap_ci("confidence_ece", pred.probs, pred.labels, n_resamples=R, seed=SEED)
     assert row.intervals["ece"]["upper"] == pytest.approx(ece.upper)
+    assert row.intervals["ece"]["corrected"] == pytest.approx(ece.corrected)
+    assert ece.lower <= ece.estimate <= ece.upper  # the interval holds its estimate
     table = bootstrap_table([row], {}, 0.95, R)
-    lower = max(ece.lower, 0.0)
-    assert table.rows[0][1] == f"{ece.estimate:.4f}\n[{lower:.4f},\u00a0{ece.upper:.4f}]"
-    assert any("basic bootstrap interval" in n for n in table.notes)
-    assert any("percentile interval" in n for n in table.notes)
+    assert table.rows[0][1] == f"{ece.estimate:.4f}\n[{ece.lower:.4f},\u00a0{ece.upper:.4f}]"
+    assert any(n.startswith("How to read a cell") for n in table.notes)
+    assert any("never below 0" in n for n in table.notes)
 
 
 # ------------------------------------------------------------------ decision

@@ -93,7 +93,7 @@ def test_loop_for_callables_seeded_and_predictions():
     def top2_hits(probs, labels):
         return float(np.mean((np.argsort(-probs, axis=1)[:, :2] == labels[:, None]).any(1)))
 
-    a = bootstrap_ci(top2_hits, p, y, n_resamples=50, seed=3, level=0.9)
+    a = bootstrap_ci(top2_hits, p, y, n_resamples=50, seed=3, level=0.9, interval="percentile")
     b = bootstrap_ci(top2_hits, Predictions.from_probs(p, y), n_resamples=50, seed=3, level=0.9)
     c = bootstrap_ci(top2_hits, p, y, n_resamples=50, seed=4, level=0.9)
     assert a.method == "loop" and a.metric == "top2_hits" and a.level == 0.9
@@ -108,7 +108,7 @@ def test_loop_for_callables_seeded_and_predictions():
 
 def test_basic_interval_reflects_the_percentiles():
     p, y = _data(300, 4, seed=8)
-    pct = bootstrap_ci("classwise_ece", p, y, n_resamples=400, seed=2)
+    pct = bootstrap_ci("classwise_ece", p, y, n_resamples=400, seed=2, interval="percentile")
     basic = bootstrap_ci("classwise_ece", p, y, n_resamples=400, seed=2, interval="basic")
     np.testing.assert_array_equal(pct.samples, basic.samples)
     assert basic.lower == pytest.approx(2 * pct.estimate - pct.upper)
@@ -118,6 +118,35 @@ def test_basic_interval_reflects_the_percentiles():
     assert basic.lower < pct.lower and basic.interval == "basic"
     with pytest.raises(CalibrationInputError, match="interval"):
         bootstrap_ci("accuracy", p, y, interval="bca")
+
+
+def test_default_interval_is_hybrid_holds_the_estimate_and_never_goes_below_zero():
+    # Calibrated binary scores: the ECE's bootstrap values sit above the estimate, so the
+    # basic interval lies entirely below it and its lower end is negative (issue 15 item 6).
+    rng = np.random.default_rng(6)
+    s = rng.random(400)
+    y = (rng.random(400) < s).astype(int)
+    hybrid = bootstrap_ci("binary_ece", s, y, n_resamples=300, seed=1)
+    basic = bootstrap_ci("binary_ece", s, y, n_resamples=300, seed=1, interval="basic")
+    q_lo, q_hi = np.quantile(hybrid.samples, [0.025, 0.975])
+    assert hybrid.interval == "hybrid"
+    assert 2 * hybrid.estimate - q_hi < 0  # unclipped, the lower end would be negative
+    assert hybrid.lower == 0.0 and basic.lower == 0.0  # clipped to the metric's range
+    assert hybrid.upper == pytest.approx(q_hi) and hybrid.lower <= hybrid.estimate <= hybrid.upper
+    assert basic.upper == pytest.approx(2 * basic.estimate - q_lo)
+    assert basic.upper < basic.estimate  # the basic interval lies entirely below its estimate
+    assert hybrid.corrected == pytest.approx(max(2 * hybrid.estimate - hybrid.samples.mean(), 0))
+
+
+def test_bounds_stay_in_each_metrics_range():
+    p, y = _data(60, 3, seed=11)
+    for metric in ("accuracy", "brier_score", "log_loss", "confidence_ece", "classwise_ece"):
+        for interval in ("hybrid", "basic", "percentile"):
+            r = bootstrap_ci(metric, p, y, n_resamples=200, seed=0, interval=interval)
+            assert 0.0 <= r.lower <= r.upper, (metric, interval)
+    perfect = np.eye(3)[y] * 0.98 + 0.01 / 1.5  # nearly always right: accuracy near 1
+    r = bootstrap_ci("accuracy", perfect / perfect.sum(1, keepdims=True), y, n_resamples=200)
+    assert r.upper <= 1.0 and r.corrected <= 1.0
 
 
 def test_blocks_cover_every_resample(monkeypatch):

@@ -7,7 +7,12 @@ import pytest
 from scipy import stats
 
 from calibration_core import CalibrationInputError, Predictions, metrics
-from calibration_core.significance import MEASURES, alias_tables, calibration_test
+from calibration_core.significance import (
+    MEASURES,
+    alias_tables,
+    calibration_test,
+    monte_carlo_p_value,
+)
 
 SCORING_RULES = ("brier_score", "log_loss")
 
@@ -172,3 +177,44 @@ def test_seed_may_be_a_generator_or_a_numpy_int():
     c = calibration_test(p, y, measure="brier_score", n_resamples=20, seed=np.random.default_rng(4))
     np.testing.assert_array_equal(a.null, b.null)
     np.testing.assert_array_equal(a.null, c.null)
+
+
+def _issue_16_example(seed: int, n: int = 1000, k: int = 3):
+    """Predictions softmax(z), labels from softmax(z / 0.8): softer than the truth."""
+    rng = np.random.default_rng(seed)
+    z = rng.normal(0.0, 1.5, (n, k))
+    truth = np.exp(z / 0.8)
+    truth /= truth.sum(axis=1, keepdims=True)
+    p = np.exp(z)
+    p /= p.sum(axis=1, keepdims=True)
+    y = (rng.random(n)[:, None] > np.cumsum(truth, axis=1)).sum(axis=1).clip(max=k - 1)
+    return p, y
+
+
+@pytest.mark.parametrize("measure", SCORING_RULES)
+def test_scoring_rule_tests_are_two_sided_and_see_under_confidence(measure):
+    # Issue 16: a one-sided test gave p = 1.000 here (the score is better than its null).
+    p, y = _issue_16_example(0)
+    result = calibration_test(p, y, measure=measure, n_resamples=999, seed=0)
+    assert result.sides == "two-sided"
+    assert result.observed < np.min(result.null)  # better than any calibrated draw
+    assert result.p_value == pytest.approx(1 / 1000)
+    assert result.share_exceeding == 1.0  # the survey's one-sided share would never reject
+    assert result.null_mean == pytest.approx(result.null.mean(), abs=4 * result.null.std() / 30)
+
+
+def test_null_mean_of_scoring_rules_is_exact():
+    p, _ = _data(500, 4, seed=9)
+    brier = calibration_test(p, np.zeros(500, int), measure="brier_score", n_resamples=3)
+    assert brier.null_mean == pytest.approx(1 - np.mean(np.sum(p**2, axis=1)))
+    loss = calibration_test(p, np.zeros(500, int), measure="log_loss", n_resamples=3)
+    assert loss.null_mean == pytest.approx(-np.mean(np.sum(p * np.log(p), axis=1)))
+    ece = calibration_test(p, np.zeros(500, int), n_resamples=3)
+    assert ece.sides == "upper" and ece.null_mean is None
+
+
+def test_two_sided_p_value_counts_both_tails():
+    null = np.array([0.1, 0.2, 0.3, 0.5, 0.7])
+    assert monte_carlo_p_value(0.6, null, centre=0.4) == pytest.approx((1 + 3) / 6)  # .1 .7 .2
+    assert monte_carlo_p_value(0.6, null) == pytest.approx((1 + 1) / 6)  # only 0.7
+    assert monte_carlo_p_value(0.2, null, centre=0.4) == pytest.approx((1 + 3) / 6)

@@ -1,0 +1,332 @@
+"""Size, power and coverage of every test and interval the page offers (issue 16).
+
+    python benchmarks/stats_sim.py [--quick] [--only size,power,coverage,verdict]
+        [--k 2,3,10] [--n 200,1000,5000] [--reps-size 1000] [--reps-power 300]
+        [--out results.md]
+
+Not a unit test: a Monte Carlo study whose tables go to docs/statistics.md.
+
+Scenarios (logits ``z ~ N(0, 1.5^2)`` per class, ``softmax`` rows):
+
+* **calibrated**: predictions ``p = softmax(z)``, labels drawn from ``p``;
+* **over-confident**: labels from ``softmax(z)``, predictions ``softmax(z / 0.8)``;
+* **under-confident**: labels from ``softmax(z / 0.8)``, predictions ``softmax(z)``
+  (the example of issue 16);
+* **strongly over-/under-confident**: the same with 0.6 instead of 0.8 (coverage
+  only: true ECE >= 0.05 at every K).
+
+Size is the rejection rate at alpha = 0.05 under "calibrated" (``--reps-size``
+data sets per cell), power the rate under the two others (``--reps-power``),
+for every measure of the resampling test (binary ones at K = 2) and for
+Hosmer-Lemeshow with its default (parametric bootstrap) and the chi-squared
+option (G(K-1) and (G-2)(K-1) degrees of freedom), G = 10. The 95 % binomial
+range of a size of 0.05 is printed next to each table.
+
+Coverage is that of the default bootstrap interval (and the two others, from
+the same resamples) of the population ECE with the same 15 equal-width bins,
+computed on 2 million rows with the known true probabilities; and of the
+paired-difference interval of the map verdict
+(:func:`calibration_core.compare.choose_map`) for the population difference
+of mean log-losses.
+
+Seeds are fixed (data set ``i`` of a cell uses seed ``i``). Cells run on
+:func:`calibration_core.parallel.map_blocks` threads.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from calibration_core import Predictions, calibration_test, hosmer_lemeshow  # noqa: E402
+from calibration_core.bootstrap import INTERVALS, bootstrap_ci, interval_bounds  # noqa: E402
+from calibration_core.compare.verdict import choose_map  # noqa: E402
+from calibration_core.parallel import map_blocks  # noqa: E402
+from calibration_core.significance import MEASURES, monte_carlo_p_value  # noqa: E402
+
+ALPHA = 0.05
+SCALE = 1.5
+#: Scenario -> (temperature of the predictions, temperature of the truth) on the same logits.
+SCENARIOS = {
+    "calibrated": (1.0, 1.0),
+    "over-confident": (0.8, 1.0),
+    "under-confident": (1.0, 0.8),
+    "strongly over-confident": (0.6, 1.0),
+    "strongly under-confident": (1.0, 0.6),
+}
+N_BINS = 15
+HL_VARIANTS = {
+    "HL bootstrap (default)": {"p_value": "bootstrap"},
+    "HL chi2 G(K-1)": {"p_value": "chi2", "holdout": True},
+    "HL chi2 (G-2)(K-1)": {"p_value": "chi2", "holdout": False},
+}
+
+
+# ------------------------------------------------------------------ data
+def softmax(z: np.ndarray) -> np.ndarray:
+    """Row-wise softmax."""
+    e = np.exp(z - z.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+
+
+def scenario(name: str, n: int, k: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(predictions, true probabilities, labels) of one simulated data set."""
+    rng = np.random.default_rng(seed)
+    z = rng.normal(0.0, SCALE, (n, k))
+    t_pred, t_truth = SCENARIOS[name]
+    pred = softmax(z / t_pred)
+    truth = pred if t_truth == t_pred else softmax(z / t_truth)
+    labels = (rng.random(n)[:, None] > np.cumsum(truth, axis=1)).sum(axis=1).clip(max=k - 1)
+    return pred, truth, labels
+
+
+def measures_for(k: int) -> list[str]:
+    """Resampling-test measures the page offers for K classes."""
+    return [m for m in MEASURES if k == 2 or not m.startswith("binary_")]
+
+
+def binomial_range(p: float, reps: int) -> tuple[float, float]:
+    """Central 95 % range of a rejection rate p over reps replications (normal approximation)."""
+    half = 1.96 * math.sqrt(p * (1 - p) / reps)
+    return max(0.0, p - half), p + half
+
+
+# ---------------------------------------------------------- size / power
+def rejections(name: str, n: int, k: int, seed: int, n_resamples: int) -> dict[str, bool]:
+    """Which tests reject calibration at ALPHA on one data set."""
+    p, _, y = scenario(name, n, k, seed)
+    out = {}
+    for m in measures_for(k):
+        result = calibration_test(p, y, measure=m, n_resamples=n_resamples, seed=seed)
+        out[m] = result.p_value <= ALPHA
+        if result.sides == "two-sided":  # the one-sided test of before issue 16, same null
+            one_sided = monte_carlo_p_value(result.observed, result.null)
+            out[f"{m} one-sided (old)"] = one_sided <= ALPHA
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the small-sample warning at N = 200
+        for label, kwargs in HL_VARIANTS.items():
+            result = hosmer_lemeshow(p, y, n_resamples=n_resamples, seed=seed, **kwargs)
+            out[label] = result.p_value <= ALPHA
+    return out
+
+
+def progress(what: str, started: float) -> None:
+    """One line per finished cell on stderr (the tables go to stdout)."""
+    print(f"  {what}: {time.perf_counter() - started:.0f} s", file=sys.stderr, flush=True)
+
+
+def rejection_rates(name: str, n: int, k: int, reps: int, n_resamples: int) -> dict[str, float]:
+    """Share of ``reps`` data sets on which each test rejects."""
+    started = time.perf_counter()
+    rows = map_blocks(lambda s: rejections(name, n, k, s, n_resamples), range(reps))
+    progress(f"{name} K={k} N={n}", started)
+    return {key: float(np.mean([r[key] for r in rows])) for key in rows[0]}
+
+
+# -------------------------------------------------------------- coverage
+def population_ece(name: str, k: int, notion: str, seed: int = 10**6) -> float:
+    """ECE of the population with N_BINS equal-width bins (2 million rows, exact targets)."""
+    p, truth, _ = scenario(name, 2_000_000, k, seed)
+    if notion == "binary":
+        score, target = p[:, 1], truth[:, 1]
+    else:
+        top = p.argmax(axis=1)
+        score, target = p.max(axis=1), truth[np.arange(p.shape[0]), top]
+    bins = np.minimum((score * N_BINS).astype(np.intp), N_BINS - 1)
+    gap = np.bincount(bins, weights=target - score, minlength=N_BINS)
+    return float(np.abs(gap).sum() / p.shape[0])
+
+
+def covered(name, n, k, seed, truth, n_resamples, level) -> dict[str, bool]:
+    """Whether each interval kind covers ``truth`` on one data set (same resamples)."""
+    p, _, y = scenario(name, n, k, seed)
+    metric = "binary_ece" if k == 2 else "confidence_ece"
+    result = bootstrap_ci(metric, p, y, n_resamples=n_resamples, seed=seed, level=level)
+    out = {}
+    for kind in INTERVALS:
+        lo, hi = interval_bounds(result.estimate, result.samples, level, kind)
+        out[kind] = max(lo, 0.0) <= truth <= max(hi, 0.0)
+        out[kind + " lower clipped"] = lo < 0
+    out["bias"] = result.estimate - truth
+    return out
+
+
+def coverage(name, n, k, reps, n_resamples, level=0.95) -> dict[str, float]:
+    """Coverage of each interval kind of the population ECE, and the plug-in's mean bias."""
+    started = time.perf_counter()
+    truth = population_ece(name, k, "binary" if k == 2 else "confidence")
+    rows = map_blocks(lambda s: covered(name, n, k, s, truth, n_resamples, level), range(reps))
+    progress(f"coverage {name} K={k} N={n}", started)
+    out = {key: float(np.mean([r[key] for r in rows])) for key in rows[0]}
+    out["true ECE"] = truth
+    return out
+
+
+def true_log_loss_gap(k: int) -> float:
+    """Population log-loss of softmax(z / T) minus softmax(z)'s, labels from softmax(z)."""
+    sharp, plain, _ = scenario("over-confident", 2_000_000, k, 10**6)
+    return float(np.mean(np.sum(plain * (np.log(plain) - np.log(sharp)), axis=1)))
+
+
+def verdict_covered(n, k, seed, gap, n_resamples, level) -> bool:
+    """Whether the verdict's paired interval covers the population difference."""
+    sharp, plain, y = scenario("over-confident", n, k, seed)
+    candidates = {
+        "sharp": Predictions.from_probs(sharp, y),
+        "plain": Predictions.from_probs(plain, y),
+    }
+    v = choose_map(candidates, n_resamples=n_resamples, level=level, seed=seed)
+    truth = gap if v.winner == "plain" else -gap  # runner-up minus winner
+    return v.lower <= truth <= v.upper
+
+
+def verdict_coverage(n, k, reps, n_resamples, level=0.95) -> dict[str, float]:
+    """Coverage of the verdict's paired-difference interval."""
+    started = time.perf_counter()
+    gap = true_log_loss_gap(k)
+    rows = map_blocks(lambda s: verdict_covered(n, k, s, gap, n_resamples, level), range(reps))
+    progress(f"verdict K={k} N={n}", started)
+    return {"true difference": gap, "coverage": float(np.mean(rows))}
+
+
+# ---------------------------------------------------------------- output
+def table(title: str, rows: list[dict], columns: list[str]) -> str:
+    """A markdown table; floats as percentages except the named raw columns."""
+    raw = {"K", "N", "true ECE", "bias", "true difference"}
+    lines = [f"\n{title}\n", "| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+    for row in rows:
+        cells = []
+        for c in columns:
+            v = row.get(c, "")
+            if isinstance(v, float) and c not in raw:
+                cells.append(f"{100 * v:.1f}")
+            elif isinstance(v, float):
+                cells.append(f"{v:.4f}")
+            else:
+                cells.append(str(v))
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    """Command line; --quick shrinks every count."""
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="few replications, N <= 1000")
+    ap.add_argument("--only", default="size,power,coverage,verdict")
+    ap.add_argument("--k", default="2,3,10")
+    ap.add_argument("--n", default="200,1000,5000")
+    ap.add_argument("--reps-size", type=int, default=1000)
+    ap.add_argument("--reps-power", type=int, default=300)
+    ap.add_argument("--resamples", type=int, default=199, help="R of each test and interval")
+    ap.add_argument("--scenarios", default="over-confident,under-confident", help="of power")
+    ap.add_argument(
+        "--coverage-scenarios",
+        default="calibrated,over-confident,under-confident,"
+        "strongly over-confident,strongly under-confident",
+    )
+    ap.add_argument("--out", type=Path)
+    args = ap.parse_args(argv)
+    if args.quick:
+        args.reps_size, args.reps_power, args.resamples = 100, 50, 99
+        args.n = ",".join(v for v in args.n.split(",") if int(v) <= 1000)
+    return args
+
+
+def main(argv=None) -> None:
+    """Run the chosen parts and print (and optionally write) the tables."""
+    args = parse_args(argv)
+    ks = [int(v) for v in args.k.split(",")]
+    ns = [int(v) for v in args.n.split(",")]
+    parts = set(args.only.split(","))
+    started = time.perf_counter()
+    out = [
+        f"Run: `python benchmarks/stats_sim.py {' '.join(sys.argv[1:])}` "
+        f"(size reps {args.reps_size}, power/coverage reps {args.reps_power}, "
+        f"R = {args.resamples}); alpha = {ALPHA}."
+    ]
+
+    def emit(text: str) -> None:
+        print(text, flush=True)
+        out.append(text)
+
+    print(out[0], flush=True)
+    cells = [(k, n) for k in ks for n in ns]
+    if "size" in parts:
+        lo, hi = binomial_range(ALPHA, args.reps_size)
+        rows = []
+        for k, n in cells:
+            rows.append(
+                {"K": k, "N": n}
+                | rejection_rates("calibrated", n, k, args.reps_size, args.resamples)
+            )
+        columns = ["K", "N", *dict.fromkeys(c for r in rows for c in r if c not in ("K", "N"))]
+        emit(
+            table(
+                f"Size (% rejected at alpha = 0.05, calibrated; "
+                f"95 % range {100 * lo:.1f}-{100 * hi:.1f})",
+                rows,
+                columns,
+            )
+        )
+    if "power" in parts:
+        for name in args.scenarios.split(","):
+            rows = [
+                {"K": k, "N": n} | rejection_rates(name, n, k, args.reps_power, args.resamples)
+                for k, n in cells
+            ]
+            columns = ["K", "N", *dict.fromkeys(c for r in rows for c in r if c not in ("K", "N"))]
+            emit(table(f"Power (% rejected at alpha = 0.05, {name})", rows, columns))
+    if "coverage" in parts:
+        rows = []
+        for name in args.coverage_scenarios.split(","):
+            for k, n in cells:
+                rows.append(
+                    {"scenario": name, "K": k, "N": n}
+                    | coverage(name, n, k, args.reps_power, args.resamples)
+                )
+        columns = [
+            "scenario",
+            "K",
+            "N",
+            "true ECE",
+            "bias",
+            *INTERVALS,
+            *(f"{i} lower clipped" for i in INTERVALS),
+        ]
+        emit(
+            table(
+                "Coverage (%) of the population ECE (95 % intervals; "
+                "K = 2 binary ECE, else confidence ECE)",
+                rows,
+                columns,
+            )
+        )
+    if "verdict" in parts:
+        rows = [
+            {"K": k, "N": n} | verdict_coverage(n, k, args.reps_power, args.resamples)
+            for k, n in cells
+        ]
+        emit(
+            table(
+                "Coverage (%) of the verdict's 95 % paired-difference interval",
+                rows,
+                ["K", "N", "true difference", "coverage"],
+            )
+        )
+    emit(f"\nWall time: {time.perf_counter() - started:.0f} s")
+    if args.out:
+        args.out.write_text("\n".join(out) + "\n")
+
+
+if __name__ == "__main__":
+    main()

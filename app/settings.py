@@ -50,6 +50,13 @@ ALL_CLASSES = "__all__"
 MAX_SELECTED_MODELS = 8
 HANDLE_PATTERN = re.compile(r"^[a-z]{1,5}-[A-Za-z0-9_-]{1,64}$")
 CONSISTENCY_RESAMPLES = 1000
+#: Diagram kinds of the view: binned reliability, smoothed reliability, cumulative differences.
+DIAGRAM_KINDS = ("binned", "smooth", "cumulative")
+DIAGRAM_LABELS = {
+    "binned": "binned reliability",
+    "smooth": "smooth reliability",
+    "cumulative": "cumulative differences",
+}
 
 
 class SettingsError(CalibrationInputError):
@@ -99,6 +106,8 @@ class ViewSettings:
         A key of :data:`BANDS`.
     level : float
         Band level in [0.5, 0.999].
+    kind : {"binned", "smooth", "cumulative"}
+        The diagram drawn (:data:`DIAGRAM_KINDS`); the bins only shape "binned".
     """
 
     notion: str = "confidence"
@@ -107,6 +116,7 @@ class ViewSettings:
     n_bins: int = 15
     band: str = "wilson"
     level: float = 0.95
+    kind: str = "binned"
 
     @property
     def all_classes(self) -> bool:
@@ -124,7 +134,7 @@ class ViewSettings:
         return f"{BAND_LABELS[self.band]} {self.level:.0%}".replace(".0%", "%")
 
 
-def parse_view(notion, class_value, scheme, n_bins, band, level) -> ViewSettings:
+def parse_view(notion, class_value, scheme, n_bins, band, level, kind="binned") -> ViewSettings:
     """Validate the cheap settings (see :class:`ViewSettings`)."""
     notion = _choice(notion, "the notion", NOTIONS)
     class_name = None
@@ -142,6 +152,7 @@ def parse_view(notion, class_value, scheme, n_bins, band, level) -> ViewSettings
         n_bins=_whole(n_bins, "the number of bins", MIN_BINS, MAX_BINS),
         band=_choice(band, "the band", tuple(BANDS)),
         level=_number(level, "the band level", MIN_LEVEL, MAX_LEVEL),
+        kind=_choice(kind, "the diagram", DIAGRAM_KINDS),
     )
 
 
@@ -240,6 +251,7 @@ class RawSettings:
     n_bins: object = 15
     band: object = "wilson"
     level: object = 0.95
+    kind: object = "binned"
 
     def parse(self):
         """Validated ``(handles, maps, heldout, view)``; raises SettingsError."""
@@ -248,6 +260,12 @@ class RawSettings:
             parse_maps(self.maps),
             parse_heldout(self.heldout, self.folds, self.fraction),
             parse_view(
-                self.notion, self.class_value, self.scheme, self.n_bins, self.band, self.level
+                self.notion,
+                self.class_value,
+                self.scheme,
+                self.n_bins,
+                self.band,
+                self.level,
+                self.kind,
             ),
         )

@@ -16,7 +16,7 @@ from .. import ids
 from ..analysis import CANCELLED, NOT_FITTED, PENDING, ViewResult, build_view
 from ..context import AppContext
 from ..figures.common import empty_figure, graph_config, view_title
-from ..figures.reliability import reliability_figure_dict
+from ..figures.diagram import diagram_figure_dict
 from ..metrics_table import caption, column_defs, row_data
 from ..session import SESSION_LOST_MESSAGE
 from ..settings import RawSettings
@@ -31,14 +31,17 @@ def compute_view(ctx: AppContext, sid, raw: RawSettings, pending: str = PENDING)
     return build_view(ctx.store, sid, handles, maps, heldout, view, pending)
 
 
-def graphs(result: ViewResult, fmt: str = "png") -> list:
-    """One ``dcc.Graph`` per model (pattern id ``{"type": GRAPH_TYPE, "index": i}``)."""
+def graphs(ctx: AppContext, result: ViewResult, fmt: str = "png", pending: str = PENDING) -> list:
+    """One ``dcc.Graph`` per model (pattern id ``{"type": GRAPH_TYPE, "index": i}``).
+
+    The diagram is the view's kind (:func:`app.figures.diagram.diagram_figure_dict`).
+    """
     out = []
     for i, mv in enumerate(result.models):
         out.append(
             dcc.Graph(
                 id={"type": ids.GRAPH_TYPE, "index": i},
-                figure=reliability_figure_dict(mv, result.view, result.heldout),
+                figure=diagram_figure_dict(ctx.store, result, mv, pending),
                 config=graph_config(mv.info.name, fmt),
                 className="reliability-graph",
             )
@@ -99,7 +102,7 @@ def render(ctx: AppContext, sid, raw: RawSettings, fit_state=None, fmt="png") ->
             dcc.Graph(figure=empty_figure("Pick a model on the left, or drop a file to upload."))
         ]
     else:
-        children = graphs(result, fmt if fmt in ("png", "svg") else "png")
+        children = graphs(ctx, result, fmt if fmt in ("png", "svg") else "png", pending)
     return (
         children,
         row_data(result.rows),

@@ -233,3 +233,23 @@ def test_report_has_the_beyond_bins_section(ctx, sid):
     slope = calibration_hierarchy(pred, notion="binary").recalibration.slope.value
     assert f"{slope:.3f} [" in after
     assert notion_spec(info, view).label in after
+
+
+def test_cli_report_draws_the_chosen_diagram_and_computes_the_section(tmp_path, capsys):
+    from app import cli
+
+    rng = np.random.default_rng(0)
+    p = rng.uniform(0.02, 0.98, 300)
+    y = (rng.uniform(size=300) < p**1.5).astype(int)
+    csv = tmp_path / "scores.csv"
+    csv.write_text("score,label\n" + "".join(f"{a:.6f},{b}\n" for a, b in zip(p, y, strict=True)))
+    out = tmp_path / "report.html"
+    code = cli.main(["report", str(csv), "--maps", "", "--diagram", "cumulative", "-o", str(out)])
+    assert code == 0, capsys.readouterr().err
+    text = out.read_text(encoding="utf-8")
+    assert "cumulative differences" in text and "expected under calibration" in text
+    assert f"<h3>{BEYOND_TITLE}</h3>" in text and "Not computed" not in text
+    ks = cumulative_test(np.column_stack([1 - p, p]), y, notion="confidence")
+    assert f"{ks.ks_error:.4f} (" in text  # the top-label KS error of the only model
+    code = cli.main(["report", str(csv), "--diagram", "pie", "-o", str(out)])
+    assert code == 2 and "invalid choice: 'pie'" in capsys.readouterr().err

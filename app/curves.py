@@ -11,8 +11,9 @@ notions (top label, binary, one class vs rest).
 * **smooth**: :func:`calibration_core.measures.smooth_reliability_curve`,
   its automatic bandwidth and a percentile bootstrap band of
   :data:`SMOOTH_RESAMPLES` resamples (seed 0) at the view's band level;
-  beyond :data:`MAX_SMOOTH_BANDS` panels the band is left out (it costs
-  about 0.3 s a panel on the demo) and the figure says so;
+  beyond :data:`MAX_SMOOTH_BANDS` panels or :data:`MAX_BAND_ROWS` rows over
+  the panels the band is left out (it costs about 0.3 s a panel on the demo
+  and 21 s at a million rows) and the figure says so;
 * **cumulative**: :func:`calibration_core.measures.cumulative_differences`
   thinned to :data:`CURVE_POINTS` points (keeping the extremes, so the KS
   and Kuiper statistics read off the plot are the full curve's), its band
@@ -47,6 +48,9 @@ CURVE_POINTS = 2000
 SMOOTH_RESAMPLES = 100
 #: Above this many panels in one figure, smooth curves are drawn without their band.
 MAX_SMOOTH_BANDS = 12
+#: ... and above this many rows summed over its panels: 100 resamples cost about 0.2 s
+#: per 10,000 rows (21 s a panel at 1e6 rows, against 1.1 s without the band).
+MAX_BAND_ROWS = 250_000
 
 
 @dataclass
@@ -118,6 +122,21 @@ def _one_panel(store: DataStore, variant, label, k, view: ViewSettings, band: bo
     return panel
 
 
+def _smooth_band(view: ViewSettings, n_classes: int, found: list) -> tuple[bool, list[str]]:
+    """Whether smooth panels get their bootstrap band, and the note when they do not."""
+    if view.kind != "smooth" or view.band == "none":
+        return False, []
+    n_panels = n_classes * len(found)
+    n_rows = n_classes * sum(v.pred.n_samples for v in found if v.pred is not None)
+    if n_panels > MAX_SMOOTH_BANDS:
+        why = f"{n_panels} panels (at most {MAX_SMOOTH_BANDS} get one); pick one class for it"
+    elif n_rows > MAX_BAND_ROWS:
+        why = f"{n_rows:,} rows over the panels (at most {MAX_BAND_ROWS:,}: it would take too long)"
+    else:
+        return True, []
+    return False, [f"no bootstrap band: {why}"]
+
+
 def curve_view(
     store: DataStore,
     info: ModelInfo,
@@ -135,14 +154,7 @@ def curve_view(
     """
     rows = targets(info, view)
     found = variants(store, info, maps, heldout, pending)
-    n_panels = len(rows) * len(found)
-    band = view.kind == "smooth" and view.band != "none" and n_panels <= MAX_SMOOTH_BANDS
-    notes = []
-    if view.kind == "smooth" and view.band != "none" and not band:
-        notes.append(
-            f"no bootstrap band: {n_panels} panels (at most {MAX_SMOOTH_BANDS} get one); "
-            "pick one class for it"
-        )
+    band, notes = _smooth_band(view, len(rows), found)
     panels: list[CurvePanel] = []
     for variant in found:
         for k, label in rows:

@@ -253,3 +253,30 @@ def test_cli_report_draws_the_chosen_diagram_and_computes_the_section(tmp_path, 
     assert f"{ks.ks_error:.4f} (" in text  # the top-label KS error of the only model
     code = cli.main(["report", str(csv), "--diagram", "pie", "-o", str(out)])
     assert code == 2 and "invalid choice: 'pie'" in capsys.readouterr().err
+
+
+def test_smooth_band_is_left_out_above_the_row_budget(ctx, monkeypatch):
+    import app.curves
+
+    info = _demo(ctx, CANCER_NB)
+    view = parse_view("binary", None, "width", 15, "wilson", 0.95, "smooth")
+    (panel,) = curve_view(ctx.store, info, (), HeldOut(), view).panels
+    assert panel.smooth.n_resamples == 100
+    monkeypatch.setattr(app.curves, "MAX_BAND_ROWS", info.n_samples - 1)
+    cv = curve_view(ctx.store, info, (), HeldOut(), view)
+    assert cv.panels[0].smooth.n_resamples == 0
+    assert cv.notes == [f"no bootstrap band: 569 rows over the panels (at most 568: {TOO_LONG})"]
+
+
+TOO_LONG = "it would take too long"
+
+
+def test_page_report_draws_the_views_diagram_kind(ctx, sid):
+    from app import ids
+    from app.callbacks.exports import small_export
+
+    info = _demo(ctx, CANCER_NB)
+    raw = RawSettings([info.handle], [], notion="binary", kind="smooth")
+    report = small_export(ctx, sid, ids.EXPORT_REPORT_HTML, raw)["content"]
+    assert "smooth reliability (no bins)" in report and "smoothed frequency" in report
+    assert "Not computed: press “Compute measures”" in report

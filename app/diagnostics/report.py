@@ -60,6 +60,7 @@ STYLE = """<style>
 .diag-empty { color: #57606a; font-size: 13px; }
 h2.diag-model { margin-top: 36px; border-top: 1px solid #d0d7de; padding-top: 16px; }
 .diagnostics td:nth-child(2) { text-align: right; }
+.diagnostics .beyond td:nth-child(2) { text-align: left; color: #57606a; }
 </style>"""
 
 
@@ -183,7 +184,8 @@ def _bootstrap(ctx: AppContext, sid, target: DiagTarget) -> str:
 
 def _beyond(ctx: AppContext, target: DiagTarget) -> str:
     rows = beyond_rows(ctx.store, target)
-    body = table_html(beyond_table(rows, notion_spec(target.info, target.view)))
+    table = table_html(beyond_table(rows, notion_spec(target.info, target.view)))
+    body = f'<div class="beyond">{table}</div>'
     if any(r.message == NOT_COMPUTED for r in rows):
         body = _note("Not computed: press “Compute measures” in the Diagnostics section.") + body
     return body

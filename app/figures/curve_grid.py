@@ -28,6 +28,8 @@ from .common import (
 PANEL_HEIGHT = 260
 MARGIN = {"l": 64, "r": 16, "t": 100, "b": 52}
 H_SPACING, V_GAP_PX, TITLE_PX = 0.045, 46, 24
+#: Extra top margin for each note line under the subtitle.
+NOTE_PX = 16
 
 #: ``(traces, notes)`` of panel ``i`` from the panel, its axis suffix and the legend kinds shown.
 PanelDrawer = Callable[[CurvePanel, str, set], tuple[list[dict], list[dict]]]
@@ -136,14 +138,14 @@ def _title(panel: CurvePanel, view: ViewSettings, x_dom, y_dom) -> dict:
 
 
 def subtitle(cv: CurveView, view: ViewSettings, heldout: HeldOut, n_scored: int | None) -> str:
-    """Kind, notion, band and held-out scheme; says the bins do not apply."""
+    """Kind, notion and held-out scheme (saying the bins do not apply); each note on a new line."""
     notion = NOTION_LABELS[view.notion]
     if view.notion == "class":
         notion += " (all classes)" if view.all_classes else f" (class {view.class_name})"
     parts = [DIAGRAM_LABELS[cv.kind], notion, "no bins", heldout.describe()]
     if n_scored is not None:
         parts.append(f"N = {n_scored:,} scored rows")
-    return " · ".join(parts + cv.notes)
+    return "\n".join([" · ".join(parts), *cv.notes])
 
 
 def curve_figure(
@@ -186,12 +188,14 @@ def curve_figure(
         traces, panel_notes = draw(panel, s, legend)
         data += traces
         notes += panel_notes
-    height = plot_px + MARGIN["t"] + MARGIN["b"]
+    margin = {**MARGIN, "t": MARGIN["t"] + NOTE_PX * len(cv.notes)}
+    height = plot_px + margin["t"] + margin["b"]
+    sub = "<br>".join(plot_text(line) for line in subtitle(cv, view, heldout, n_scored).split("\n"))
     layout.update(
         {
             "title": {
                 "text": plot_text(name),
-                "subtitle": {"text": plot_text(subtitle(cv, view, heldout, n_scored))},
+                "subtitle": {"text": sub},
                 "x": 0.0,
                 "xanchor": "left",
                 "xref": "container",
@@ -203,7 +207,7 @@ def curve_figure(
             },
             "annotations": notes,
             "height": int(height),
-            "margin": MARGIN,
+            "margin": margin,
             "template": plotly_template(),
             "font": {"family": FONT, "size": 12, "color": "#1f2328"},
             "legend": {

@@ -280,3 +280,27 @@ def test_page_report_draws_the_views_diagram_kind(ctx, sid):
     report = small_export(ctx, sid, ids.EXPORT_REPORT_HTML, raw)["content"]
     assert "smooth reliability (no bins)" in report and "smoothed frequency" in report
     assert "Not computed: press “Compute measures”" in report
+
+
+def test_cifar100_curves_are_thinned_and_keep_the_cores_numbers(realdata):
+    """DenseNet on CIFAR-100 (over-confident, 10,000 rows): both kinds, top label."""
+    from calibration_core import load_predictions
+
+    (pred,) = load_predictions(realdata["densenet-bc-100-cifar-100"])
+    view = parse_view("confidence", None, "width", 15, "wilson", 0.95, "cumulative")
+    from app.curves import cumulative_panel
+
+    thin, band, test = cumulative_panel(pred, "confidence", None, 0.95)
+    cv = CurveView("cumulative", [CurvePanel("uncalibrated", None, None, thin, band, test)], [])
+    fig = cumulative_figure_dict("densenet", cv, view, HeldOut(), pred.n_samples)
+    (line,) = _traces(fig, "cumulative difference (labels − scores)")
+    assert len(line["x"]) <= CURVE_POINTS + 2 < pred.n_samples
+    expected = cumulative_test(pred)
+    assert np.max(np.abs(line["y"])) == pytest.approx(expected.ks_error, rel=1e-12)
+    assert expected.ks_error > 0.05 and expected.ks_p_value < 1e-6  # over-confident
+    assert np.min(line["y"]) < 0  # fewer right answers than the confidence promises
+    curve = smooth_reliability_curve(pred, n_resamples=0)
+    cv = CurveView("smooth", [CurvePanel("uncalibrated", None, smooth=curve)], [])
+    smooth_view = dataclasses.replace(view, kind="smooth")
+    fig = smooth_figure_dict("densenet", cv, smooth_view, HeldOut(), pred.n_samples)
+    assert f"smooth ECE {smooth_ece(pred).value:.4f}" in _notes(fig)[1]

@@ -9,7 +9,8 @@ core and nothing else (no Dash, no Plotly), so its numbers are the core's:
 * bands are :func:`calibration_core.bands.binomial_band` or
   :func:`calibration_core.bands.consistency_band_from_statistics`;
 * the metrics are those statistics' ``ece()``/``mce()`` and the core's
-  ``brier_score``, ``log_loss`` and ``accuracy`` (cached per predictions).
+  ``brier_score``, ``log_loss`` and ``accuracy`` (cached per predictions),
+  and, when asked for, ``score_parts`` (cached per predictions and binning).
 
 Nothing here fits a map: fitted (calibrated) predictions are read from the
 store, where the background fit put them (:mod:`app.callbacks.fit`).
@@ -96,6 +97,8 @@ class Variant:
     message: str | None = None
     #: True while the fit has not stored a result yet (``message`` says why).
     pending: bool = False
+    #: The map whose fit this one reuses (the same model on probability input), or None.
+    same_as: str | None = None
 
 
 def targets(info: ModelInfo, view: ViewSettings) -> list[tuple[int | None, str | None]]:
@@ -151,11 +154,20 @@ def variants(
                     name,
                     record.variant,
                     store.predictions(record.variant),
-                    fit_seconds=record.fit_seconds,
+                    fit_seconds=None if record.same_as else record.fit_seconds,
                     converged=record.converged,
+                    same_as=record.same_as,
                 )
             )
     return out
+
+
+def fit_status(variant: Variant) -> str:
+    """The status cell of a fitted variant: "ok", "did not converge", and any reused fit."""
+    status = "ok" if variant.converged in (True, None) else "did not converge"
+    if variant.same_as:
+        status += f" (same fit as {variant.same_as})"
+    return status
 
 
 def band_of(stats, curve: ReliabilityCurve, view: ViewSettings):
@@ -184,6 +196,23 @@ def scoring_rules(store: DataStore, variant: Variant) -> dict[str, float]:
     if variant.handle is None:
         return compute()
     return store.memo(("rules", variant.handle), compute)
+
+
+def score_parts(store: DataStore, variant: Variant, binning: Binning) -> dict[str, float]:
+    """Calibration and refinement parts of Brier and log-loss, cached per binning.
+
+    :func:`calibration_core.score_parts`: ``C = E[Y | S]`` estimated per class
+    column (one vs rest) on the view's bins, as the classwise ECE bins them.
+    """
+    from calibration_core import score_parts as parts
+
+    pred = variant.pred
+
+    def compute():
+        return parts(pred.probs, pred.labels, n_bins=binning.n_bins, scheme=binning.scheme)
+
+    key = ("parts", variant.handle, binning.scheme, binning.n_bins)
+    return compute() if variant.handle is None else store.memo(key, compute)
 
 
 def classwise_ece(store: DataStore, variant: Variant, binning: Binning) -> float:
@@ -240,8 +269,9 @@ def model_view(
             mce=float(np.max(mces)),
             classwise_ece=classwise_ece(store, variant, binning),
             **scoring_rules(store, variant),
+            **(score_parts(store, variant, binning) if view.score_parts else {}),
             fit_seconds=variant.fit_seconds,
-            status="ok" if variant.converged in (True, None) else "did not converge",
+            status=fit_status(variant),
         )
         rows.append(row)
     return mv, rows

@@ -392,6 +392,31 @@ def write_measures(results, measures, out) -> None:
         out.write("\n".join(measures_lines(m)) + "\n")
 
 
+def rows_with_parts(result, n_bins: int, scheme: str) -> list[dict[str, Any]]:
+    """The comparison rows with the Brier and log-loss parts after ``log_loss``.
+
+    :func:`calibration_core.score_parts` of each row's held-out predictions,
+    binned as the ECE columns; null for a map that failed.
+    """
+    from calibration_core import PART_FIELDS, score_parts
+
+    out = []
+    for row in result.rows():
+        pred = result.calibrated.get(row["map"])
+        parts = (
+            dict.fromkeys(PART_FIELDS)
+            if pred is None
+            else score_parts(pred.probs, pred.labels, n_bins=n_bins, scheme=scheme)
+        )
+        ordered: dict[str, Any] = {}
+        for key, value in row.items():
+            ordered[key] = value
+            if key == "log_loss":
+                ordered.update(parts)
+        out.append(ordered)
+    return out
+
+
 def evaluate_document(args: argparse.Namespace, maps, results, measures=None) -> dict[str, Any]:
     """The JSON document of ``evaluate --format json`` (see docs/evaluate-json-schema.md).
 
@@ -424,7 +449,7 @@ def evaluate_document(args: argparse.Namespace, maps, results, measures=None) ->
                 "n_classes": r.settings["n_classes"],
                 "splitter": r.settings["splitter"],
                 "warnings": list(r.warnings),
-                "rows": r.rows(),
+                "rows": rows_with_parts(r, args.bins, args.scheme),
                 "verdict": r.verdict(n_resamples=args.resamples, level=args.level).to_dict(),
                 **({} if measures is None else {"measures": measures[i]}),
             }

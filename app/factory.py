@@ -27,9 +27,12 @@ from .origin_check import OriginCheck
 from .request_errors import install_error_handlers
 from .security import BasicAuth, SecurityHeaders, TrustedProxies
 from .session import SessionManager
+from .settings import RawSettings
 from .store.data_store import DataStore
+from .store.records import ModelInfo
 from .upload import make_request_class, register_upload_route
 from .upload_parser import ParseLimits, UploadParser, default_memory_limit_mb
+from .view_url import decode_view, page_query
 from .warmup import WarmUp
 
 
@@ -154,13 +157,27 @@ def _install_server(server, ctx: AppContext, secret_key: str, cache_dir: Path) -
     return security_headers
 
 
+def _page_settings(infos: list[ModelInfo]) -> tuple[RawSettings, list[str]]:
+    """The settings in the page's address (defaults where it has none) and a notice.
+
+    The address is untrusted: :func:`~app.view_url.decode_view` drops what it
+    cannot use; should it fail all the same, the page loads with the defaults.
+    """
+    default = default_settings(infos)
+    try:
+        return decode_view(page_query(), infos, default)
+    except Exception:
+        log.exception("reading the view from the page address failed")
+        return default, []
+
+
 def _layout_function(ctx: AppContext):
     """The page of the requesting session, its first view drawn (Dash's layout function)."""
 
     def serve_layout():
         sid = ctx.sessions.current()
         infos = ctx.store.session_models(sid)
-        raw = default_settings(infos)
+        raw, notices = _page_settings(infos)
         try:
             view = render(ctx, sid, raw)
             state, _request = plan_fits(
@@ -174,7 +191,7 @@ def _layout_function(ctx: AppContext):
             ctx.sessions.told()  # the view's messages carried the lost-session notice, if any
         return build_layout(
             infos, max_upload_mb=ctx.config.max_upload_mb, raw=raw, view=view,
-            fit_summary=summary,
+            fit_summary=summary, address_notices=notices,
         )  # fmt: skip
 
     return serve_layout

@@ -20,6 +20,7 @@ UPLOAD_CONVENTIONS = "upload-conventions"  # <details> under the drop zone: whic
 EXAMPLE_DOWNLOAD = "example-download"  # link to assets/example_predictions.csv
 MODELS_STORE = "models-store"  # dcc.Store: opaque handles + names of usable models
 ALL_BINARY_STORE = "all-binary-store"  # dcc.Store: whether the selection is all binary
+PAGE_URL = "page-url"  # dcc.Location: the view's settings in the address (app/view_url.py)
 
 # -- controls ----------------------------------------------------------------
 CONTROLS_DOCK = "controls-dock"  # the controls (upload, models, settings) and their toggle bar
@@ -52,6 +53,7 @@ FIT_SUMMARY = "fit-summary"  # outcome of the last fit (shown when idle)
 
 # -- results -----------------------------------------------------------------
 MESSAGE = "message"  # readable errors of the view (never a traceback)
+ADDRESS_NOTICE = "address-notice"  # what the page address asked for but could not be restored
 VIEW_TITLE = "view-title"
 RELIABILITY_GRID = "reliability-grid"  # container of one dcc.Graph per model
 GRAPH_TYPE = "reliability-graph"  # pattern id {"type": GRAPH_TYPE, "index": i}
@@ -124,3 +126,4 @@ MODEL_SEARCH = "model-search"  # filters the model list by name (selection kept)
 MODEL_LIST_NOTE = "model-list-note"  # e.g. "at most 8 at a time: selected the first 8"
 MODEL_GROUP_ALL = "model-group-all"  # pattern id type {"type", "group": source}: select a file
 MODEL_GROUP_NONE = "model-group-none"  # pattern id type: deselect a file's models
+SCORE_PARTS = "score-parts"  # checklist: show the Brier/log-loss calibration + refinement parts

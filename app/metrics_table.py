@@ -20,9 +20,32 @@ METRICS: dict[str, tuple[str, bool]] = {
     "mce": ("MCE", False),
     "classwise_ece": ("classwise ECE", False),
     "brier_score": ("Brier", False),
+    "brier_calibration": ("Brier cal.", False),
+    "brier_refinement": ("Brier ref.", False),
     "log_loss": ("log-loss", False),
+    "log_loss_calibration": ("log-loss cal.", False),
+    "log_loss_refinement": ("log-loss ref.", False),
     "accuracy": ("accuracy", True),
 }
+#: The parts of Brier and log-loss (:data:`calibration_core.PART_FIELDS`): shown when
+#: the "calibration + refinement" box is ticked, always in exports and reports.
+PARTS: dict[str, str] = {
+    "brier_calibration": "Brier calibration part: mean ||s - c||², c the class frequency "
+    "in the score's bin",
+    "brier_refinement": "Brier refinement part: mean ||c - y||² (what calibration cannot remove)",
+    "log_loss_calibration": "log-loss calibration part: mean KL(c || s), c the class "
+    "frequencies in the score's bins",
+    "log_loss_refinement": "log-loss refinement part: mean -ln c(true class) (what "
+    "calibration cannot remove)",
+}
+#: The table's one-line explanation of the parts (caption and the checkbox's help).
+PARTS_CAPTION = (
+    "Brier and log-loss = calibration (cal.) + refinement (ref.) + a binning residual: "
+    "calibration is what a perfect recalibration would remove, refinement what it cannot; "
+    "c = E[Y | S] is estimated per class column (one vs rest) on the same bins as the "
+    "classwise ECE, so the residual (score - cal. - ref.) is small unless the scores in a "
+    "bin differ widely (e.g. log-loss with scores near 0)"
+)
 NUMBER_FORMAT = "params.value == null ? '' : d3.format('.4f')(params.value)"
 COUNT_FORMAT = "params.value == null ? '' : d3.format(',')(params.value)"
 #: Fit time from seconds: "12 ms" under a second (fast fits read "0.00" in seconds),
@@ -48,10 +71,12 @@ def caption(view: ViewSettings) -> str:
     notion = NOTION_LABELS[view.notion]
     if view.notion == "class":
         notion = f"{notion}, {notion_short(view)}"
+    parts = f" {PARTS_CAPTION}." if view.score_parts else ""
     return (
         f"ECE and MCE: {notion}{extra}; "
         f"classwise ECE: mean over classes. Binning: {view.describe_binning()}. "
-        "Brier score summed over classes. Highlighted: best value per column within each model."
+        f"Brier score summed over classes.{parts} Highlighted: best value per column within "
+        "each model."
     )
 
 
@@ -74,11 +99,15 @@ def column_defs(view: ViewSettings) -> list[dict]:
     ]
     for field, (header, _) in METRICS.items():
         tip = None
+        if field in PARTS and not view.score_parts:
+            continue
         if field in ("ece", "mce"):
             header = f"{header} ({notion_short(view)})"
             tip = f"{NOTION_LABELS[view.notion]}; {binning}"
         elif field == "classwise_ece":
             tip = binning
+        elif field in PARTS:
+            tip = f"{PARTS[field]}; {binning}, one vs rest per class"
         col = {
             "field": field,
             "headerName": header,

@@ -11,7 +11,9 @@ Content-Security-Policy
     (and ``X-Frame-Options: DENY``) forbids framing; forms and ``<base>`` stay
     on this origin; plugins are off.
 Other headers
-    ``X-Content-Type-Options: nosniff``, ``Referrer-Policy: no-referrer``,
+    ``X-Content-Type-Options: nosniff``, ``Referrer-Policy: same-origin``
+    (requests to this server carry the page's address, from which the layout
+    request reads the view, :mod:`app.view_url`; other sites never get it),
     ``Cross-Origin-Opener-Policy: same-origin``, a restrictive
     ``Permissions-Policy``, and ``Cache-Control: no-store`` on every response
     that carries a session's data (callbacks, uploads, exports, the page).
@@ -105,7 +107,7 @@ def static_headers() -> dict[str, str]:
     return {
         "X-Content-Type-Options": "nosniff",
         "X-Frame-Options": "DENY",
-        "Referrer-Policy": "no-referrer",
+        "Referrer-Policy": "same-origin",
         "Cross-Origin-Opener-Policy": "same-origin",
         "Permissions-Policy": "camera=(), microphone=(), geolocation=(), payment=(), usb=()",
     }

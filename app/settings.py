@@ -24,6 +24,8 @@ NOTION_LABELS = {
     "binary": "binary (positive class)",
 }
 SCHEMES = ("width", "frequency")
+#: The value of the ``score-parts`` checklist's one option (ticked: show the parts).
+SCORE_PARTS_ON = "parts"
 SCHEME_LABELS = {"width": "equal-width", "frequency": "equal-frequency"}
 #: Band option -> (kind, core method name or None).
 BANDS = {
@@ -106,6 +108,10 @@ class ViewSettings:
         A key of :data:`BANDS`.
     level : float
         Band level in [0.5, 0.999].
+    score_parts : bool
+        Add the calibration and refinement parts of the Brier score and the
+        log-loss to the metric rows (binned as the classwise ECE; off by
+        default: one more pass over every class column of every calibrator).
     kind : {"binned", "smooth", "cumulative"}
         The diagram drawn (:data:`DIAGRAM_KINDS`); the bins only shape "binned".
     """
@@ -116,6 +122,7 @@ class ViewSettings:
     n_bins: int = 15
     band: str = "wilson"
     level: float = 0.95
+    score_parts: bool = False
     kind: str = "binned"
 
     @property
@@ -134,8 +141,13 @@ class ViewSettings:
         return f"{BAND_LABELS[self.band]} {self.level:.0%}".replace(".0%", "%")
 
 
-def parse_view(notion, class_value, scheme, n_bins, band, level, kind="binned") -> ViewSettings:
-    """Validate the cheap settings (see :class:`ViewSettings`)."""
+def parse_view(
+    notion, class_value, scheme, n_bins, band, level, score_parts=(), kind="binned"
+) -> ViewSettings:
+    """Validate the cheap settings (see :class:`ViewSettings`).
+
+    ``score_parts`` is the checklist's value: ticked when it holds :data:`SCORE_PARTS_ON`.
+    """
     notion = _choice(notion, "the notion", NOTIONS)
     class_name = None
     if notion == "class":
@@ -152,6 +164,7 @@ def parse_view(notion, class_value, scheme, n_bins, band, level, kind="binned") 
         n_bins=_whole(n_bins, "the number of bins", MIN_BINS, MAX_BINS),
         band=_choice(band, "the band", tuple(BANDS)),
         level=_number(level, "the band level", MIN_LEVEL, MAX_LEVEL),
+        score_parts=isinstance(score_parts, (list, tuple)) and SCORE_PARTS_ON in score_parts,
         kind=_choice(kind, "the diagram", DIAGRAM_KINDS),
     )
 
@@ -251,6 +264,7 @@ class RawSettings:
     n_bins: object = 15
     band: object = "wilson"
     level: object = 0.95
+    score_parts: object = field(default_factory=list)
     kind: object = "binned"
 
     def parse(self):
@@ -266,6 +280,7 @@ class RawSettings:
                 self.n_bins,
                 self.band,
                 self.level,
+                self.score_parts,
                 self.kind,
             ),
         )

@@ -298,7 +298,14 @@ def _send_parsed(conn: Connection, parsed: ParsedUpload) -> None:
             own["soft"] = np.asarray(soft, dtype=np.float64)
         own = {key: np.ascontiguousarray(arr) for key, arr in own.items()}
         specs = {key: _array_spec(arr) for key, arr in own.items()}
-        models.append({"name": pred.name, "classes": list(pred.class_names), "arrays": specs})
+        models.append(
+            {
+                "name": pred.name,
+                "classes": list(pred.class_names),
+                "score_column": pred.score_column,
+                "arrays": specs,
+            }
+        )
         arrays.extend(own.values())
     _send(conn, {"kind": "ok", "models": models, "notices": list(parsed.notices)}, arrays)
 
@@ -359,6 +366,7 @@ def _receive_parsed(conn: Connection, header: dict, max_bytes: int) -> ParsedUpl
             class_names=tuple(str(c) for c in model["classes"]),
             logits=arrays.get("logits"),
             name=str(model["name"]),
+            score_column=model.get("score_column") is True,
         )
         preds.append(pred)
         if "soft" in arrays:

@@ -45,7 +45,14 @@ _LAZY: dict[str, str] = {
         "decision",
     ),
     **dict.fromkeys(
-        ("Decomposition", "brier_decomposition", "log_loss_decomposition"), "decomposition"
+        (
+            "Decomposition",
+            "PART_FIELDS",
+            "brier_decomposition",
+            "log_loss_decomposition",
+            "score_parts",
+        ),
+        "decomposition",
     ),
     **dict.fromkeys(
         (
@@ -94,6 +101,7 @@ def __dir__() -> list[str]:
 
 
 __all__ = [
+    "PART_FIELDS",
     "BinStatistics",
     "Binning",
     "BootstrapResult",
@@ -155,6 +163,7 @@ __all__ = [
     "prior_shift_threshold",
     "rank_calibration_score",
     "reliability_curve",
+    "score_parts",
     "stable_softmax",
     "thresholded_adaptive_ece",
     "top_label",

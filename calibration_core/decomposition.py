@@ -218,3 +218,36 @@ def log_loss_decomposition(
         residual=total - calibration - refinement,
         total=total,
     )
+
+
+#: The calibration and refinement parts of the Brier score and the log-loss, as
+#: :func:`score_parts` names them (the dashboard's table columns and ``evaluate``'s JSON).
+PART_FIELDS: tuple[str, ...] = (
+    "brier_calibration",
+    "brier_refinement",
+    "log_loss_calibration",
+    "log_loss_refinement",
+)
+
+
+def score_parts(probs, labels, *, n_bins: int = 15, scheme: str = "width") -> dict[str, float]:
+    """Calibration and refinement parts of the Brier score and the log-loss.
+
+    :func:`brier_decomposition` and :func:`log_loss_decomposition` with one
+    binning (``C = E[Y | S]`` estimated per class column, one vs rest, on
+    ``n_bins`` bins of ``scheme``); what they leave over (the binning
+    residual) is the total minus both parts.
+
+    Returns
+    -------
+    dict
+        The floats of :data:`PART_FIELDS`.
+    """
+    brier = brier_decomposition(probs, labels, n_bins=n_bins, scheme=scheme)
+    loss = log_loss_decomposition(probs, labels, n_bins=n_bins, scheme=scheme)
+    return {
+        "brier_calibration": brier.calibration,
+        "brier_refinement": brier.refinement,
+        "log_loss_calibration": loss.calibration,
+        "log_loss_refinement": loss.refinement,
+    }

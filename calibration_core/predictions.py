@@ -102,6 +102,10 @@ class Predictions:
         temperature scaling use them.
     name : str
         The model's name.
+    score_column : bool
+        True when read from one positive-class ``score`` column
+        (:meth:`from_scores`): writers of calibrated predictions give them back
+        in that layout.
     """
 
     probs: np.ndarray
@@ -109,6 +113,7 @@ class Predictions:
     class_names: tuple[str, ...]
     logits: np.ndarray | None = None
     name: str = "model"
+    score_column: bool = False
     _sorted: dict = field(default_factory=dict, repr=False, compare=False)
 
     # ------------------------------------------------------- constructors
@@ -197,10 +202,13 @@ class Predictions:
             0/1 labels.
         """
         s = check_scores(scores, where=where, name="scores")
-        return cls._build(np.column_stack([1.0 - s, s]), labels, class_names, None, name, where)
+        probs = np.column_stack([1.0 - s, s])
+        return cls._build(probs, labels, class_names, None, name, where, score_column=True)
 
     @classmethod
-    def _build(cls, probs, labels, class_names, logits, name, where) -> Predictions:
+    def _build(
+        cls, probs, labels, class_names, logits, name, where, score_column=False
+    ) -> Predictions:
         n, k = probs.shape
         y = check_labels(labels, n, k, where=where)
         return cls(
@@ -209,6 +217,7 @@ class Predictions:
             class_names=_class_names(class_names, k),
             logits=None if logits is None else _readonly(logits),
             name=str(name),
+            score_column=score_column,
         )
 
     # ------------------------------------------------------------- basics
@@ -241,6 +250,7 @@ class Predictions:
             class_names=self.class_names,
             logits=None if self.logits is None else _readonly(self.logits[rows]),
             name=self.name if name is None else name,
+            score_column=self.score_column,
         )
 
     @cached_property

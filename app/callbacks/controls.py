@@ -29,6 +29,7 @@ SETTING_PROPS: dict[str, tuple[str, str]] = {
     "n_bins": (ids.N_BINS, "value"),
     "band": (ids.BAND, "value"),
     "level": (ids.BAND_LEVEL, "value"),
+    "score_parts": (ids.SCORE_PARTS, "value"),
     "kind": (ids.DIAGRAM_KIND, "value"),
 }
 #: What decides the calibrators: the maps and the held-out scheme.

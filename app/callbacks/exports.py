@@ -1,7 +1,7 @@
 """Export buttons: metrics CSV/JSON, fitted maps JSON, the deployable map
 (:mod:`app.deployable`) and the HTML report through ``dcc.Download``;
-calibrated predictions (possibly millions of rows) as a streamed CSV from
-``GET /api/export/<token>``.
+calibrated predictions (possibly millions of rows; one CSV per model and map,
+zipped when several) streamed from ``GET /api/export/<token>``.
 
 The token is created by the button's callback for the current session and
 view, kept server-side for ten minutes, and only honoured for that session;
@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import secrets
 import time
+from dataclasses import replace
 
 from dash import ClientsideFunction, Input, Output, State, no_update
 from dash import ctx as dash_ctx
@@ -21,12 +22,13 @@ from flask import Flask, Response, abort, stream_with_context
 from calibration_core import CalibrationInputError, __version__
 
 from .. import ids
-from ..analysis import variants
+from ..analysis import UNCALIBRATED, variants
 from ..context import AppContext
 from ..deployable import deployable_download, picker_options
 from ..diagnostics.report import diagnostics_html
 from ..exports import (
-    calibrated_csv_chunks,
+    CalibratedFile,
+    calibrated_download,
     download_name,
     html_report,
     metrics_csv,
@@ -36,7 +38,7 @@ from ..exports import (
 from ..figures.common import view_title
 from ..figures.diagram import diagram_figure
 from ..metrics_table import caption
-from ..settings import RawSettings, ViewSettings
+from ..settings import SCORE_PARTS_ON, RawSettings, ViewSettings
 from .controls import setting_states
 from .view import compute_view
 
@@ -72,8 +74,12 @@ def fitted_params(ctx: AppContext, result) -> dict:
 
 
 def small_export(ctx: AppContext, sid, which: str, raw: RawSettings) -> dict:
-    """``dcc.Download`` data for one of the small exports (raises SettingsError)."""
-    result = compute_view(ctx, sid, raw)
+    """``dcc.Download`` data for one of the small exports (raises SettingsError).
+
+    Exports and the report always carry the Brier and log-loss parts, whether
+    the page shows them or not.
+    """
+    result = compute_view(ctx, sid, replace(raw, score_parts=[SCORE_PARTS_ON]))
     if not result.models:  # e.g. the data expired: say so instead of an empty file
         raise CalibrationInputError(" ".join(result.messages) or "nothing to export: pick a model.")
     settings = settings_dict(result)
@@ -135,16 +141,21 @@ def report_html(ctx: AppContext, sid, result, settings: dict) -> str:
 
 
 def create_calibrated_export(ctx: AppContext, sid, raw: RawSettings) -> str:
-    """Register a streamed export of the view's calibrated predictions; returns its URL."""
+    """Register a streamed export of the view's calibrated predictions; returns its URL.
+
+    One file per model and fitted map (the uncalibrated predictions are the
+    input itself, so they are left out).
+    """
     result = compute_view(ctx, sid, raw)
     items = []
     for mv in result.models:
         for v in variants(ctx.store, mv.info, result.maps, result.heldout):
-            if v.handle is not None:
+            if v.handle is not None and v.calibrator != UNCALIBRATED:
                 items.append((mv.info.handle, mv.info.name, v.calibrator, v.handle))
     if not items:
         raise CalibrationInputError(
-            " ".join(result.messages) or "nothing to export yet: pick a model (and wait for fits)."
+            " ".join(result.messages)
+            or "nothing to export yet: pick a model and a map (and wait for its fit)."
         )
     token = secrets.token_urlsafe(24)
     record = {"sid": sid, "items": items, "heldout": result.heldout}
@@ -152,31 +163,43 @@ def create_calibrated_export(ctx: AppContext, sid, raw: RawSettings) -> str:
     return EXPORT_PATH + token
 
 
+def export_stream(ctx: AppContext, sid, token: str):
+    """``(file name, mimetype, byte chunks)`` of a registered export, or None.
+
+    None when the token is unknown, expired or another session's. Raises
+    :class:`~calibration_core.CalibrationInputError` when its data expired.
+    """
+    record = ctx.store.cache.get(f"export:{token}", default=None)
+    if record is None or record["sid"] != sid:
+        return None
+    files = []
+    for handle, name, calibrator, variant in record["items"]:
+        score = ctx.store.predictions(handle).score_column
+        pred = ctx.store.predictions(variant)
+        rows = ctx.store.scored_rows(handle, record["heldout"])
+        files.append(CalibratedFile(name, calibrator, pred, rows, score))
+    return calibrated_download(files)
+
+
 def register_export_route(server: Flask, ctx: AppContext) -> None:
-    """``GET /api/export/<token>``: the streamed calibrated-predictions CSV."""
+    """``GET /api/export/<token>``: the streamed calibrated predictions (CSV, or zip of CSVs)."""
 
     @server.get(EXPORT_PATH + "<token>")
     def export_calibrated(token: str):
         if len(token) > 64:
             abort(404)
-        record = ctx.store.cache.get(f"export:{token}", default=None)
-        if record is None or record["sid"] != ctx.session_id():
+        try:
+            found = export_stream(ctx, ctx.session_id(), token)
+        except CalibrationInputError:
+            abort(410)
+        if found is None:
             abort(404)
-        items = []
-        for handle, name, calibrator, variant in record["items"]:
-            try:
-                pred = ctx.store.predictions(variant)
-            except CalibrationInputError:
-                abort(410)
-            rows = ctx.store.scored_rows(handle, record["heldout"])
-            items.append((name, calibrator, pred, rows))
+        filename, mimetype, chunks = found
         headers = {
-            "Content-Disposition": f'attachment; filename="{download_name("calibrated", "csv")}"',
+            "Content-Disposition": f'attachment; filename="{filename}"',
             "X-Content-Type-Options": "nosniff",
         }
-        return Response(
-            stream_with_context(calibrated_csv_chunks(items)), mimetype="text/csv", headers=headers
-        )
+        return Response(stream_with_context(chunks), mimetype=mimetype, headers=headers)
 
 
 def failed_export(rid: str) -> tuple:

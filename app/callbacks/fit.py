@@ -27,6 +27,7 @@ from dash import ctx as dash_ctx
 from dash.exceptions import PreventUpdate
 
 from calibration_core import CalibrationInputError
+from calibration_core.maps import same_model_as
 
 from .. import ids
 from ..analysis import UNCALIBRATED
@@ -171,6 +172,31 @@ def _record(name: str, handle: str, heldout: HeldOut, comparison) -> tuple[FitRe
     return record, comparison.calibrated.get(name)
 
 
+def reused_fit(store: DataStore, handle: str, name: str, heldout: HeldOut, has_logits: bool):
+    """The record of map ``name`` as a reuse of its twin's stored fit, or None.
+
+    On probability input matrix scaling and Dirichlet calibration are the same
+    model (:func:`calibration_core.maps.same_model_as`): when one is fitted, the
+    other takes its calibrated predictions (the same stored variant, nothing is
+    copied) and its fitted state, relabelled with its own name.
+    """
+    twin = same_model_as(name, has_logits)
+    record = None if twin is None else store.get_fit(handle, twin, heldout)
+    if record is None or record.error is not None or record.variant is None:
+        return None
+    return FitRecord(
+        map=name,
+        heldout=record.heldout,
+        variant=record.variant,
+        fit_seconds=0.0,
+        converged=record.converged,
+        warnings=[f"{name}:{w.partition(':')[2]}" for w in record.warnings],
+        params=[{**p, "map": name} for p in record.params],
+        n_scored=record.n_scored,
+        same_as=twin,
+    )
+
+
 def run_fits(
     ctx: AppContext,
     sid,
@@ -213,6 +239,12 @@ def run_fits(
                 set_progress((str(_base + fold_done), str(total), f"fitting {_label} …"))
 
             progress(0, 0, "")
+            reused = reused_fit(ctx.store, handle, name, heldout, pred.logits is not None)
+            if reused is not None:  # the same model as a map fitted already: no second fit
+                ctx.store.put_fit(handle, reused, None)
+                done += units
+                state["fitted"].append(f"{handle}:{name}")
+                continue
             try:
                 comparison = compare_maps(
                     pred,

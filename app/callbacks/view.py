@@ -8,7 +8,7 @@ the fit-state store, which triggers this callback again.
 
 from __future__ import annotations
 
-from dash import Input, Output, dcc, html
+from dash import Input, Output, dcc, html, no_update
 
 from calibration_core import CalibrationInputError
 
@@ -19,9 +19,10 @@ from ..figures.common import empty_figure, graph_config, view_title
 from ..figures.diagram import diagram_figure_dict
 from ..metrics_table import caption, column_defs, row_data
 from ..session import SESSION_LOST_MESSAGE
-from ..settings import RawSettings
+from ..settings import RawSettings, SettingsError
 from ..store.data_store import EVICTED_MESSAGE
 from ..verdict import verdict_children, view_verdicts
+from ..view_url import encode_view
 from .controls import setting_inputs
 
 
@@ -125,8 +126,16 @@ def failed_view(rid: str) -> tuple:
     return [], [], [], "", "", message_children([msg]), []
 
 
+def address_search(raw: RawSettings):
+    """The page address's query string for these settings; ``no_update`` when one is invalid."""
+    try:
+        return encode_view(raw)
+    except SettingsError:  # the view says what is wrong; the address keeps the last good view
+        return no_update
+
+
 def register(app, ctx: AppContext) -> None:
-    """The view callback."""
+    """The view callback, and the page address that follows the view."""
     output = [
         Output(ids.RELIABILITY_GRID, "children"),
         Output(ids.METRICS_GRID, "rowData"),
@@ -148,3 +157,13 @@ def register(app, ctx: AppContext) -> None:
     def update_view(settings: dict, fit_state, fmt):
         out = render(ctx, ctx.session_id(), RawSettings(**settings), fit_state, fmt)
         return (*out[:5], message_children(out[5]), out[6])
+
+    # Not on the page's first load: the address it was opened with stays as it is, and
+    # so does the notice of what it asked for in vain, until the view changes.
+    @app.callback(
+        output=[Output(ids.PAGE_URL, "search"), Output(ids.ADDRESS_NOTICE, "children")],
+        inputs={"settings": setting_inputs()},
+        prevent_initial_call=True,
+    )
+    def update_address(settings: dict):
+        return address_search(RawSettings(**settings)), []

@@ -14,6 +14,7 @@ from calibration_core.maps import MAP_NAMES
 from .. import ids
 from ..deployable import BEST_MAP, map_options
 from ..diagnostics.layout import diagnostics_section
+from ..metrics_table import PARTS_CAPTION
 from ..model_list import model_options
 from ..options import all_binary, class_choices, default_selection
 from ..settings import (
@@ -28,6 +29,7 @@ from ..settings import (
     MIN_BINS,
     MIN_FOLDS,
     MIN_TEST_FRACTION,
+    SCORE_PARTS_ON,
     RawSettings,
 )
 from ..store.records import ModelInfo
@@ -44,6 +46,11 @@ MAP_LABELS = {
     "matrix": "matrix scaling",
     "dirichlet": "Dirichlet calibration",
 }
+#: Help under the map picker (the rule: :func:`calibration_core.maps.same_model_as`).
+SAME_MODEL_HINT = (
+    "On probabilities (no logit_ columns) matrix scaling and Dirichlet calibration are "
+    "the same model: it is fitted once and shown under both. On logits they differ."
+)
 ACCEPT = ".csv,.tsv,.gz,.parquet,.pq,.npz"
 #: The example file under the drop zone: ``assets/example_predictions.csv``
 #: (written by ``scripts/example_predictions.py``), served by Dash from the
@@ -357,6 +364,7 @@ def _controls(infos: list[ModelInfo], raw: RawSettings) -> html.Div:
                         className="checklist",
                     ),
                 ),
+                hint=SAME_MODEL_HINT,
             ),
             _field(
                 "Held-out scheme",
@@ -444,9 +452,31 @@ def _deployable() -> html.Div:
     )
 
 
+def _score_parts_toggle(raw: RawSettings) -> dcc.Checklist:
+    """The box that adds the Brier and log-loss parts to the metrics table (off at first).
+
+    Off by default: the parts cost one more pass over every class column of
+    every calibrator at each change of the binning. Exports and reports always
+    carry them.
+    """
+    return dcc.Checklist(
+        id=ids.SCORE_PARTS,
+        options=[
+            {
+                "label": "show the calibration and refinement parts of Brier and log-loss",
+                "value": SCORE_PARTS_ON,
+                "title": PARTS_CAPTION,
+            }
+        ],
+        value=list(raw.score_parts or []),
+        className="checklist score-parts",
+    )
+
+
 def _exports() -> html.Div:
-    def button(id_, text):
-        return html.Button(text, id=id_, className="button secondary", n_clicks=0)
+    def button(id_, text, title=None):
+        extra = {} if title is None else {"title": title}
+        return html.Button(text, id=id_, className="button secondary", n_clicks=0, **extra)
 
     return html.Div(
         [
@@ -456,7 +486,12 @@ def _exports() -> html.Div:
                     button(ids.EXPORT_METRICS_CSV, "Metrics CSV"),
                     button(ids.EXPORT_METRICS_JSON, "Metrics JSON"),
                     button(ids.EXPORT_PARAMS_JSON, "Fitted maps JSON"),
-                    button(ids.EXPORT_CALIBRATED_CSV, "Calibrated CSV"),
+                    button(
+                        ids.EXPORT_CALIBRATED_CSV,
+                        "Calibrated CSV",
+                        "one CSV per model and map (a zip when several), in the uploaded "
+                        "file's columns: score stays score, p_/logit_ become p_<class>",
+                    ),
                     button(ids.EXPORT_REPORT_HTML, "HTML report"),
                 ],
                 className="button-row",
@@ -540,6 +575,7 @@ def build_layout(
     raw: RawSettings | None = None,
     view: tuple | None = None,
     fit_summary: str = "",
+    address_notices: list[str] | tuple[str, ...] = (),
 ) -> html.Div:
     """The whole page for a session whose usable models are ``infos``.
 
@@ -553,6 +589,9 @@ def build_layout(
         callback round trip.
     fit_summary : str
         Initial text next to the Fit button (e.g. "All selected maps are fitted.").
+    address_notices : sequence of str
+        What the page address asked for that could not be restored
+        (:func:`app.view_url.decode_view`); shown until the view changes.
     """
     raw = default_settings(infos) if raw is None else raw
     empty = ([], [], [], "", "", [], [])
@@ -579,6 +618,12 @@ def build_layout(
                         [
                             _fit_bar(fit_summary),
                             html.Div(
+                                [html.Div(m, className="message-line") for m in address_notices],
+                                id=ids.ADDRESS_NOTICE,
+                                className="message address-notice",
+                                role="status",
+                            ),
+                            html.Div(
                                 [html.Div(m, className="message-line") for m in messages],
                                 id=ids.MESSAGE,
                                 className="message",
@@ -595,6 +640,7 @@ def build_layout(
                             html.Section(verdict, id=ids.VERDICT, className="verdict-section"),
                             html.H2("Metrics", className="section-title"),
                             html.P(table_caption, id=ids.METRICS_CAPTION, className="caption"),
+                            _score_parts_toggle(raw),
                             metrics_grid(rows, cols),
                             diagnostics_section(infos, raw.handles),
                         ],
@@ -608,6 +654,8 @@ def build_layout(
                 ],
                 className="app-body",
             ),
+            # The address follows the view without reloading the page (app.view_url).
+            dcc.Location(id=ids.PAGE_URL, refresh=False),
             dcc.Store(id=ids.MODELS_STORE, data=[i.to_json() for i in infos]),
             dcc.Store(id=ids.ALL_BINARY_STORE, data=all_binary(infos, raw.handles)),
             dcc.Store(id=ids.FIT_STATE),

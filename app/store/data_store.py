@@ -320,6 +320,7 @@ class DataStore:
                     class_names=pred.class_names,
                     logits=pred.logits,
                     name=name,
+                    score_column=pred.score_column,
                     _sorted=pred._sorted,
                 )
             handle = UPLOAD_PREFIX + secrets.token_urlsafe(18)

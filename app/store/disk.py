@@ -258,6 +258,7 @@ def save_predictions(
     record = {
         "name": pred.name,
         "class_names": list(pred.class_names),
+        "score_column": pred.score_column,
         "arrays": [],
         "sorted": [],
         "offsets": {},
@@ -298,6 +299,7 @@ def load_predictions(cache: diskcache.Cache, handle: str) -> tuple[Predictions, 
         class_names=tuple(record["class_names"]),
         logits=arrays.get("logits"),
         name=record["name"],
+        score_column=bool(record.get("score_column", False)),
     )
     stacked = {slot: load_array(cache, f"arr:{handle}:sorted:{slot}") for slot in record["offsets"]}
     for i, key in enumerate(record["sorted"]):

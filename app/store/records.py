@@ -76,6 +76,9 @@ class FitRecord:
     warnings: list[str] = field(default_factory=list)
     params: list[dict] = field(default_factory=list)
     n_scored: int = 0
+    #: The map whose fit this record reuses (the same model on these inputs:
+    #: :func:`calibration_core.maps.same_model_as`), or None for a fit of its own.
+    same_as: str | None = None
 
 
 def info_fields(record: dict) -> dict:

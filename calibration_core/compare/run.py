@@ -41,7 +41,7 @@ from sklearn.base import clone
 
 from ..binning import check_binning_args
 from ..errors import CalibrationInputError
-from ..maps import available_maps, make_map
+from ..maps import available_maps, make_map, same_model_as
 from ..maps.base import CalibrationMap
 from ..predictions import Predictions
 from .folds import check_folds, crossfit_folds, train_test_mask
@@ -200,7 +200,11 @@ def compare_maps(
     -------
     Comparison
         See :class:`Comparison`. A map that raises does not stop the others:
-        its row has NaN metrics and the message in ``error``.
+        its row has NaN metrics and the message in ``error``. Matrix scaling
+        and Dirichlet calibration with the same parameters are one model on
+        probability input (:func:`~calibration_core.maps.same_model_as`): the
+        second is not fitted again but takes the first one's rows and fitted
+        states (``fit_seconds`` 0, a warning says so).
 
     Raises
     ------
@@ -231,8 +235,17 @@ def compare_maps(
     }
     calibrated: dict[str, Predictions] = {UNCALIBRATED: scored}
     fitted: dict[str, list[CalibrationMap]] = {}
+    runs: dict[str, _MapRun] = {}
     for label, factory in resolved:
-        run = _fit_folds(label, factory, plan, predictions.n_classes, tracker)
+        twin = _same_fit(factory, runs, predictions.logits is not None)
+        if twin is not None:
+            run = _reused_run(runs[twin], factory)
+            tracker.done += len(plan.parts)
+            tracker.report(f"{label}: the same model as {twin}")
+            notes.append(f"{label}: the same model as {twin} on probabilities; its fit is reused.")
+        else:
+            run = _fit_folds(label, factory, plan, predictions.n_classes, tracker)
+        runs[label] = run
         notes.extend(f"{label}: {msg}" for msg in run.warnings)
         cal, metrics = _score_map(run, label, predictions, scored.labels, n_bins, scheme)
         rows[label] = _map_row(run, metrics)
@@ -357,6 +370,37 @@ def _fit_folds(label, factory, plan: _RowPlan, n_classes: int, tracker: _Tracker
         tracker.done += 1
         tracker.report(f"{label}: fold {i + 1} of {len(parts)}" if not plan.train_test else label)
     return run
+
+
+def _same_fit(factory, runs: dict[str, _MapRun], has_logits: bool) -> str | None:
+    """The label of a finished run that is the same model as ``factory``'s map, or None.
+
+    Matrix scaling and Dirichlet calibration with the same parameters are one
+    model on probability input (:func:`~calibration_core.maps.same_model_as`).
+    """
+    probe = factory()
+    twin = same_model_as(getattr(probe, "name", ""), has_logits)
+    if twin is None:
+        return None
+    for label, run in runs.items():
+        first = run.maps[0] if run.maps else None
+        if run.error is None and first is not None and first.name == twin:
+            if first.get_params() == probe.get_params():
+                return label
+    return None
+
+
+def _reused_run(run: _MapRun, factory) -> _MapRun:
+    """``run`` under the map of ``factory``: the same rows, its fitted states relabelled."""
+    name = factory().name
+    maps = [CalibrationMap.from_dict({**m.to_dict(), "map": name}) for m in run.maps]
+    return _MapRun(
+        probs=run.probs,
+        maps=maps,
+        seconds=0.0,
+        not_converged=list(run.not_converged),
+        warnings=dict(run.warnings),
+    )
 
 
 def _score_map(run: _MapRun, label, predictions, y_scored, n_bins, scheme):

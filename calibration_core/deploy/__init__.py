@@ -5,11 +5,13 @@
 - :mod:`~calibration_core.deploy.loader`: :func:`load_map` (a fitted map from
   a deployable document or a fold-map export entry).
 - :mod:`~calibration_core.deploy.files`: :func:`apply_map_to_file`, which
-  streams a predictions file through a map.
+  streams a predictions file through a map; its output layout
+  (:func:`output_names`, :func:`output_arrays`) and CSV writer
+  (:func:`text_writer`) also write the dashboard's calibrated export.
 """
 
 from .document import DEPLOY_FORMAT, DEPLOY_KIND, DeployableMap, best_map, deployable_map
-from .files import apply_map_to_file
+from .files import apply_map_to_file, output_arrays, output_names, text_writer
 from .loader import load_deployable, load_map
 
 __all__ = [
@@ -21,4 +23,7 @@ __all__ = [
     "deployable_map",
     "load_deployable",
     "load_map",
+    "output_arrays",
+    "output_names",
+    "text_writer",
 ]

@@ -45,6 +45,32 @@ PARQUET_BATCH_ROWS = 1 << 17
 
 
 # ------------------------------------------------------------------ columns
+def output_names(class_names, score: bool) -> list[str]:
+    """Names of the calibrated columns: ``score`` for a score input, else ``p_<class>``.
+
+    The layout rule of every writer of calibrated predictions (this module's
+    :func:`apply_map_to_file`, the dashboard's calibrated export): a binary
+    ``score`` input stays one ``score`` column, and probabilities or logits
+    become one ``p_<class>`` probability column per class.
+    """
+    return [SCORE_COLUMN] if score else [f"p_{c}" for c in class_names]
+
+
+def output_arrays(calibrated: np.ndarray, score: bool) -> list[pa.Array]:
+    """The calibrated (n, K) probabilities as the columns :func:`output_names` names."""
+    return [pa.array(calibrated[:, 1])] if score else [pa.array(c) for c in calibrated.T]
+
+
+def text_writer(sink, schema: pa.Schema, delimiter: str = ",") -> pacsv.CSVWriter:
+    """The CSV (or TSV) writer of calibrated predictions, on a path or a binary file object.
+
+    Numbers are written as Arrow writes float64 (shortest round-trip text), and
+    only cells that need quotes get them.
+    """
+    options = pacsv.WriteOptions(delimiter=delimiter, quoting_style="needed")
+    return pacsv.CSVWriter(sink, schema, write_options=options)
+
+
 class Layout:
     """Where the prediction columns are and how the calibrated ones replace them.
 
@@ -66,7 +92,7 @@ class Layout:
         self.names = names
         self.first, self.dropped = min(idx), set(idx)
         wanted = deployable.class_names or classes
-        self.out_names = [SCORE_COLUMN] if self.score else [f"p_{c}" for c in wanted]
+        self.out_names = output_names(wanted, self.score)
 
     def matrix(self, batch: pa.RecordBatch, offset: int, display: str) -> np.ndarray:
         """The (n, K) prediction matrix of a batch, in the map's class order."""
@@ -85,11 +111,10 @@ class Layout:
 
     def output(self, batch: pa.RecordBatch, calibrated: np.ndarray) -> pa.RecordBatch:
         """The batch with its prediction columns replaced by the calibrated ones."""
-        new = [calibrated[:, 1]] if self.score else list(calibrated.T)
         arrays, names = [], []
         for i, name in enumerate(self.names):
             if i == self.first:
-                arrays += [pa.array(c) for c in new]
+                arrays += output_arrays(calibrated, self.score)
                 names += self.out_names
             if i not in self.dropped:
                 arrays.append(batch.column(i))
@@ -257,9 +282,7 @@ def _sink(path: Path, schema: pa.Schema, layout: Layout):
         return _NpzSink(path, layout)
     if kind == "parquet":
         return pq.ParquetWriter(str(path), schema)
-    delimiter = "\t" if kind == "tsv" else ","
-    options = pacsv.WriteOptions(delimiter=delimiter, quoting_style="needed")
-    return pacsv.CSVWriter(str(path), schema, write_options=options)
+    return text_writer(str(path), schema, "\t" if kind == "tsv" else ",")
 
 
 def _finish(sink, path: Path, done: bool) -> None:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import zipfile
 import zlib
+from dataclasses import replace
 
 import numpy as np
 
@@ -257,7 +258,8 @@ def _build(src, preds, key, probs, labels, label_key, names, renormalize, name):
         mat = np.column_stack([1.0 - mat[:, 0], mat[:, 0]])
         column = lambda j: f"array {key!r}"  # noqa: E731
     mat = check_probabilities(mat, column, ctx, renormalize=renormalize, logit_hint=hint)
-    return Predictions.from_probs(mat, y, **common)
+    pred = Predictions.from_probs(mat, y, **common)
+    return replace(pred, score_column=True) if binary else pred
 
 
 def _label_values(labels, key, ctx):

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import importlib
 
-from .registry import MAP_NAMES, available_maps, get_map_class, make_map
+from .registry import MAP_NAMES, available_maps, get_map_class, make_map, same_model_as
 
 #: Public class -> the family module (named as its registry name) defining it.
 _CLASSES = {
@@ -28,7 +28,15 @@ _CLASSES = {
 }
 _BASE = ("EPS", "CalibrationMap")
 
-__all__ = [*_BASE, "MAP_NAMES", "available_maps", "get_map_class", "make_map", *_CLASSES]
+__all__ = [
+    *_BASE,
+    "MAP_NAMES",
+    "available_maps",
+    "get_map_class",
+    "make_map",
+    "same_model_as",
+    *_CLASSES,
+]
 
 
 def __getattr__(name: str):

@@ -17,6 +17,11 @@ down (warm started; lambda = mu when both are chosen) until the held-out loss
 stops falling, and the best is refitted on all N rows, its strength scaled by
 (rows fitted on) / N so that the penalty keeps its weight against the summed
 log-likelihood (see :func:`~calibration_core.maps.linear.fit_linear_map`).
+
+On probability input (no logits) it is the same model as
+:class:`~calibration_core.maps.matrix.MatrixScaling` with the same parameters
+(identical fits and rows): :func:`~calibration_core.maps.same_model_as` says
+so, and front ends fit it once.
 """
 
 from __future__ import annotations

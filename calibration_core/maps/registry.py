@@ -19,7 +19,34 @@ MAP_NAMES: tuple[str, ...] = (
     "dirichlet",
 )
 
+#: Maps that are one and the same model on probability input (no logits): matrix
+#: scaling then reads the log-probabilities ``ln s``, as Dirichlet calibration
+#: does, with the same parameters, penalty and fit, so their default fits give
+#: identical rows. On logits they differ (matrix scaling reads the logits).
+SAME_ON_PROBABILITIES: dict[str, str] = {"matrix": "dirichlet", "dirichlet": "matrix"}
+
 _REGISTRY: dict[str, type] = {}
+
+
+def same_model_as(name: str, has_logits: bool) -> str | None:
+    """The other map that is the same model as map ``name`` on these inputs, or None.
+
+    Parameters
+    ----------
+    name : str
+        A registry name.
+    has_logits : bool
+        Whether the predictions carry logits. Without them, matrix scaling and
+        Dirichlet calibration (both with the same parameters, e.g. the
+        defaults) fit the same model on ``ln s``: fit one and reuse its result
+        for the other (:data:`SAME_ON_PROBABILITIES`).
+
+    Returns
+    -------
+    str or None
+        The twin's registry name, or None when ``name`` has none on these inputs.
+    """
+    return None if has_logits else SAME_ON_PROBABILITIES.get(name)
 
 
 def register(cls: type) -> type:

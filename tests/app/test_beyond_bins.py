@@ -73,14 +73,14 @@ def test_the_diagram_kind_is_a_validated_view_setting():
     assert parse_view("confidence", None, "width", 15, "wilson", 0.95).kind == "binned"
     assert RawSettings(kind="cumulative").parse()[3].kind == "cumulative"
     with pytest.raises(SettingsError, match="the diagram must be one of binned, smooth"):
-        parse_view("confidence", None, "width", 15, "wilson", 0.95, "<b>pie</b>")
+        parse_view("confidence", None, "width", 15, "wilson", 0.95, kind="<b>pie</b>")
 
 
 # ------------------------------------------------------------------- figures
 def test_smooth_figure_draws_the_cores_curve_band_and_smooth_ece():
     pred = _overconfident(3000)
     curve = smooth_reliability_curve(pred, notion="binary", n_resamples=40, level=0.9, seed=0)
-    view = parse_view("binary", None, "width", 15, "wilson", 0.9, "smooth")
+    view = parse_view("binary", None, "width", 15, "wilson", 0.9, kind="smooth")
     cv = CurveView("smooth", [CurvePanel("uncalibrated", "1", smooth=curve)], [])
     fig = smooth_figure_dict("m", cv, view, HeldOut(), 3000)
     (line,) = _traces(fig, "smoothed frequency")
@@ -104,7 +104,7 @@ def test_smooth_figure_draws_the_cores_curve_band_and_smooth_ece():
 
 def test_cumulative_figure_draws_the_thinned_curve_band_and_full_tests():
     pred = _overconfident(20_000, seed=1)
-    view = parse_view("binary", None, "width", 15, "wilson", 0.95, "cumulative")
+    view = parse_view("binary", None, "width", 15, "wilson", 0.95, kind="cumulative")
     full = cumulative_differences(pred, notion="binary")
     assert full.rank.shape[0] > 2 * CURVE_POINTS
     from app.curves import cumulative_panel
@@ -129,7 +129,7 @@ def test_cumulative_figure_draws_the_thinned_curve_band_and_full_tests():
 def test_band_none_leaves_both_bands_out(ctx):
     info = _demo(ctx, CANCER_NB)
     for kind in ("smooth", "cumulative"):
-        view = parse_view("binary", None, "width", 15, "none", 0.95, kind)
+        view = parse_view("binary", None, "width", 15, "none", 0.95, kind=kind)
         result = build_view(ctx.store, None, (info.handle,), (), HeldOut(), view)
         fig = diagram_figure_dict(ctx.store, result, result.models[0])
         assert not [t for t in fig["data"] if t.get("fill") == "toself"], kind
@@ -137,7 +137,7 @@ def test_band_none_leaves_both_bands_out(ctx):
 
 def test_diagram_kinds_share_the_binned_grid_and_say_what_is_missing(ctx):
     info = _demo(ctx, DIGITS_NB)
-    view = parse_view("class", "__all__", "width", 15, "wilson", 0.95, "smooth")
+    view = parse_view("class", "__all__", "width", 15, "wilson", 0.95, kind="smooth")
     # a map that is not fitted: its panels carry the binned grid's message
     cv = curve_view(ctx.store, info, ("isotonic",), HeldOut(), view, pending="fitting…")
     assert [p.class_label for p in cv.panels[:10]] == list(info.class_names)
@@ -259,7 +259,7 @@ def test_smooth_band_is_left_out_above_the_row_budget(ctx, monkeypatch):
     import app.curves
 
     info = _demo(ctx, CANCER_NB)
-    view = parse_view("binary", None, "width", 15, "wilson", 0.95, "smooth")
+    view = parse_view("binary", None, "width", 15, "wilson", 0.95, kind="smooth")
     (panel,) = curve_view(ctx.store, info, (), HeldOut(), view).panels
     assert panel.smooth.n_resamples == 100
     monkeypatch.setattr(app.curves, "MAX_BAND_ROWS", info.n_samples - 1)
@@ -287,7 +287,7 @@ def test_cifar100_curves_are_thinned_and_keep_the_cores_numbers(realdata):
     from calibration_core import load_predictions
 
     (pred,) = load_predictions(realdata["densenet-bc-100-cifar-100"])
-    view = parse_view("confidence", None, "width", 15, "wilson", 0.95, "cumulative")
+    view = parse_view("confidence", None, "width", 15, "wilson", 0.95, kind="cumulative")
     from app.curves import cumulative_panel
 
     thin, band, test = cumulative_panel(pred, "confidence", None, 0.95)
@@ -304,3 +304,19 @@ def test_cifar100_curves_are_thinned_and_keep_the_cores_numbers(realdata):
     smooth_view = dataclasses.replace(view, kind="smooth")
     fig = smooth_figure_dict("densenet", cv, smooth_view, HeldOut(), pred.n_samples)
     assert f"smooth ECE {smooth_ece(pred).value:.4f}" in _notes(fig)[1]
+
+
+def test_the_diagram_kind_is_kept_in_the_page_address():
+    from app.view_url import NOTICE_PREFIX, decode_view, encode_view
+
+    default = RawSettings(handles=[], maps=[])
+    assert "diagram" not in encode_view(default)  # the binned default is not written
+    for kind in ("smooth", "cumulative"):
+        query = encode_view(dataclasses.replace(default, kind=kind))
+        assert query.endswith(f"&diagram={kind}")
+        assert decode_view(query, [], default) == (dataclasses.replace(default, kind=kind), [])
+    raw, notices = decode_view("?diagram=<pie>", [], default)
+    assert raw.kind == "binned"
+    assert notices == [
+        NOTICE_PREFIX + "the diagram must be one of binned, smooth, cumulative; got '<pie>'."
+    ]

@@ -372,16 +372,16 @@ def test_calibrated_csv_is_streamed_to_its_session_only(tmp_path):
     response = owner.get(url)
     assert response.status_code == 200
     assert "attachment" in response.headers["Content-Disposition"]
+    assert response.mimetype == "text/csv"  # one model, one map: one file
     rows = list(csv.reader(io.StringIO(response.get_data(as_text=True))))
-    assert rows[0] == ["model", "calibrator", "row", "label", "p_no", "p_=yes"]
-    assert len(rows) == 1 + 2 * 120
-    assert {r[1] for r in rows[1:]} == {"uncalibrated", "platt"}
-    assert {r[3] for r in rows[1:]} <= {"no", "'=yes"}
+    assert rows[0] == ["row", "label", "p_no", "p_=yes"]
+    assert [int(r[0]) for r in rows[1:]] == list(range(120))
+    assert {r[1] for r in rows[1:]} <= {"no", "'=yes"}
     cal = ctx.store.predictions(
         ctx.store.get_fit(handle, "platt", RawSettings(folds=2).parse()[2]).variant
     )
-    platt_rows = [r for r in rows[1:] if r[1] == "platt"]
-    np.testing.assert_allclose([float(r[5]) for r in platt_rows], cal.probs[:, 1])
+    values = np.array([[float(v) for v in r[2:]] for r in rows[1:]])
+    assert np.array_equal(values, cal.probs)  # full precision: the same bits
 
 
 def _find(node, component_id):
@@ -466,3 +466,91 @@ def test_after_upload_shows_notices_and_the_label_picker(ctx, sid):
     assert [o.value for o in options] == ["", "truth", "p_a"]
     *_, options, hidden = after_upload(ctx.store, sid, {"results": []}, [])
     assert (options, hidden) == ([], True)
+
+
+def _counting_fits(monkeypatch) -> list[list[str]]:
+    """Record the maps of every ``compare_maps`` call of the background fit."""
+    calls: list[list[str]] = []
+    real = fit_module.compare_maps
+
+    def counting(pred, maps, **kwargs):
+        calls.append(list(maps))
+        return real(pred, maps, **kwargs)
+
+    monkeypatch.setattr(fit_module, "compare_maps", counting)
+    return calls
+
+
+def test_matrix_and_dirichlet_fit_once_on_probabilities(ctx, sid, monkeypatch):
+    rf = _demo(ctx, "breast cancer · random forest")  # probabilities, no logits
+    calls = _counting_fits(monkeypatch)
+    maps = ["matrix", "dirichlet"]
+    state = run_fits(ctx, sid, [rf.handle], maps, "split", 5, 0.4, lambda p: None)
+    assert state["error"] is None
+    assert state["fitted"] == [f"{rf.handle}:{m}" for m in ("uncalibrated", *maps)]
+    assert calls == [[], ["matrix"]]  # the uncalibrated test rows, then one fit
+    raw = RawSettings(handles=[rf.handle], maps=maps, heldout="split", fraction=0.4)
+    rows = _rows(render(ctx, sid, raw))
+    matrix, dirichlet = rows[(rf.name, "matrix")], rows[(rf.name, "dirichlet")]
+    for field in ("ece", "brier_score", "log_loss", "n"):
+        assert dirichlet[field] == matrix[field]
+    assert matrix["status"] == "ok" and dirichlet["status"] == "ok (same fit as matrix)"
+    assert dirichlet["fit_seconds"] is None and matrix["fit_seconds"] > 0
+    # The fitted-maps export holds a Dirichlet map that predicts as the matrix map does.
+    doc = json.loads(small_export(ctx, sid, ids.EXPORT_PARAMS_JSON, raw)["content"])
+    fitted = doc["models"][rf.name]
+    assert [p["map"] for p in fitted["dirichlet"]] == ["dirichlet"]
+    probs = ctx.store.predictions(rf.handle).probs
+    by_map = {m: CalibrationMap.from_dict(fitted[m][0]) for m in maps}
+    assert type(by_map["dirichlet"]).__name__ == "DirichletCalibration"
+    assert np.array_equal(
+        by_map["dirichlet"].predict_proba(probs), by_map["matrix"].predict_proba(probs)
+    )
+
+
+def test_matrix_and_dirichlet_both_fit_on_logits(ctx, sid, monkeypatch):
+    lr = _demo(ctx, "breast cancer · logistic regression")  # has logits: two models
+    calls = _counting_fits(monkeypatch)
+    maps = ["matrix", "dirichlet"]
+    state = run_fits(ctx, sid, [lr.handle], maps, "split", 5, 0.4, lambda p: None)
+    assert state["error"] is None
+    assert calls == [[], ["matrix"], ["dirichlet"]]
+    raw = RawSettings(handles=[lr.handle], maps=maps, heldout="split", fraction=0.4)
+    rows = _rows(render(ctx, sid, raw))
+    assert rows[(lr.name, "dirichlet")]["status"] == rows[(lr.name, "matrix")]["status"] == "ok"
+
+
+def test_score_parts_columns_follow_the_box_and_exports_always_carry_them(ctx, sid):
+    from calibration_core import PART_FIELDS, score_parts
+
+    nb = _demo(ctx, "digits · naive Bayes")
+    pred = ctx.store.predictions(nb.handle)
+    raw = RawSettings(handles=[nb.handle], maps=[], scheme="frequency", n_bins=12)
+    out = render(ctx, sid, raw)
+    assert not set(PART_FIELDS) & {c["field"] for c in out[2]}
+    assert not set(PART_FIELDS) & set(_rows(out)[(nb.name, "uncalibrated")])
+    shown = RawSettings(**{**raw.__dict__, "score_parts": ["parts"]})
+    out = render(ctx, sid, shown)
+    fields = [c["field"] for c in out[2]]
+    assert fields[fields.index("brier_score") + 1 : fields.index("brier_score") + 3] == list(
+        PART_FIELDS[:2]
+    )
+    assert fields[fields.index("log_loss") + 1 : fields.index("log_loss") + 3] == list(
+        PART_FIELDS[2:]
+    )
+    tips = {c["field"]: c.get("headerTooltip", "") for c in out[2]}
+    assert all("12 equal-frequency bins" in tips[f] for f in PART_FIELDS)
+    assert (
+        "= calibration (cal.) + refinement (ref.) + a binning residual" in out[3]
+    )  # the caption's one line
+    want = score_parts(pred.probs, pred.labels, n_bins=12, scheme="frequency")
+    row = _rows(out)[(nb.name, "uncalibrated")]
+    assert {f: row[f] for f in PART_FIELDS} == want
+    # Exports carry them with the box unticked.
+    doc = json.loads(small_export(ctx, sid, ids.EXPORT_METRICS_JSON, raw)["content"])
+    assert {f: doc["rows"][0][f] for f in PART_FIELDS} == want
+    report = small_export(ctx, sid, ids.EXPORT_REPORT_HTML, raw)["content"]
+    assert (
+        "<th>brier_calibration</th>" in report
+        and "calibration (cal.) + refinement (ref.)" in report
+    )

@@ -14,7 +14,13 @@ import numpy as np
 import pytest
 
 from app import cli
-from calibration_core import compare_maps, load_predictions
+from calibration_core import (
+    PART_FIELDS,
+    brier_decomposition,
+    compare_maps,
+    load_predictions,
+    log_loss_decomposition,
+)
 from calibration_core.compare import TABLE_COLUMNS
 from calibration_core.maps import available_maps, registry
 from calibration_core.maps.base import CalibrationMap
@@ -102,14 +108,28 @@ def test_evaluate_json_schema_and_values(preds_csv, capsys):
     for model, loaded in zip(doc["models"], load_predictions(preds_csv), strict=True):
         assert model["n_samples"] == 240 and model["n_classes"] == 3
         assert [r["map"] for r in model["rows"]] == ["uncalibrated", "test-cli-prior"]
-        assert all(set(r) == {"map", *TABLE_COLUMNS} for r in model["rows"])
+        assert all(set(r) == {"map", *TABLE_COLUMNS, *PART_FIELDS} for r in model["rows"])
+        # the parts follow log_loss
+        keys = list(model["rows"][0])
+        assert keys[keys.index("log_loss") + 1 :][:4] == list(PART_FIELDS)
         # the same numbers as the library, for the same settings
-        expected = compare_maps(
+        comparison = compare_maps(
             loaded, ["test-cli-prior"], folds=3, n_bins=10, scheme="frequency", seed=4
-        ).rows()
-        for got, want in zip(model["rows"], expected, strict=True):
+        )
+        for got, want in zip(model["rows"], comparison.rows(), strict=True):
             for col in ("accuracy", "confidence_ece", "classwise_mce", "brier_score", "log_loss"):
                 assert got[col] == pytest.approx(want[col], rel=1e-12)
+            pred = comparison.calibrated[got["map"]]
+            brier = brier_decomposition(pred, None, n_bins=10, scheme="frequency")
+            loss = log_loss_decomposition(pred, None, n_bins=10, scheme="frequency")
+            assert got["brier_calibration"] == pytest.approx(brier.calibration, rel=1e-12)
+            assert got["brier_refinement"] == pytest.approx(brier.refinement, rel=1e-12)
+            assert got["log_loss_calibration"] == pytest.approx(loss.calibration, rel=1e-12)
+            assert got["log_loss_refinement"] == pytest.approx(loss.refinement, rel=1e-12)
+            # calibration + refinement is the score up to the small binning residual
+            assert got["brier_calibration"] + got["brier_refinement"] == pytest.approx(
+                got["brier_score"], abs=0.02
+            )
         # the verdict: the library's, for the same settings (the comparison's seed)
         want = (
             compare_maps(loaded, ["test-cli-prior"], folds=3, n_bins=10, scheme="frequency", seed=4)

@@ -21,6 +21,19 @@ def _pred(n=300, k=3, seed=0, name="model") -> Predictions:
     return Predictions.from_probs(p, rng.integers(0, k, n), name=name)
 
 
+def test_a_score_input_stays_one_through_the_disk_store_and_renaming(tmp_path):
+    rng = np.random.default_rng(1)
+    score = Predictions.from_scores(rng.uniform(size=50), rng.integers(0, 2, 50), name="m")
+    sid = new_session_id()
+    store = DataStore(tmp_path)
+    first, second = store.add_models(sid, [score, score], source="s.csv")  # "m", "m (2)"
+    other_worker = DataStore(tmp_path)  # same directory, empty memory: read from disk
+    assert other_worker.predictions(first.handle).score_column
+    assert other_worker.predictions(second.handle).score_column
+    (probs,) = store.add_models(sid, [_pred(k=2)], source="p.csv")
+    assert not other_worker.predictions(probs.handle).score_column
+
+
 def test_demo_models_are_listed_for_everyone(tmp_path):
     store = DataStore(tmp_path)
     demo = store.demo_models()

@@ -6,6 +6,8 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -18,6 +20,8 @@ except ImportError:  # reported by conftest's `browser_available` fixture
 FIT_TIMEOUT_MS = 120_000
 #: Chromium's error for requests aborted by a change of the host's network.
 NETWORK_CHANGED = "net::ERR_NETWORK_CHANGED"
+#: Chromium's error for requests the page still had running when it was left or reloaded.
+ABORTED = "net::ERR_ABORTED"
 
 
 #: Every body row element of the metrics grid (pinned and centre containers), as XPath.
@@ -41,6 +45,8 @@ class PageWatch:
     failed_requests: list[str] = field(default_factory=list)
     http_errors: list[str] = field(default_factory=list)
     dialogs: list[str] = field(default_factory=list)
+    #: True while a test reloads the page or steps through its history (:meth:`leaving`).
+    navigating: bool = False
 
     def attach(self, page) -> None:
         page.on("console", self._on_console)
@@ -55,6 +61,8 @@ class PageWatch:
         self.console.append((msg.type, msg.text, where))
 
     def _on_request_failed(self, request) -> None:
+        if self.navigating and ABORTED in str(request.failure):
+            return  # the old document's requests end with it, in any browser
         self.failed_requests.append(f"{request.method} {request.url}: {request.failure}")
 
     def _on_response(self, response) -> None:
@@ -95,6 +103,20 @@ class PageWatch:
         self.failed_requests = [r for r in self.failed_requests if NETWORK_CHANGED not in r]
         return before - len(self.console) - len(self.failed_requests)
 
+    @contextmanager
+    def leaving(self) -> Iterator[None]:
+        """While the test replaces the page's document: its aborted requests are no fault.
+
+        A reload (or Back to an address that reloads) aborts whatever the old
+        document was still fetching, e.g. Chromium's favicon request after the
+        address changed. Any other failure is still recorded.
+        """
+        self.navigating = True
+        try:
+            yield
+        finally:
+            self.navigating = False
+
     def assert_clean(self) -> None:
         problems = self.errors()
         assert not problems, "the page reported problems:\n" + "\n".join(problems)
@@ -108,15 +130,15 @@ class Dashboard:
         self.watch = watch
 
     # -- navigation
-    def open(self, attempts: int = 3) -> None:
-        """Load the page; wait for the first diagrams and the end of the initial fit.
+    def open(self, attempts: int = 3, address: str = "/") -> None:
+        """Load the page at ``address``; wait for the first diagrams and the end of the initial fit.
 
         A load during which the host's network changed is not the dashboard's
         fault: it is reloaded (at most ``attempts`` loads), with a notice.
         """
         for attempt in range(1, attempts + 1):
             try:
-                self.page.goto("/")
+                self.page.goto(address)
                 self._wait_loaded()
             except AssertionError:
                 if attempt == attempts or not self.watch.drop_network_changes():
@@ -125,6 +147,26 @@ class Dashboard:
                 if attempt == attempts or not self.watch.drop_network_changes():
                     return
             print(f"page load {attempt}: the network changed ({NETWORK_CHANGED}); reloading")
+
+    def reload(self) -> None:
+        """Reload the page (at its current address) and wait as :meth:`open` does."""
+        with self.watch.leaving():
+            self.page.reload()
+            self._wait_loaded()
+
+    def step_history(self, back: bool = True) -> None:
+        """Back (or Forward); the page reloads at that address (``assets/view_history.js``).
+
+        Waits for the new document (the old one carries a mark), then as :meth:`open` does.
+        """
+        self.page.evaluate("() => { window.leftByTest = true; }")
+        with self.watch.leaving():
+            if back:
+                self.page.go_back()
+            else:
+                self.page.go_forward()
+            self.page.wait_for_function("() => !window.leftByTest")
+            self._wait_loaded()
 
     def _wait_loaded(self) -> None:
         expect(self.graphs().first.locator(".main-svg").first).to_be_visible()

@@ -6,6 +6,7 @@ import csv
 import io
 import json
 import re
+import zipfile
 
 import pytest
 
@@ -102,22 +103,30 @@ def test_metrics_exports_equal_the_table_and_report_opens_offline(
         assert set(fitted[model]) == {"isotonic", "temperature"}
         assert all(len(folds) == 5 for folds in fitted[model].values())
 
-    # Calibrated predictions (streamed from /api/export/<token>): every row of every panel.
-    name, text = download(page, "#export-calibrated-csv")
-    assert name.endswith(".csv")
+    # Calibrated predictions (streamed from /api/export/<token>): a zip of one CSV per
+    # model and map (the uncalibrated rows are the input itself), every row of each.
+    with page.expect_download() as info:
+        page.locator("#export-calibrated-csv").click()
+    name = info.value.suggested_filename
+    assert re.fullmatch(r"calibration-calibrated-\d{8}-\d{6}\.zip", name), name
     expect(page.locator("#export-message")).to_have_text(
         "Calibrated predictions: download started."
     )
-    lines = list(csv.reader(io.StringIO(text)))
-    assert lines[0] == ["model", "calibrator", "row", "label", *[f"p_{k}" for k in range(10)]]
-    body = lines[1:]
-    assert len(body) == len(DEMO_MODELS) * len(CALIBRATORS) * 1797
-    for model in DEMO_MODELS:
-        for calibrator in CALIBRATORS:
-            rows = [r for r in body if r[0] == model and r[1] == calibrator]
-            assert sorted(int(r[2]) for r in rows) == list(range(1797))
-            sums = [sum(float(v) for v in r[4:]) for r in rows]
-            assert max(abs(t - 1) for t in sums) < 1e-6
+    archive = zipfile.ZipFile(info.value.path())
+    stems = {
+        "digits · naive Bayes": "digits_naive_Bayes",
+        "digits · random forest": "digits_random_forest",
+    }
+    maps = [c for c in CALIBRATORS if c != "uncalibrated"]
+    assert sorted(archive.namelist()) == sorted(
+        f"{stems[model]}.{m}.csv" for model in DEMO_MODELS for m in maps
+    )
+    for member in archive.namelist():
+        lines = list(csv.reader(io.TextIOWrapper(archive.open(member), encoding="utf-8")))
+        assert lines[0] == ["row", "label", *[f"p_{k}" for k in range(10)]]
+        assert [int(r[0]) for r in lines[1:]] == list(range(1797))
+        sums = [sum(float(v) for v in r[2:]) for r in lines[1:]]
+        assert max(abs(t - 1) for t in sums) < 1e-6
 
     # HTML report: self-contained with plotly, and it draws offline.
     name, text = download(page, "#export-report-html")

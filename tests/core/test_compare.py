@@ -462,3 +462,46 @@ def test_densenet_cifar100_temperature_crossfit(realdata):
     assert table.loc["temperature", "accuracy"] == table.loc["uncalibrated", "accuracy"]
     assert table.loc["temperature", "log_loss"] < table.loc["uncalibrated", "log_loss"]
     assert bool(table.loc["temperature", "converged"])
+
+
+def test_matrix_and_dirichlet_are_fitted_once_on_probabilities(preds, monkeypatch):
+    from calibration_core.maps import DirichletCalibration, MatrixScaling
+
+    fits = []
+    real_fit = CalibrationMap.fit
+
+    def counting(self, *args, **kwargs):
+        fits.append(self.name)
+        return real_fit(self, *args, **kwargs)
+
+    monkeypatch.setattr(CalibrationMap, "fit", counting)
+    result = compare_maps(preds, ["matrix", "dirichlet"], folds=3)
+    assert fits == ["matrix"] * 3  # three folds of one model
+    table = result.table
+    for column in METRIC_COLUMNS:
+        assert table.loc["dirichlet", column] == table.loc["matrix", column]
+    assert table.loc["dirichlet", "fit_seconds"] == 0.0
+    assert np.array_equal(result.calibrated["dirichlet"].probs, result.calibrated["matrix"].probs)
+    assert all(isinstance(m, DirichletCalibration) for m in result.fitted["dirichlet"])
+    assert any(w.startswith("dirichlet: the same model as matrix") for w in result.warnings)
+    # Each reused fold map predicts as the fitted one does.
+    for reused, fitted in zip(result.fitted["dirichlet"], result.fitted["matrix"], strict=True):
+        assert np.array_equal(reused.predict_proba(preds.probs), fitted.predict_proba(preds.probs))
+    # Other parameters are another model: both are fitted.
+    fits.clear()
+    compare_maps(preds, {"m": MatrixScaling(), "d": DirichletCalibration(reg_lambda=1.0)}, folds=2)
+    assert fits == ["matrix", "matrix", "dirichlet", "dirichlet"]
+
+
+def test_matrix_and_dirichlet_are_both_fitted_on_logits(monkeypatch):
+    fits = []
+    real_fit = CalibrationMap.fit
+
+    def counting(self, *args, **kwargs):
+        fits.append(self.name)
+        return real_fit(self, *args, **kwargs)
+
+    monkeypatch.setattr(CalibrationMap, "fit", counting)
+    result = compare_maps(overconfident(logits=True), ["matrix", "dirichlet"], folds=2)
+    assert fits == ["matrix", "matrix", "dirichlet", "dirichlet"]
+    assert not any("same model" in w for w in result.warnings)

@@ -107,12 +107,14 @@ def test_npz_binary_scores_and_string_labels(tmp_path):
     [pred] = load_predictions(tmp_path / "s.npz")
     np.testing.assert_allclose(pred.probs[:, 1], s)
     np.testing.assert_array_equal(pred.labels, np.arange(10) % 2)
+    assert pred.score_column and pred.subset([0, 1]).score_column  # written back as `score`
     p = _probs(6, 2)
     np.savez(
         tmp_path / "n.npz", probs=p, labels=np.array(["no", "yes"] * 3), class_names=["no", "yes"]
     )
     [named] = load_predictions(tmp_path / "n.npz")
     np.testing.assert_array_equal(named.labels, [0, 1] * 3)
+    assert not named.score_column
 
 
 @pytest.mark.parametrize("prefix", ["p_", "prob_", "proba_", "P_", "Proba_"])
@@ -164,6 +166,7 @@ def test_binary_score_column(labels, text):
     np.testing.assert_allclose(pred.probs, np.column_stack([1 - np.array(s), s]))
     np.testing.assert_array_equal(pred.labels, labels)
     assert pred.n_classes == 2
+    assert pred.score_column  # a `score` input: writers give it back as one column
 
 
 def test_model_column_splits_in_order_of_appearance():

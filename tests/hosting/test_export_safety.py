@@ -16,6 +16,7 @@ import io
 import json
 import re
 import unicodedata
+import zipfile
 from types import SimpleNamespace
 
 import numpy as np
@@ -32,6 +33,7 @@ TAG = "<img src=x onerror=alert(1)>"
 SCRIPT = "</script><script>alert(2)</script>"
 CLASSES = ["=cmd|' /C calc'!A0", "@SUM(1+1)", "-2+3", "+plus"]
 NAME = re.compile(r"^calibration-[a-z-]+-\d{8}-\d{6}\.(csv|json|html)$")
+ZIP_NAME = re.compile(r"^calibration-calibrated-\d{8}-\d{6}\.zip$")
 
 
 @pytest.mark.parametrize("prefix", FORMULA_PREFIXES)
@@ -82,6 +84,37 @@ def hostile(tmp_path_factory, dash_tab):
     return tab, handles
 
 
+def _fit_platt(tab, handles) -> None:
+    """Fit Platt scaling (2 folds) on the tab's models in process, as the background fit does.
+
+    The calibrated export holds fitted maps only (the uncalibrated rows are the input).
+    """
+    from app.callbacks.fit import run_fits
+
+    ctx = tab.flask.application.extensions["calibration_dashboard"]
+    sid = ctx.sessions.verify(tab.cookie())[0]
+    state = run_fits(ctx, sid, handles, ["platt"], "folds", 2, 0.5, lambda _: None)
+    assert state["error"] is None, state
+
+
+def _calibrated(tab, handles) -> tuple[str, bytes]:
+    """``(file name, body)`` of the calibrated export of Platt scaling on ``handles``."""
+    _fit_platt(tab, handles)
+    out = tab.call(
+        "download-url.data",
+        ["export-calibrated-csv.n_clicks"],
+        {
+            "export-calibrated-csv.n_clicks": 1,
+            "model-select.value": handles,
+            "maps.value": ["platt"],
+            "folds.value": 2,
+        },
+    )
+    status, headers, body = tab.get(out["download-url.data"]["url"])
+    assert status == 200
+    return re.search(r'filename="([^"]+)"', headers["Content-Disposition"]).group(1), body
+
+
 def _unsafe_cells(text: str) -> list[str]:
     """Cells a spreadsheet would run as a formula: formula-like and not a number."""
     bad = []
@@ -123,22 +156,22 @@ def test_metrics_csv_is_spreadsheet_safe_and_keeps_numbers(hostile):
 
 def test_calibrated_csv_is_spreadsheet_safe(hostile):
     tab, handles = hostile
-    out = tab.call(
-        "download-url.data",
-        ["export-calibrated-csv.n_clicks"],
-        {"export-calibrated-csv.n_clicks": 1, "model-select.value": handles, "maps.value": []},
-    )
-    status, headers, body = tab.get(out["download-url.data"]["url"])
-    assert status == 200
-    filename = re.search(r'filename="([^"]+)"', headers["Content-Disposition"]).group(1)
-    assert NAME.match(filename)
-    text = body.decode()
-    assert not _unsafe_cells(text)
-    rows = list(csv.reader(io.StringIO(text)))
-    assert rows[0][:4] == ["model", "calibrator", "row", "label"]
-    assert {r[3] for r in rows[1:]} <= {"'" + c if c[0] in "=@-+" else c for c in CLASSES}
-    probs = np.array([[float(x) for x in r[4:]] for r in rows[1:]])
-    assert np.allclose(probs.sum(axis=1), 1.0)  # numbers untouched
+    filename, body = _calibrated(tab, handles)
+    assert ZIP_NAME.match(filename)
+    archive = zipfile.ZipFile(io.BytesIO(body))
+    # Member names are reduced to letters, digits, - and _: no path, no markup.
+    assert sorted(archive.namelist()) == [
+        "HYPERLINK_http_evil_example_click.platt.csv",
+        "img_src_x_onerror_alert_1_script_script_alert_2_script.platt.csv",
+    ]
+    for member in archive.namelist():
+        text = archive.read(member).decode()
+        assert not _unsafe_cells(text)
+        rows = list(csv.reader(io.StringIO(text)))
+        assert rows[0] == ["row", "label", *[f"p_{c}" for c in CLASSES]]
+        assert {r[1] for r in rows[1:]} <= {"'" + c if c[0] in "=@-+" else c for c in CLASSES}
+        probs = np.array([[float(x) for x in r[2:]] for r in rows[1:]])
+        assert np.allclose(probs.sum(axis=1), 1.0)  # numbers untouched
 
 
 def test_json_exports_have_generated_names(hostile):
@@ -228,18 +261,16 @@ def test_carriage_returns_never_split_a_metrics_csv_row(carriage_returns):
 
 def test_carriage_returns_never_split_a_calibrated_csv_row(carriage_returns):
     tab, handles = carriage_returns
-    out = tab.call(
-        "download-url.data",
-        ["export-calibrated-csv.n_clicks"],
-        {"export-calibrated-csv.n_clicks": 1, "model-select.value": handles, "maps.value": []},
-    )
-    status, _, body = tab.get(out["download-url.data"]["url"])
-    assert status == 200
-    rows = _cells(body.decode())
-    assert len(rows) == 1 + 120 * len(CARRIAGE_RETURN_NAMES)
-    assert {len(row) for row in rows} == {6}
-    assert rows[0][5] == "p_p_\r=2+2"
-    assert all(_first_cell_is_safe(cell) for row in rows for cell in row if not _number(cell))
+    _, body = _calibrated(tab, handles)
+    archive = zipfile.ZipFile(io.BytesIO(body))
+    assert len(archive.namelist()) == len(CARRIAGE_RETURN_NAMES)
+    assert all(re.fullmatch(r"[A-Za-z0-9_-]+\.platt\.csv", n) for n in archive.namelist())
+    for member in archive.namelist():
+        rows = _cells(archive.read(member).decode())
+        assert len(rows) == 1 + 120
+        assert {len(row) for row in rows} == {4}
+        assert rows[0] == ["row", "label", "p_ok", "p_p_\r=2+2"]
+        assert all(_first_cell_is_safe(cell) for row in rows for cell in row if not _number(cell))
 
 
 def test_the_command_line_csv_is_neutralised_too(tmp_path):

@@ -12,6 +12,7 @@ import json
 
 import pytest
 
+from app.callbacks.fit import run_fits
 from app.factory import create_app, finish_setup
 
 EXPIRED = "your data expired, please upload again"
@@ -144,10 +145,18 @@ def test_an_expired_session_reads_your_data_expired(hosting_config, dash_tab, ma
     store = _store(dash_app)
     tab = _tab(dash_app, dash_tab)
     (model,) = tab.upload("old.csv", make_csv(n=300, model="old"))[1]["models"]
+    ctx = dash_app.server.extensions["calibration_dashboard"]
+    sid = ctx.sessions.verify(tab.cookie())[0]
+    run_fits(ctx, sid, [model["handle"]], ["platt"], "folds", 2, 0.5, lambda _: None)
     out = tab.call(
         "download-url.data",
         ["export-calibrated-csv.n_clicks"],
-        {"export-calibrated-csv.n_clicks": 1, "model-select.value": [model["handle"]]},
+        {
+            "export-calibrated-csv.n_clicks": 1,
+            "model-select.value": [model["handle"]],
+            "maps.value": ["platt"],
+            "folds.value": 2,
+        },
     )
     export_url = out["download-url.data"]["url"]
     old_cookie = tab.cookie()

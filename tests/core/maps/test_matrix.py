@@ -7,7 +7,12 @@ import pytest
 from scipy.special import softmax
 
 from calibration_core import log_loss
-from calibration_core.maps import DirichletCalibration, MatrixScaling, TemperatureScaling
+from calibration_core.maps import (
+    DirichletCalibration,
+    MatrixScaling,
+    TemperatureScaling,
+    same_model_as,
+)
 
 
 def sample(n, w, b, seed=0):
@@ -67,6 +72,20 @@ def test_uses_raw_logits_unlike_dirichlet():
     mat = MatrixScaling(reg_lambda=0.0, reg_mu=0.0, input="logits").fit(z, y)
     dirichlet = DirichletCalibration(reg_lambda=0.0, reg_mu=0.0, input="logits").fit(z, y)
     assert not np.allclose(mat.predict_proba(z), dirichlet.predict_proba(z), atol=1e-3)
+
+
+def test_same_model_as_dirichlet_on_probabilities_only():
+    z, y = sample(3000, np.eye(4) * 0.7, np.zeros(4), seed=7)
+    probs = softmax(z, axis=1)
+    mat = MatrixScaling().fit(probs, y)
+    dirichlet = DirichletCalibration().fit(probs, y)
+    assert np.array_equal(mat.predict_proba(probs), dirichlet.predict_proba(probs))
+    assert mat.to_dict()["state"] == dirichlet.to_dict()["state"]
+    assert same_model_as("matrix", has_logits=False) == "dirichlet"
+    assert same_model_as("dirichlet", has_logits=False) == "matrix"
+    for name in ("matrix", "dirichlet", "temperature", "vector"):
+        assert same_model_as(name, has_logits=True) is None
+    assert same_model_as("temperature", has_logits=False) is None
 
 
 @pytest.mark.realdata

@@ -82,6 +82,9 @@ class ModelView:
     notes: list[str] = field(default_factory=list)
     #: In the "all classes" view: ``(classes drawn, classes of the model)``.
     classes_shown: tuple[int, int] | None = None
+    #: ``(column, class label)`` of each panel row drawn per calibrator
+    #: (:func:`app.analysis.targets`, in "all classes" the worst first).
+    class_rows: list[tuple[int | None, str | None]] = field(default_factory=list)
 
     def classes_note(self) -> str | None:
         """E.g. ``"showing the 12 worst of 100 classes by ECE"`` (None: not "all classes").
@@ -356,6 +359,7 @@ def model_view(
     rows_of_classes, mv.classes_shown = shown_classes(
         store, info, view, found[0], targets(info, view), k
     )
+    mv.class_rows = rows_of_classes
     for variant in found:
         row = {"model": info.name, "map": variant.calibrator}
         if variant.pred is None:

@@ -258,6 +258,13 @@ def _add_report_parser(sub) -> None:
         help=MAPS_HELP + " or 'all' (default)",
     )
     rp.add_argument(
+        "--diagram",
+        choices=("binned", "smooth", "cumulative"),
+        default="binned",
+        help="the diagram of each model: binned reliability (default), smooth reliability "
+        "or cumulative differences; the report's 'Beyond bins' measures are always computed",
+    )
+    rp.add_argument(
         "-o", "--output", required=True, metavar="REPORT.html", help="where to write the report"
     )
 
@@ -651,6 +658,7 @@ def report(args: argparse.Namespace) -> int:
         scheme=args.scheme,
         label_column=args.label_column,
         renormalize=args.renormalize,
+        diagram=args.diagram,
     )
     content, notes = file_report(path, settings)
     for note in notes:

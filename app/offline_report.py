@@ -1,7 +1,8 @@
 """The page's HTML report of a predictions file, without a browser (CLI ``report``).
 
 The file's models go into a throwaway disk store in a temporary folder, the
-maps are fitted by the page's own fit function (:func:`app.callbacks.fit.run_fits`)
+maps are fitted by the page's own fit function (:func:`app.callbacks.fit.run_fits`),
+the "Beyond bins" measures are computed as the Diagnostics section's job does,
 and the report is the page's "HTML report" export
 (:func:`app.callbacks.exports.small_export`), so that the command and the
 page can never write different reports for the same file and settings.
@@ -41,6 +42,8 @@ class ReportSettings:
     scheme: str = "width"
     label_column: str | None = None
     renormalize: bool = False
+    #: The diagram kind (:data:`app.settings.DIAGRAM_KINDS`).
+    diagram: str = "binned"
 
 
 def _context(root: Path, n_models: int) -> AppContext:
@@ -58,6 +61,19 @@ def _context(root: Path, n_models: int) -> AppContext:
 
 def _ignore_progress(_value) -> None:
     """The page's fit reports progress to its progress bar; a report has none."""
+
+
+def measure_beyond_bins(ctx: AppContext, sid: str, raw: RawSettings) -> None:
+    """Compute and store the "Beyond bins" measures of every model (the page's job does it there).
+
+    Nobody presses "Compute measures" for a report written from the command
+    line, so the report would otherwise only say how to get them.
+    """
+    from .diagnostics.beyond import beyond_rows
+    from .diagnostics.target import diag_target
+
+    for handle in raw.handles:
+        beyond_rows(ctx.store, diag_target(ctx.store, sid, handle, raw), compute=True)
 
 
 def file_report(path: Path, settings: ReportSettings) -> tuple[str, list[str]]:
@@ -100,7 +116,9 @@ def file_report(path: Path, settings: ReportSettings) -> tuple[str, list[str]]:
                 settings.folds,
                 scheme=settings.scheme,
                 n_bins=settings.n_bins,
+                kind=settings.diagram,
             )
+            measure_beyond_bins(ctx, sid, raw)
             content = small_export(ctx, sid, ids.EXPORT_REPORT_HTML, raw)["content"]
         finally:
             ctx.store.close()

@@ -56,6 +56,13 @@ SMALL_MULTIPLES_PER_PAGE = 36
 MAX_SELECTED_MODELS = 8
 HANDLE_PATTERN = re.compile(r"^[a-z]{1,5}-[A-Za-z0-9_-]{1,64}$")
 CONSISTENCY_RESAMPLES = 1000
+#: Diagram kinds of the view: binned reliability, smoothed reliability, cumulative differences.
+DIAGRAM_KINDS = ("binned", "smooth", "cumulative")
+DIAGRAM_LABELS = {
+    "binned": "binned reliability",
+    "smooth": "smooth reliability",
+    "cumulative": "cumulative differences",
+}
 
 
 class SettingsError(CalibrationInputError):
@@ -109,6 +116,8 @@ class ViewSettings:
         Add the calibration and refinement parts of the Brier score and the
         log-loss to the metric rows (binned as the classwise ECE; off by
         default: one more pass over every class column of every calibrator).
+    kind : {"binned", "smooth", "cumulative"}
+        The diagram drawn (:data:`DIAGRAM_KINDS`); the bins only shape "binned".
     """
 
     notion: str = "confidence"
@@ -118,6 +127,7 @@ class ViewSettings:
     band: str = "wilson"
     level: float = 0.95
     score_parts: bool = False
+    kind: str = "binned"
 
     @property
     def all_classes(self) -> bool:
@@ -135,7 +145,9 @@ class ViewSettings:
         return f"{BAND_LABELS[self.band]} {self.level:.0%}".replace(".0%", "%")
 
 
-def parse_view(notion, class_value, scheme, n_bins, band, level, score_parts=()) -> ViewSettings:
+def parse_view(
+    notion, class_value, scheme, n_bins, band, level, score_parts=(), kind="binned"
+) -> ViewSettings:
     """Validate the cheap settings (see :class:`ViewSettings`).
 
     ``score_parts`` is the checklist's value: ticked when it holds :data:`SCORE_PARTS_ON`.
@@ -157,6 +169,7 @@ def parse_view(notion, class_value, scheme, n_bins, band, level, score_parts=())
         band=_choice(band, "the band", tuple(BANDS)),
         level=_number(level, "the band level", MIN_LEVEL, MAX_LEVEL),
         score_parts=isinstance(score_parts, (list, tuple)) and SCORE_PARTS_ON in score_parts,
+        kind=_choice(kind, "the diagram", DIAGRAM_KINDS),
     )
 
 
@@ -256,6 +269,7 @@ class RawSettings:
     band: object = "wilson"
     level: object = 0.95
     score_parts: object = field(default_factory=list)
+    kind: object = "binned"
 
     def parse(self):
         """Validated ``(handles, maps, heldout, view)``; raises SettingsError."""
@@ -271,5 +285,6 @@ class RawSettings:
                 self.band,
                 self.level,
                 self.score_parts,
+                self.kind,
             ),
         )

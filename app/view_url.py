@@ -12,7 +12,8 @@ session can use)::
   (``refresh=False``: the browser's address changes, the page is not reloaded).
   ``class`` is written only for the one-vs-rest notion, ``level`` only with a
   band, ``folds`` or ``fraction`` after the held-out scheme they belong to,
-  ``parts=1`` only when the Brier and log-loss parts are shown.
+  ``parts=1`` only when the Brier and log-loss parts are shown, ``diagram``
+  only for the smooth or cumulative diagram.
 * :func:`decode_view`: a query string back to the settings of a session's page.
   The address is untrusted input: its length and number of fields are
   bounded, every value is checked with the validators of :mod:`app.settings`,
@@ -68,6 +69,7 @@ PARAMS: dict[str, str] = {
     "folds": "folds",
     "fraction": "fraction",
     "parts": "score_parts",
+    "diagram": "kind",
 }
 #: Settings a parameter is checked with, besides its own (folds and fraction
 #: are only validated under their own held-out scheme).
@@ -76,7 +78,7 @@ CHECKED_WITH = {"folds": {"heldout": "folds"}, "fraction": {"heldout": "split"}}
 WHOLE = ("bins", "folds")
 DECIMAL = ("level", "fraction")
 #: Parameters set one by one with their checks (models, maps and class have their own).
-SCALARS = ("notion", "bins", "scheme", "band", "level", "heldout", "folds", "fraction")
+SCALARS = ("notion", "bins", "scheme", "band", "level", "heldout", "folds", "fraction", "diagram")
 NOTICE_PREFIX = "Not restored from the page address: "
 
 
@@ -117,6 +119,8 @@ def encode_view(raw: RawSettings) -> str:
         pairs.append(("fraction", _decimal(heldout.test_fraction)))
     if view.score_parts:
         pairs.append(("parts", "1"))
+    if view.kind != "binned":
+        pairs.append(("diagram", view.kind))
     return "?" + urlencode(pairs, safe=",", quote_via=quote)
 
 

@@ -30,6 +30,7 @@ SETTING_PROPS: dict[str, tuple[str, str]] = {
     "band": (ids.BAND, "value"),
     "level": (ids.BAND_LEVEL, "value"),
     "score_parts": (ids.SCORE_PARTS, "value"),
+    "kind": (ids.DIAGRAM_KIND, "value"),
 }
 #: What decides the calibrators: the maps and the held-out scheme.
 FIT_FIELDS = ("maps", "heldout", "folds", "fraction")

@@ -45,7 +45,7 @@ from ..figures.diagnostics import cost_figure, message_figure, sensitivity_figur
 from ..options import model_label
 from ..settings import SCHEME_LABELS, RawSettings
 from ..store.records import ModelInfo
-from . import diagnostics_jobs
+from . import diagnostics_beyond, diagnostics_jobs
 from .diagnostics_wiring import HIDDEN, hidden_figure, note, register_gates, register_panel
 
 __all__ = [
@@ -259,3 +259,4 @@ def register(app, ctx: AppContext) -> None:
         human_panel,
     )
     diagnostics_jobs.register(app, ctx)
+    diagnostics_beyond.register(app, ctx)

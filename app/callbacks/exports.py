@@ -36,7 +36,7 @@ from ..exports import (
     params_json,
 )
 from ..figures.common import view_title
-from ..figures.reliability import reliability_figure
+from ..figures.diagram import diagram_figure
 from ..metrics_table import caption
 from ..settings import SCORE_PARTS_ON, RawSettings, ViewSettings
 from .controls import setting_states
@@ -127,7 +127,7 @@ def report_html(ctx: AppContext, sid, result, settings: dict) -> str:
     """
     from ..verdict import verdict_html, view_verdicts
 
-    figures = [reliability_figure(mv, result.view, result.heldout) for mv in result.models]
+    figures = [diagram_figure(ctx.store, result, mv) for mv in result.models]
     return html_report(
         "Calibration report",
         f"{view_title(result.view)} · {result.heldout.describe()}",

@@ -16,7 +16,7 @@ from .. import ids
 from ..analysis import CANCELLED, NOT_FITTED, PENDING, ViewResult, build_view
 from ..context import AppContext
 from ..figures.common import empty_figure, graph_config, view_title
-from ..figures.reliability import reliability_figure_dict
+from ..figures.diagram import diagram_figure_dict
 from ..metrics_table import caption, column_defs, row_data
 from ..session import SESSION_LOST_MESSAGE
 from ..settings import RawSettings, SettingsError
@@ -32,9 +32,10 @@ def compute_view(ctx: AppContext, sid, raw: RawSettings, pending: str = PENDING)
     return build_view(ctx.store, sid, handles, maps, heldout, view, pending)
 
 
-def graphs(result: ViewResult, fmt: str = "png") -> list:
+def graphs(ctx: AppContext, result: ViewResult, fmt: str = "png", pending: str = PENDING) -> list:
     """One ``dcc.Graph`` per model (pattern id ``{"type": GRAPH_TYPE, "index": i}``).
 
+    The diagram is the view's kind (:func:`app.figures.diagram.diagram_figure_dict`).
     With several models the figures get fewer panel columns, and the
     stylesheet puts them side by side when the screen is wide enough.
     """
@@ -44,7 +45,7 @@ def graphs(result: ViewResult, fmt: str = "png") -> list:
         out.append(
             dcc.Graph(
                 id={"type": ids.GRAPH_TYPE, "index": i},
-                figure=reliability_figure_dict(mv, result.view, result.heldout, side_by_side),
+                figure=diagram_figure_dict(ctx.store, result, mv, pending, side_by_side),
                 config=graph_config(mv.info.name, fmt),
                 className="reliability-graph",
             )
@@ -115,7 +116,7 @@ def render(ctx: AppContext, sid, raw: RawSettings, fit_state=None, fmt="png") ->
             dcc.Graph(figure=empty_figure("Pick a model on the left, or drop a file to upload."))
         ]
     else:
-        children = graphs(result, fmt if fmt in ("png", "svg") else "png")
+        children = graphs(ctx, result, fmt if fmt in ("png", "svg") else "png", pending)
     return (
         children,
         row_data(result.rows),

@@ -15,6 +15,7 @@ from ..figures.common import MODEBAR_CONFIG
 from ..options import model_label
 from ..statistics_page import STATISTICS_PATH
 from ..store.records import ModelInfo
+from .beyond import BEYOND_TITLE
 from .resampling import SEED
 from .tables import TextTable
 from .target import (
@@ -188,6 +189,27 @@ def diagnostics_section(infos: list[ModelInfo], selected) -> html.Section:
         card_id="diag-boot-card",
         doc="bootstrap-intervals",
     )
+    beyond_card = _card(
+        BEYOND_TITLE,
+        html.Div(
+            [
+                html.Button(
+                    "Compute measures", id=ids.DIAG_BEYOND_RUN, className="button", n_clicks=0
+                ),
+                html.Button(
+                    "Cancel",
+                    id=ids.DIAG_BEYOND_CANCEL,
+                    className="button secondary",
+                    n_clicks=0,
+                    disabled=True,
+                ),
+                *_progress(ids.DIAG_BEYOND_PROGRESS, ids.DIAG_BEYOND_STATUS),
+            ],
+            className="diag-controls",
+        ),
+        html.Div(id=ids.DIAG_BEYOND_TABLE),
+        card_id="diag-beyond-card",
+    )
     decision_card = _card(
         "Decision view (binary problems)",
         html.Div(
@@ -268,6 +290,7 @@ def diagnostics_section(infos: list[ModelInfo], selected) -> html.Section:
         ),
         test_card,
         boot_card,
+        beyond_card,
         decision_card,
         _card(
             "Human-uncertainty calibration (soft labels)",
@@ -305,6 +328,7 @@ def diagnostics_section(infos: list[ModelInfo], selected) -> html.Section:
             dcc.Store(id=ids.DIAG_FIT_GATE),
             dcc.Store(id=ids.DIAG_TEST_DONE),
             dcc.Store(id=ids.DIAG_BOOT_DONE),
+            dcc.Store(id=ids.DIAG_BEYOND_DONE),
         ],
         id=ids.DIAG_SECTION,
         className="diagnostics",

@@ -3,12 +3,13 @@
 For every model of the exported view: the ECE sensitivity plot, the ECE
 estimators, Hosmer-Lemeshow, the decision view (binary problems) and the
 human-uncertainty measures (when soft labels were uploaded) are computed
-again for the view's settings (they are cheap); the resampling test and the
-bootstrap intervals are taken from the disk store, where the dashboard's
-background jobs put them, for the measure, resamples and level last used in
-the Diagnostics section of this session (otherwise the report says how to get
-them). The tables are the page's (:mod:`app.diagnostics.tables`); every text
-is escaped here, and figures reuse the plotly.js the report already embeds.
+again for the view's settings (they are cheap); the resampling test, the
+bootstrap intervals and the "Beyond bins" measures are taken from the disk
+store, where the dashboard's background jobs put them, for the measure,
+resamples and level last used in the Diagnostics section of this session
+(otherwise the report says how to get them). The tables are the page's
+(:mod:`app.diagnostics.tables`); every text is escaped here, and figures
+reuse the plotly.js the report already embeds.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from ..figures.diagnostics import cost_figure, null_figure, sensitivity_figure
 from ..metrics_table import METRICS, notion_short
 from ..options import model_label
 from ..settings import SCHEME_LABELS
+from .beyond import BEYOND_TITLE, NOT_COMPUTED, beyond_rows, beyond_table
 from .cards import decision_view, hosmer_lemeshow_rows, human_rows
 from .overview import estimator_rows, sensitivity_curves
 from .resampling import bootstrap_rows, calibration_tests
@@ -58,6 +60,7 @@ STYLE = """<style>
 .diag-empty { color: #57606a; font-size: 13px; }
 h2.diag-model { margin-top: 36px; border-top: 1px solid #d0d7de; padding-top: 16px; }
 .diagnostics td:nth-child(2) { text-align: right; }
+.diagnostics .beyond td:nth-child(2) { text-align: left; color: #57606a; }
 </style>"""
 
 
@@ -134,6 +137,7 @@ def model_diagnostics(ctx: AppContext, sid, target: DiagTarget) -> str:
     )
     parts.append(_section("Resampling test of calibration", _resampling(ctx, sid, target)))
     parts.append(_section("Bootstrap confidence intervals", _bootstrap(ctx, sid, target)))
+    parts.append(_section(BEYOND_TITLE, _beyond(ctx, target)))
     if info.n_classes == 2:
         parts.append(_section("Decision view", _decision(ctx, sid, target)))
     rows = human_rows(store, target)
@@ -179,6 +183,15 @@ def _bootstrap(ctx: AppContext, sid, target: DiagTarget) -> str:
         f: METRICS[f][0] for f in ("classwise_ece", "brier_score", "log_loss", "accuracy")
     }
     return table_html(bootstrap_table(rows, headers, level, n_resamples))
+
+
+def _beyond(ctx: AppContext, target: DiagTarget) -> str:
+    rows = beyond_rows(ctx.store, target)
+    table = table_html(beyond_table(rows, notion_spec(target.info, target.view)))
+    body = f'<div class="beyond">{table}</div>'
+    if any(r.message == NOT_COMPUTED for r in rows):
+        body = _note("Not computed: press “Compute measures” in the Diagnostics section.") + body
+    return body
 
 
 def _decision(ctx: AppContext, sid, target: DiagTarget) -> str:

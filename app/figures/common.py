@@ -22,7 +22,7 @@ import textwrap
 
 import plotly.graph_objects as go
 
-from ..settings import NOTION_LABELS, ViewSettings
+from ..settings import DIAGRAM_LABELS, NOTION_LABELS, ViewSettings
 
 #: Okabe & Ito (2008), colour-blind safe.
 OKABE_ITO = {
@@ -65,6 +65,9 @@ def view_title(view: ViewSettings) -> str:
     if view.notion == "class":
         which = "all classes" if view.all_classes else f"class {view.class_name}"
         notion = f"{notion} ({which})"
+    if view.kind != "binned":
+        band = "none" if view.band == "none" else f"{view.level:.0%}"
+        return f"{notion} · {DIAGRAM_LABELS[view.kind]} (no bins) · band: {band}"
     return f"{notion} · {view.describe_binning()} · band: {view.describe_band()}"
 
 

@@ -20,6 +20,8 @@ from ..options import all_binary, class_choices, default_selection
 from ..settings import (
     ALL_CLASSES_SHOWN,
     BAND_LABELS,
+    DIAGRAM_KINDS,
+    DIAGRAM_LABELS,
     LEVELS,
     MAX_BINS,
     MAX_FOLDS,
@@ -226,6 +228,23 @@ def _upload_panel(max_upload_mb: int) -> html.Div:
     )
 
 
+def diagram_field(kind: str) -> html.Div:
+    """The diagram kind: binned reliability, smooth reliability or cumulative differences."""
+    return _field(
+        "Diagram",
+        named(
+            "Diagram",
+            dcc.RadioItems(
+                id=ids.DIAGRAM_KIND,
+                options=[{"label": DIAGRAM_LABELS[k], "value": k} for k in DIAGRAM_KINDS],
+                value=kind,
+                className="radio",
+            ),
+        ),
+        hint="smooth and cumulative diagrams use no bins (see docs/measures.md)",
+    )
+
+
 def default_settings(infos: list[ModelInfo]) -> RawSettings:
     """What the page starts with: the default demo models and maps, 15 equal-width bins."""
     return RawSettings(handles=default_selection(infos), maps=list(DEFAULT_MAPS))
@@ -300,6 +319,7 @@ def _controls(infos: list[ModelInfo], raw: RawSettings) -> html.Div:
                 hint=f"opens on the worst class; “all classes”: at most {ALL_CLASSES_SHOWN} worst.",
                 style=class_style,
             ),
+            diagram_field(raw.kind),
             _field(
                 "Binning",
                 named(

@@ -1,0 +1,142 @@
+"""The cumulative-differences diagram (Tygert 2021; Arrieta-Ibarra et al. 2022).
+
+In each panel (grid of :mod:`app.figures.curve_grid`): the cumulative
+difference ``D_i = (1/N) sum_{j <= i} (y_j - s_j)`` of labels and scores
+against the rank ``i/N`` of the score (the core's
+:class:`~calibration_core.measures.CumulativeDifferences`, thinned to about
+2000 points, extremes kept); the band ``0 +- z sd(D_i)`` expected under
+calibration, shaded around 0; and the KS calibration error ``max |D|`` with
+its p-value and Kuiper's p-value in the corner (computed on the full curve).
+A calibrated model stays inside the band; a steady slope over a stretch of
+ranks is a miscalibrated stretch of scores, and the slope is the gap there
+(upwards: more events than predicted).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..curves import CurvePanel, CurveView
+from ..settings import HeldOut, ViewSettings
+from .curve_grid import colour_of, corner_note, curve_figure, legend_once
+from .diagnostics import format_p
+
+BAND_FILL = "rgba(230, 159, 0, 0.28)"
+
+
+def _band(panel: CurvePanel, level: float, s: str, legend: set) -> dict:
+    x, half = panel.cumulative.rank, panel.band
+    return {
+        "type": "scatter",
+        "x": np.concatenate([x, x[::-1]]),
+        "y": np.concatenate([half, -half[::-1]]),
+        "xaxis": f"x{s}",
+        "yaxis": f"y{s}",
+        "fill": "toself",
+        "fillcolor": BAND_FILL,
+        "line": {"width": 0},
+        "mode": "lines",
+        "name": f"expected under calibration {level:.0%}",
+        "legendgroup": "band",
+        "showlegend": legend_once("band", legend),
+        "hoverinfo": "skip",
+    }
+
+
+def _zero(s: str, legend: set) -> dict:
+    return {
+        "type": "scatter",
+        "x": [0, 1],
+        "y": [0, 0],
+        "xaxis": f"x{s}",
+        "yaxis": f"y{s}",
+        "mode": "lines",
+        "line": {"color": "#555555", "dash": "dash", "width": 1},
+        "name": "perfect calibration",
+        "legendgroup": "diagonal",
+        "showlegend": legend_once("diagonal", legend),
+        "hoverinfo": "skip",
+    }
+
+
+def _curve(panel: CurvePanel, s: str, legend: set) -> dict:
+    curve = panel.cumulative
+    return {
+        "type": "scatter",
+        "x": curve.rank,
+        "y": curve.difference,
+        "xaxis": f"x{s}",
+        "yaxis": f"y{s}",
+        "mode": "lines",
+        "line": {"color": colour_of(panel), "width": 1.5},
+        "name": "cumulative difference (labels − scores)",
+        "legendgroup": "curve",
+        "showlegend": legend_once("curve", legend),
+        "customdata": curve.score,
+        "hovertemplate": "rank %{x:.3f}<br>score %{customdata:.4f}"
+        "<br>difference %{y:.5f}<extra></extra>",
+    }
+
+
+def cumulative_note(test) -> str:
+    """The panel's corner: KS error with its p-value, Kuiper's p-value."""
+    return (
+        f"KS {test.ks_error:.4f} (p {format_p(test.ks_p_value)})"
+        f"<br>Kuiper p {format_p(test.kuiper_p_value)}"
+    )
+
+
+def cumulative_panel_traces(
+    panel: CurvePanel, s: str, legend: set, level: float = 0.95, band: bool = True
+) -> tuple[list[dict], list[dict]]:
+    """Band, zero line and curve of one panel, and its KS/Kuiper note."""
+    traces = [_band(panel, level, s, legend)] if band else []
+    traces += [_zero(s, legend), _curve(panel, s, legend)]
+    return traces, [corner_note(cumulative_note(panel.test), s)]
+
+
+def y_limit(cv: CurveView, band: bool) -> float:
+    """Half the shared y range: 10% above the largest ``|D|`` (and band) of every panel."""
+    top = 0.0
+    for panel in cv.panels:
+        if panel.cumulative is not None:
+            top = max(top, float(np.max(np.abs(panel.cumulative.difference))))
+            if band:
+                top = max(top, float(np.max(panel.band)))
+    return 1.1 * top if top > 0 else 0.01
+
+
+def cumulative_figure_dict(
+    name: str, cv: CurveView, view: ViewSettings, heldout: HeldOut, n_scored: int | None
+) -> dict:
+    """The grid of cumulative-difference plots of one model, as a plain figure dict.
+
+    Parameters
+    ----------
+    name : str
+        The model's name.
+    cv : CurveView
+        From :func:`app.curves.curve_view` with ``view.kind == "cumulative"``.
+    view, heldout : ViewSettings, HeldOut
+        The band level is the view's; band "none" leaves the band out.
+    n_scored : int or None
+
+    Returns
+    -------
+    dict
+        ``{"data", "layout"}``; panel ``i`` on axes ``x{i+1}/y{i+1}``, which
+        share one y range, symmetric about 0 (:func:`y_limit`).
+    """
+    band = view.band != "none"
+    lim = y_limit(cv, band)
+    axes = {
+        "x": {"range": [0, 1], "dtick": 0.25, "tick0": 0},
+        "y": {"range": [-lim, lim], "zeroline": False, "tickformat": ".3f", "nticks": 6},
+        "x_title": "rank of the score (fraction of rows)",
+        "y_title": "cumulative difference",
+    }
+
+    def draw(panel: CurvePanel, s: str, legend: set):
+        return cumulative_panel_traces(panel, s, legend, view.level, band)
+
+    return curve_figure(name, cv, view, heldout, n_scored, axes, draw)

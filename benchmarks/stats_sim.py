@@ -2,7 +2,7 @@
 
     python benchmarks/stats_sim.py [--quick] [--only size,power,coverage,verdict]
         [--k 2,3,10] [--n 200,1000,5000] [--reps-size 1000] [--reps-power 300]
-        [--out results.md]
+        [--tests resampling,hl,beyond] [--out results.md]
 
 Not a unit test: a Monte Carlo study whose tables go to docs/statistics.md.
 
@@ -19,7 +19,10 @@ Size is the rejection rate at alpha = 0.05 under "calibrated" (``--reps-size``
 data sets per cell), power the rate under the two others (``--reps-power``),
 for every measure of the resampling test (binary ones at K = 2) and for
 Hosmer-Lemeshow with its default (parametric bootstrap) and the chi-squared
-option (G(K-1) and (G-2)(K-1) degrees of freedom), G = 10. The 95 % binomial
+option (G(K-1) and (G-2)(K-1) degrees of freedom), G = 10, and for the tests
+of the "Beyond bins" card (issue 17: KS and Kuiper of the cumulative
+differences, Spiegelhalter's z, of the top label, or of the positive class at
+K = 2; SKCE's linear-time test; ``--tests`` picks families). The 95 % binomial
 range of a size of 0.05 is printed next to each table.
 
 Coverage is that of the default bootstrap interval (and the two others, from
@@ -63,6 +66,8 @@ SCENARIOS = {
     "strongly under-confident": (1.0, 0.6),
 }
 N_BINS = 15
+#: Families of tests: the resampling test's measures, Hosmer-Lemeshow, the "Beyond bins" card.
+TESTS = frozenset({"resampling", "hl", "beyond"})
 HL_VARIANTS = {
     "HL bootstrap (default)": {"p_value": "bootstrap"},
     "HL chi2 G(K-1)": {"p_value": "chi2", "holdout": True},
@@ -100,11 +105,31 @@ def binomial_range(p: float, reps: int) -> tuple[float, float]:
 
 
 # ---------------------------------------------------------- size / power
-def rejections(name: str, n: int, k: int, seed: int, n_resamples: int) -> dict[str, bool]:
-    """Which tests reject calibration at ALPHA on one data set."""
+def beyond_rejections(p: np.ndarray, y: np.ndarray, seed: int) -> dict[str, bool]:
+    """Which tests of the "Beyond bins" card reject calibration at ALPHA on one data set."""
+    from calibration_core.measures.canonical import skce
+    from calibration_core.measures.cumulative import cumulative_test, spiegelhalter_test
+
+    pred = Predictions.from_probs(p, y)
+    notion = "binary" if p.shape[1] == 2 else "confidence"
+    cumulative = cumulative_test(pred, notion=notion)
+    return {
+        "KS": cumulative.ks_p_value <= ALPHA,
+        "Kuiper": cumulative.kuiper_p_value <= ALPHA,
+        "Spiegelhalter": spiegelhalter_test(pred, notion=notion).p_value <= ALPHA,
+        "SKCE linear": skce(p, y, seed=seed, max_rows=4, n_resamples=0).linear_p_value <= ALPHA,
+    }
+
+
+def rejections(
+    name: str, n: int, k: int, seed: int, n_resamples: int, tests: frozenset = TESTS
+) -> dict[str, bool]:
+    """Which tests (of the families ``tests``) reject calibration at ALPHA on one data set."""
     p, _, y = scenario(name, n, k, seed)
     out = {}
-    for m in measures_for(k):
+    if "beyond" in tests:
+        out |= beyond_rejections(p, y, seed)
+    for m in measures_for(k) if "resampling" in tests else ():
         result = calibration_test(p, y, measure=m, n_resamples=n_resamples, seed=seed)
         out[m] = result.p_value <= ALPHA
         if result.sides == "two-sided":  # the one-sided test of before issue 16, same null
@@ -114,7 +139,7 @@ def rejections(name: str, n: int, k: int, seed: int, n_resamples: int) -> dict[s
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the small-sample warning at N = 200
-        for label, kwargs in HL_VARIANTS.items():
+        for label, kwargs in HL_VARIANTS.items() if "hl" in tests else ():
             result = hosmer_lemeshow(p, y, n_resamples=n_resamples, seed=seed, **kwargs)
             out[label] = result.p_value <= ALPHA
     return out
@@ -125,10 +150,12 @@ def progress(what: str, started: float) -> None:
     print(f"  {what}: {time.perf_counter() - started:.0f} s", file=sys.stderr, flush=True)
 
 
-def rejection_rates(name: str, n: int, k: int, reps: int, n_resamples: int) -> dict[str, float]:
+def rejection_rates(
+    name: str, n: int, k: int, reps: int, n_resamples: int, tests: frozenset = TESTS
+) -> dict[str, float]:
     """Share of ``reps`` data sets on which each test rejects."""
     started = time.perf_counter()
-    rows = map_blocks(lambda s: rejections(name, n, k, s, n_resamples), range(reps))
+    rows = map_blocks(lambda s: rejections(name, n, k, s, n_resamples, tests), range(reps))
     progress(f"{name} K={k} N={n}", started)
     return {key: float(np.mean([r[key] for r in rows])) for key in rows[0]}
 
@@ -234,6 +261,7 @@ def parse_args(argv=None) -> argparse.Namespace:
         default="calibrated,over-confident,under-confident,"
         "strongly over-confident,strongly under-confident",
     )
+    ap.add_argument("--tests", default=",".join(sorted(TESTS)), help="families of size/power")
     ap.add_argument("--out", type=Path)
     args = ap.parse_args(argv)
     if args.quick:
@@ -248,6 +276,7 @@ def main(argv=None) -> None:
     ks = [int(v) for v in args.k.split(",")]
     ns = [int(v) for v in args.n.split(",")]
     parts = set(args.only.split(","))
+    tests = frozenset(args.tests.split(","))
     started = time.perf_counter()
     out = [
         f"Run: `python benchmarks/stats_sim.py {' '.join(sys.argv[1:])}` "
@@ -267,7 +296,7 @@ def main(argv=None) -> None:
         for k, n in cells:
             rows.append(
                 {"K": k, "N": n}
-                | rejection_rates("calibrated", n, k, args.reps_size, args.resamples)
+                | rejection_rates("calibrated", n, k, args.reps_size, args.resamples, tests)
             )
         columns = ["K", "N", *dict.fromkeys(c for r in rows for c in r if c not in ("K", "N"))]
         emit(
@@ -281,7 +310,8 @@ def main(argv=None) -> None:
     if "power" in parts:
         for name in args.scenarios.split(","):
             rows = [
-                {"K": k, "N": n} | rejection_rates(name, n, k, args.reps_power, args.resamples)
+                {"K": k, "N": n}
+                | rejection_rates(name, n, k, args.reps_power, args.resamples, tests)
                 for k, n in cells
             ]
             columns = ["K", "N", *dict.fromkeys(c for r in rows for c in r if c not in ("K", "N"))]

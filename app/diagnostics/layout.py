@@ -209,6 +209,7 @@ def diagnostics_section(infos: list[ModelInfo], selected) -> html.Section:
         ),
         html.Div(id=ids.DIAG_BEYOND_TABLE),
         card_id="diag-beyond-card",
+        doc="beyond-bins",
     )
     decision_card = _card(
         "Decision view (binary problems)",

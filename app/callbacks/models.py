@@ -191,22 +191,14 @@ def register(app, ctx: AppContext) -> None:
 
     register_model_list(app, ctx)
 
-    @app.callback(
-        output=[Output(ids.NOTION, "value"), Output(ids.ALL_BINARY_STORE, "data")],
-        inputs={"selected": Input(ids.MODEL_SELECT, "value")},
-        state={
-            "models_json": State(ids.MODELS_STORE, "data"),
-            "notion": State(ids.NOTION, "value"),
-            "was_all_binary": State(ids.ALL_BINARY_STORE, "data"),
-        },
-        prevent_initial_call=True,
-    )
-    def on_selection(selected, models_json, notion, was_all_binary):
-        switch, now = notion_for_selection(models_json, selected, notion, bool(was_all_binary))
-        return (switch or no_update), now
-
+    # One callback for the notion switch and the class picker: the view waits
+    # for both, and one round trip after a selection change is faster than two
+    # chained ones. NOTION is an input and an output of the same callback (Dash
+    # allows that circle and does not re-run it for its own output).
     @app.callback(
         output=[
+            Output(ids.NOTION, "value"),
+            Output(ids.ALL_BINARY_STORE, "data"),
             Output(ids.CLASS_SELECT, "options"),
             Output(ids.CLASS_SELECT, "value"),
             Output(ids.CLASS_FIELD, "style"),
@@ -218,18 +210,30 @@ def register(app, ctx: AppContext) -> None:
             "notion": Input(ids.NOTION, "value"),
         },
         state={
+            "was_all_binary": State(ids.ALL_BINARY_STORE, "data"),
             "current": State(ids.CLASS_SELECT, "value"),
             "auto": State(ids.CLASS_AUTO, "data"),
             "scheme": State(ids.SCHEME, "value"),
             "n_bins": State(ids.N_BINS, "value"),
         },
-        prevent_initial_call=True,  # the layout starts with these options
+        prevent_initial_call=True,  # the layout starts with these values
     )
-    def on_models_or_notion(models_json, selected, notion, current, auto, scheme, n_bins):
-        sid = ctx.session_id()
-        return class_picker(
-            ctx.store, sid, models_json, selected, notion, current, auto, scheme, n_bins
+    def on_models_or_notion(
+        models_json, selected, notion, was_all_binary, current, auto, scheme, n_bins
+    ):
+        switch, now = notion_for_selection(models_json, selected, notion, bool(was_all_binary))
+        picker = class_picker(
+            ctx.store,
+            ctx.session_id(),
+            models_json,
+            selected,
+            switch or notion,
+            current,
+            auto,
+            scheme,
+            n_bins,
         )
+        return (switch or no_update, now, *picker)
 
     @app.callback(Output(ids.FIT_SUMMARY, "children"), Input(ids.FIT_STATE, "data"))
     def on_fit_state(state):

@@ -19,12 +19,14 @@ ENV PATH=/opt/venv/bin:$PATH
 # (requirements/app.txt, written by scripts/lock.sh from pyproject.toml).
 COPY requirements/app.txt ./requirements/app.txt
 RUN pip install --no-cache-dir --require-hashes -r requirements/app.txt
-# The project as a wheel (assets/ becomes app/assets inside it), installed like any
-# package: the runtime stage has no source tree.
+# The project as a wheel (assets/ becomes app/assets inside it, docs/statistics.md
+# app/docs/statistics.md, served at /statistics), installed like any package: the
+# runtime stage has no source tree.
 COPY pyproject.toml README.md ./
 COPY calibration_core ./calibration_core
 COPY app ./app
 COPY assets ./assets
+COPY docs/statistics.md ./docs/statistics.md
 RUN pip wheel --no-cache-dir --no-deps --no-build-isolation --wheel-dir /tmp/dist . \
     && pip install --no-cache-dir --no-deps --no-index /tmp/dist/*.whl \
     && python -I -c "import app.wsgi" \

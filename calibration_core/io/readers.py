@@ -262,17 +262,18 @@ def parquet_damaged(src: Source, part: str) -> CalibrationInputError:
     )
 
 
-def _wanted(names: list[str], label_column: str | None) -> list[str]:
-    """The columns the loader uses: label candidates, model, score and prediction columns."""
+def _loader_columns(names: list[str], label_column: str | None) -> set[str]:
+    """The columns the loader checks: label candidates, model, score and prediction columns.
+
+    Other text columns (ids, notes) travel with the predictions unchecked.
+    """
     asked = str(label_column).lower() if label_column is not None else None
-    keep = []
-    for n in names:
-        low = n.strip().lower()
-        if low in (*LABEL_CANDIDATES, MODEL_COLUMN, SCORE_COLUMN, asked) or low.startswith(
-            (*PROB_PREFIXES, LOGIT_PREFIX)
-        ):
-            keep.append(n)
-    return keep
+    return {
+        n
+        for n in names
+        if n.strip().lower() in (*LABEL_CANDIDATES, MODEL_COLUMN, SCORE_COLUMN, asked)
+        or n.strip().lower().startswith((*PROB_PREFIXES, LOGIT_PREFIX))
+    }
 
 
 def _parquet_estimate(meta, wanted: set[str]) -> int:
@@ -338,7 +339,7 @@ def read_parquet_table(
     label_column : str, optional
         As in :func:`~calibration_core.io.load_predictions` (read as well).
     columns : list of str, optional
-        The columns to read instead of the loader's (label, model, predictions).
+        The columns to read instead of all of them.
     budget : DecodedBudget, optional
         Checked against the footer's sizes before reading, then counted batch
         by batch (:data:`PARQUET_BATCH_ROWS` rows) while decoding.
@@ -346,9 +347,10 @@ def read_parquet_table(
     Returns
     -------
     pyarrow.Table
-        Every column of the file, by name; the ones the loader does not use
-        (soft labels, other columns) are all-null placeholders, never read.
-        Text columns stay dictionary-encoded.
+        Every column of the file, by name (with ``columns``, the others are
+        all-null placeholders, never read); the ones the loader does not use for
+        predictions travel with them (``Predictions.extra``). Text columns stay
+        dictionary-encoded.
     """
     try:
         pf = pq.ParquetFile(src.file_arg())
@@ -356,14 +358,12 @@ def read_parquet_table(
     except (pa.ArrowException, OSError):
         raise parquet_damaged(src, "its footer (the table of contents at its end)") from None
     names = list(schema.names)
-    if columns is not None:
-        wanted = columns
-    else:
-        wanted = names if len(set(names)) < len(names) else _wanted(names, label_column)
+    wanted = names if columns is None else columns
     keep = set(wanted)
     types = zip(names, schema.types, strict=True)
     text = list(dict.fromkeys(n for n, t in types if n in keep and _is_text_or_bytes(t)))
-    _check_text_sizes(src, pf.metadata, text)
+    checked = _loader_columns(names, label_column)
+    _check_text_sizes(src, pf.metadata, [n for n in text if n in checked])
     if budget is not None:
         n_pred = sum(n.strip().lower().startswith((*PROB_PREFIXES, LOGIT_PREFIX)) for n in wanted)
         rows = pf.metadata.num_rows

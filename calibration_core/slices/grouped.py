@@ -25,7 +25,7 @@ from ..binning import Binning, BinStatistics
 from ..binning.statistics import ece_from_sums, mce_from_sums
 from ..bootstrap import DEFAULT_INTERVAL, METRIC_RANGE, interval_bounds
 from ..metrics import log_loss_per_row
-from ..notions import notion_scores
+from ..notions import notion_scores, top_label
 from ..predictions import Predictions
 from ..validation import check_level, check_seed, check_whole_number
 
@@ -55,12 +55,16 @@ class RowValues:
 
 def row_values(pred: Predictions, notion: str = "confidence", class_index=None) -> RowValues:
     """Per-row scores, targets and row-mean values of one model."""
-    scores, targets = notion_scores(pred.probs, pred.labels, notion, class_index)
     p = pred.probs
+    confidence, correct = top_label(p, pred.labels)  # once: the confidence notion reuses it
+    if notion == "confidence":
+        scores, targets = confidence, correct
+    else:
+        scores, targets = notion_scores(p, pred.labels, notion, class_index)
     true_p = p[np.arange(p.shape[0]), pred.labels]
     means = {
-        "accuracy": pred.correct.astype(np.float64),
-        "confidence": pred.confidence,
+        "accuracy": correct.astype(np.float64),
+        "confidence": confidence,
         "brier_score": np.einsum("ij,ij->i", p, p) - 2.0 * true_p + 1.0,
         "log_loss": log_loss_per_row(p, pred.labels),
     }

@@ -72,17 +72,18 @@ def _column(pred: Predictions, name: str) -> np.ndarray:
 
 
 def _codes(values: np.ndarray) -> tuple[np.ndarray, list[str]]:
-    """Sorted codes and value names of one column; NaN and None are one ``(missing)`` value."""
-    missing = pd.isna(values)
-    if values.dtype == object:  # an empty cell of a text column is missing too
-        missing |= np.array([isinstance(v, str) and not v.strip() for v in values])
-    codes, uniques = pd.factorize(values[~missing] if missing.any() else values, sort=True)
-    names = [str(v) for v in uniques]
-    if missing.any():
-        full = np.full(values.shape[0], len(names), dtype=np.intp)
-        full[~missing] = codes
-        return full, [*names, MISSING]
-    return codes.astype(np.intp), names
+    """Sorted codes and value names of one column; NaN, None and blank text are ``(missing)``.
+
+    Only the distinct values are looked at in Python.
+    """
+    codes, uniques = pd.factorize(values, sort=True, use_na_sentinel=True)
+    blank = np.array([isinstance(u, str) and not u.strip() for u in uniques], dtype=bool)
+    names = [str(u) for u, b in zip(uniques, blank, strict=True) if not b]
+    if not blank.any() and codes.min(initial=0) >= 0:
+        return codes.astype(np.intp), names
+    renumber = np.where(blank, len(names), np.cumsum(~blank) - 1)
+    full = np.append(renumber, len(names))[codes]  # code -1 (NaN, None) -> the last entry
+    return full.astype(np.intp), [*names, MISSING]
 
 
 def group_index(

@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from types import MappingProxyType
 
 import numpy as np
 
@@ -112,7 +111,8 @@ class Predictions:
         shape (N,), read-only, by column name: what the loader does not use for
         the predictions travels with them (as the command line's ``apply``
         keeps them), for slices and time windows (:mod:`calibration_core.slices`).
-        Use :func:`with_extra` to attach them.
+        Use :func:`with_extra` to attach them (a plain dict, so that predictions
+        pickle; its arrays are read-only).
     """
 
     probs: np.ndarray
@@ -259,7 +259,7 @@ class Predictions:
             logits=None if self.logits is None else _readonly(self.logits[rows]),
             name=self.name if name is None else name,
             score_column=self.score_column,
-            extra=MappingProxyType({key: _readonly(col[rows]) for key, col in self.extra.items()}),
+            extra={key: _readonly(col[rows]) for key, col in self.extra.items()},
         )
 
     @cached_property
@@ -344,7 +344,7 @@ def with_extra(pred: Predictions, columns: Mapping[str, np.ndarray]) -> Predicti
         logits=pred.logits,
         name=pred.name,
         score_column=pred.score_column,
-        extra=MappingProxyType(frozen),
+        extra=frozen,
     )
 
 

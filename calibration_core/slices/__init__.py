@@ -16,7 +16,7 @@
 
 from .drift import DriftReport, drift_report
 from .grouped import GROUP_METRICS, GroupedPass, grouped_bootstrap, row_values
-from .groups import MAX_GROUPS, MIN_GROUP_ROWS, GroupIndex, group_index
+from .groups import MAX_GROUPS, MIN_GROUP_ROWS, GroupIndex, group_candidates, group_index
 from .homogeneity import HomogeneityResult, homogeneity_test
 from .maps import DEFAULT_GROUP_MAPS, GroupMaps, group_maps
 from .report import SliceReport, slice_report, worst_group
@@ -36,6 +36,7 @@ __all__ = [
     "SliceReport",
     "drift_report",
     "find_time_column",
+    "group_candidates",
     "group_index",
     "group_maps",
     "grouped_bootstrap",

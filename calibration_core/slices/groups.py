@@ -61,6 +61,23 @@ class GroupIndex:
         return self.sizes < self.min_rows
 
 
+def group_candidates(pred: Predictions, max_share: float = 0.1) -> list[str]:
+    """The other columns worth offering to group by, in file order.
+
+    Left out: the ``model`` column (models are compared, not grouped) and
+    columns with more distinct values than ``max_share`` of the rows or than
+    :data:`MAX_GROUPS` (ids, free text, continuous features).
+    """
+    limit = min(MAX_GROUPS, max(1, int(max_share * pred.n_samples)))
+    out = []
+    for name, values in pred.extra.items():
+        if name.lower() == "model":
+            continue
+        if len(pd.unique(values)) <= limit:
+            out.append(name)
+    return out
+
+
 def _column(pred: Predictions, name: str) -> np.ndarray:
     if name in pred.extra:
         return pred.extra[name]

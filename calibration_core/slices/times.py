@@ -42,7 +42,8 @@ def time_values(pred: Predictions, column: str) -> np.ndarray:
     Raises
     ------
     CalibrationInputError
-        Naming the rows (1-based data rows) whose value is not a time.
+        Naming the rows (1-based, counted within this model's rows: the data rows
+        of a file without a ``model`` column) whose value is not a time.
     """
     values = pred.extra[column]
     if values.dtype.kind == "M":
@@ -60,7 +61,8 @@ def time_values(pred: Predictions, column: str) -> np.ndarray:
         shown = ", ".join(repr(v) for v in values[rows[:3]])
         raise CalibrationInputError(
             f"time column {column!r} of {pred.name!r} has values that are not times ({shown}) "
-            f"at data {describe_rows(rows + 1)}; write ISO 8601 dates or times "
+            f"at {describe_rows(rows + 1)} of that model (1-based, counting its rows); write "
+            "ISO 8601 dates or times "
             "(2024-03-01, 2024-03-01T12:30:00Z) or epoch seconds, or fix those rows."
         )
     return out

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import pickle
 
 import numpy as np
 import pandas as pd
@@ -17,6 +18,7 @@ from calibration_core.predictions import with_extra
 from calibration_core.slices import (
     GroupedPass,
     drift_report,
+    group_candidates,
     group_index,
     group_maps,
     row_values,
@@ -71,6 +73,17 @@ def test_other_columns_survive_loading_csv_and_parquet(tmp_path):
         assert list(m.subset([1]).extra["id"]) == ["b"]
 
 
+def test_other_npz_arrays_survive_and_predictions_pickle():
+    buf = io.BytesIO()
+    np.savez(buf, probs=np.array([[0.2, 0.8], [0.6, 0.4], [0.5, 0.5]]),
+             labels=np.array([1, 0, 1]), site=np.array(["a", "b", "a"]),
+             matrix=np.zeros((3, 2)), ts=np.array([1, 2, 3]))  # fmt: skip
+    (pred,) = load_predictions(buf.getvalue(), file_name="x.npz")
+    assert sorted(pred.extra) == ["site", "ts"]  # the (3, 2) array is not a column
+    again = pickle.loads(pickle.dumps(pred))
+    assert list(again.extra["site"]) == ["a", "b", "a"]
+
+
 def test_small_groups_flagged_and_too_many_refused():
     rng = np.random.default_rng(0)
     pred = planted(1001, rng)
@@ -82,6 +95,7 @@ def test_small_groups_flagged_and_too_many_refused():
     report = slice_report(pred, index, n_resamples=0)
     assert report.worst == 0  # the tiny group is never the worst
     assert group_index(pred, ["g"], min_rows=10).small.sum() == 0
+    assert group_candidates(pred) == ["g"]  # ids have a value per row: not offered
     with pytest.raises(CalibrationInputError, match=r"1,001 groups.*1,000.*coarser column"):
         group_index(pred, ["id"])
     with pytest.raises(CalibrationInputError, match=r"no column 'nope'.*'g', 'id'"):
@@ -92,7 +106,7 @@ def test_times_iso_epoch_and_bad_rows_reported():
     pred = planted(4, np.random.default_rng(0))
     text = np.array(["2024-03-01", "2024-03-01T12:00:00Z", "yesterday", None], dtype=object)
     bad = with_extra(pred, {"time": text})
-    with pytest.raises(CalibrationInputError, match=r"'yesterday'.*rows 3 and 4|rows 3, 4"):
+    with pytest.raises(CalibrationInputError, match=r"'yesterday'.*rows 3, 4 of that model"):
         time_values(bad, "time")
     good = with_extra(pred, {"time": text[:2].tolist() * 2})
     assert str(time_values(good, "time")[1]) == "2024-03-01T12:00:00"

@@ -208,6 +208,7 @@ def test_densenet_cifar100_superclasses(realdata, shared_dir):
     worst_after = max(after, key=after.get)
     print("worst before:", groups.labels[before.worst], before.metrics["ece"].max())
     print("worst after temperature:", worst_after, after[worst_after])
-    assert groups.n_groups == 20 and before.homogeneity is not None
+    assert groups.n_groups == 20 and before.homogeneity.rejects(0.05)
+    assert groups.labels[before.worst] == "superclass=people" == worst_after
     assert before.metrics["ece"].min() > 0.05  # over-confident everywhere
     assert max(after.values()) < before.metrics["ece"].max()

@@ -74,20 +74,37 @@ def row_values(pred: Predictions, notion: str = "confidence", class_index=None) 
 def grouped_bins(
     scores: np.ndarray, codes: np.ndarray, n_groups: int, binning: Binning
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Bin of every row (N,) and every group's edges (G, M + 1), in one vectorised step."""
+    """Bin of every row (N,) and every group's edges (G, M + 1), in one vectorised step.
+
+    Equal-frequency edges are each group's order statistics (as
+    :meth:`~calibration_core.binning.Binning.edges_from_sorted` of that group's
+    scores), and a score equal to an interior edge goes to the bin above it,
+    the engine's rule. Memory is O(N + G M): one sort by (group, score), then
+    a row's bin is the number of its group's edges whose first tied position
+    it has reached.
+    """
     m = binning.n_bins
     if binning.scheme == "width":
         bins, edges = binning.assign_with_edges(scores)
         return bins, np.broadcast_to(edges, (n_groups, m + 1))
+    n = scores.shape[0]
     order = np.lexsort((scores, codes))
+    s, g = scores[order], codes[order]
     sizes = np.bincount(codes, minlength=n_groups)
     starts = np.concatenate(([0], np.cumsum(sizes)[:-1]))
     positions = starts[:, None] + (np.arange(1, m) * sizes[:, None]) // m
-    interior = scores[order][np.minimum(positions, scores.shape[0] - 1)]
-    # Scores equal to an interior edge go to the bin above it (the engine's rule).
-    bins = (interior[codes] <= scores[:, None]).sum(axis=1)
+    positions = np.minimum(positions, n - 1)
+    new_run = np.ones(n, dtype=bool)
+    new_run[1:] = (s[1:] != s[:-1]) | (g[1:] != g[:-1])
+    run_start = np.maximum.accumulate(np.where(new_run, np.arange(n), 0))
+    first = run_start[positions[sizes > 0].ravel()]  # first position tied with each edge
+    reached = np.cumsum(np.bincount(first, minlength=n))
+    before = np.where(starts > 0, reached[np.maximum(starts - 1, 0)], 0)
+    bins = np.empty(n, dtype=np.intp)
+    bins[order] = reached - before[g]
+    interior = s[positions]
     ends = np.column_stack((np.zeros(n_groups), interior, np.ones(n_groups)))
-    return bins.astype(np.intp), ends
+    return bins, ends
 
 
 @dataclass(frozen=True, eq=False)

@@ -121,9 +121,14 @@ def test_times_iso_epoch_and_bad_rows_reported():
 
 # ------------------------------------------------------------------ core
 @pytest.mark.parametrize("scheme", ["width", "frequency"])
-def test_grouped_pass_equals_each_group_alone(scheme):
+@pytest.mark.parametrize("ties", [False, True])
+def test_grouped_pass_equals_each_group_alone(scheme, ties):
     rng = np.random.default_rng(3)
     probs = rng.dirichlet(np.full(6, 0.4), 3000)
+    if ties:  # many scores equal to equal-frequency edges: they go to the bin above
+        probs = np.round(probs, 1)
+        probs[:, 0] += 1 - probs.sum(axis=1)
+        probs = np.clip(probs, 0, 1) / np.clip(probs, 0, 1).sum(axis=1, keepdims=True)
     labels = rng.integers(0, 6, 3000)
     pred = Predictions.from_probs(probs, labels)
     codes = rng.integers(0, 4, 3000)

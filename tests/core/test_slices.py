@@ -217,3 +217,20 @@ def test_densenet_cifar100_superclasses(realdata, shared_dir):
     assert groups.labels[before.worst] == "superclass=people" == worst_after
     assert before.metrics["ece"].min() > 0.05  # over-confident everywhere
     assert max(after.values()) < before.metrics["ece"].max()
+
+
+def test_shared_miscalibration_with_different_score_ranges_is_not_flagged():
+    """Groups equally over-confident (by 0.1) on different score ranges: the same curve."""
+    rejected = 0
+    for i in range(200):
+        rng = np.random.default_rng(5000 + i)
+        g = rng.integers(0, 3, 1500)
+        low = np.array([0.5, 0.6, 0.75])[g]
+        conf = low + rng.random(1500) * (1 - low)
+        correct = rng.random(1500) < conf - 0.1
+        pred = Predictions.from_probs(np.column_stack([conf, 1 - conf]), np.where(correct, 0, 1))
+        pred = with_extra(pred, {"g": g})
+        report = slice_report(pred, group_index(pred, ["g"]), n_resamples=0, test_resamples=300,
+                              seed=i)  # fmt: skip
+        rejected += report.homogeneity.rejects(0.05)
+    assert rejected <= stats.binom.ppf(0.995, 200, 0.05), rejected

@@ -347,10 +347,11 @@ def read_parquet_table(
     Returns
     -------
     pyarrow.Table
-        Every column of the file, by name (with ``columns``, the others are
-        all-null placeholders, never read); the ones the loader does not use for
-        predictions travel with them (``Predictions.extra``). Text columns stay
-        dictionary-encoded.
+        Every column of the file, by name; the loader's columns and the other
+        columns of one value per cell are read (they travel with the predictions,
+        ``Predictions.extra``), the rest (lists, structs, binary; or all but
+        ``columns`` when given) are all-null placeholders, never read. Text
+        columns stay dictionary-encoded.
     """
     try:
         pf = pq.ParquetFile(src.file_arg())
@@ -358,7 +359,12 @@ def read_parquet_table(
     except (pa.ArrowException, OSError):
         raise parquet_damaged(src, "its footer (the table of contents at its end)") from None
     names = list(schema.names)
-    wanted = names if columns is None else columns
+    if columns is not None:
+        wanted = columns
+    elif len(set(names)) < len(names):
+        wanted = names  # reported as duplicates by the loader
+    else:
+        wanted = scalar_columns(schema, _loader_columns(names, label_column))
     keep = set(wanted)
     types = zip(names, schema.types, strict=True)
     text = list(dict.fromkeys(n for n, t in types if n in keep and _is_text_or_bytes(t)))
@@ -387,6 +393,21 @@ def read_parquet_table(
             names=names,
         )
     return table.rename_columns(column_names(table, src))
+
+
+def scalar_columns(schema: pa.Schema, loader: set[str]) -> list[str]:
+    """The loader's columns and every other column of one value per cell (numbers, text,
+    dates, booleans): those travel with the predictions. Lists, structs and binary columns
+    (embeddings, images) are not read.
+    """
+    out = []
+    for name, t in zip(schema.names, schema.types, strict=True):
+        value_type = t.value_type if pa.types.is_dictionary(t) else t
+        nested = pa.types.is_nested(value_type) or pa.types.is_binary(value_type)
+        nested = nested or pa.types.is_large_binary(value_type)
+        if name in loader or not nested:
+            out.append(name)
+    return out
 
 
 def _is_text_or_bytes(t: pa.DataType) -> bool:

@@ -186,8 +186,8 @@ def other_columns(table: pa.Table, used: set[int], budget: DecodedBudget | None)
     """
     out: dict[str, np.ndarray] = {}
     for i, column_name in enumerate(table.column_names):
-        if i in used or str(column_name) in out:
-            continue
+        if i in used or str(column_name) in out or pa.types.is_null(table.column(i).type):
+            continue  # all-null: a column the reader left out (or an empty one)
         if budget is not None:
             budget.add(8 * table.num_rows, f"column {column_name!r} kept with the predictions")
         out[str(column_name)] = other_column_values(table.column(i))

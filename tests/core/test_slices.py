@@ -73,6 +73,18 @@ def test_other_columns_survive_loading_csv_and_parquet(tmp_path):
         assert list(m.subset([1]).extra["id"]) == ["b"]
 
 
+def test_parquet_lists_and_binary_columns_are_not_read(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pa.table({"p_0": [0.2, 0.6], "p_1": [0.8, 0.4], "label": [1, 0],
+                      "embedding": [[1.0, 2.0], [3.0, 4.0]], "image": pa.array([b"x", b"y"]),
+                      "site": ["a", "b"]})  # fmt: skip
+    pq.write_table(table, tmp_path / "f.parquet")
+    (pred,) = load_predictions(tmp_path / "f.parquet")
+    assert list(pred.extra) == ["site"]
+
+
 def test_other_npz_arrays_survive_and_predictions_pickle():
     buf = io.BytesIO()
     np.savez(buf, probs=np.array([[0.2, 0.8], [0.6, 0.4], [0.5, 0.5]]),

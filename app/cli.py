@@ -342,6 +342,9 @@ def evaluate(args: argparse.Namespace, out) -> int:
             print(f"{PROG}: warning: {result.settings['model']}: {note}", file=sys.stderr)
     if args.format == "csv":
         write_csv(results, out)
+        if slices is not None:
+            print(f"{PROG}: warning: --group-by and --window results are in the table and "
+                  "JSON outputs only, not in CSV", file=sys.stderr)  # fmt: skip
     else:
         write_tables(results, out)
         write_verdicts(results, args, out)

@@ -45,6 +45,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
 
+from .cli_slices import add_group_arguments, group_check_results, model_slices, slice_lines
+
 PROG = "calibration-dashboard"
 SCHEMA = "calibration-dashboard/evaluate/v1"
 CHECK_SCHEMA = "calibration-dashboard/check/v1"
@@ -130,6 +132,7 @@ def build_parser() -> argparse.ArgumentParser:
         "(not in CSV); seconds per model",
     )
     _add_verdict_arguments(ev)
+    add_group_arguments(ev, evaluate=True)
     _add_deploy_commands(sub)
     _add_check_parser(sub)
     _add_report_parser(sub)
@@ -239,6 +242,7 @@ def _add_check_parser(sub) -> None:
     ck.add_argument(
         "--format", choices=("text", "json"), default="text", help="output format (text)"
     )
+    add_group_arguments(ck, evaluate=False)
 
 
 def _add_report_parser(sub) -> None:
@@ -325,8 +329,12 @@ def evaluate(args: argparse.Namespace, out) -> int:
         for model in models
     ]
     measures = [model_measures(model, args) for model in models] if args.measures else None
+    slices = None
+    if args.group_by or args.window:
+        slices = [model_slices(model, args) for model in models]
     if args.format == "json":
-        json.dump(evaluate_document(args, maps, results, measures), out, indent=2, allow_nan=False)
+        doc = evaluate_document(args, maps, results, measures, slices)
+        json.dump(doc, out, indent=2, allow_nan=False)
         out.write("\n")
         return EXIT_OK
     for result in results:
@@ -334,11 +342,16 @@ def evaluate(args: argparse.Namespace, out) -> int:
             print(f"{PROG}: warning: {result.settings['model']}: {note}", file=sys.stderr)
     if args.format == "csv":
         write_csv(results, out)
+        if slices is not None:
+            print(f"{PROG}: warning: --group-by and --window results are in the table and "
+                  "JSON outputs only, not in CSV", file=sys.stderr)  # fmt: skip
     else:
         write_tables(results, out)
         write_verdicts(results, args, out)
         if measures is not None:
             write_measures(results, measures, out)
+        for model, doc in zip(models, slices or [], strict=False):
+            out.write("\n" + "\n".join(slice_lines(model.name, doc)) + "\n")
     return EXIT_OK
 
 
@@ -417,10 +430,14 @@ def rows_with_parts(result, n_bins: int, scheme: str) -> list[dict[str, Any]]:
     return out
 
 
-def evaluate_document(args: argparse.Namespace, maps, results, measures=None) -> dict[str, Any]:
+def evaluate_document(
+    args: argparse.Namespace, maps, results, measures=None, slices=None
+) -> dict[str, Any]:
     """The JSON document of ``evaluate --format json`` (see docs/evaluate-json-schema.md).
 
     ``measures``: one ``measures`` object per model (``--measures``), or None.
+    ``slices``: per model, its ``slices``/``group_maps``/``time`` objects
+    (``--group-by``, ``--window``), or None.
     """
     from calibration_core import __version__
     from calibration_core.maps import available_maps
@@ -441,6 +458,8 @@ def evaluate_document(args: argparse.Namespace, maps, results, measures=None) ->
             "resamples": args.resamples,
             "level": args.level,
             "measures": measures is not None,
+            "group_by": getattr(args, "group_by", None),
+            "window": getattr(args, "window", None),
         },
         "models": [
             {
@@ -452,6 +471,7 @@ def evaluate_document(args: argparse.Namespace, maps, results, measures=None) ->
                 "rows": rows_with_parts(r, args.bins, args.scheme),
                 "verdict": r.verdict(n_resamples=args.resamples, level=args.level).to_dict(),
                 **({} if measures is None else {"measures": measures[i]}),
+                **({} if slices is None else slices[i]),
             }
             for i, r in enumerate(results)
         ],
@@ -578,10 +598,27 @@ def checked_metrics(model, args: argparse.Namespace) -> dict[str, float]:
     return {k: float(v) for k, v in result.table.loc[label].items() if isinstance(v, float)}
 
 
+def checked_probs(model, args: argparse.Namespace):
+    """The probabilities ``check`` bounds: the model's, or held-out after ``--after``."""
+    from calibration_core import compare_maps
+
+    if args.after is None:
+        return model.probs
+    result = compare_maps(
+        model, [args.after], folds=args.folds, n_bins=args.bins, scheme=args.scheme,
+        seed=args.seed,
+    )  # fmt: skip
+    label = next(name for name in result.calibrated if name != "uncalibrated")
+    return result.calibrated[label].probs
+
+
 def check(args: argparse.Namespace, out) -> int:
     """Run ``check``: 0 when every bound holds for every model, 1 when one fails."""
+    from calibration_core.compare import score_probs
 
     bounds = parse_bounds(args.bounds)
+    if args.per_group and not args.group_by:
+        raise CommandError("--per-group needs the groups: add --group-by COLS")
     models = load_models(input_path(args.file), args)
     results = []
     for model in models:
@@ -598,6 +635,11 @@ def check(args: argparse.Namespace, out) -> int:
                     "passed": value <= bound.limit,
                 }
             )
+        if args.per_group:
+            source = checked_probs(model, args)
+            results.extend(group_check_results(model, lambda rows, p=source, m=model: score_probs(
+                p[rows], m.labels[rows], n_bins=args.bins, scheme=args.scheme
+            ), bounds, args))  # fmt: skip
     passed = all(r["passed"] for r in results)
     if args.format == "json":
         json.dump(check_document(args, results, passed), out, indent=2, allow_nan=False)
@@ -610,8 +652,12 @@ def check(args: argparse.Namespace, out) -> int:
 
 def check_line(result: dict[str, Any]) -> str:
     """``PASS confidence_ece = 0.0312 <= 0.05 (model m)`` (or ``FAIL ... > ...``)."""
-    verdict, op = ("PASS", "<=") if result["passed"] else ("FAIL", ">")
     where = f"model {result['model']}"
+    if "group" in result:
+        where += f", group {result['group']}"
+        if not result["judged"]:
+            return f"SKIP {result['metric']} ({where}: {result['rows']} rows, too few to judge)"
+    verdict, op = ("PASS", "<=") if result["passed"] else ("FAIL", ">")
     if result["after"] is not None:
         where += f", held-out after {result['after']}"
     return f"{verdict} {result['metric']} = {result['value']:.4f} {op} {result['max']:g} ({where})"
@@ -632,6 +678,9 @@ def check_document(args: argparse.Namespace, results, passed: bool) -> dict[str,
             "after": args.after,
             "label_column": args.label_column,
             "renormalize": bool(args.renormalize),
+            "group_by": args.group_by,
+            "per_group": bool(args.per_group),
+            "min_group_rows": args.min_group_rows,
         },
         "results": results,
     }

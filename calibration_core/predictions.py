@@ -8,7 +8,7 @@ built lazily on first use and then reused by every bin count and scheme.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -106,6 +106,13 @@ class Predictions:
         True when read from one positive-class ``score`` column
         (:meth:`from_scores`): writers of calibrated predictions give them back
         in that layout.
+    extra : Mapping of str to numpy.ndarray
+        The file's other columns (ids, groups, timestamps, features), each of
+        shape (N,), read-only, by column name: what the loader does not use for
+        the predictions travels with them (as the command line's ``apply``
+        keeps them), for slices and time windows (:mod:`calibration_core.slices`).
+        Use :func:`with_extra` to attach them (a plain dict, so that predictions
+        pickle; its arrays are read-only).
     """
 
     probs: np.ndarray
@@ -114,6 +121,7 @@ class Predictions:
     logits: np.ndarray | None = None
     name: str = "model"
     score_column: bool = False
+    extra: Mapping[str, np.ndarray] = field(default_factory=dict, repr=False)
     _sorted: dict = field(default_factory=dict, repr=False, compare=False)
 
     # ------------------------------------------------------- constructors
@@ -251,6 +259,7 @@ class Predictions:
             logits=None if self.logits is None else _readonly(self.logits[rows]),
             name=self.name if name is None else name,
             score_column=self.score_column,
+            extra={key: _readonly(col[rows]) for key, col in self.extra.items()},
         )
 
     @cached_property
@@ -304,6 +313,39 @@ class Predictions:
     def classwise_statistics(self, binning: Binning) -> list[BinStatistics]:
         """One-vs-rest statistics of every class, from cached sorted scores."""
         return [self.statistics(binning, "class", j) for j in range(self.n_classes)]
+
+
+def with_extra(pred: Predictions, columns: Mapping[str, np.ndarray]) -> Predictions:
+    """The same predictions carrying other columns of the file (see ``Predictions.extra``).
+
+    Parameters
+    ----------
+    pred : Predictions
+    columns : mapping of str to array-like
+        Each of shape (N,); frozen read-only (copied when they are the caller's).
+
+    Returns
+    -------
+    Predictions
+    """
+    frozen = {}
+    for key, col in columns.items():
+        arr = np.asarray(col)
+        if arr.ndim != 1 or arr.shape[0] != pred.n_samples:
+            raise CalibrationInputError(
+                f"column {key!r} has shape {arr.shape}; extra columns need one value per row "
+                f"({pred.n_samples} rows)."
+            )
+        frozen[str(key)] = _readonly(arr, col)
+    return Predictions(
+        probs=pred.probs,
+        labels=pred.labels,
+        class_names=pred.class_names,
+        logits=pred.logits,
+        name=pred.name,
+        score_column=pred.score_column,
+        extra=frozen,
+    )
 
 
 def probs_and_labels(probs, labels) -> tuple[np.ndarray, np.ndarray]:

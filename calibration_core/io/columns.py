@@ -322,3 +322,26 @@ def prediction_columns(names, skip, ctx):
             "column holding the probability of class 1 with 0/1 labels."
         )
     return ("logits" if kind == LOGIT_PREFIX else "probs"), idx, tuple(classes)
+
+
+def other_column_values(col: pa.ChunkedArray) -> np.ndarray:
+    """A column the loader does not use, as a numpy array of N values, kept as written.
+
+    Numbers and booleans stay numeric (a missing number becomes NaN), dates and
+    times become ``datetime64``, text becomes an object array of str (only the
+    distinct values become Python strings) with None where a cell is empty.
+    Nothing is checked: these columns are read only when asked for (groups,
+    time), and checked there.
+    """
+    t = col.type
+    if pa.types.is_null(t):
+        return np.full(len(col), None, dtype=object)
+    if is_text(t):
+        arr = _dictionary(col)
+        values = np.array([*arr.dictionary.to_pylist(), None], dtype=object)
+        codes = arr.indices.fill_null(len(values) - 1).to_numpy(zero_copy_only=False)
+        return values[codes.astype(np.intp)]
+    col = _decode(col)
+    if col.num_chunks == 0:
+        return np.empty(0, dtype=object)
+    return np.asarray(col.to_numpy())

@@ -25,7 +25,7 @@ from dataclasses import replace
 import numpy as np
 
 from ..errors import CalibrationInputError
-from ..predictions import Predictions, stable_softmax
+from ..predictions import Predictions, stable_softmax, with_extra
 from .budget import MAX_NAME_LENGTH, DecodedBudget
 from .checks import (
     Coded,
@@ -204,9 +204,28 @@ def read_npz(
         names = None
         if CLASS_NAMES_KEY in keys:
             names = read_array(npz, keys[CLASS_NAMES_KEY], d, budget)
+        used = {main, prob_key, label_key, keys.get(CLASS_NAMES_KEY)}
+        others = other_arrays(npz, [k for k in npz.files if k not in used], len(labels), d, budget)
     if budget is not None:
         budget.add(2 * preds.size * 8, f"{preds.size:,} predictions as float64")
-    return _build(src, preds, main, probs, labels, label_key, names, renormalize, name)
+    pred = _build(src, preds, main, probs, labels, label_key, names, renormalize, name)
+    return with_extra(pred, others) if others else pred
+
+
+def other_arrays(npz, keys, n: int, display: str, budget) -> dict:
+    """The archive's other 1-D arrays of N values (ids, groups, times), as ``apply`` keeps them.
+
+    Arrays of another shape, or that numpy cannot read without pickle, are left out.
+    """
+    out = {}
+    for key in keys:
+        try:
+            shape, _ = _header(npz, key, display)
+        except CalibrationInputError:
+            continue
+        if shape == (n,):
+            out[key] = read_array(npz, key, display, budget)
+    return out
 
 
 def _build(src, preds, key, probs, labels, label_key, names, renormalize, name):

@@ -262,17 +262,18 @@ def parquet_damaged(src: Source, part: str) -> CalibrationInputError:
     )
 
 
-def _wanted(names: list[str], label_column: str | None) -> list[str]:
-    """The columns the loader uses: label candidates, model, score and prediction columns."""
+def _loader_columns(names: list[str], label_column: str | None) -> set[str]:
+    """The columns the loader checks: label candidates, model, score and prediction columns.
+
+    Other text columns (ids, notes) travel with the predictions unchecked.
+    """
     asked = str(label_column).lower() if label_column is not None else None
-    keep = []
-    for n in names:
-        low = n.strip().lower()
-        if low in (*LABEL_CANDIDATES, MODEL_COLUMN, SCORE_COLUMN, asked) or low.startswith(
-            (*PROB_PREFIXES, LOGIT_PREFIX)
-        ):
-            keep.append(n)
-    return keep
+    return {
+        n
+        for n in names
+        if n.strip().lower() in (*LABEL_CANDIDATES, MODEL_COLUMN, SCORE_COLUMN, asked)
+        or n.strip().lower().startswith((*PROB_PREFIXES, LOGIT_PREFIX))
+    }
 
 
 def _parquet_estimate(meta, wanted: set[str]) -> int:
@@ -338,7 +339,7 @@ def read_parquet_table(
     label_column : str, optional
         As in :func:`~calibration_core.io.load_predictions` (read as well).
     columns : list of str, optional
-        The columns to read instead of the loader's (label, model, predictions).
+        The columns to read instead of all of them.
     budget : DecodedBudget, optional
         Checked against the footer's sizes before reading, then counted batch
         by batch (:data:`PARQUET_BATCH_ROWS` rows) while decoding.
@@ -346,9 +347,11 @@ def read_parquet_table(
     Returns
     -------
     pyarrow.Table
-        Every column of the file, by name; the ones the loader does not use
-        (soft labels, other columns) are all-null placeholders, never read.
-        Text columns stay dictionary-encoded.
+        Every column of the file, by name; the loader's columns and the other
+        columns of one value per cell are read (they travel with the predictions,
+        ``Predictions.extra``), the rest (lists, structs, binary; or all but
+        ``columns`` when given) are all-null placeholders, never read. Text
+        columns stay dictionary-encoded.
     """
     try:
         pf = pq.ParquetFile(src.file_arg())
@@ -358,12 +361,15 @@ def read_parquet_table(
     names = list(schema.names)
     if columns is not None:
         wanted = columns
+    elif len(set(names)) < len(names):
+        wanted = names  # reported as duplicates by the loader
     else:
-        wanted = names if len(set(names)) < len(names) else _wanted(names, label_column)
+        wanted = scalar_columns(schema, _loader_columns(names, label_column))
     keep = set(wanted)
     types = zip(names, schema.types, strict=True)
     text = list(dict.fromkeys(n for n, t in types if n in keep and _is_text_or_bytes(t)))
-    _check_text_sizes(src, pf.metadata, text)
+    checked = _loader_columns(names, label_column)
+    _check_text_sizes(src, pf.metadata, [n for n in text if n in checked])
     if budget is not None:
         n_pred = sum(n.strip().lower().startswith((*PROB_PREFIXES, LOGIT_PREFIX)) for n in wanted)
         rows = pf.metadata.num_rows
@@ -387,6 +393,21 @@ def read_parquet_table(
             names=names,
         )
     return table.rename_columns(column_names(table, src))
+
+
+def scalar_columns(schema: pa.Schema, loader: set[str]) -> list[str]:
+    """The loader's columns and every other column of one value per cell (numbers, text,
+    dates, booleans): those travel with the predictions. Lists, structs and binary columns
+    (embeddings, images) are not read.
+    """
+    out = []
+    for name, t in zip(schema.names, schema.types, strict=True):
+        value_type = t.value_type if pa.types.is_dictionary(t) else t
+        nested = pa.types.is_nested(value_type) or pa.types.is_binary(value_type)
+        nested = nested or pa.types.is_large_binary(value_type)
+        if name in loader or not nested:
+            out.append(name)
+    return out
 
 
 def _is_text_or_bytes(t: pa.DataType) -> bool:

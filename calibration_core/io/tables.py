@@ -7,7 +7,7 @@ import pandas as pd
 import pyarrow as pa
 
 from ..errors import CalibrationInputError
-from ..predictions import Predictions
+from ..predictions import Predictions, with_extra
 from .budget import DecodedBudget
 from .checks import (
     Coded,
@@ -24,6 +24,7 @@ from .columns import (
     float_column,
     is_text,
     label_values,
+    other_column_values,
     prediction_columns,
     string_codes,
 )
@@ -156,6 +157,7 @@ def table_to_predictions(
     else:
         labels = labels_to_indices(values, classes, ctx, label_desc)
 
+    others = other_columns(table, {label_i, *models, *idx}, budget)
     out = []
     groups = model_groups(table, models[0] if models else None, ctx, name)
     for model, rows in groups:
@@ -164,9 +166,29 @@ def table_to_predictions(
             check_two_classes(y, classes, ctx, model if rows is not None else None)
         common = {"class_names": classes, "name": model, "where": ctx.display}
         if kind == "probs":
-            out.append(Predictions.from_probs(m, y, **common))
+            pred = Predictions.from_probs(m, y, **common)
         elif kind == "logits":
-            out.append(Predictions.from_logits(m, y, **common))
+            pred = Predictions.from_logits(m, y, **common)
         else:
-            out.append(Predictions.from_scores(m[:, 0], y, **common))
+            pred = Predictions.from_scores(m[:, 0], y, **common)
+        if others:
+            kept = others if rows is None else {k: v[rows] for k, v in others.items()}
+            pred = with_extra(pred, kept)
+        out.append(pred)
+    return out
+
+
+def other_columns(table: pa.Table, used: set[int], budget: DecodedBudget | None) -> dict:
+    """The columns not used for the predictions, by name (the first of repeated names).
+
+    They travel with the predictions (``Predictions.extra``), as the command
+    line's ``apply`` keeps them, for groups and time windows.
+    """
+    out: dict[str, np.ndarray] = {}
+    for i, column_name in enumerate(table.column_names):
+        if i in used or str(column_name) in out or pa.types.is_null(table.column(i).type):
+            continue  # all-null: a column the reader left out (or an empty one)
+        if budget is not None:
+            budget.add(8 * table.num_rows, f"column {column_name!r} kept with the predictions")
+        out[str(column_name)] = other_column_values(table.column(i))
     return out

@@ -102,6 +102,8 @@ def test_evaluate_json_schema_and_values(preds_csv, capsys):
         "resamples": 1000,
         "level": 0.95,
         "measures": False,
+        "group_by": None,
+        "window": None,
     }
     assert [m["model"] for m in doc["models"]] == ["alpha", "beta"]
     assert all("measures" not in m for m in doc["models"])

@@ -1,0 +1,137 @@
+"""A time column and windows over it: :func:`time_values`, :func:`window_index`.
+
+The time column is ``timestamp``, ``time`` or ``date`` (any case) or one named
+explicitly; it holds ISO 8601 dates or times (text, or a date/time column of a
+Parquet file) or epoch seconds (numbers). Times with a zone are converted to
+UTC. Windows are calendar days, ISO weeks (from Monday) or months, in UTC, or
+every N rows when there is no time column.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pandas as pd
+
+from ..errors import CalibrationInputError, describe_rows
+from ..predictions import Predictions
+from .groups import GroupIndex
+
+TIME_CANDIDATES = ("timestamp", "time", "date")
+_WINDOW = re.compile(r"\s*(\d*)\s*(d|day|days|w|week|weeks|m|month|months|rows?)\s*", re.I)
+
+
+def find_time_column(pred: Predictions, name: str | None = None) -> str | None:
+    """The time column's name: ``name`` when given, else a :data:`TIME_CANDIDATES` one, or None."""
+    if name is not None:
+        if name not in pred.extra:
+            others = ", ".join(repr(c) for c in pred.extra) or "(none)"
+            raise CalibrationInputError(
+                f"there is no time column {name!r} in the predictions of {pred.name!r}; its "
+                f"other columns are {others}."
+            )
+        return name
+    by_lower = {c.lower(): c for c in pred.extra}
+    return next((by_lower[c] for c in TIME_CANDIDATES if c in by_lower), None)
+
+
+def time_values(pred: Predictions, column: str) -> np.ndarray:
+    """The time column as ``datetime64[s]`` (UTC), shape (N,).
+
+    Raises
+    ------
+    CalibrationInputError
+        Naming the rows (1-based, counted within this model's rows: the data rows
+        of a file without a ``model`` column) whose value is not a time.
+    """
+    values = pred.extra[column]
+    if values.dtype.kind == "M":
+        out = values.astype("datetime64[s]")
+        bad = np.isnat(out)
+    elif values.dtype.kind in "iuf":
+        with np.errstate(invalid="ignore"):
+            finite = np.isfinite(values.astype(np.float64))
+        out = np.where(finite, values, 0).astype(np.int64).astype("datetime64[s]")
+        bad = ~finite
+    else:
+        out, bad = _parse_text(values)
+    rows = np.flatnonzero(bad)
+    if rows.size:
+        shown = ", ".join(repr(v) for v in values[rows[:3]])
+        raise CalibrationInputError(
+            f"time column {column!r} of {pred.name!r} has values that are not times ({shown}) "
+            f"at {describe_rows(rows + 1)} of that model (1-based, counting its rows); write "
+            "ISO 8601 dates or times "
+            "(2024-03-01, 2024-03-01T12:30:00Z) or epoch seconds, or fix those rows."
+        )
+    return out
+
+
+def _parse_text(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    codes, uniques = pd.factorize(values, use_na_sentinel=True)
+    text = pd.Series(uniques, dtype=object).astype(str)
+    parsed = pd.to_datetime(text, format="ISO8601", errors="coerce", utc=True)
+    distinct = parsed.dt.tz_convert(None).to_numpy().astype("datetime64[s]")
+    ok = ~np.isnat(distinct)
+    bad = (codes < 0) | ~np.append(ok, False)[codes]
+    out = np.append(distinct, np.datetime64("NaT", "s"))[codes]
+    return out, bad
+
+
+def parse_window(text: str) -> tuple[str, int]:
+    """``"1w"`` -> ``("week", 1)``; units d/day, w/week, m/month, rows (``"5000rows"``)."""
+    match = _WINDOW.fullmatch(str(text))
+    if not match:
+        raise CalibrationInputError(
+            f"window {text!r} is not understood; write a number and a unit: 1d, 1w, 1m "
+            "(days, ISO weeks, months) or 5000rows."
+        )
+    count = int(match.group(1) or 1)
+    if count < 1:
+        raise CalibrationInputError(f"window {text!r} must span at least one unit.")
+    unit = match.group(2).lower()
+    return {"d": "day", "w": "week", "m": "month", "r": "rows"}[unit[0]], count
+
+
+def window_index(times: np.ndarray | None, window: str, n_rows: int) -> GroupIndex:
+    """Windows as groups: one per day/week/month span present (or per N rows), in order.
+
+    Parameters
+    ----------
+    times : numpy.ndarray of datetime64, shape (N,), or None
+        None only with a window in rows.
+    window : str
+        As :func:`parse_window`.
+    n_rows : int
+        N.
+
+    Returns
+    -------
+    GroupIndex
+        Labels are the window's first day (``2024-03-04``) or first row (``rows 1-5000``).
+    """
+    unit, count = parse_window(window)
+    if unit == "rows":
+        codes = np.arange(n_rows) // count
+        labels = tuple(
+            f"rows {c * count + 1}-{min((c + 1) * count, n_rows)}" for c in range(codes[-1] + 1)
+        )
+        return GroupIndex(codes.astype(np.intp), labels, ("row",), 0)
+    if times is None:
+        raise CalibrationInputError(
+            f"a window of {window!r} needs a time column (timestamp, time or date, or name "
+            "one); without one, use a window in rows, e.g. 5000rows."
+        )
+    days = times.astype("datetime64[D]").astype(np.int64)
+    if unit == "day":
+        start = days // count * count
+    elif unit == "week":
+        start = ((days + 3) // (7 * count)) * 7 * count - 3  # 1970-01-05 was a Monday
+    else:
+        months = times.astype("datetime64[M]").astype(np.int64)
+        start = (months // count * count).astype("datetime64[M]").astype("datetime64[D]")
+        start = start.astype(np.int64)
+    codes, uniques = pd.factorize(start, sort=True)
+    labels = tuple(str(np.datetime64(int(u), "D")) for u in uniques)
+    return GroupIndex(codes.astype(np.intp), labels, ("time",), 0)

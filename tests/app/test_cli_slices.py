@@ -1,0 +1,95 @@
+"""``evaluate --group-by/--window`` and ``check --per-group`` (issue 19)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from app import cli
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def slices_csv(tmp_path) -> Path:
+    """Site s2 miscalibrated, a tiny site s9, drift from the 8th day."""
+    rng = np.random.default_rng(1)
+    n = 4000
+    conf = rng.uniform(0.5, 1, n)
+    g = rng.integers(0, 4, n)
+    g[:60] = 9
+    t = 1_700_006_400 + np.sort(rng.integers(0, 10 * 86400, n))
+    truth = conf - 0.2 * (g == 2) - 0.2 * ((t - t[0]) // 86400 >= 7)
+    correct = rng.random(n) < truth
+    stamps = pd.to_datetime(t, unit="s").strftime("%Y-%m-%dT%H:%M:%SZ")
+    frame = pd.DataFrame({"site": [f"s{i}" for i in g], "timestamp": stamps, "p_a": conf,
+                          "p_b": 1 - conf, "label": np.where(correct, "a", "b")})  # fmt: skip
+    path = tmp_path / "slices.csv"
+    frame.to_csv(path, index=False)
+    return path
+
+
+def run(argv, capsys):
+    code = cli.main(argv)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_evaluate_json_slices_and_windows_documented(slices_csv, capsys):
+    argv = ["evaluate", str(slices_csv), "--maps", "temperature", "--format", "json",
+            "--group-by", "site", "--window", "1d", "--reference-windows", "3",
+            "--slice-resamples", "50", "--group-maps", "temperature"]  # fmt: skip
+    code, out, err = run(argv, capsys)
+    assert code == 0, err
+    model = json.loads(out)["models"][0]
+    s, t = model["slices"], model["time"]
+    assert s["worst"] == "site=s2" and s["homogeneity"]["p_value"] < 0.05
+    small = [row["group"] for row in s["groups"] if row["small"]]
+    assert small == ["site=s9"]
+    flagged = [w["window"] for w in t["windows"] if w["flagged"]]
+    assert flagged and all(w >= "2023-11-22" for w in flagged)
+    doc = (REPO / "docs" / "evaluate-json-schema.md").read_text()
+    keys = {*s, *s["groups"][0], *s["homogeneity"], *t, *t["windows"][0],
+            *model["group_maps"][0]}  # fmt: skip
+    documented = [k for k in keys if f"`{k}`" in doc or f"`{k}[]`" in doc]
+    missing = [k for k in keys if k not in documented and not k.endswith(("_lower", "_upper"))]
+    assert not missing
+
+
+def test_evaluate_table_and_rows_window(slices_csv, capsys):
+    argv = ["evaluate", str(slices_csv), "--maps", "temperature", "--group-by", "site",
+            "--window", "1000rows", "--slice-resamples", "20"]  # fmt: skip
+    code, out, err = run(argv, capsys)
+    assert code == 0, err
+    assert "worst group: site=s2" in out and "SMALL (< 100 rows, not judged)" in out
+    assert "rows 1-1000: 1000 rows" in out and "rows 3001-4000: 1000 rows" in out
+
+
+def test_check_per_group_fails_on_the_bad_group_and_skips_small(slices_csv, capsys):
+    argv = ["check", str(slices_csv), "--max", "confidence_ece=0.12", "--group-by", "site",
+            "--per-group"]  # fmt: skip
+    code, out, err = run(argv, capsys)
+    lines = out.splitlines()
+    assert code == 1, err
+    assert any(line.startswith("FAIL") and "group site=s2" in line for line in lines)
+    assert any(line.startswith("SKIP") and "group site=s9" in line for line in lines)
+    code, out, err = run([*argv, "--min-group-rows", "10", "--format", "json"], capsys)
+    doc = json.loads(out)
+    judged = [r for r in doc["results"] if "group" in r]
+    assert all(r["judged"] for r in judged) and doc["settings"]["per_group"] is True
+    code, _, err = run(["check", str(slices_csv), "--max", "confidence_ece=1", "--per-group"],
+                       capsys)  # fmt: skip
+    assert code == 2 and "--group-by" in err
+
+
+def test_group_by_unknown_or_too_fine_column_is_a_clear_error(slices_csv, capsys):
+    code, _, err = run(["evaluate", str(slices_csv), "--maps", "temperature", "--group-by",
+                        "nope"], capsys)  # fmt: skip
+    assert code == 1 and "'site', 'timestamp'" in err
+    code, _, err = run(["evaluate", str(slices_csv), "--maps", "temperature", "--group-by",
+                        "timestamp"], capsys)  # fmt: skip
+    assert code == 1 and "coarser column" in err

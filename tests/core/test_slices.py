@@ -1,0 +1,248 @@
+"""Slices and time windows (issue 19): loader columns, grouped pass, test, drift, maps."""
+
+from __future__ import annotations
+
+import io
+import json
+import pickle
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from calibration_core import CalibrationInputError, Predictions, load_predictions
+from calibration_core.binning import Binning
+from calibration_core.metrics import brier_score, confidence_ece, confidence_mce, log_loss
+from calibration_core.predictions import with_extra
+from calibration_core.slices import (
+    GroupedPass,
+    drift_report,
+    group_candidates,
+    group_index,
+    group_maps,
+    row_values,
+    slice_report,
+    time_values,
+    window_index,
+)
+
+START = 1_700_006_400  # 2023-11-15 00:00:00 UTC
+
+
+def planted(n, rng, *, bad_group=None, drift_day=None, groups=5, days=10):
+    """Binary scores, calibrated except in ``bad_group`` and from ``drift_day`` on."""
+    conf = rng.uniform(0.5, 1.0, n)
+    g = rng.integers(0, groups, n)
+    t = START + np.sort(rng.integers(0, days * 86400, n))
+    truth = conf.copy()
+    if bad_group is not None:
+        truth[g == bad_group] -= 0.15
+    if drift_day is not None:
+        truth[(t - START) // 86400 >= drift_day] -= 0.15
+    correct = rng.random(n) < truth
+    pred = Predictions.from_probs(np.column_stack([conf, 1 - conf]), np.where(correct, 0, 1))
+    site = np.array([f"s{i}" for i in g], dtype=object)
+    return with_extra(pred, {"site": site, "timestamp": t})
+
+
+# ----------------------------------------------------------------- input
+def test_other_columns_survive_loading_csv_and_parquet(tmp_path):
+    frame = pd.DataFrame(
+        {
+            "id": ["a", "b", "c", "d"],
+            "site": ["x", None, "y", "x"],
+            "age": [31, 40, 52, 18],
+            "p_0": [0.9, 0.2, 0.6, 0.3],
+            "p_1": [0.1, 0.8, 0.4, 0.7],
+            "label": [0, 1, 1, 0],
+            "model": ["m", "m", "n", "n"],
+        }
+    )
+    frame.to_parquet(tmp_path / "f.parquet")
+    csv = frame.to_csv(index=False).encode()
+    for source in (tmp_path / "f.parquet", io.BytesIO(csv)):
+        m, n = load_predictions(
+            source, file_name="f.csv" if isinstance(source, io.BytesIO) else None
+        )
+        assert set(m.extra) == {"id", "site", "age"}
+        assert list(m.extra["id"]) == ["a", "b"] and list(n.extra["age"]) == [52, 18]
+        assert m.extra["site"][1] in ("", None)  # an empty cell, as written
+        assert group_index(m, ["site"]).labels == ("site=x", "site=(missing)")
+        assert not m.extra["id"].flags.writeable
+        assert list(m.subset([1]).extra["id"]) == ["b"]
+
+
+def test_parquet_lists_and_binary_columns_are_not_read(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pa.table({"p_0": [0.2, 0.6], "p_1": [0.8, 0.4], "label": [1, 0],
+                      "embedding": [[1.0, 2.0], [3.0, 4.0]], "image": pa.array([b"x", b"y"]),
+                      "site": ["a", "b"]})  # fmt: skip
+    pq.write_table(table, tmp_path / "f.parquet")
+    (pred,) = load_predictions(tmp_path / "f.parquet")
+    assert list(pred.extra) == ["site"]
+
+
+def test_other_npz_arrays_survive_and_predictions_pickle():
+    buf = io.BytesIO()
+    np.savez(buf, probs=np.array([[0.2, 0.8], [0.6, 0.4], [0.5, 0.5]]),
+             labels=np.array([1, 0, 1]), site=np.array(["a", "b", "a"]),
+             matrix=np.zeros((3, 2)), ts=np.array([1, 2, 3]))  # fmt: skip
+    (pred,) = load_predictions(buf.getvalue(), file_name="x.npz")
+    assert sorted(pred.extra) == ["site", "ts"]  # the (3, 2) array is not a column
+    again = pickle.loads(pickle.dumps(pred))
+    assert list(again.extra["site"]) == ["a", "b", "a"]
+
+
+def test_small_groups_flagged_and_too_many_refused():
+    rng = np.random.default_rng(0)
+    pred = planted(1001, rng)
+    codes = np.where(np.arange(1001) < 50, "tiny", "big").astype(object)
+    ids = np.array([f"id{i}" for i in range(1001)], dtype=object)
+    pred = with_extra(pred, {"g": codes, "id": ids})
+    index = group_index(pred, ["g"])
+    assert index.labels == ("g=big", "g=tiny") and list(index.small) == [False, True]
+    report = slice_report(pred, index, n_resamples=0)
+    assert report.worst == 0  # the tiny group is never the worst
+    assert group_index(pred, ["g"], min_rows=10).small.sum() == 0
+    assert group_candidates(pred) == ["g"]  # ids have a value per row: not offered
+    with pytest.raises(CalibrationInputError, match=r"1,001 groups.*1,000.*coarser column"):
+        group_index(pred, ["id"])
+    with pytest.raises(CalibrationInputError, match=r"no column 'nope'.*'g', 'id'"):
+        group_index(pred, ["nope"])
+
+
+def test_times_iso_epoch_and_bad_rows_reported():
+    pred = planted(4, np.random.default_rng(0))
+    text = np.array(["2024-03-01", "2024-03-01T12:00:00Z", "yesterday", None], dtype=object)
+    bad = with_extra(pred, {"time": text})
+    with pytest.raises(CalibrationInputError, match=r"'yesterday'.*rows 3, 4 of that model"):
+        time_values(bad, "time")
+    good = with_extra(pred, {"time": text[:2].tolist() * 2})
+    assert str(time_values(good, "time")[1]) == "2024-03-01T12:00:00"
+    epoch = time_values(with_extra(pred, {"t": np.array([0, 86400, 7 * 86400, 40 * 86400])}), "t")
+    weeks = window_index(epoch, "1w", 4)
+    assert weeks.labels == ("1969-12-29", "1970-01-05", "1970-02-09")  # ISO weeks from Monday
+    assert window_index(epoch, "1m", 4).labels == ("1970-01-01", "1970-02-01")
+    assert window_index(None, "3rows", 4).labels == ("rows 1-3", "rows 4-4")
+    with pytest.raises(CalibrationInputError, match="needs a time column"):
+        window_index(None, "1w", 4)
+
+
+# ------------------------------------------------------------------ core
+@pytest.mark.parametrize("scheme", ["width", "frequency"])
+@pytest.mark.parametrize("ties", [False, True])
+def test_grouped_pass_equals_each_group_alone(scheme, ties):
+    rng = np.random.default_rng(3)
+    probs = rng.dirichlet(np.full(6, 0.4), 3000)
+    if ties:  # many scores equal to equal-frequency edges: they go to the bin above
+        probs = np.round(probs, 1)
+        probs[:, 0] += 1 - probs.sum(axis=1)
+        probs = np.clip(probs, 0, 1) / np.clip(probs, 0, 1).sum(axis=1, keepdims=True)
+    labels = rng.integers(0, 6, 3000)
+    pred = Predictions.from_probs(probs, labels)
+    codes = rng.integers(0, 4, 3000)
+    grouped = GroupedPass.build(row_values(pred), codes, 4, Binning(scheme, 10))
+    metrics = grouped.metrics()
+    for g in range(4):
+        p, y = probs[codes == g], labels[codes == g]
+        assert metrics["ece"][g] == pytest.approx(confidence_ece(p, y, n_bins=10, scheme=scheme))
+        assert metrics["mce"][g] == pytest.approx(confidence_mce(p, y, n_bins=10, scheme=scheme))
+        assert metrics["brier_score"][g] == pytest.approx(brier_score(p, y))
+        assert metrics["log_loss"][g] == pytest.approx(log_loss(p, y))
+
+
+def test_planted_group_found_with_intervals():
+    pred = planted(5000, np.random.default_rng(1), bad_group=3)
+    report = slice_report(pred, group_index(pred, ["site"]), n_resamples=100)
+    assert report.groups.labels[report.worst] == "site=s3"
+    assert report.worst_gap > 0.05
+    assert report.homogeneity.rejects(0.05)
+    lower, upper = report.intervals["ece"].lower, report.intervals["ece"].upper
+    assert np.all(lower <= report.metrics["ece"]) and np.all(report.metrics["ece"] <= upper)
+    doc = json.dumps(report.to_dict(), allow_nan=False)
+    assert '"worst": "site=s3"' in doc
+
+
+def test_homogeneity_size_and_drift_false_flags_within_binomial_range():
+    """200 replications without a planted group or drift: rejections at most nominal 5 %."""
+    rejected = flagged = 0
+    for i in range(200):
+        pred = planted(1500, np.random.default_rng(1000 + i), days=4)
+        test = slice_report(
+            pred, group_index(pred, ["site"]), n_resamples=0, test_resamples=300, seed=i
+        ).homogeneity
+        rejected += test.rejects(0.05)
+        if i < 50:  # drift flags need intervals: fewer replications
+            windows = window_index(time_values(pred, "timestamp"), "1d", pred.n_samples)
+            flagged += drift_report(pred, windows, n_resamples=60, seed=i).flagged.any()
+    high = stats.binom.ppf(0.995, 200, 0.05)  # 19: the upper end of the binomial range
+    assert rejected <= high, rejected
+    assert flagged <= stats.binom.ppf(0.995, 50, 0.05), flagged
+
+
+def test_planted_drift_found_in_the_right_windows():
+    pred = planted(6000, np.random.default_rng(2), drift_day=7)
+    windows = window_index(time_values(pred, "timestamp"), "1d", pred.n_samples)
+    report = drift_report(pred, windows, reference=3, n_resamples=100)
+    flagged = [w for w, f in zip(windows.labels, report.flagged, strict=True) if f]
+    assert flagged and set(flagged) <= {"2023-11-22", "2023-11-23", "2023-11-24"}
+    assert len(flagged) >= 2
+    assert report.to_dict()["windows"][-1]["window"] == "2023-11-24"
+
+
+def test_group_maps_per_group_temperature_beats_global_on_planted_group():
+    rng = np.random.default_rng(4)
+    n = 4000
+    g = rng.integers(0, 2, n)
+    z = rng.normal(0, 2, (n, 3))
+    true_t = np.where(g == 1, 3.0, 1.0)[:, None]
+    p_true = np.exp(z / true_t) / np.exp(z / true_t).sum(1, keepdims=True)
+    labels = (p_true.cumsum(1) < rng.random(n)[:, None]).sum(1)
+    pred = with_extra(Predictions.from_logits(z, labels), {"g": g})
+    table = group_maps(pred, group_index(pred, ["g"]), ["temperature"]).table
+    row = next(r for r in table if r["group"] == "g=1")
+    assert row["better"] == "group" and row["ece_group"] < row["ece_global"]
+
+
+# ------------------------------------------------------------- real data
+@pytest.mark.realdata
+def test_densenet_cifar100_superclasses(realdata, shared_dir):
+    """Worst superclasses of the DenseNet's predicted class, before and after temperature."""
+    names = json.loads((shared_dir / "realdata" / "cifar-class-names.json").read_text())
+    coarse = np.asarray(names["cifar100_fine_to_coarse"])
+    supers = np.asarray(names["cifar100_superclasses"], dtype=object)
+    with np.load(realdata["densenet-bc-100-cifar-100"], allow_pickle=False) as data:
+        probs, labels = data["predictions"], data["ground_truth"]
+    pred = Predictions.from_probs(probs, labels, renormalize=True)
+    pred = with_extra(pred, {"superclass": supers[coarse[probs.argmax(1)]]})
+    groups = group_index(pred, ["superclass"])
+    before = slice_report(pred, groups, n_resamples=0)
+    table = group_maps(pred, groups, ["temperature"]).table
+    after = {r["group"]: r["ece_global"] for r in table}
+    worst_after = max(after, key=after.get)
+    print("worst before:", groups.labels[before.worst], before.metrics["ece"].max())
+    print("worst after temperature:", worst_after, after[worst_after])
+    assert groups.n_groups == 20 and before.homogeneity.rejects(0.05)
+    assert groups.labels[before.worst] == "superclass=people" == worst_after
+    assert before.metrics["ece"].min() > 0.05  # over-confident everywhere
+    assert max(after.values()) < before.metrics["ece"].max()
+
+
+def test_shared_miscalibration_with_different_score_ranges_is_not_flagged():
+    """Groups equally over-confident (by 0.1) on different score ranges: the same curve."""
+    rejected = 0
+    for i in range(200):
+        rng = np.random.default_rng(5000 + i)
+        g = rng.integers(0, 3, 1500)
+        low = np.array([0.5, 0.6, 0.75])[g]
+        conf = low + rng.random(1500) * (1 - low)
+        correct = rng.random(1500) < conf - 0.1
+        pred = Predictions.from_probs(np.column_stack([conf, 1 - conf]), np.where(correct, 0, 1))
+        pred = with_extra(pred, {"g": g})
+        report = slice_report(pred, group_index(pred, ["g"]), n_resamples=0, test_resamples=300,
+                              seed=i)  # fmt: skip
+        rejected += report.homogeneity.rejects(0.05)
+    assert rejected <= stats.binom.ppf(0.995, 200, 0.05), rejected

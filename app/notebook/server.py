@@ -102,7 +102,6 @@ def build_server(preds, config: AppConfig, host: str, port: int):
     ctx = app.server.extensions["calibration_dashboard"]
     import_before_serving()
     ctx.warm_up.run()  # no import may run on another thread when a job is forked
-    ctx.upload_parser.start()
     finish_setup(app)
     return make_server(host, port, app.server, threaded=False, request_handler=QuietRequestHandler)
 

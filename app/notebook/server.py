@@ -180,14 +180,14 @@ def show_frame(dashboard: NotebookDashboard) -> None:
     """Display the IFrame in IPython, or print the address elsewhere."""
     try:
         from IPython import get_ipython
-        from IPython.display import HTML
         from IPython.display import display as ipython_display
     except ImportError:
         get_ipython = None
     if get_ipython is None or get_ipython() is None:
         print(f"The calibration dashboard is at {dashboard.url}")
         return
-    ipython_display(HTML(dashboard.iframe_html()))
+    bundle = {"text/html": dashboard.iframe_html(), "text/plain": repr(dashboard)}
+    ipython_display(bundle, raw=True)
 
 
 def stop(dashboard: NotebookDashboard | None = None) -> None:

@@ -15,6 +15,7 @@ import secrets
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 
 import plotly.graph_objects as go
@@ -81,9 +82,10 @@ def figure_dict(pred: Predictions, raw: RawSettings) -> dict:
     """
     with scratch_context([pred]) as ctx:
         handles = [info.handle for info in ctx.store.demo_models()]
-        raw.handles = handles
+        raw = replace(raw, handles=handles)
         if raw.notion == "class" and raw.class_value is None:  # as the page opens it
-            raw.class_value = opening_class(ctx.store, None, handles, raw.scheme, raw.n_bins)
+            worst = opening_class(ctx.store, None, handles, raw.scheme, raw.n_bins)
+            raw = replace(raw, class_value=worst)
         state = run_fits(
             ctx, None, handles, raw.maps, raw.heldout, raw.folds, raw.fraction, ignore_progress
         )
@@ -146,7 +148,7 @@ def reliability_diagram(
     """
     pred = as_predictions(probs_or_predictions, labels, name=name)
     options = dict(n_bins=n_bins, scheme=scheme, band=band, level=level, kind=kind, folds=folds)
-    raw = settings_of([], maps, notion, class_name, options)
+    raw = settings_of([], maps, notion, class_name, options)  # the handles come with the store
     return go.Figure(figure_dict(pred, raw), skip_invalid=True)
 
 

@@ -41,18 +41,15 @@ def from_estimator(estimator, X, y, name: str | None = None) -> Predictions:
             f"{name} has no predict_proba/classes_: pass a fitted probabilistic classifier "
             "(e.g. wrap it in sklearn.calibration.CalibratedClassifierCV), or (probs, labels)."
         )
-    classes = np.asarray(estimator.classes_)
-    y = np.asarray(y)
-    index = np.searchsorted(classes, y) if classes.dtype.kind != "O" else None
-    if index is None or np.any(index >= len(classes)) or np.any(classes[index % len(classes)] != y):
-        lookup = {c: i for i, c in enumerate(classes.tolist())}
-        unknown = [v for v in y.tolist() if v not in lookup]
-        if unknown:
-            raise CalibrationInputError(
-                f"y holds {unknown[0]!r}, which {name} was not fitted on "
-                f"(its classes_: {classes.tolist()[:10]}); pass the labels it was trained with."
-            )
-        index = np.array([lookup[v] for v in y.tolist()], dtype=np.int64)
+    classes = np.asarray(estimator.classes_).tolist()
+    lookup = {c: i for i, c in enumerate(classes)}
+    try:
+        index = np.array([lookup[v] for v in np.asarray(y).tolist()], dtype=np.int64)
+    except KeyError as exc:
+        raise CalibrationInputError(
+            f"y holds {exc.args[0]!r}, which {name} was not fitted on "
+            f"(its classes_: {classes[:10]}); pass the labels it was trained with."
+        ) from None
     return Predictions.from_probs(
         estimator.predict_proba(X),
         index,

@@ -159,7 +159,6 @@ def show(
         cache_dir=Path(folder.name),
         secret_key=secrets.token_hex(32),
         frame_ancestors=tuple(origins or LOCAL_NOTEBOOKS),
-        max_models_per_session=20,
     )
     try:
         server = build_server(preds, config, host, port)

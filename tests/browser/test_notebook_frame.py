@@ -12,7 +12,10 @@ import re
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+import numpy as np
 import pytest
+
+from app.notebook import reliability_diagram
 
 from .conftest import SCREENS, VIEWPORT
 from .dashboard_page import FIT_TIMEOUT_MS
@@ -100,3 +103,24 @@ def test_the_framed_dashboard_opens_on_the_kernels_models_and_fits_them(
         context.close()
         kernel.run("dashboard.stop()")
     assert not errors, errors
+
+
+def test_a_notebook_figure_exported_as_static_html_draws_its_panels(browser, tmp_path):
+    """What a static HTML export of the notebook shows: the figure drawn by plotly.js alone."""
+    rng = np.random.default_rng(2)
+    probs = rng.dirichlet(np.ones(3), size=600)
+    labels = np.array([rng.choice(3, p=row) for row in probs])
+    figure = reliability_diagram(probs, labels, maps=["temperature"], name="exported model")
+    path = tmp_path / "figure.html"
+    figure.write_html(path, include_plotlyjs=True, full_html=True)
+    context = browser.new_context(viewport=VIEWPORT)
+    try:
+        page = context.new_page()
+        page.goto(path.as_uri())
+        expect(page.locator(".gtitle", has_text="exported model")).to_be_visible()
+        for panel in ("uncalibrated", "temperature"):
+            expect(page.locator(".annotation-text", has_text=panel).first).to_be_visible()
+        scatter = sum(1 for trace in figure.data if trace.type == "scatter")
+        expect(page.locator(".scatterlayer .trace")).to_have_count(scatter)
+    finally:
+        context.close()

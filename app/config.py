@@ -46,6 +46,11 @@ Variable                      Meaning                                       Defa
                               comma-separated) allowed to send POSTs, for
                               a proxy that rewrites the Host header; the
                               app's own origin is always allowed.
+``FRAME_ANCESTORS``           Origins (comma-separated, a port may be       (none: no framing)
+                              ``*``) whose pages may show the dashboard in
+                              a frame, e.g. a notebook's
+                              (:func:`app.notebook.show` sets it); none:
+                              no page may frame it.
 ``BASIC_AUTH_USERS``          Optional HTTP basic auth: comma-separated      (off)
                               ``user:hash`` entries, hashes from
                               ``werkzeug.security.generate_password_hash``.
@@ -149,6 +154,29 @@ def _origins_env(env: Mapping[str, str]) -> tuple[str, ...]:
     return tuple(origins)
 
 
+#: A frame ancestor: an origin whose port may be ``*`` (any port of that host).
+FRAME_ORIGIN = re.compile(r"^https?://[A-Za-z0-9.\-\[\]]+(:([0-9]+|\*))?/?$")
+
+
+def frame_ancestors(entries) -> tuple[str, ...]:
+    """Validated frame ancestors (``scheme://host[:port or *]``), lower-cased.
+
+    Raises
+    ------
+    ConfigError
+        An entry that is not such an origin (a path, a bare host, a wildcard host).
+    """
+    origins = []
+    for entry in entries:
+        if not isinstance(entry, str) or not FRAME_ORIGIN.match(entry):
+            raise ConfigError(
+                "FRAME_ANCESTORS must be comma-separated origins like http://localhost:8888 "
+                f"or http://localhost:* (scheme, host, optional port or *; no path); got {entry!r}."
+            )
+        origins.append(entry.lower().rstrip("/"))
+    return tuple(origins)
+
+
 #: gunicorn's default for ``FORWARDED_ALLOW_IPS`` (and so this app's).
 DEFAULT_FORWARDED_ALLOW_IPS = ("127.0.0.1", "::1")
 
@@ -231,6 +259,8 @@ class AppConfig:
     idle_eviction_seconds: int = 3600
     #: Origins (``scheme://host[:port]``) besides the app's own that may send POSTs.
     allowed_origins: tuple[str, ...] = ()
+    #: Origins whose pages may frame the dashboard (a notebook's); empty: none may.
+    frame_ancestors: tuple[str, ...] = ()
     session_cookie_secure: bool | None = None
     debug: bool = False
     #: ``(user, password or werkzeug hash)`` pairs; empty: no basic auth.
@@ -255,6 +285,7 @@ class AppConfig:
                 f"APP_ENV must be one of {', '.join(ENVIRONMENTS)}, got {self.app_env!r}."
             )
         object.__setattr__(self, "cache_dir", Path(self.cache_dir))
+        object.__setattr__(self, "frame_ancestors", frame_ancestors(self.frame_ancestors))
         if self.production and not self.secret_key:
             raise ConfigError(
                 "SECRET_KEY is required when APP_ENV=production: set it to a long random "
@@ -300,6 +331,9 @@ class AppConfig:
             session_quota_mb=_int_env(env, "SESSION_QUOTA_MB", 1024),
             idle_eviction_seconds=_int_env(env, "IDLE_EVICTION_SECONDS", 3600, minimum=60),
             allowed_origins=_origins_env(env),
+            frame_ancestors=tuple(
+                filter(None, (e.strip() for e in env.get("FRAME_ANCESTORS", "").split(",")))
+            ),
             session_cookie_secure=None
             if secure is None or not secure.strip()
             else _bool_env(env, "SESSION_COOKIE_SECURE", False),

@@ -91,8 +91,11 @@ def _upload_parser(config: AppConfig) -> UploadParser:
     return UploadParser(limits)
 
 
-def _open_store(config: AppConfig, cache_dir: Path) -> DataStore:
-    """The disk store in ``CACHE_DIR/store``; ConfigError when the directory cannot hold it."""
+def _open_store(config: AppConfig, cache_dir: Path, shared=None) -> DataStore:
+    """The disk store in ``CACHE_DIR/store``; ConfigError when the directory cannot hold it.
+
+    ``shared``: the models every session sees instead of the demo (a notebook's).
+    """
     try:
         return DataStore(
             cache_dir / "store",
@@ -102,6 +105,7 @@ def _open_store(config: AppConfig, cache_dir: Path) -> DataStore:
             memory_bytes=config.memory_cache_mb * MB,
             max_models_per_session=config.max_models_per_session,
             max_session_bytes=config.session_quota_mb * MB,
+            shared=shared,
         )
     except Exception as exc:  # sqlite3 / OS errors of an unusable directory
         raise ConfigError(
@@ -110,14 +114,14 @@ def _open_store(config: AppConfig, cache_dir: Path) -> DataStore:
         ) from None
 
 
-def _build_context(config: AppConfig, secret_key: str, cache_dir: Path) -> AppContext:
+def _build_context(config: AppConfig, secret_key: str, cache_dir: Path, shared) -> AppContext:
     """The app's shared objects: store, sessions, warm-up, failures, jobs, upload parser."""
     sessions = SessionManager(secret_key, config.session_ttl_seconds, secure=config.cookie_secure)
     warm_up = WarmUp()
     failures = CallbackFailures()
     return AppContext(
         config=config,
-        store=_open_store(config, cache_dir),
+        store=_open_store(config, cache_dir, shared),
         sessions=sessions,
         warm_up=warm_up,
         failures=failures,
@@ -138,7 +142,7 @@ def _install_server(server, ctx: AppContext, secret_key: str, cache_dir: Path) -
     server.request_class = make_request_class(cache_dir / "uploads")
     server.extensions["calibration_dashboard"] = ctx
     install_error_handlers(server, hide_errors=not config.debug)
-    security_headers = SecurityHeaders()
+    security_headers = SecurityHeaders(config.frame_ancestors)
     security_headers.install(server)
     TrustedProxies(config.forwarded_allow_ips).install(server)
     BasicAuth(config.basic_auth, config.auth_failures_per_minute).install(server)
@@ -212,13 +216,16 @@ def _layout_function(ctx: AppContext):
     return serve_layout
 
 
-def create_app(config: AppConfig | None = None) -> Dash:
+def create_app(config: AppConfig | None = None, shared: list | None = None) -> Dash:
     """Build a dashboard instance.
 
     Parameters
     ----------
     config : AppConfig, optional
         Default: :meth:`AppConfig.from_env`.
+    shared : list of Predictions, optional
+        Models every session sees in place of the built-in demo, selected
+        when the page opens (:func:`app.notebook.show`).
 
     Returns
     -------
@@ -230,7 +237,7 @@ def create_app(config: AppConfig | None = None) -> Dash:
     config = AppConfig.from_env() if config is None else config
     secret_key = config.resolved_secret_key()
     cache_dir = Path(config.cache_dir)
-    ctx = _build_context(config, secret_key, cache_dir)
+    ctx = _build_context(config, secret_key, cache_dir, shared)
     app = Dash(
         __name__,
         title=TITLE,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from .settings import ALL_CLASSES
-from .store.records import ModelInfo
+from .settings import ALL_CLASSES, MAX_SELECTED_MODELS
+from .store.records import NOTEBOOK_SOURCE, ModelInfo
 
 DEFAULT_MODELS = ("digits · naive Bayes", "digits · random forest")
 
@@ -16,8 +16,9 @@ def model_label(info: ModelInfo) -> str:
 
 
 def default_selection(infos: list[ModelInfo]) -> list[str]:
-    """The demo models shown first."""
-    chosen = [i.handle for i in infos if i.name in DEFAULT_MODELS]
+    """The models shown first: the notebook's (at most 8), else the default demo models."""
+    notebook = [i.handle for i in infos if i.source == NOTEBOOK_SOURCE]
+    chosen = notebook[:MAX_SELECTED_MODELS] or [i.handle for i in infos if i.name in DEFAULT_MODELS]
     return chosen or [i.handle for i in infos[:1]]
 
 

@@ -8,8 +8,11 @@ Content-Security-Policy
     and the Dash components set ``style`` attributes and inject style sheets
     at run time. Images, fonts and workers may come from ``data:``/``blob:``
     (Plotly's modebar icons and image export). ``frame-ancestors 'none'``
-    (and ``X-Frame-Options: DENY``) forbids framing; forms and ``<base>`` stay
-    on this origin; plugins are off.
+    (and ``X-Frame-Options: DENY``) forbids framing, unless ``FRAME_ANCESTORS``
+    names the origins that may frame the page (a notebook's, :mod:`app.notebook`):
+    then ``frame-ancestors`` lists exactly those and ``X-Frame-Options``, which
+    cannot name an origin, is left out. Forms and ``<base>`` stay on this
+    origin; plugins are off.
 Other headers
     ``X-Content-Type-Options: nosniff``, ``Referrer-Policy: same-origin``
     (requests to this server carry the page's address, from which the layout
@@ -73,7 +76,9 @@ REALM = "Calibration dashboard"
 NO_STORE_PREFIXES = ("/_dash-update-component", "/_dash-layout", "/api/")
 
 
-def content_security_policy(script_hashes: Iterable[str]) -> str:
+def content_security_policy(
+    script_hashes: Iterable[str], frame_ancestors: tuple[str, ...] = ()
+) -> str:
     """The CSP header value, allowing exactly the given inline-script hashes.
 
     Parameters
@@ -81,6 +86,8 @@ def content_security_policy(script_hashes: Iterable[str]) -> str:
     script_hashes : iterable of str
         CSP source expressions such as ``'sha256-...'`` (from
         :meth:`dash.Dash.csp_hashes`).
+    frame_ancestors : tuple of str
+        Origins that may frame the page; empty: none.
 
     Returns
     -------
@@ -97,20 +104,23 @@ def content_security_policy(script_hashes: Iterable[str]) -> str:
         "object-src": ["'none'"],
         "base-uri": ["'self'"],
         "form-action": ["'self'"],
-        "frame-ancestors": ["'none'"],
+        "frame-ancestors": list(frame_ancestors) or ["'none'"],
     }
     return "; ".join(f"{name} {' '.join(values)}" for name, values in directives.items())
 
 
-def static_headers() -> dict[str, str]:
-    """Headers every response carries (besides the CSP)."""
-    return {
+def static_headers(framed: bool = False) -> dict[str, str]:
+    """Headers every response carries (besides the CSP); ``framed``: without ``X-Frame-Options``."""
+    headers = {
         "X-Content-Type-Options": "nosniff",
         "X-Frame-Options": "DENY",
         "Referrer-Policy": "same-origin",
         "Cross-Origin-Opener-Policy": "same-origin",
         "Permissions-Policy": "camera=(), microphone=(), geolocation=(), payment=(), usb=()",
     }
+    if framed:
+        del headers["X-Frame-Options"]
+    return headers
 
 
 class SecurityHeaders:
@@ -118,16 +128,18 @@ class SecurityHeaders:
 
     The CSP is set with :meth:`set_script_hashes` once every callback is
     registered (Dash hashes inline clientside callbacks too); until then no
-    inline script is allowed.
+    inline script is allowed. ``frame_ancestors``: the origins that may frame
+    the page (none by default).
     """
 
-    def __init__(self) -> None:
-        self.csp = content_security_policy(())
-        self._static = static_headers()
+    def __init__(self, frame_ancestors: tuple[str, ...] = ()) -> None:
+        self.frame_ancestors = tuple(frame_ancestors)
+        self.csp = content_security_policy((), self.frame_ancestors)
+        self._static = static_headers(framed=bool(self.frame_ancestors))
 
     def set_script_hashes(self, hashes: Iterable[str]) -> None:
         """Allow exactly these inline-script hashes."""
-        self.csp = content_security_policy(hashes)
+        self.csp = content_security_policy(hashes, self.frame_ancestors)
 
     def install(self, server: Flask) -> None:
         """Register the ``after_request`` hook."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -85,3 +85,54 @@ def wall_clock(monkeypatch) -> WallClock:
     clock = WallClock(time.time)
     monkeypatch.setattr(time, "time", clock.time)
     return clock
+
+
+class Kernel:
+    """A Jupyter kernel (jupyter_client) of this interpreter, run code by code as a notebook."""
+
+    def __init__(self, manager, client) -> None:
+        self.manager, self.client = manager, client
+        self.running = True
+
+    def shutdown(self) -> None:
+        """Ask the kernel to exit as a notebook's "shut down" does (its atexit handlers run)."""
+        if self.running:
+            self.running = False
+            self.client.stop_channels()
+            self.manager.shutdown_kernel(now=False)
+
+    def run(self, code: str, timeout: float = 300) -> list[dict]:
+        """Execute ``code``; its outputs (stream, display and result messages' content).
+
+        Raises AssertionError with the kernel's traceback when the cell fails.
+        """
+        outputs: list[dict] = []
+
+        def keep(msg) -> None:
+            if msg["msg_type"] in ("stream", "display_data", "execute_result", "error"):
+                outputs.append({"type": msg["msg_type"], **msg["content"]})
+
+        reply = self.client.execute_interactive(code, timeout=timeout, output_hook=keep)
+        if reply["content"]["status"] != "ok":
+            trace = "\n".join(reply["content"].get("traceback", []))
+            raise AssertionError(f"the cell failed:\n{code}\n{trace}")
+        return outputs
+
+    def text(self, code: str) -> str:
+        """What ``code`` printed."""
+        return "".join(o.get("text", "") for o in self.run(code) if o["type"] == "stream")
+
+
+@pytest.fixture
+def kernel(tmp_path) -> Iterator[Kernel]:
+    """A fresh IPython kernel in ``tmp_path``, shut down (its atexit handlers run) at the end."""
+    from jupyter_client.manager import start_new_kernel
+
+    manager, client = start_new_kernel(
+        kernel_name="python3", startup_timeout=120, cwd=str(tmp_path)
+    )
+    kernel = Kernel(manager, client)
+    try:
+        yield kernel
+    finally:
+        kernel.shutdown()

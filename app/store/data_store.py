@@ -57,6 +57,7 @@ import threading
 import time
 import weakref
 from collections import OrderedDict
+from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -81,6 +82,7 @@ from .disk import (
 )
 from .records import (
     DEMO_SOURCE,
+    NOTEBOOK_SOURCE,
     FitRecord,
     MemoryLRU,
     ModelInfo,
@@ -131,6 +133,9 @@ class DataStore:
         Bound of the data one session may store: uploaded arrays (with their
         sorted scores), soft labels and fitted maps' calibrated copies.
     demo_seed : int
+    shared : sequence of Predictions, optional
+        The models every session sees in place of the built-in demo (the
+        notebook's :func:`app.notebook.show`); kept in memory, never on disk.
     """
 
     def __init__(
@@ -144,6 +149,7 @@ class DataStore:
         max_models_per_session: int = 20,
         max_session_bytes: int = 1 << 30,
         demo_seed: int = 0,
+        shared: Sequence[Predictions] | None = None,
     ) -> None:
         self.directory = Path(directory) / f"v{STORE_FORMAT}"
         self.directory.mkdir(parents=True, exist_ok=True)
@@ -160,6 +166,7 @@ class DataStore:
         self.max_models = int(max_models_per_session)
         self.max_session_bytes = int(max_session_bytes)
         self.demo_seed = int(demo_seed)
+        self.shared = None if shared is None else list(shared)
         self._memory = MemoryLRU(int(memory_bytes))
         self._memo: OrderedDict[tuple, Any] = OrderedDict()
         self._memo_lock = threading.Lock()
@@ -180,24 +187,32 @@ class DataStore:
 
     # ------------------------------------------------------------------ demo
     def demo_models(self) -> list[ModelInfo]:
-        """The built-in demo models (fitted once per store, then read from disk)."""
+        """The shared models: the built-in demo (fitted once per store, then read from disk),
+        or the notebook's models (``shared``)."""
         with self._demo_lock:
             if self._demo_infos is None:
-                key = f"demo:v1:{self.demo_seed}"
-                preds = self.cache.get(key)
-                if preds is None:
-                    preds = [warm(p) for p in demo_predictions(self.demo_seed)]
-                    try:
-                        self.cache.set(key, preds)
-                    except StorageUnavailable:
-                        pass  # served from memory until the disk takes writes again
+                preds, source = self._shared_predictions()
                 infos = []
                 for i, pred in enumerate(preds):
                     handle = f"{DEMO_PREFIX}{i}"
                     self._demo_preds[handle] = readonly(pred)
-                    infos.append(ModelInfo.of(handle, pred, DEMO_SOURCE))
+                    infos.append(ModelInfo.of(handle, pred, source))
                 self._demo_infos = infos
             return list(self._demo_infos)
+
+    def _shared_predictions(self) -> tuple[list[Predictions], str]:
+        """The shared models (the ``shared`` given, else the demo's) and their source."""
+        if self.shared is not None:
+            return [warm(p) for p in self.shared], NOTEBOOK_SOURCE
+        key = f"demo:v1:{self.demo_seed}"
+        preds = self.cache.get(key)
+        if preds is None:
+            preds = [warm(p) for p in demo_predictions(self.demo_seed)]
+            try:
+                self.cache.set(key, preds)
+            except StorageUnavailable:
+                pass  # served from memory until the disk takes writes again
+        return preds, DEMO_SOURCE
 
     # -------------------------------------------------------------- sessions
     def _session_key(self, sid: str) -> str:

@@ -24,6 +24,8 @@ from calibration_core import Predictions
 WARM_LIMIT = 20_000_000
 #: ``ModelInfo.source`` of the built-in demo's models (one group in the model list).
 DEMO_SOURCE = "built-in demo"
+#: Source of the models a notebook passed to :func:`app.notebook.show`.
+NOTEBOOK_SOURCE = "notebook"
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from app.session import new_session_id
 from app.settings import HeldOut
 from app.store.data_store import DEMO_PREFIX, DataStore
 from app.store.disk import DataUnavailable
-from app.store.records import FitRecord
+from app.store.records import NOTEBOOK_SOURCE, FitRecord
 from calibration_core import Predictions
 
 
@@ -43,6 +43,18 @@ def test_demo_models_are_listed_for_everyone(tmp_path):
     np.testing.assert_array_equal(
         store.predictions(demo[5].handle).labels, store.predictions(demo[5].handle).labels
     )
+
+
+def test_shared_models_replace_the_demo_for_everyone_and_stay_off_the_disk(tmp_path):
+    rng = np.random.default_rng(0)
+    probs = rng.dirichlet(np.ones(3), size=50)
+    mine = Predictions.from_probs(probs, rng.integers(0, 3, 50), name="notebook model")
+    store = DataStore(tmp_path, shared=[mine])
+    (info,) = store.session_models(new_session_id())
+    assert (info.name, info.source) == ("notebook model", NOTEBOOK_SOURCE)
+    assert store.resolve(None, info.handle) == info
+    np.testing.assert_array_equal(store.predictions(info.handle).probs, probs)
+    assert not [key for key in store.cache.iterkeys() if str(key).startswith("demo:")]
 
 
 def test_uploads_are_isolated_between_sessions(tmp_path):

@@ -517,6 +517,15 @@ def page_steps(page, k_label: str) -> dict:
 
         return act
 
+    def pick_class(label):
+        def act():
+            page.locator("#class-select").click()
+            search = page.locator(".dash-dropdown-content input[type=search]")
+            search.fill(label)
+            page.get_by_role("option", name=label, exact=True).click()
+
+        return act
+
     boxes = page.locator("#model-select input[type=checkbox]")
     return {
         f"bins 15 -> 10 ({k_label})": bins(10),
@@ -526,6 +535,8 @@ def page_steps(page, k_label: str) -> dict:
         f"band consistency ({k_label})": band("consistency resampling"),
         f"band wilson ({k_label})": band("Wilson"),
         f"notion one class vs rest ({k_label})": click("#notion input[value=class]"),
+        f"all classes, small multiples ({k_label})": pick_class(ALL_CLASSES_LABEL),
+        f"class 3 ({k_label})": pick_class("class 3"),
         f"notion confidence ({k_label})": click("#notion input[value=confidence]"),
         f"model deselected ({k_label})": lambda: boxes.last.uncheck(),
         f"model selected, maps fitted ({k_label})": lambda: boxes.last.check(),
@@ -541,6 +552,8 @@ def export_seconds(page, button: str) -> float:
     return time.perf_counter() - start
 
 
+#: The class picker's "all classes" option (app.options.class_choices).
+ALL_CLASSES_LABEL = "all classes (worst first, small multiples)"
 EXPORT_BUTTONS = (
     "export-metrics-csv",
     "export-metrics-json",

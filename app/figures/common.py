@@ -137,3 +137,52 @@ def graph_config(file_stem: str, fmt: str = "png") -> dict:
     if fmt == "png":
         options["scale"] = 2
     return {**MODEBAR_CONFIG, "toImageButtonOptions": options}
+
+
+def figure_frame(
+    name: str, subtitle: str, height: float, plot_px: float, margin: dict, annotations: list
+) -> dict:
+    """The figure-wide layout every diagram shares: title and subtitle, size, template, legend.
+
+    Parameters
+    ----------
+    name : str
+        The model's name (escaped here).
+    subtitle : str
+        Plotly text (already escaped; ``<br>`` between lines).
+    height, plot_px : float
+        The figure's height and the height of one panel row in pixels (the
+        legend sits 6 px above the panels).
+    margin : dict
+        Plotly margins (``t``, ``b``, ``l``, ``r``).
+    annotations : list of dict
+        The panels' titles and notes.
+    """
+    return {
+        "title": {
+            "text": plot_text(name),
+            "subtitle": {"text": subtitle},
+            "x": 0.0,
+            "xanchor": "left",
+            "xref": "container",
+            "y": 1.0 - 10.0 / height,
+            "yref": "container",
+            "yanchor": "top",
+            "pad": {"l": 10},
+            "font": {"size": 15},
+        },
+        "annotations": annotations,
+        "height": int(height),
+        "margin": margin,
+        "template": plotly_template(),
+        "font": {"family": FONT, "size": 12, "color": "#1f2328"},
+        "legend": {
+            "orientation": "h",
+            "x": 0.0,
+            "xanchor": "left",
+            "y": 1.0 + 6.0 / plot_px,
+            "yanchor": "bottom",
+            "font": {"size": 11},
+        },
+        "hoverlabel": {"font": {"family": FONT}},
+    }

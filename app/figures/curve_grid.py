@@ -18,10 +18,9 @@ from ..curves import CurvePanel, CurveView
 from ..settings import DIAGRAM_LABELS, NOTION_LABELS, HeldOut, ViewSettings
 from .common import (
     CALIBRATED_COLOUR,
-    FONT,
     UNCALIBRATED_COLOUR,
+    figure_frame,
     plot_text,
-    plotly_template,
     wrapped_text,
 )
 
@@ -191,36 +190,7 @@ def curve_figure(
     margin = {**MARGIN, "t": MARGIN["t"] + NOTE_PX * len(cv.notes)}
     height = plot_px + margin["t"] + margin["b"]
     sub = "<br>".join(plot_text(line) for line in subtitle(cv, view, heldout, n_scored).split("\n"))
-    layout.update(
-        {
-            "title": {
-                "text": plot_text(name),
-                "subtitle": {"text": sub},
-                "x": 0.0,
-                "xanchor": "left",
-                "xref": "container",
-                "y": 1.0 - 10.0 / height,
-                "yref": "container",
-                "yanchor": "top",
-                "pad": {"l": 10},
-                "font": {"size": 15},
-            },
-            "annotations": notes,
-            "height": int(height),
-            "margin": margin,
-            "template": plotly_template(),
-            "font": {"family": FONT, "size": 12, "color": "#1f2328"},
-            "legend": {
-                "orientation": "h",
-                "x": 0.0,
-                "xanchor": "left",
-                "y": 1.0 + 6.0 / plot_px,
-                "yanchor": "bottom",
-                "font": {"size": 11},
-            },
-            "hoverlabel": {"font": {"family": FONT}},
-        }
-    )
+    layout.update(figure_frame(name, sub, height, plot_px, margin, notes))
     return {"data": data, "layout": layout}
 
 

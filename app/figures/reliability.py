@@ -34,10 +34,9 @@ from ..analysis import UNCALIBRATED, ModelView, Panel
 from ..settings import BANDS, HeldOut, ViewSettings
 from .common import (
     CALIBRATED_COLOUR,
-    FONT,
     UNCALIBRATED_COLOUR,
+    figure_frame,
     plot_text,
-    plotly_template,
     view_title,
     wrapped_text,
 )
@@ -494,32 +493,5 @@ def _figure_layout(
     subtitle = "<br>".join(parts) if side_by_side else " · ".join(parts)
     margin = {**_MARGIN, "t": _MARGIN["t"] + 50} if side_by_side else _MARGIN
     height = plot_px + margin["t"] + margin["b"]
-    return {
-        "title": {
-            "text": plot_text(mv.info.name),
-            "subtitle": {"text": subtitle},
-            "x": 0.0,
-            "xanchor": "left",
-            "xref": "container",
-            "y": 1.0 - 10.0 / height,
-            "yref": "container",
-            "yanchor": "top",
-            "pad": {"l": 10},
-            "font": {"size": 15},
-        },
-        "annotations": annotations,
-        "height": int(height),
-        "margin": margin,
-        "template": plotly_template(),
-        "font": {"family": FONT, "size": 12, "color": "#1f2328"},
-        "legend": {
-            "orientation": "h",
-            "x": 0.0,
-            "xanchor": "left",
-            "y": 1.0 + 6.0 / plot_px,
-            "yanchor": "bottom",
-            "font": {"size": 11},
-        },
-        "bargap": 0,
-        "hoverlabel": {"font": {"family": FONT}},
-    }
+    frame = figure_frame(mv.info.name, subtitle, height, plot_px, margin, annotations)
+    return {**frame, "bargap": 0}

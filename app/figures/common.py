@@ -186,3 +186,30 @@ def figure_frame(
         },
         "hoverlabel": {"font": {"family": FONT}},
     }
+
+
+def rgba(hex_colour: str, alpha: float) -> str:
+    """``"#rrggbb"`` with opacity ``alpha`` as a CSS ``rgba(...)`` colour."""
+    r, g, b = (int(hex_colour[i : i + 2], 16) for i in (1, 3, 5))
+    return f"rgba({r}, {g}, {b}, {alpha})"
+
+
+def perfect_calibration_trace(axis_suffix: str, show_legend: bool, y_end: float = 1.0) -> dict:
+    """The dashed line of perfect calibration on the axes ``x<suffix>``/``y<suffix>``.
+
+    From (0, 0) to (1, ``y_end``): the diagonal of a reliability diagram
+    (``y_end=1``) or the zero line of a cumulative-differences plot (``0``).
+    """
+    return {
+        "type": "scatter",
+        "x": [0, 1],
+        "y": [0, y_end],
+        "xaxis": f"x{axis_suffix}",
+        "yaxis": f"y{axis_suffix}",
+        "mode": "lines",
+        "line": {"color": "#555555", "dash": "dash", "width": 1},
+        "name": "perfect calibration",
+        "legendgroup": "diagonal",
+        "showlegend": show_legend,
+        "hoverinfo": "skip",
+    }

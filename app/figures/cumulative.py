@@ -18,6 +18,7 @@ import numpy as np
 
 from ..curves import CurvePanel, CurveView
 from ..settings import HeldOut, ViewSettings
+from .common import perfect_calibration_trace
 from .curve_grid import colour_of, corner_note, curve_figure, legend_once
 from .diagnostics import format_p
 
@@ -39,22 +40,6 @@ def _band(panel: CurvePanel, level: float, s: str, legend: set) -> dict:
         "name": f"expected under calibration {level:.0%}",
         "legendgroup": "band",
         "showlegend": legend_once("band", legend),
-        "hoverinfo": "skip",
-    }
-
-
-def _zero(s: str, legend: set) -> dict:
-    return {
-        "type": "scatter",
-        "x": [0, 1],
-        "y": [0, 0],
-        "xaxis": f"x{s}",
-        "yaxis": f"y{s}",
-        "mode": "lines",
-        "line": {"color": "#555555", "dash": "dash", "width": 1},
-        "name": "perfect calibration",
-        "legendgroup": "diagonal",
-        "showlegend": legend_once("diagonal", legend),
         "hoverinfo": "skip",
     }
 
@@ -91,7 +76,10 @@ def cumulative_panel_traces(
 ) -> tuple[list[dict], list[dict]]:
     """Band, zero line and curve of one panel, and its KS/Kuiper note."""
     traces = [_band(panel, level, s, legend)] if band else []
-    traces += [_zero(s, legend), _curve(panel, s, legend)]
+    traces += [
+        perfect_calibration_trace(s, legend_once("diagonal", legend), y_end=0.0),
+        _curve(panel, s, legend),
+    ]
     return traces, [corner_note(cumulative_note(panel.test), s)]
 
 

@@ -36,7 +36,9 @@ from .common import (
     CALIBRATED_COLOUR,
     UNCALIBRATED_COLOUR,
     figure_frame,
+    perfect_calibration_trace,
     plot_text,
+    rgba,
     view_title,
     wrapped_text,
 )
@@ -44,11 +46,6 @@ from .common import (
 CONSISTENCY_FILL = "rgba(230, 159, 0, 0.28)"
 HISTOGRAM_COLOUR = "#8c8c8c"
 PANEL_HEIGHT = 300
-
-
-def _rgba(hex_colour: str, alpha: float) -> str:
-    r, g, b = (int(hex_colour[i : i + 2], 16) for i in (1, 3, 5))
-    return f"rgba({r}, {g}, {b}, {alpha})"
 
 
 def score_axis_label(view: ViewSettings) -> str:
@@ -193,22 +190,6 @@ def _histogram_trace(panel: Panel, ax: str) -> dict:
         "<extra></extra>",
         "showlegend": False,
         "name": "scores per bin",
-    }
-
-
-def _diagonal_trace(show_legend: bool, ax: str) -> dict:
-    return {
-        "type": "scatter",
-        "x": [0, 1],
-        "y": [0, 1],
-        "xaxis": f"x{ax}",
-        "yaxis": f"y{ax}",
-        "mode": "lines",
-        "line": {"color": "#555555", "dash": "dash", "width": 1},
-        "name": "perfect calibration",
-        "legendgroup": "diagonal",
-        "showlegend": show_legend,
-        "hoverinfo": "skip",
     }
 
 
@@ -422,7 +403,7 @@ def _panel_traces(
     curve gets the diagonal and its message instead.
     """
     rel, hist, rel_ref, _ = _axis_names(i)
-    traces = [_diagonal_trace("diagonal" not in legend_done, rel)]
+    traces = [perfect_calibration_trace(rel, "diagonal" not in legend_done)]
     legend_done.add("diagonal")
     if panel.curve is None:
         return traces, [_in_plot_note(wrapped_text(panel.message or "no data"), rel, rel_ref)]
@@ -430,7 +411,7 @@ def _panel_traces(
     if BANDS[view.band][0] == "consistency":
         fill, band_name = CONSISTENCY_FILL, f"consistency band {view.level:.0%}"
     else:
-        fill, band_name = _rgba(colour, 0.2), f"{view.describe_band()} interval"
+        fill, band_name = rgba(colour, 0.2), f"{view.describe_band()} interval"
     band = _band_trace(panel, fill, band_name, "band" not in legend_done, rel)
     if band is not None:
         traces.append(band)

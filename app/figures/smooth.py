@@ -17,6 +17,7 @@ import numpy as np
 
 from ..curves import CurvePanel, CurveView
 from ..settings import HeldOut, ViewSettings
+from .common import perfect_calibration_trace, rgba
 from .curve_grid import colour_of, corner_note, curve_figure, legend_once
 from .reliability import frequency_axis_label, score_axis_label
 
@@ -31,27 +32,6 @@ MIN_DENSITY = 0.1
 def shown(curve) -> np.ndarray:
     """Mesh points where the curve is drawn (enough score density), shape (M,)."""
     return curve.density >= MIN_DENSITY
-
-
-def _rgba(hex_colour: str, alpha: float) -> str:
-    r, g, b = (int(hex_colour[i : i + 2], 16) for i in (1, 3, 5))
-    return f"rgba({r}, {g}, {b}, {alpha})"
-
-
-def _diagonal(s: str, legend: set) -> dict:
-    return {
-        "type": "scatter",
-        "x": [0, 1],
-        "y": [0, 1],
-        "xaxis": f"x{s}",
-        "yaxis": f"y{s}",
-        "mode": "lines",
-        "line": {"color": "#555555", "dash": "dash", "width": 1},
-        "name": "perfect calibration",
-        "legendgroup": "diagonal",
-        "showlegend": legend_once("diagonal", legend),
-        "hoverinfo": "skip",
-    }
 
 
 def _density(curve, s: str, legend: set) -> dict:
@@ -101,7 +81,7 @@ def _band(curve, colour: str, s: str, legend: set) -> dict | None:
         "xaxis": f"x{s}",
         "yaxis": f"y{s}",
         "fill": "toself",
-        "fillcolor": _rgba(colour, 0.2),
+        "fillcolor": rgba(colour, 0.2),
         "line": {"width": 0},
         "mode": "lines",
         "name": f"bootstrap {curve.level:.0%} ({curve.n_resamples}×)",
@@ -120,7 +100,7 @@ def _sparse(curve, colour: str, s: str, legend: set) -> dict:
         "xaxis": f"x{s}",
         "yaxis": f"y{s}",
         "mode": "lines",
-        "line": {"color": _rgba(colour, 0.55), "width": 1, "dash": "dot"},
+        "line": {"color": rgba(colour, 0.55), "width": 1, "dash": "dot"},
         "name": "few scores (dotted)",
         "legendgroup": "sparse",
         "showlegend": legend_once("sparse", legend),
@@ -147,7 +127,10 @@ def _curve(curve, colour: str, s: str, legend: set) -> dict:
 def smooth_panel_traces(panel: CurvePanel, s: str, legend: set) -> tuple[list[dict], list[dict]]:
     """Diagonal, density, band and curve of one panel, and its smooth ECE note."""
     curve, colour = panel.smooth, colour_of(panel)
-    traces = [_diagonal(s, legend), _density(curve, s, legend)]
+    traces = [
+        perfect_calibration_trace(s, legend_once("diagonal", legend)),
+        _density(curve, s, legend),
+    ]
     band = _band(curve, colour, s, legend)
     if band is not None:
         traces.append(band)

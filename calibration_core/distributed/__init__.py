@@ -1,0 +1,57 @@
+"""Calibration of prediction logs larger than memory, on Dask (optional extra ``dask``).
+
+Install with ``pip install 'calibration-dashboard[dask]'``. Nothing here imports
+Dask until a dataset is evaluated, and the rest of the core never needs it.
+
+How it works
+------------
+Each row group of each Parquet file (or each partition of a dask.dataframe) is
+read and validated with the loader's own conventions and messages, and
+summarised by counts and sums only (:class:`ModelSummary`): hits, Brier and
+log-loss sums, and per-*cell* statistics of the top-label confidence and of
+every class column. Summaries merge by addition in a tree reduction
+(:func:`tree_merge`), so a worker lost mid-run costs only the recomputation of
+its pieces, and the numbers do not depend on the partitioning.
+
+Cells (:mod:`.cells`) are cut at the union of the core's exact equal-width
+thresholds for M = 2..100 (3,097 floats), so one pass answers the statistics
+of **every equal-width bin count M in 1..100** exactly: every score lands in the
+bin the in-memory core gives it (bit for bit), counts and positives are equal,
+and sums equal up to the order of float additions. ECE, MCE (confidence,
+classwise, binary), reliability curves and their binomial bands
+(:func:`~calibration_core.bands.binomial_band` of :meth:`ModelSummary.statistics`),
+Brier score, log-loss and accuracy agree with the in-memory core to 1e-12.
+
+Not yet: equal-frequency bins (their edges are order statistics of the
+whole dataset; a selection pass is planned), bin counts above 100, and the
+consistency band and maps at scale.
+
+Entry points
+------------
+:func:`dataset_summaries` (a Parquet file, folder, glob or list, or a
+dask.dataframe) and the CLI ``calibration-dashboard evaluate 'logs/*.parquet'
+--engine dask``.
+"""
+
+from __future__ import annotations
+
+from .cells import CELL_THRESHOLDS, MAX_CELL_BINS, CellStatistics
+from .engine import dataset_summaries, piece_summaries, require_dask, tree_merge
+from .pieces import Piece, ReadOptions, find_pieces
+from .summary import ModelSummary, merge_summaries, summarize
+
+__all__ = [
+    "CELL_THRESHOLDS",
+    "MAX_CELL_BINS",
+    "CellStatistics",
+    "ModelSummary",
+    "Piece",
+    "ReadOptions",
+    "dataset_summaries",
+    "find_pieces",
+    "merge_summaries",
+    "piece_summaries",
+    "require_dask",
+    "summarize",
+    "tree_merge",
+]

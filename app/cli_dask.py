@@ -68,13 +68,12 @@ def check_dask_options(args: argparse.Namespace) -> None:
     unsupported = {
         "--maps": args.maps.strip().lower() != "all",
         "--measures": args.measures,
-        "--scheme frequency": args.scheme != "width",
     }
     named = [flag for flag, given in unsupported.items() if given]
     if named:
         raise CommandError(
             f"{', '.join(named)}: not supported with --engine dask yet (it reports the "
-            "uncalibrated metrics with equal-width bins); drop them or use --engine memory."
+            "uncalibrated metrics); drop them or use --engine memory."
         )
     if args.workers is not None and args.workers < 1:
         raise CommandError(f"--workers must be at least 1, got {args.workers}.")
@@ -118,17 +117,23 @@ def evaluate_on_dask(args: argparse.Namespace, out) -> int:
     from distributed import KilledWorker
 
     from calibration_core.distributed import dataset_summaries
+    from calibration_core.distributed.frequency import frequency_statistics
 
     bar = ProgressBar(sys.stderr, "summarising") if sys.stderr.isatty() else None
     with dask_client(args) as client:
+        read = {"label_column": args.label_column, "renormalize": args.renormalize}
         try:
             summaries = dataset_summaries(
                 args.file,
                 client=client,
-                label_column=args.label_column,
-                renormalize=args.renormalize,
                 progress=None if bar is None else lambda done, total: bar(done, total, "rows"),
+                **read,
             )
+            frequency = None
+            if args.scheme == "frequency":
+                frequency = frequency_statistics(
+                    args.file, summaries, args.bins, client=client, **read
+                )
         except KilledWorker as exc:
             raise CommandError(
                 f"Dask workers died repeatedly while computing {exc.task!r} (out of memory, or "
@@ -138,7 +143,10 @@ def evaluate_on_dask(args: argparse.Namespace, out) -> int:
         finally:
             if bar is not None:
                 bar.close()
-    models = [model_entry(s, args) for s in summaries.values()]
+    models = [
+        model_entry(s, args, None if frequency is None else frequency[name])
+        for name, s in summaries.items()
+    ]
     if args.format == "json":
         json.dump(dask_document(args, models), out, indent=2, allow_nan=False)
         out.write("\n")
@@ -149,9 +157,12 @@ def evaluate_on_dask(args: argparse.Namespace, out) -> int:
     return EXIT_OK
 
 
-def uncalibrated_row(summary, n_bins: int) -> dict[str, Any]:
-    """The ``uncalibrated`` row: the summary's metrics, null parts, no fit."""
-    metrics = summary.metrics(n_bins)
+def uncalibrated_row(summary, n_bins: int, frequency=None) -> dict[str, Any]:
+    """The ``uncalibrated`` row: the summary's metrics, null parts, no fit.
+
+    ``frequency``: the model's equal-frequency statistics (``--scheme frequency``).
+    """
+    metrics = summary.metrics(n_bins, frequency)
     row: dict[str, Any] = {"map": "uncalibrated"}
     for key, value in metrics.items():
         row[key] = value
@@ -160,11 +171,11 @@ def uncalibrated_row(summary, n_bins: int) -> dict[str, Any]:
     return {**row, "fit_seconds": 0.0, "converged": None, "error": None}
 
 
-def model_entry(summary, args: argparse.Namespace) -> dict[str, Any]:
+def model_entry(summary, args: argparse.Namespace, frequency=None) -> dict[str, Any]:
     """One ``models[]`` entry: the uncalibrated row and its single-candidate verdict."""
     from calibration_core.compare import Verdict
 
-    row = uncalibrated_row(summary, args.bins)
+    row = uncalibrated_row(summary, args.bins, frequency)
     verdict = Verdict(
         winner="uncalibrated",
         runner_up=None,
@@ -233,7 +244,8 @@ def write_dask_tables(models: list[dict[str, Any]], args: argparse.Namespace, ou
     """One line of metrics per model, to 4 decimals."""
     from calibration_core.compare import METRIC_COLUMNS
 
-    out.write(f"{args.file}: uncalibrated metrics on Dask, {args.bins} equal-width bins\n")
+    kind = "equal-width" if args.scheme == "width" else "equal-frequency"
+    out.write(f"{args.file}: uncalibrated metrics on Dask, {args.bins} {kind} bins\n")
     out.write("model  n_samples  " + "  ".join(METRIC_COLUMNS) + "\n")
     for m in models:
         row = m["rows"][0]

@@ -22,9 +22,14 @@ classwise, binary), reliability curves and their binomial bands
 (:func:`~calibration_core.bands.binomial_band` of :meth:`ModelSummary.statistics`),
 Brier score, log-loss and accuracy agree with the in-memory core to 1e-12.
 
-Not yet: equal-frequency bins (their edges are order statistics of the
-whole dataset; a selection pass is planned), bin counts above 100, and the
-consistency band and maps at scale.
+Equal-frequency bins (:func:`~.frequency.frequency_statistics`) are **exact**,
+with no rank error: their edges, order statistics of the whole dataset, are
+selected digit by digit from the floats' bit patterns in three passes of
+sparse digit counts, then a fourth pass bins every column with them; edges
+and counts equal the core's, for any M (also above 100).
+
+Not yet: equal-width bin counts above 100, the consistency band, the
+Brier/log-loss decompositions and maps at scale.
 
 Entry points
 ------------
@@ -37,6 +42,7 @@ from __future__ import annotations
 
 from .cells import CELL_THRESHOLDS, MAX_CELL_BINS, CellStatistics
 from .engine import dataset_summaries, piece_summaries, require_dask, tree_merge
+from .frequency import frequency_statistics
 from .pieces import Piece, ReadOptions, find_pieces
 from .summary import ModelSummary, merge_summaries, summarize
 
@@ -49,6 +55,7 @@ __all__ = [
     "ReadOptions",
     "dataset_summaries",
     "find_pieces",
+    "frequency_statistics",
     "merge_summaries",
     "piece_summaries",
     "require_dask",

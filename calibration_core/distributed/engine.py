@@ -93,12 +93,19 @@ def piece_summaries(
     return [task(summarize_piece)(piece, options) for piece in find_pieces(source)]
 
 
-def tree_merge(parts: Sequence, split_every: int = SPLIT_EVERY):
-    """Merge delayed summaries ``split_every`` at a time until one is left."""
+def tree_merge(
+    parts: Sequence,
+    split_every: int = SPLIT_EVERY,
+    merge: Callable[[list], Any] = merge_summaries,
+):
+    """Merge delayed results ``split_every`` at a time until one is left.
+
+    ``merge`` takes a list of results and returns one (default: summaries).
+    """
     dask = require_dask()
     if not parts:
         raise CalibrationInputError("the dataset has no rows (no non-empty row group).")
-    merge = dask.delayed(merge_summaries, pure=True)
+    merge = dask.delayed(merge, pure=True)
     level = list(parts)
     while len(level) > 1:
         level = [merge(level[i : i + split_every]) for i in range(0, len(level), split_every)]

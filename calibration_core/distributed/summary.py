@@ -141,10 +141,25 @@ class ModelSummary:
             self.statistics(notion, n_bins), Binning("width", n_bins)
         )
 
-    def metrics(self, n_bins: int = 15) -> dict[str, float]:
-        """The metric columns of the comparison table (``score_probs``'s names and rules)."""
-        conf = self.statistics("confidence", n_bins)
-        cw = self.statistics("classwise", n_bins)
+    def metrics(
+        self, n_bins: int = 15, frequency: dict[str, BinStatistics] | None = None
+    ) -> dict[str, float]:
+        """The metric columns of the comparison table (``score_probs``'s names and rules).
+
+        Parameters
+        ----------
+        n_bins : int
+            M of the equal-width ECE/MCE columns (1..100).
+        frequency : dict, optional
+            This model's entry of
+            :func:`~calibration_core.distributed.frequency.frequency_statistics`:
+            the ECE/MCE columns then use its equal-frequency bins.
+        """
+        if frequency is None:
+            conf = self.statistics("confidence", n_bins)
+            cw = self.statistics("classwise", n_bins)
+        else:
+            conf, cw = frequency["confidence"], frequency["classwise"]
         return {
             "accuracy": self.hits / self.n_samples,
             "confidence_ece": float(conf.ece()),

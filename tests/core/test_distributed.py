@@ -38,6 +38,7 @@ from calibration_core.distributed import (  # noqa: E402
     piece_summaries,
     tree_merge,
 )
+from calibration_core.distributed.frequency import frequency_statistics  # noqa: E402
 from calibration_core.metrics import classwise_statistics, confidence_statistics  # noqa: E402
 
 TOL = 1e-12
@@ -173,6 +174,27 @@ def test_curves_and_binomial_bands_equal_the_core(client, synthetic):
                 np.testing.assert_array_equal(g, w)
 
 
+@pytest.mark.parametrize("n_bins", [1, 3, 15, 150])
+def test_equal_frequency_edges_are_exact(client, synthetic, n_bins):
+    folder, paths = synthetic
+    summaries = dataset_summaries(str(folder), client=client, name="data")
+    got = frequency_statistics(str(folder), summaries, n_bins, client=client, name="data")
+    for name, (probs, labels) in _reference(paths).items():
+        for notion, core in (
+            ("confidence", confidence_statistics),
+            ("classwise", classwise_statistics),
+        ):
+            a, b = got[name][notion], core(probs, labels, n_bins=n_bins, scheme="frequency")
+            np.testing.assert_array_equal(a.edges, b.edges)
+            np.testing.assert_array_equal(a.count, b.count)
+            np.testing.assert_array_equal(a.sum_target, b.sum_target)
+            np.testing.assert_allclose(a.sum_score, b.sum_score, rtol=0, atol=TOL * len(labels))
+        metrics = summaries[name].metrics(n_bins, got[name])
+        want = score_probs(probs, labels, n_bins=n_bins, scheme="frequency")
+        for key in want:
+            assert abs(metrics[key] - want[key]) <= TOL, (key, metrics[key], want[key])
+
+
 def test_binary_notion_equals_binary_statistics(client, tmp_path):
     rng = np.random.default_rng(3)
     p, y = _probs(rng, 3000, 2)
@@ -280,6 +302,8 @@ def test_cli_evaluate_on_a_running_scheduler(client, synthetic, capsys):
     args = ["evaluate", pattern, "--engine", "dask", "--scheduler", client.scheduler.address]
     assert main([*args, "--format", "json", "--bins", "10"]) == 0
     doc = json.loads(capsys.readouterr().out)
+    assert main([*args, "--format", "json", "--bins", "10", "--scheme", "frequency"]) == 0
+    frequency = json.loads(capsys.readouterr().out)
     assert doc["schema"] == "calibration-dashboard/evaluate/v1"
     assert doc["settings"]["engine"] == "dask" and doc["settings"]["maps"] == []
     # Files without a model column are named after their folder (several files).
@@ -293,6 +317,11 @@ def test_cli_evaluate_on_a_running_scheduler(client, synthetic, capsys):
         for key, value in want.items():
             assert abs(row[key] - value) <= TOL
         assert model["verdict"]["winner"] == "uncalibrated"
+    for model in frequency["models"]:
+        probs, labels = reference[model["model"]]
+        want = score_probs(probs, labels, n_bins=10, scheme="frequency")
+        for key, value in want.items():
+            assert abs(model["rows"][0][key] - value) <= TOL
 
 
 def test_cli_refuses_what_the_dask_engine_cannot_do_yet(synthetic, capsys):

@@ -39,6 +39,8 @@ from calibration_core.distributed import (  # noqa: E402
     tree_merge,
 )
 from calibration_core.distributed.frequency import frequency_statistics  # noqa: E402
+from calibration_core.distributed.temperature import fit_temperature_on_dataset  # noqa: E402
+from calibration_core.maps import TemperatureScaling  # noqa: E402
 from calibration_core.metrics import classwise_statistics, confidence_statistics  # noqa: E402
 
 TOL = 1e-12
@@ -234,6 +236,32 @@ def test_cifar_files_equal_the_in_memory_core(client, realdata, tmp_path, name):
     ref = load_predictions(tmp_path / "whole.parquet")[0]
     assert summary.n_samples == 10_000
     _assert_same(summary, ref.probs, ref.labels)
+
+
+# ----------------------------------------------------------------- maps
+def test_distributed_temperature_fit_equals_the_in_memory_fit(client, synthetic):
+    _, paths = synthetic
+    probs, labels = _reference(paths[:2])["data"]
+    fitted = fit_temperature_on_dataset(paths[:2], client=client, name="data")
+    core = TemperatureScaling().fit(probs, labels)
+    assert fitted.converged_ and fitted.passes_ == fitted.n_iter_ + 1
+    assert abs(fitted.temperature_ - core.temperature_) <= 1e-9 * core.temperature_
+    np.testing.assert_allclose(fitted.predict_proba(probs), core.predict_proba(probs), atol=1e-9)
+    again = TemperatureScaling.from_dict(fitted.to_dict())
+    assert again.temperature_ == fitted.temperature_
+
+
+@pytest.mark.realdata
+def test_distributed_temperature_on_densenet(client, realdata, tmp_path):
+    with np.load(realdata["densenet-bc-100-cifar-100"], allow_pickle=False) as data:
+        p, y = data["predictions"], data["ground_truth"]
+    table = pa.table({**{f"p_{j}": p[:, j] for j in range(p.shape[1])}, "label": y})
+    pq.write_table(table, tmp_path / "densenet.parquet", row_group_size=2500)
+    fitted = fit_temperature_on_dataset(str(tmp_path / "densenet.parquet"), client=client)
+    ref = load_predictions(tmp_path / "densenet.parquet")[0]
+    core = TemperatureScaling().fit(ref.probs, ref.labels)
+    assert 2.0 < core.temperature_ < 2.2  # the README's over-confident network
+    assert abs(fitted.temperature_ - core.temperature_) <= 1e-9 * core.temperature_
 
 
 # ---------------------------------------------------------------- faults

@@ -28,8 +28,13 @@ selected digit by digit from the floats' bit patterns in three passes of
 sparse digit counts, then a fourth pass bins every column with them; edges
 and counts equal the core's, for any M (also above 100).
 
+Temperature scaling is fitted exactly on every row
+(:func:`~.temperature.fit_temperature_on_dataset`): the core's own Newton
+iteration, each derivative a tree-reduced sum over the pieces (one pass per
+step).
+
 Not yet: equal-width bin counts above 100, the consistency band, the
-Brier/log-loss decompositions and maps at scale.
+Brier/log-loss decompositions, Platt and the other maps at scale.
 
 Entry points
 ------------
@@ -45,6 +50,7 @@ from .engine import dataset_summaries, piece_summaries, require_dask, tree_merge
 from .frequency import frequency_statistics
 from .pieces import Piece, ReadOptions, find_pieces
 from .summary import ModelSummary, merge_summaries, summarize
+from .temperature import fit_temperature_on_dataset
 
 __all__ = [
     "CELL_THRESHOLDS",
@@ -55,6 +61,7 @@ __all__ = [
     "ReadOptions",
     "dataset_summaries",
     "find_pieces",
+    "fit_temperature_on_dataset",
     "frequency_statistics",
     "merge_summaries",
     "piece_summaries",

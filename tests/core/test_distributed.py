@@ -161,6 +161,16 @@ def test_synthetic_dataset_equals_the_in_memory_core(client, synthetic):
         _assert_same(summaries[name], probs, labels)
 
 
+def test_progress_counts_every_row_once(client, synthetic):
+    folder, paths = synthetic
+    seen: list[tuple[int, int]] = []
+    dataset_summaries(str(folder), client=client, progress=lambda d, t: seen.append((d, t)))
+    total = sum(pq.ParquetFile(p).metadata.num_rows for p in paths)
+    assert seen[0] == (0, total) and seen[-1] == (total, total)
+    assert [d for d, _ in seen] == sorted(d for d, _ in seen)
+    assert len(seen) == 1 + 3 + 3 + 4  # the start, then one call per row group
+
+
 def test_curves_and_binomial_bands_equal_the_core(client, synthetic):
     folder, paths = synthetic
     summary = dataset_summaries(str(folder), client=client, name="data")["data"]

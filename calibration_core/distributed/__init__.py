@@ -33,8 +33,13 @@ Temperature scaling is fitted exactly on every row
 iteration, each derivative a tree-reduced sum over the pieces (one pass per
 step).
 
+Any other map is fitted on a reproducible uniform sample
+(:func:`~.sample.fit_map_on_sample`, default up to 1e6 rows), its size and
+seed recorded in the exported map (``"fit_sample"``).
+
 Not yet: equal-width bin counts above 100, the consistency band, the
-Brier/log-loss decompositions, Platt and the other maps at scale.
+Brier/log-loss decompositions, an exact distributed Platt fit, and writing
+calibrated Parquet.
 
 Entry points
 ------------
@@ -49,6 +54,7 @@ from .cells import CELL_THRESHOLDS, MAX_CELL_BINS, CellStatistics
 from .engine import dataset_summaries, piece_summaries, require_dask, tree_merge
 from .frequency import frequency_statistics
 from .pieces import Piece, ReadOptions, find_pieces
+from .sample import SampleInfo, fit_map_on_sample, sample_predictions
 from .summary import ModelSummary, merge_summaries, summarize
 from .temperature import fit_temperature_on_dataset
 
@@ -59,13 +65,16 @@ __all__ = [
     "ModelSummary",
     "Piece",
     "ReadOptions",
+    "SampleInfo",
     "dataset_summaries",
     "find_pieces",
+    "fit_map_on_sample",
     "fit_temperature_on_dataset",
     "frequency_statistics",
     "merge_summaries",
     "piece_summaries",
     "require_dask",
+    "sample_predictions",
     "summarize",
     "tree_merge",
 ]

@@ -39,6 +39,10 @@ from calibration_core.distributed import (  # noqa: E402
     tree_merge,
 )
 from calibration_core.distributed.frequency import frequency_statistics  # noqa: E402
+from calibration_core.distributed.sample import (  # noqa: E402
+    fit_map_on_sample,
+    sample_predictions,
+)
 from calibration_core.distributed.temperature import fit_temperature_on_dataset  # noqa: E402
 from calibration_core.maps import TemperatureScaling  # noqa: E402
 from calibration_core.metrics import classwise_statistics, confidence_statistics  # noqa: E402
@@ -259,6 +263,46 @@ def test_distributed_temperature_fit_equals_the_in_memory_fit(client, synthetic)
     np.testing.assert_allclose(fitted.predict_proba(probs), core.predict_proba(probs), atol=1e-9)
     again = TemperatureScaling.from_dict(fitted.to_dict())
     assert again.temperature_ == fitted.temperature_
+
+
+def test_samples_are_reproducible_uniform_subsets(client, synthetic):
+    _, paths = synthetic
+    probs, labels = _reference(paths[:2])["data"]
+    first, info = sample_predictions(paths[:2], size=1000, seed=4, client=client, name="data")
+    again, _ = sample_predictions(paths[:2], size=1000, seed=4, client=client, name="data")
+    other, _ = sample_predictions(paths[:2], size=1000, seed=5, client=client, name="data")
+    np.testing.assert_array_equal(first.probs, again.probs)
+    assert not np.array_equal(first.probs[:50], other.probs[:50])
+    assert info.rows == first.n_samples <= 1000 and info.seed == 4
+    assert info.dataset_rows == len(labels) and info.fraction == 1000 / len(labels)
+    # Every sampled row is a row of the dataset, with its own label, in file order
+    # (rounded rows repeat: take the first matching row after the previous one).
+    where: dict[bytes, list[int]] = {}
+    for i, row in enumerate(probs):
+        where.setdefault(row.tobytes(), []).append(i)
+    previous = -1
+    for row, label in zip(first.probs, first.labels, strict=True):
+        later = [i for i in where[row.tobytes()] if i > previous and labels[i] == label]
+        assert later, "a sampled row that is not a later row of the dataset"
+        previous = later[0]
+
+
+def test_a_map_fitted_on_a_whole_sample_is_the_in_memory_fit(client, synthetic):
+    from calibration_core.maps import CalibrationMap, IsotonicCalibration
+
+    _, paths = synthetic
+    probs, labels = _reference(paths[:2])["data"]
+    fitted = fit_map_on_sample(paths[:2], "isotonic", size=10**6, client=client, name="data")
+    core = IsotonicCalibration().fit(probs, labels)
+    np.testing.assert_array_equal(fitted.predict_proba(probs), core.predict_proba(probs))
+    exported = fitted.to_dict()
+    assert exported["fit_sample"] == {
+        "rows": len(labels),
+        "seed": 0,
+        "fraction": 1.0,
+        "dataset_rows": len(labels),
+    }
+    assert CalibrationMap.from_dict(exported).fit_sample_ == exported["fit_sample"]
 
 
 @pytest.mark.realdata

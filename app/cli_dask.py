@@ -75,6 +75,14 @@ def check_dask_options(args: argparse.Namespace) -> None:
             f"{', '.join(named)}: not supported with --engine dask yet (it reports the "
             "uncalibrated metrics); drop them or use --engine memory."
         )
+    from calibration_core.distributed import MAX_CELL_BINS
+
+    if args.scheme == "width" and args.bins > MAX_CELL_BINS:
+        raise CommandError(
+            f"--bins {args.bins}: the Dask engine answers equal-width bin counts up to "
+            f"{MAX_CELL_BINS} from one pass; use --bins {MAX_CELL_BINS} or fewer, or "
+            "--scheme frequency."
+        )
     if args.workers is not None and args.workers < 1:
         raise CommandError(f"--workers must be at least 1, got {args.workers}.")
 

@@ -413,6 +413,10 @@ def test_cli_refuses_what_the_dask_engine_cannot_do_yet(synthetic, capsys):
     assert "--maps: not supported with --engine dask" in capsys.readouterr().err
     assert main(["evaluate", str(folder), "--workers", "2"]) == 1
     assert "need --engine dask" in capsys.readouterr().err
+    assert main(["evaluate", str(folder), "--engine", "dask", "--bins", "101"]) == 1
+    assert "--bins 101: the Dask engine answers equal-width bin counts up to 100" in (
+        capsys.readouterr().err
+    )
 
 
 # ------------------------------------------------------- without the extra

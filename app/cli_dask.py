@@ -68,6 +68,8 @@ def check_dask_options(args: argparse.Namespace) -> None:
     unsupported = {
         "--maps": args.maps.strip().lower() != "all",
         "--measures": args.measures,
+        "--group-by": getattr(args, "group_by", None) is not None,
+        "--window": getattr(args, "window", None) is not None,
     }
     named = [flag for flag, given in unsupported.items() if given]
     if named:
@@ -228,6 +230,8 @@ def dask_document(args: argparse.Namespace, models: list[dict[str, Any]]) -> dic
             "resamples": args.resamples,
             "level": args.level,
             "measures": False,
+            "group_by": None,
+            "window": None,
             "engine": "dask",
         },
         "models": models,

@@ -388,6 +388,14 @@ def test_cli_evaluate_on_a_running_scheduler(client, synthetic, capsys):
     frequency = json.loads(capsys.readouterr().out)
     assert doc["schema"] == "calibration-dashboard/evaluate/v1"
     assert doc["settings"]["engine"] == "dask" and doc["settings"]["maps"] == []
+    # The same fields as the in-memory engine's document (plus settings.engine).
+    assert main(["evaluate", paths[0], "--maps", "temperature", "--format", "json"]) == 0
+    memory = json.loads(capsys.readouterr().out)
+    assert set(doc) == set(memory)
+    assert set(doc["settings"]) == {*memory["settings"], "engine"}
+    assert set(doc["models"][0]) == set(memory["models"][0])
+    assert list(doc["models"][0]["rows"][0]) == list(memory["models"][0]["rows"][0])
+    assert set(doc["models"][0]["verdict"]) == set(memory["models"][0]["verdict"])
     # Files without a model column are named after their folder (several files).
     reference = _reference(paths, name=folder.name)
     assert [m["model"] for m in doc["models"]] == [folder.name, "data", "other"]
@@ -411,6 +419,9 @@ def test_cli_refuses_what_the_dask_engine_cannot_do_yet(synthetic, capsys):
     code = main(["evaluate", str(folder), "--engine", "dask", "--maps", "temperature"])
     assert code == 1
     assert "--maps: not supported with --engine dask" in capsys.readouterr().err
+    code = main(["evaluate", str(folder), "--engine", "dask", "--group-by", "model"])
+    assert code == 1
+    assert "--group-by: not supported with --engine dask" in capsys.readouterr().err
     assert main(["evaluate", str(folder), "--workers", "2"]) == 1
     assert "need --engine dask" in capsys.readouterr().err
     assert main(["evaluate", str(folder), "--engine", "dask", "--bins", "101"]) == 1

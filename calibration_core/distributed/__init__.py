@@ -37,9 +37,12 @@ Any other map is fitted on a reproducible uniform sample
 (:func:`~.sample.fit_map_on_sample`, default up to 1e6 rows), its size and
 seed recorded in the exported map (``"fit_sample"``).
 
+A fitted map is applied to a whole dataset file by file
+(:func:`~.apply.apply_map_to_dataset`: the core's streaming ``apply`` in one
+task per file), writing calibrated Parquet.
+
 Not yet: equal-width bin counts above 100, the consistency band, the
-Brier/log-loss decompositions, an exact distributed Platt fit, and writing
-calibrated Parquet.
+Brier/log-loss decompositions and an exact distributed Platt fit.
 
 Entry points
 ------------
@@ -50,6 +53,7 @@ dask.dataframe) and the CLI ``calibration-dashboard evaluate 'logs/*.parquet'
 
 from __future__ import annotations
 
+from .apply import apply_map_to_dataset, dataset_deployable
 from .cells import CELL_THRESHOLDS, MAX_CELL_BINS, CellStatistics
 from .engine import dataset_summaries, piece_summaries, require_dask, tree_merge
 from .frequency import frequency_statistics
@@ -66,6 +70,8 @@ __all__ = [
     "Piece",
     "ReadOptions",
     "SampleInfo",
+    "apply_map_to_dataset",
+    "dataset_deployable",
     "dataset_summaries",
     "find_pieces",
     "fit_map_on_sample",

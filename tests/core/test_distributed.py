@@ -13,6 +13,7 @@ import os
 import signal
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -37,6 +38,10 @@ from calibration_core.distributed import (  # noqa: E402
     dataset_summaries,
     piece_summaries,
     tree_merge,
+)
+from calibration_core.distributed.apply import (  # noqa: E402
+    apply_map_to_dataset,
+    dataset_deployable,
 )
 from calibration_core.distributed.frequency import frequency_statistics  # noqa: E402
 from calibration_core.distributed.sample import (  # noqa: E402
@@ -303,6 +308,22 @@ def test_a_map_fitted_on_a_whole_sample_is_the_in_memory_fit(client, synthetic):
         "dataset_rows": len(labels),
     }
     assert CalibrationMap.from_dict(exported).fit_sample_ == exported["fit_sample"]
+
+
+def test_a_map_applied_to_a_dataset_writes_calibrated_parquet(client, synthetic, tmp_path):
+    _, paths = synthetic
+    fitted = fit_temperature_on_dataset(paths[:2], client=client, name="data")
+    deployable = dataset_deployable(fitted, "data", ("0", "1", "2", "3"), n_rows=3500)
+    written = apply_map_to_dataset(deployable, paths[:2], tmp_path / "out", client=client)
+    assert list(written) == [str(tmp_path / "out" / Path(p).name) for p in paths[:2]]
+    for path, (out, rows) in zip(paths[:2], written.items(), strict=True):
+        source = load_predictions(path)[0]
+        calibrated = load_predictions(out)[0]
+        assert rows == source.n_samples == calibrated.n_samples
+        np.testing.assert_allclose(calibrated.probs, fitted.predict_proba(source.probs), atol=1e-12)
+        np.testing.assert_array_equal(calibrated.labels, source.labels)
+    with pytest.raises(CalibrationInputError, match="holds the input"):
+        apply_map_to_dataset(deployable, paths[:1], Path(paths[0]).parent, client=client)
 
 
 @pytest.mark.realdata

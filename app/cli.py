@@ -133,6 +133,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_verdict_arguments(ev)
     add_group_arguments(ev, evaluate=True)
+    from .cli_dask import add_engine_arguments
+
+    add_engine_arguments(ev)
     _add_deploy_commands(sub)
     _add_check_parser(sub)
     _add_report_parser(sub)
@@ -315,6 +318,11 @@ def evaluate(args: argparse.Namespace, out) -> int:
     """Run ``evaluate`` and write the result to ``out``; returns the exit code."""
     from calibration_core import compare_maps
 
+    from .cli_dask import check_dask_options, evaluate_on_dask
+
+    check_dask_options(args)
+    if args.engine == "dask":
+        return evaluate_on_dask(args, out)
     models = load_models(input_path(args.file), args)
     maps = parse_maps(args.maps)
     results = [

@@ -343,6 +343,8 @@ class CalibrationMap(ClassifierMixin, TransformerMixin, BaseEstimator):
         }
         if not np.array_equal(self.classes_, np.arange(self.n_classes_)):
             out["classes"] = self.classes_.tolist()  # labels other than column indices
+        if getattr(self, "fit_sample_", None) is not None:  # fitted on a sample of a dataset
+            out["fit_sample"] = dict(self.fit_sample_)
         return out
 
     def to_json(self, **kwargs) -> str:
@@ -369,6 +371,8 @@ class CalibrationMap(ClassifierMixin, TransformerMixin, BaseEstimator):
         obj.n_features_in_ = obj.n_classes_
         obj.converged_ = bool(data.get("converged", True))
         obj.fit_seconds_ = 0.0
+        if isinstance(data.get("fit_sample"), dict):
+            obj.fit_sample_ = dict(data["fit_sample"])
         obj._load_fitted_state(data["state"])
         return obj
 

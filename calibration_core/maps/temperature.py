@@ -155,23 +155,36 @@ def fit_temperature(
     if x.shape[0] > 4 * SUBSAMPLE_ROWS:
         stride = x.shape[0] // SUBSAMPLE_ROWS
         sub_weights = None if weights is None else weights[::stride]
-        start, _, _ = _newton(
+        start, _, _ = newton_temperature(
             TemperatureObjective(x[::stride], labels[::stride], sub_weights),
             bounds,
             1.0,
             step_tol,
             max_iter,
         )
-    return _newton(TemperatureObjective(x, labels, weights), bounds, start, step_tol, max_iter)
+    objective = TemperatureObjective(x, labels, weights)
+    return newton_temperature(objective, bounds, start, step_tol, max_iter)
 
 
-def _newton(
+def newton_temperature(
     objective: TemperatureObjective,
     bounds: tuple[float, float],
     start: float,
     step_tol: float,
     max_iter: int,
 ) -> tuple[float, int, bool]:
+    """The safeguarded Newton iteration of :func:`fit_temperature` on any objective.
+
+    ``objective`` needs ``separable``, ``slope_at_infinite_temperature`` and
+    ``derivatives(u)`` as :class:`TemperatureObjective` has them; the Dask engine
+    passes one whose sums come from every partition of a dataset.
+
+    Returns
+    -------
+    temperature : float
+    n_iter : int
+    converged : bool
+    """
     # The loss is convex in a = 1/T. It keeps falling as T -> 0 when the true class
     # attains the maximum of every row (separable), and as T -> infinity when its slope in
     # a is >= 0 at a = 0: both bounds are then exact answers.

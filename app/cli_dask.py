@@ -1,0 +1,265 @@
+"""``calibration-dashboard evaluate FILES --engine dask``: the metrics of a dataset on Dask.
+
+The FILE argument may be a Parquet file, a folder of ``*.parquet`` or a quoted
+glob (``'logs/*.parquet'``). The dataset is read and summarised on a Dask
+cluster (:mod:`calibration_core.distributed`): ``--scheduler tcp://host:8786``
+uses a running scheduler, otherwise a LocalCluster of ``--workers N`` worker
+processes starts for the run. The output has the schema of ``evaluate``
+(docs/evaluate-json-schema.md) with one row per model, ``uncalibrated``: no
+map is cross-fitted on this engine yet, the four Brier/log-loss parts are
+null and the verdict has a single candidate. A progress bar (rows summarised)
+is drawn on stderr when it is a terminal.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import logging
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+from .cli import EXIT_OK, SCHEMA, CommandError, ProgressBar
+
+#: Fields of ``rows[]`` that the Dask engine cannot give yet (null in its rows).
+NULL_PARTS = (
+    "brier_calibration",
+    "brier_refinement",
+    "log_loss_calibration",
+    "log_loss_refinement",
+)
+
+
+def add_engine_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--engine``, ``--scheduler`` and ``--workers`` of ``evaluate``."""
+    parser.add_argument(
+        "--engine",
+        choices=("memory", "dask"),
+        default="memory",
+        help="'memory' (default): load FILE and cross-fit maps; 'dask': the uncalibrated "
+        "metrics of a Parquet file, folder or quoted glob larger than memory, on Dask "
+        "(needs the 'dask' extra)",
+    )
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument(
+        "--scheduler",
+        metavar="ADDRESS",
+        default=None,
+        help="with --engine dask: a running Dask scheduler, e.g. tcp://host:8786",
+    )
+    where.add_argument(
+        "--workers",
+        type=int,
+        default=None,
+        metavar="N",
+        help="with --engine dask: start a local cluster of N worker processes (default: "
+        "Dask's choice for this machine)",
+    )
+
+
+def check_dask_options(args: argparse.Namespace) -> None:
+    """Refuse the options the Dask engine does not support yet, naming each."""
+    if args.engine != "dask":
+        if args.scheduler is not None or args.workers is not None:
+            raise CommandError("--scheduler and --workers need --engine dask.")
+        return
+    unsupported = {
+        "--maps": args.maps.strip().lower() != "all",
+        "--measures": args.measures,
+        "--group-by": getattr(args, "group_by", None) is not None,
+        "--window": getattr(args, "window", None) is not None,
+    }
+    named = [flag for flag, given in unsupported.items() if given]
+    if named:
+        raise CommandError(
+            f"{', '.join(named)}: not supported with --engine dask yet (it reports the "
+            "uncalibrated metrics); drop them or use --engine memory."
+        )
+    from calibration_core.distributed import MAX_CELL_BINS
+
+    if args.scheme == "width" and args.bins > MAX_CELL_BINS:
+        raise CommandError(
+            f"--bins {args.bins}: the Dask engine answers equal-width bin counts up to "
+            f"{MAX_CELL_BINS} from one pass; use --bins {MAX_CELL_BINS} or fewer, or "
+            "--scheme frequency."
+        )
+    if args.workers is not None and args.workers < 1:
+        raise CommandError(f"--workers must be at least 1, got {args.workers}.")
+
+
+@contextlib.contextmanager
+def dask_client(args: argparse.Namespace) -> Iterator[Any]:
+    """A distributed Client on ``--scheduler``, or on a LocalCluster of ``--workers``."""
+    from calibration_core.distributed import require_dask
+
+    try:
+        require_dask()
+    except ImportError as exc:
+        raise CommandError(str(exc)) from None
+    from distributed import Client, LocalCluster
+
+    if args.scheduler is not None:
+        try:
+            client = Client(args.scheduler, timeout="20s")
+        except OSError as exc:
+            raise CommandError(
+                f"cannot reach the Dask scheduler at {args.scheduler} ({exc}); check the "
+                "address, or use --workers N for a local cluster."
+            ) from None
+        with client:
+            yield client
+        return
+    cluster = LocalCluster(
+        n_workers=args.workers,
+        threads_per_worker=1,
+        processes=True,
+        dashboard_address=None,
+        silence_logs=logging.ERROR,
+    )
+    with cluster, Client(cluster) as client:
+        yield client
+
+
+def evaluate_on_dask(args: argparse.Namespace, out) -> int:
+    """Run ``evaluate --engine dask`` and write the result to ``out``; returns the exit code."""
+    from distributed import KilledWorker
+
+    from calibration_core.distributed import dataset_summaries
+    from calibration_core.distributed.frequency import frequency_statistics
+
+    bar = ProgressBar(sys.stderr, "summarising") if sys.stderr.isatty() else None
+    with dask_client(args) as client:
+        read = {"label_column": args.label_column, "renormalize": args.renormalize}
+        try:
+            summaries = dataset_summaries(
+                args.file,
+                client=client,
+                progress=None if bar is None else lambda done, total: bar(done, total, "rows"),
+                **read,
+            )
+            frequency = None
+            if args.scheme == "frequency":
+                frequency = frequency_statistics(
+                    args.file, summaries, args.bins, client=client, **read
+                )
+        except KilledWorker as exc:
+            raise CommandError(
+                f"Dask workers died repeatedly while computing {exc.task!r} (out of memory, or "
+                "killed); the run was stopped. Give the workers more memory, or use smaller "
+                "row groups."
+            ) from None
+        finally:
+            if bar is not None:
+                bar.close()
+    models = [
+        model_entry(s, args, None if frequency is None else frequency[name])
+        for name, s in summaries.items()
+    ]
+    if args.format == "json":
+        json.dump(dask_document(args, models), out, indent=2, allow_nan=False)
+        out.write("\n")
+    elif args.format == "csv":
+        write_dask_csv(models, out)
+    else:
+        write_dask_tables(models, args, out)
+    return EXIT_OK
+
+
+def uncalibrated_row(summary, n_bins: int, frequency=None) -> dict[str, Any]:
+    """The ``uncalibrated`` row: the summary's metrics, null parts, no fit.
+
+    ``frequency``: the model's equal-frequency statistics (``--scheme frequency``).
+    """
+    metrics = summary.metrics(n_bins, frequency)
+    row: dict[str, Any] = {"map": "uncalibrated"}
+    for key, value in metrics.items():
+        row[key] = value
+        if key == "log_loss":
+            row.update(dict.fromkeys(NULL_PARTS))
+    return {**row, "fit_seconds": 0.0, "converged": None, "error": None}
+
+
+def model_entry(summary, args: argparse.Namespace, frequency=None) -> dict[str, Any]:
+    """One ``models[]`` entry: the uncalibrated row and its single-candidate verdict."""
+    from calibration_core.compare import Verdict
+
+    row = uncalibrated_row(summary, args.bins, frequency)
+    verdict = Verdict(
+        winner="uncalibrated",
+        runner_up=None,
+        clear=False,
+        difference=None,
+        lower=None,
+        upper=None,
+        level=args.level,
+        n_resamples=args.resamples,
+        seed=args.seed,
+        n_rows=summary.n_samples,
+        log_loss={"uncalibrated": row["log_loss"]},
+        confidence_ece={"uncalibrated": row["confidence_ece"]},
+    )
+    return {
+        "model": summary.name,
+        "n_samples": summary.n_samples,
+        "n_classes": summary.n_classes,
+        "splitter": "none",
+        "warnings": [],
+        "rows": [row],
+        "verdict": verdict.to_dict(),
+    }
+
+
+def dask_document(args: argparse.Namespace, models: list[dict[str, Any]]) -> dict[str, Any]:
+    """The ``evaluate`` JSON document of a Dask run (docs/evaluate-json-schema.md)."""
+    from calibration_core import __version__
+
+    return {
+        "schema": SCHEMA,
+        "version": __version__,
+        "file": str(args.file),
+        "settings": {
+            "n_bins": args.bins,
+            "scheme": args.scheme,
+            "folds": args.folds,
+            "seed": args.seed,
+            "maps": [],
+            "label_column": args.label_column,
+            "renormalize": bool(args.renormalize),
+            "resamples": args.resamples,
+            "level": args.level,
+            "measures": False,
+            "group_by": None,
+            "window": None,
+            "engine": "dask",
+        },
+        "models": models,
+    }
+
+
+def write_dask_csv(models: list[dict[str, Any]], out) -> None:
+    """The CSV of ``evaluate``: a ``model`` and a ``map`` column, then the table's."""
+    from calibration_core.compare import TABLE_COLUMNS
+
+    from .exports import csv_writer
+
+    writer = csv_writer(out)
+    writer.writerow(["model", "map", *TABLE_COLUMNS])
+    for m in models:
+        row = m["rows"][0]
+        cells = [row[c] for c in TABLE_COLUMNS]
+        writer.writerow([m["model"], row["map"], *("" if c is None else c for c in cells)])
+
+
+def write_dask_tables(models: list[dict[str, Any]], args: argparse.Namespace, out) -> None:
+    """One line of metrics per model, to 4 decimals."""
+    from calibration_core.compare import METRIC_COLUMNS
+
+    kind = "equal-width" if args.scheme == "width" else "equal-frequency"
+    out.write(f"{args.file}: uncalibrated metrics on Dask, {args.bins} {kind} bins\n")
+    out.write("model  n_samples  " + "  ".join(METRIC_COLUMNS) + "\n")
+    for m in models:
+        row = m["rows"][0]
+        values = "  ".join(f"{row[c]:.4f}" for c in METRIC_COLUMNS)
+        out.write(f"{m['model']}  {m['n_samples']}  {values}\n")

@@ -1,0 +1,86 @@
+"""Calibration of prediction logs larger than memory, on Dask (optional extra ``dask``).
+
+Install with ``pip install 'calibration-dashboard[dask]'``. Nothing here imports
+Dask until a dataset is evaluated, and the rest of the core never needs it.
+
+How it works
+------------
+Each row group of each Parquet file (or each partition of a dask.dataframe) is
+read and validated with the loader's own conventions and messages, and
+summarised by counts and sums only (:class:`ModelSummary`): hits, Brier and
+log-loss sums, and per-*cell* statistics of the top-label confidence and of
+every class column. Summaries merge by addition in a tree reduction
+(:func:`tree_merge`), so a worker lost mid-run costs only the recomputation of
+its pieces, and the numbers do not depend on the partitioning.
+
+Cells (:mod:`.cells`) are cut at the union of the core's exact equal-width
+thresholds for M = 2..100 (3,097 floats), so one pass answers the statistics
+of **every equal-width bin count M in 1..100** exactly: every score lands in the
+bin the in-memory core gives it (bit for bit), counts and positives are equal,
+and sums equal up to the order of float additions. ECE, MCE (confidence,
+classwise, binary), reliability curves and their binomial bands
+(:func:`~calibration_core.bands.binomial_band` of :meth:`ModelSummary.statistics`),
+Brier score, log-loss and accuracy agree with the in-memory core to 1e-12.
+
+Equal-frequency bins (:func:`~.frequency.frequency_statistics`) are **exact**,
+with no rank error: their edges, order statistics of the whole dataset, are
+selected digit by digit from the floats' bit patterns in three passes of
+sparse digit counts, then a fourth pass bins every column with them; edges
+and counts equal the core's, for any M (also above 100).
+
+Temperature scaling is fitted exactly on every row
+(:func:`~.temperature.fit_temperature_on_dataset`): the core's own Newton
+iteration, each derivative a tree-reduced sum over the pieces (one pass per
+step).
+
+Any other map is fitted on a reproducible uniform sample
+(:func:`~.sample.fit_map_on_sample`, default up to 1e6 rows), its size and
+seed recorded in the exported map (``"fit_sample"``).
+
+A fitted map is applied to a whole dataset file by file
+(:func:`~.apply.apply_map_to_dataset`: the core's streaming ``apply`` in one
+task per file), writing calibrated Parquet.
+
+Not yet: equal-width bin counts above 100, the consistency band, the
+Brier/log-loss decompositions and an exact distributed Platt fit.
+
+Entry points
+------------
+:func:`dataset_summaries` (a Parquet file, folder, glob or list, or a
+dask.dataframe) and the CLI ``calibration-dashboard evaluate 'logs/*.parquet'
+--engine dask``.
+"""
+
+from __future__ import annotations
+
+from .apply import apply_map_to_dataset, dataset_deployable
+from .cells import CELL_THRESHOLDS, MAX_CELL_BINS, CellStatistics
+from .engine import dataset_summaries, piece_summaries, require_dask, tree_merge
+from .frequency import frequency_statistics
+from .pieces import Piece, ReadOptions, find_pieces
+from .sample import SampleInfo, fit_map_on_sample, sample_predictions
+from .summary import ModelSummary, merge_summaries, summarize
+from .temperature import fit_temperature_on_dataset
+
+__all__ = [
+    "CELL_THRESHOLDS",
+    "MAX_CELL_BINS",
+    "CellStatistics",
+    "ModelSummary",
+    "Piece",
+    "ReadOptions",
+    "SampleInfo",
+    "apply_map_to_dataset",
+    "dataset_deployable",
+    "dataset_summaries",
+    "find_pieces",
+    "fit_map_on_sample",
+    "fit_temperature_on_dataset",
+    "frequency_statistics",
+    "merge_summaries",
+    "piece_summaries",
+    "require_dask",
+    "sample_predictions",
+    "summarize",
+    "tree_merge",
+]

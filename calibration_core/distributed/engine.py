@@ -1,0 +1,179 @@
+"""The Dask graph: one summary task per piece, merged in a tree reduction.
+
+Dask and distributed are imported here, lazily, only when a dataset is
+evaluated: the core does not need them (:func:`require_dask` names the extra
+when they are missing).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import pyarrow as pa
+
+from ..errors import CalibrationInputError
+from ..io.checks import Context
+from .pieces import ReadOptions, dataset_name, find_pieces, read_piece, table_predictions
+from .summary import Summaries, merge_summaries, summarize
+
+__all__ = [
+    "SPLIT_EVERY",
+    "dataset_summaries",
+    "piece_summaries",
+    "require_dask",
+    "tree_merge",
+]
+
+#: Summaries merged per task of the tree reduction.
+SPLIT_EVERY = 8
+
+
+def require_dask():
+    """The ``dask`` module, or an ImportError naming the extra to install."""
+    try:
+        import dask
+        import distributed  # noqa: F401  (the scheduler the CLI and the tests use)
+    except ImportError as exc:
+        raise ImportError(
+            "the Dask engine needs the optional 'dask' extra: "
+            "pip install 'calibration-dashboard[dask]' (dask[dataframe] and distributed). "
+            f"({exc})"
+        ) from None
+    return dask
+
+
+def summarize_piece(piece, options: ReadOptions) -> Summaries:
+    """Task: the summaries of one row group of one file."""
+    return summarize(read_piece(piece, options))
+
+
+def summarize_frame(frame, index: int, options: ReadOptions) -> Summaries:
+    """Task: the summaries of one partition (a pandas DataFrame) of a dask.dataframe."""
+    table = pa.Table.from_pandas(frame, preserve_index=False)
+    ctx = Context(f"partition {index}", "table", 0)
+    if table.num_rows == 0:
+        return {}
+    return summarize(table_predictions(table, ctx, options))
+
+
+def piece_summaries(
+    source,
+    *,
+    label_column: str | None = None,
+    renormalize: bool = False,
+    name: str | None = None,
+) -> list:
+    """One delayed summary per piece of ``source``.
+
+    Parameters
+    ----------
+    source : str, os.PathLike, list of paths or dask.dataframe.DataFrame
+        A Parquet file, a folder of ``*.parquet``, a glob (``'logs/*.parquet'``), a
+        list of files, or a dask.dataframe whose columns follow the loader's
+        conventions (probability or logit columns, a label column, an optional
+        ``model`` column).
+    label_column, renormalize
+        As in :func:`~calibration_core.load_predictions`.
+    name : str, optional
+        Model name when there is no ``model`` column; default the file's stem (one
+        file), the folder's name (several) or ``"model"`` (a dask.dataframe).
+
+    Returns
+    -------
+    list of dask.delayed.Delayed
+    """
+    dask = require_dask()
+    task = dask.delayed(pure=True)
+    if hasattr(source, "to_delayed") and hasattr(source, "npartitions"):
+        options = ReadOptions(label_column, renormalize, name or "model")
+        frames = source.to_delayed()
+        return [task(summarize_frame)(f, i, options) for i, f in enumerate(frames)]
+    options = ReadOptions(label_column, renormalize, name or dataset_name(source))
+    return [task(summarize_piece)(piece, options) for piece in find_pieces(source)]
+
+
+def tree_merge(
+    parts: Sequence,
+    split_every: int = SPLIT_EVERY,
+    merge: Callable[[list], Any] = merge_summaries,
+):
+    """Merge delayed results ``split_every`` at a time until one is left.
+
+    ``merge`` takes a list of results and returns one (default: summaries).
+    """
+    dask = require_dask()
+    if not parts:
+        raise CalibrationInputError("the dataset has no rows (no non-empty row group).")
+    merge = dask.delayed(merge, pure=True)
+    level = list(parts)
+    while len(level) > 1:
+        level = [merge(level[i : i + split_every]) for i in range(0, len(level), split_every)]
+    if len(parts) == 1:
+        level = [merge(level)]
+    return level[0]
+
+
+def dataset_summaries(
+    source,
+    *,
+    client: Any = None,
+    label_column: str | None = None,
+    renormalize: bool = False,
+    name: str | None = None,
+    split_every: int = SPLIT_EVERY,
+    progress: Callable[[int, int], None] | None = None,
+) -> Summaries:
+    """Per-model summaries of a whole dataset, computed on Dask.
+
+    Parameters
+    ----------
+    source, label_column, renormalize, name
+        See :func:`piece_summaries`.
+    client : distributed.Client, optional
+        Where to compute; default Dask's current scheduler (a Client made current,
+        else the local threaded scheduler).
+    split_every : int
+        Fan-in of the tree reduction.
+    progress : callable, optional
+        With a client: called as ``progress(done, total)`` each time a piece is
+        summarised, in rows (Parquet) or partitions (a dask.dataframe).
+
+    Returns
+    -------
+    dict of str to ModelSummary
+        One per model, in the order models are first seen.
+    """
+    parts = piece_summaries(source, label_column=label_column, renormalize=renormalize, name=name)
+    total = tree_merge(parts, split_every)
+    if client is None:
+        result = total.compute()
+    else:
+        future = client.compute(total)
+        if progress is not None:
+            _follow(client, parts, _piece_weights(source, len(parts)), progress)
+        result = future.result()
+    if not result:
+        raise CalibrationInputError("the dataset has no rows.")
+    return result
+
+
+def _piece_weights(source, n_parts: int) -> list[int]:
+    """Rows of every piece (Parquet), or 1 per partition (a dask.dataframe)."""
+    if hasattr(source, "to_delayed"):
+        return [1] * n_parts
+    return [piece.n_rows for piece in find_pieces(source)]
+
+
+def _follow(client, parts: list, weights: list[int], progress: Callable[[int, int], None]):
+    """Report pieces as they finish; each piece's future is dropped once counted."""
+    from distributed import as_completed
+
+    futures = client.compute(parts)  # the same keys as the pieces of the reduction
+    weight = {f.key: w for f, w in zip(futures, weights, strict=True)}
+    done, total = 0, sum(weights)
+    progress(0, total)
+    for f in as_completed(futures):
+        done += weight[f.key]
+        progress(done, total)
+        f.release()

@@ -1,0 +1,238 @@
+"""Exact equal-frequency bins of a dataset on Dask: a radix selection of the edges.
+
+The core's equal-frequency edges of ``N`` scores are the order statistics
+``s_(floor(m * N / M))``, ``m = 1..M-1`` (:class:`~calibration_core.binning.Binning`).
+They are found here **exactly** (no rank error) without sorting the dataset:
+non-negative float64 values order as their bit patterns (as unsigned
+integers), so each edge is selected digit by digit, most significant first,
+in three passes over the data (digits of 22, 21 and 21 bits). Each pass
+counts, per column and per known prefix, the next digit of the values
+carrying that prefix (sparse counts: only digits present are kept, so memory
+is bounded by the distinct digits, never by N), merged in a tree reduction.
+A fourth pass bins every column with its exact edges
+(:class:`~calibration_core.binning.ScoreBinCounter`, scores equal to an edge
+go up, as in the core), so the statistics equal the in-memory core's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ..binning import BinStatistics, ScoreBinCounter, stack_statistics
+from ..errors import CalibrationInputError
+from ..notions import notion_columns
+from .engine import require_dask, tree_merge
+from .pieces import ReadOptions, dataset_name, find_pieces, read_piece
+from .summary import Summaries
+
+__all__ = ["DIGIT_BITS", "FREQUENCY_NOTIONS", "frequency_statistics"]
+
+#: Bits of the digit selected by each pass (most significant first; 64 in all).
+DIGIT_BITS = (22, 21, 21)
+#: The notions binned: top label (one column) and every class (K columns).
+FREQUENCY_NOTIONS = ("confidence", "classwise")
+
+Sparse = tuple[np.ndarray, np.ndarray]  # (digits, counts), digits sorted
+
+
+def _bits(values: np.ndarray) -> np.ndarray:
+    """The bit patterns of non-negative floats (``-0.0`` as ``0.0``), as uint64."""
+    return np.ascontiguousarray(values + 0.0, dtype=np.float64).view(np.uint64)
+
+
+def _columns(pred, notion: str) -> list[tuple[np.ndarray, np.ndarray]]:
+    return notion_columns(np.asarray(pred.probs, dtype=np.float64), pred.labels, notion)
+
+
+def _digit_counts(bits: np.ndarray, prefixes: np.ndarray, level: int) -> dict[int, Sparse]:
+    """Counts of the next digit of the values under each prefix (prefixes sorted)."""
+    done = sum(DIGIT_BITS[:level])
+    width = DIGIT_BITS[level]
+    digit = (bits >> np.uint64(64 - done - width)) & np.uint64((1 << width) - 1)
+    if level == 0:
+        pos = np.zeros(bits.shape[0], dtype=np.intp)
+        keep = slice(None)
+    else:
+        high = bits >> np.uint64(64 - done)
+        pos = np.minimum(np.searchsorted(prefixes, high), prefixes.shape[0] - 1)
+        keep = prefixes[pos] == high
+        pos = pos[keep]
+    key = pos.astype(np.uint64) << np.uint64(width) | digit[keep]
+    uniq, counts = np.unique(key, return_counts=True)
+    out: dict[int, Sparse] = {}
+    owner = (uniq >> np.uint64(width)).astype(np.intp)
+    cuts = np.searchsorted(owner, np.arange(prefixes.shape[0] + 1))
+    mask = np.uint64((1 << width) - 1)
+    for i, prefix in enumerate(prefixes.tolist()):
+        a, b = cuts[i], cuts[i + 1]
+        if b > a:
+            out[int(prefix)] = (uniq[a:b] & mask, counts[a:b])
+    return out
+
+
+def selection_pass(piece, options: ReadOptions, requests: dict, level: int) -> dict:
+    """Task: digit counts of one piece for every requested (model, notion, column) prefix."""
+    out: dict = {}
+    for pred in read_piece(piece, options):
+        for notion in FREQUENCY_NOTIONS:
+            wanted = requests.get((pred.name, notion))
+            if wanted is None:
+                continue
+            for j, (scores, _) in enumerate(_columns(pred, notion)):
+                if not wanted[j].size:  # M = 1: no interior edge
+                    continue
+                counts = _digit_counts(_bits(scores), wanted[j], level)
+                for prefix, sparse in counts.items():
+                    out[(pred.name, notion, j, prefix)] = sparse
+    return out
+
+
+def merge_counts(parts: Sequence[dict]) -> dict:
+    """Merge sparse digit counts by key (addition of counts of equal digits)."""
+    grouped: dict = {}
+    for part in parts:
+        for key, sparse in part.items():
+            grouped.setdefault(key, []).append(sparse)
+    out = {}
+    for key, items in grouped.items():
+        if len(items) == 1:
+            out[key] = items[0]
+            continue
+        digits = np.concatenate([d for d, _ in items])
+        counts = np.concatenate([c for _, c in items])
+        uniq, inverse = np.unique(digits, return_inverse=True)
+        out[key] = (uniq, np.bincount(inverse, weights=counts).astype(np.int64))
+    return out
+
+
+def binning_pass(piece, options: ReadOptions, edges: dict) -> dict:
+    """Task: per (model, notion) the bin statistics of one piece with the exact edges."""
+    out: dict = {}
+    for pred in read_piece(piece, options):
+        for notion in FREQUENCY_NOTIONS:
+            cuts = edges.get((pred.name, notion))
+            if cuts is None:
+                continue
+            stats = [
+                ScoreBinCounter(len(e) - 1, e).add(s, t.astype(np.int8)).statistics(e)
+                for (s, t), e in zip(_columns(pred, notion), cuts, strict=True)
+            ]
+            out[(pred.name, notion)] = stats
+    return out
+
+
+def merge_statistics(parts: Sequence[dict]) -> dict:
+    """Merge per-column bin statistics by (model, notion)."""
+    out: dict = {}
+    for part in parts:
+        for key, stats in part.items():
+            out[key] = (
+                [a + b for a, b in zip(out[key], stats, strict=True)] if key in out else stats
+            )
+    return out
+
+
+class _Target:
+    """One order statistic being selected: column, rank left in the prefix, prefix bits."""
+
+    __slots__ = ("column", "prefix", "rank")
+
+    def __init__(self, column: int, rank: int) -> None:
+        self.column, self.rank, self.prefix = column, rank, 0
+
+    def step(self, sparse: Sparse, width: int) -> None:
+        digits, counts = sparse
+        cum = np.cumsum(counts)
+        i = int(np.searchsorted(cum, self.rank, side="right"))
+        self.rank -= int(cum[i - 1]) if i else 0
+        self.prefix = (self.prefix << width) | int(digits[i])
+
+    @property
+    def value(self) -> float:
+        return float(np.array([self.prefix], dtype=np.uint64).view(np.float64)[0])
+
+
+def _targets(summaries: Summaries, n_bins: int) -> dict:
+    """The order statistics to select: per (model, notion), per column, its targets."""
+    targets = {}
+    for name, summary in summaries.items():
+        n = summary.n_samples
+        ranks = (np.arange(1, n_bins, dtype=np.int64) * n) // n_bins
+        for notion in FREQUENCY_NOTIONS:
+            n_columns = 1 if notion == "confidence" else summary.n_classes
+            targets[(name, notion)] = [
+                [_Target(j, int(r)) for r in ranks] for j in range(n_columns)
+            ]
+    return targets
+
+
+def _run(client, graph):
+    """Compute a delayed result on ``client``, or on Dask's current scheduler."""
+    return graph.compute() if client is None else client.compute(graph).result()
+
+
+def frequency_statistics(
+    source,
+    summaries: Summaries,
+    n_bins: int,
+    *,
+    client: Any = None,
+    label_column: str | None = None,
+    renormalize: bool = False,
+    name: str | None = None,
+) -> dict[str, dict[str, BinStatistics]]:
+    """Exact equal-frequency statistics of every model: four passes over the data.
+
+    Parameters
+    ----------
+    source, label_column, renormalize, name
+        As given to :func:`~calibration_core.distributed.dataset_summaries` (Parquet
+        sources only: the passes read the pieces again).
+    summaries : dict of str to ModelSummary
+        The dataset's summaries (their row counts fix the ranks of the edges).
+    n_bins : int
+        M.
+    client : distributed.Client, optional
+
+    Returns
+    -------
+    dict
+        ``{model: {"confidence": BinStatistics (M,), "classwise": BinStatistics (K, M)}}``,
+        equal to the core's ``confidence_statistics`` / ``classwise_statistics`` with
+        ``scheme="frequency"`` (counts and edges exactly, sums to float rounding).
+    """
+    dask = require_dask()
+    if hasattr(source, "to_delayed"):
+        raise CalibrationInputError(
+            "equal-frequency bins on Dask read Parquet files again; pass the files (a path, "
+            "folder or glob), not a dask.dataframe."
+        )
+    opts = ReadOptions(label_column, renormalize, name or dataset_name(source))
+    pieces = find_pieces(source)
+    task = dask.delayed(pure=True)
+    targets = _targets(summaries, n_bins)
+    for level, width in enumerate(DIGIT_BITS):
+        requests = {
+            key: [np.unique([t.prefix for t in col]).astype(np.uint64) for col in cols]
+            for key, cols in targets.items()
+        }
+        parts = [task(selection_pass)(p, opts, requests, level) for p in pieces]
+        counts = _run(client, tree_merge(parts, merge=merge_counts))
+        for (model, notion), cols in targets.items():
+            for j, col in enumerate(cols):
+                for t in col:
+                    t.step(counts[(model, notion, j, t.prefix)], width)
+    edges = {
+        key: [np.array([0.0, *(t.value for t in col), 1.0]) for col in cols]
+        for key, cols in targets.items()
+    }
+    parts = [task(binning_pass)(p, opts, edges) for p in pieces]
+    merged = _run(client, tree_merge(parts, merge=merge_statistics))
+    out: dict[str, dict[str, BinStatistics]] = {}
+    for (model, notion), stats in merged.items():
+        combined = stats[0] if notion == "confidence" else stack_statistics(stats)
+        out.setdefault(model, {})[notion] = combined
+    return out

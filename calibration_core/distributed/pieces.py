@@ -1,0 +1,149 @@
+"""The pieces of a Parquet dataset: one task per row group, named by file and rows.
+
+A piece is one row group of one file. Reading it applies the loader's own
+conventions and checks (:func:`~calibration_core.io.tables.table_to_predictions`:
+column names, label detection, the ``model`` column, probability rows summing
+to 1, labels in range), with rows numbered from the start of the file, and a
+piece with bad rows fails with a :class:`~calibration_core.CalibrationInputError`
+naming the file, the row group and its row range.
+"""
+
+from __future__ import annotations
+
+import glob
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from ..errors import CalibrationInputError
+from ..io.checks import Context
+from ..io.tables import table_to_predictions
+from ..predictions import Predictions
+
+__all__ = ["Piece", "ReadOptions", "dataset_name", "find_pieces", "read_piece"]
+
+
+@dataclass(frozen=True)
+class ReadOptions:
+    """How every piece is read (the options of :func:`~calibration_core.load_predictions`).
+
+    Attributes
+    ----------
+    label_column : str or None
+        The label column; by default the one the loader detects.
+    renormalize : bool
+        Divide probability rows by their sums instead of rejecting them.
+    name : str
+        The model name when the files have no ``model`` column.
+    """
+
+    label_column: str | None = None
+    renormalize: bool = False
+    name: str = "model"
+
+
+@dataclass(frozen=True)
+class Piece:
+    """One row group of one Parquet file.
+
+    Attributes
+    ----------
+    path : str
+        The file.
+    row_group : int
+        Index of the row group in the file.
+    first_row : int
+        0-based index, in the file, of the row group's first row.
+    n_rows : int
+        Rows in the row group.
+    """
+
+    path: str
+    row_group: int
+    first_row: int
+    n_rows: int
+
+    @property
+    def where(self) -> str:
+        """E.g. ``"'logs/a.parquet' rows 1-65,536 (row group 0)"`` (rows 1-based)."""
+        last = self.first_row + self.n_rows
+        return f"{self.path!r} rows {self.first_row + 1:,}-{last:,} (row group {self.row_group})"
+
+
+def _paths(source) -> list[str]:
+    """The files of a path, a folder (its ``*.parquet``) or a glob, sorted."""
+    if isinstance(source, (list, tuple)):
+        return sorted(str(p) for p in source)
+    text = str(source)
+    if Path(text).is_dir():
+        return sorted(str(p) for p in Path(text).glob("*.parquet"))
+    return sorted(glob.glob(text)) if glob.has_magic(text) else [text]
+
+
+def find_pieces(source) -> list[Piece]:
+    """Every row group of the files of ``source`` (path, folder, glob or list of paths).
+
+    Only the footers are read. Raises a :class:`CalibrationInputError` when no file
+    matches or a footer cannot be read.
+    """
+    paths = _paths(source)
+    if not paths:
+        raise CalibrationInputError(
+            f"no Parquet file matches {source!s}; give a file, a folder of .parquet files or "
+            "a glob such as 'logs/*.parquet' (quote it so the shell does not expand it)."
+        )
+    pieces = []
+    for path in paths:
+        if not Path(path).is_file():
+            raise CalibrationInputError(f"file not found: {path}")
+        try:
+            meta = pq.ParquetFile(path).metadata
+        except (pa.ArrowException, OSError):
+            raise CalibrationInputError(
+                f"{path!r} is not a readable Parquet file (its footer is damaged or missing); "
+                "export it again."
+            ) from None
+        first = 0
+        for i in range(meta.num_row_groups):
+            n = meta.row_group(i).num_rows
+            if n:
+                pieces.append(Piece(path, i, first, n))
+            first += n
+    return pieces
+
+
+def dataset_name(source) -> str:
+    """Default model name: the file's stem for one file, else its folder's name."""
+    paths = _paths(source)
+    if len(paths) == 1:
+        return Path(paths[0]).name.split(".")[0] or "model"
+    return Path(paths[0]).parent.name or "model" if paths else "model"
+
+
+def read_piece(piece: Piece, options: ReadOptions) -> list[Predictions]:
+    """The predictions of one piece (one per model), validated as the loader does."""
+    try:
+        table = pq.ParquetFile(piece.path).read_row_group(piece.row_group)
+    except (pa.ArrowException, OSError):
+        raise CalibrationInputError(
+            f"{piece.where} cannot be read: its data pages are damaged; export the file again."
+        ) from None
+    ctx = Context(repr(piece.path), "table", piece.first_row)
+    try:
+        return table_predictions(table, ctx, options)
+    except CalibrationInputError as exc:
+        raise CalibrationInputError(f"{piece.where}: {exc}") from None
+
+
+def table_predictions(table: pa.Table, ctx: Context, options: ReadOptions) -> list[Predictions]:
+    """The loader's predictions of one table, messages located by ``ctx``."""
+    return table_to_predictions(
+        table,
+        ctx,
+        label_column=options.label_column,
+        renormalize=options.renormalize,
+        name=options.name,
+        require_two_classes=False,
+    )

@@ -1,0 +1,144 @@
+"""A reproducible uniform sample of a dataset, and any map fitted on it.
+
+Every row is kept independently with probability ``q = min(1, size / N)`` (N the
+dataset's rows from the Parquet footers), decided by a generator seeded with
+``(seed, 0, piece index)``: the same files and seed give the same rows, on any
+cluster and in any task order, and every row has the same chance to be drawn.
+When more than ``size`` rows of the model were drawn, a seeded draw without
+replacement keeps ``size`` of them (still uniform). The sample is gathered on
+the client, so ``size`` must fit in its memory (default 1e6 rows).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+
+from ..errors import CalibrationInputError
+from ..maps.registry import make_map
+from ..predictions import Predictions
+from .engine import require_dask
+from .pieces import ReadOptions, dataset_name, find_pieces, read_piece
+
+__all__ = ["DEFAULT_SAMPLE_ROWS", "SampleInfo", "fit_map_on_sample", "sample_predictions"]
+
+#: Rows of the sample by default.
+DEFAULT_SAMPLE_ROWS = 1_000_000
+
+
+@dataclass(frozen=True)
+class SampleInfo:
+    """How a sample was drawn (recorded with a map fitted on it).
+
+    Attributes
+    ----------
+    rows : int
+        Rows in the sample.
+    seed : int
+    fraction : float
+        Probability ``q`` with which every row of the dataset was drawn.
+    dataset_rows : int
+        Rows N of the dataset (all models).
+    """
+
+    rows: int
+    seed: int
+    fraction: float
+    dataset_rows: int
+
+
+def sample_piece(piece, index: int, options: ReadOptions, model: str, q: float, seed: int):
+    """Task: the sampled rows of ``model`` in one piece: (probs, logits or None, labels)."""
+    for pred in read_piece(piece, options):
+        if pred.name != model:
+            continue
+        draw = np.random.default_rng([seed, 0, index]).random(pred.n_samples)
+        rows = np.flatnonzero(draw < q)
+        logits = None if pred.logits is None else pred.logits[rows]
+        return pred.probs[rows], logits, pred.labels[rows], tuple(pred.class_names)
+    return None
+
+
+def sample_predictions(
+    source,
+    *,
+    size: int = DEFAULT_SAMPLE_ROWS,
+    seed: int = 0,
+    model: str | None = None,
+    client: Any = None,
+    label_column: str | None = None,
+    renormalize: bool = False,
+    name: str | None = None,
+) -> tuple[Predictions, SampleInfo]:
+    """A reproducible uniform sample of at most ``size`` rows of one model.
+
+    Parameters
+    ----------
+    source, label_column, renormalize, name
+        As in :func:`~calibration_core.distributed.dataset_summaries` (Parquet).
+    size : int
+        Largest number of rows.
+    seed : int
+    model : str, optional
+        Default the dataset's name (files without a model column).
+    client : distributed.Client, optional
+
+    Returns
+    -------
+    Predictions, SampleInfo
+    """
+    dask = require_dask()
+    if int(size) < 1:
+        raise CalibrationInputError(f"the sample size must be at least 1, got {size!r}.")
+    options = ReadOptions(label_column, renormalize, name or dataset_name(source))
+    model = model or options.name
+    pieces = find_pieces(source)
+    total = sum(p.n_rows for p in pieces)
+    q = min(1.0, int(size) / total)
+    task = dask.delayed(sample_piece, pure=True)
+    parts = [task(p, i, options, model, q, int(seed)) for i, p in enumerate(pieces)]
+    results = dask.compute(*parts) if client is None else client.gather(client.compute(parts))
+    found = [r for r in results if r is not None]
+    if not found:
+        raise CalibrationInputError(f"the dataset has no rows of model {model!r}.")
+    probs = np.concatenate([r[0] for r in found])
+    labels = np.concatenate([r[2] for r in found])
+    logits = None if found[0][1] is None else np.concatenate([r[1] for r in found])
+    if labels.shape[0] > size:
+        keep = np.sort(np.random.default_rng([int(seed), 1]).choice(labels.shape[0], size, False))
+        probs, labels = probs[keep], labels[keep]
+        logits = None if logits is None else logits[keep]
+    common = {"class_names": found[0][3], "name": model}
+    pred = (
+        Predictions.from_probs(probs, labels, **common)
+        if logits is None
+        else Predictions.from_logits(logits, labels, **common)
+    )
+    return pred, SampleInfo(int(labels.shape[0]), int(seed), q, total)
+
+
+def fit_map_on_sample(
+    source, map_name: str, *, size: int = DEFAULT_SAMPLE_ROWS, seed: int = 0, **options
+):
+    """A map of the registry fitted on :func:`sample_predictions`; the sample is recorded.
+
+    Parameters
+    ----------
+    source : str or list
+    map_name : str
+        A registry name (``"isotonic"``, ``"histogram"``, ``"dirichlet"``, ...).
+    size, seed, **options
+        As in :func:`sample_predictions`.
+
+    Returns
+    -------
+    CalibrationMap
+        Fitted; ``fit_sample_`` holds the :class:`SampleInfo` as a dict, and
+        ``to_dict()`` exports it as ``"fit_sample"``.
+    """
+    pred, info = sample_predictions(source, size=size, seed=seed, **options)
+    fitted = make_map(map_name).fit(pred, None)
+    fitted.fit_sample_ = asdict(info)
+    return fitted

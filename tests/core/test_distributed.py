@@ -1,0 +1,469 @@
+"""The Dask engine (calibration_core.distributed) against the in-memory core.
+
+Every statistic of a dataset summarised on a LocalCluster of 2 worker processes
+equals the in-memory core's on the same rows (to 1e-12; counts exactly), on
+synthetic Parquet datasets and on the real CIFAR files. A worker killed after
+its pieces were summarised costs a recomputation, not a different number; bad
+rows are reported with their file and row range.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+pytest.importorskip("dask.dataframe", reason="the 'dask' extra is not installed")
+distributed = pytest.importorskip("distributed", reason="the 'dask' extra is not installed")
+
+from app.cli import main  # noqa: E402
+from calibration_core import (  # noqa: E402
+    Binning,
+    CalibrationInputError,
+    binary_statistics,
+    binomial_band,
+    load_predictions,
+)
+from calibration_core.compare.results import score_probs  # noqa: E402
+from calibration_core.distributed import (  # noqa: E402
+    CELL_THRESHOLDS,
+    CellStatistics,
+    dataset_summaries,
+    piece_summaries,
+    tree_merge,
+)
+from calibration_core.distributed.apply import (  # noqa: E402
+    apply_map_to_dataset,
+    dataset_deployable,
+)
+from calibration_core.distributed.frequency import frequency_statistics  # noqa: E402
+from calibration_core.distributed.sample import (  # noqa: E402
+    fit_map_on_sample,
+    sample_predictions,
+)
+from calibration_core.distributed.temperature import fit_temperature_on_dataset  # noqa: E402
+from calibration_core.maps import TemperatureScaling  # noqa: E402
+from calibration_core.metrics import classwise_statistics, confidence_statistics  # noqa: E402
+
+TOL = 1e-12
+BIN_COUNTS = (1, 2, 7, 15, 64, 100)
+
+
+@pytest.fixture(scope="module")
+def client():
+    """A LocalCluster of 2 worker processes (1 thread each) and its client."""
+    cluster = distributed.LocalCluster(
+        n_workers=2,
+        threads_per_worker=1,
+        processes=True,
+        dashboard_address=None,
+        silence_logs=40,
+    )
+    with cluster, distributed.Client(cluster) as c:
+        yield c
+
+
+def _probs(rng, n: int, k: int) -> tuple[np.ndarray, np.ndarray]:
+    logits = rng.normal(size=(n, k)) * 2.0
+    p = np.exp(logits - logits.max(axis=1, keepdims=True))
+    p /= p.sum(axis=1, keepdims=True)
+    # Rounded probabilities put scores exactly on bin edges (0.5, 0.25, ...).
+    p[: n // 4] = np.round(p[: n // 4], 2)
+    p[: n // 4] /= p[: n // 4].sum(axis=1, keepdims=True)
+    y = np.array([rng.choice(k, p=row) for row in p])
+    return p, y
+
+
+def _write(path, probs, labels, *, row_group_size: int, model=None) -> None:
+    cols = {f"p_{j}": probs[:, j] for j in range(probs.shape[1])}
+    cols["label"] = labels
+    if model is not None:
+        cols["model"] = model
+    pq.write_table(pa.table(cols), path, row_group_size=row_group_size)
+
+
+def _reference(paths, name: str = "data") -> dict:
+    """The in-memory loader's predictions of every file, concatenated per model."""
+    per_model: dict[str, list] = {}
+    for path in paths:
+        for pred in load_predictions(path, name=name):
+            per_model.setdefault(pred.name, []).append(pred)
+    return {
+        name: (np.concatenate([p.probs for p in preds]), np.concatenate([p.labels for p in preds]))
+        for name, preds in per_model.items()
+    }
+
+
+def _assert_same(summary, probs, labels) -> None:
+    for m in BIN_COUNTS:
+        got, want = summary.metrics(m), score_probs(probs, labels, n_bins=m, scheme="width")
+        assert set(got) == set(want)
+        for key in want:
+            assert abs(got[key] - want[key]) <= TOL, (m, key, got[key], want[key])
+        for notion, core in (
+            ("confidence", confidence_statistics),
+            ("classwise", classwise_statistics),
+        ):
+            a, b = summary.statistics(notion, m), core(probs, labels, n_bins=m)
+            np.testing.assert_array_equal(a.count, b.count)
+            np.testing.assert_array_equal(a.sum_target, b.sum_target)
+            np.testing.assert_allclose(a.sum_score, b.sum_score, rtol=0, atol=TOL * len(labels))
+            np.testing.assert_array_equal(a.edges, b.edges)
+
+
+@pytest.fixture(scope="module")
+def synthetic(tmp_path_factory):
+    """Three files (row groups of 700 rows), K = 4, two models in the third."""
+    rng = np.random.default_rng(18)
+    folder = tmp_path_factory.mktemp("logs")
+    paths = []
+    for i, n in enumerate((2000, 1500, 2600)):
+        p, y = _probs(rng, n, 4)
+        path = folder / f"part-{i}.parquet"
+        model = None if i < 2 else np.where(np.arange(n) % 3 == 0, "data", "other")
+        _write(path, p, y, row_group_size=700, model=model)
+        paths.append(str(path))
+    return folder, paths
+
+
+# ---------------------------------------------------------------- cells
+def test_cells_give_the_core_bins_for_every_width_bin_count():
+    rng = np.random.default_rng(0)
+    edges = np.concatenate([CELL_THRESHOLDS, np.nextafter(CELL_THRESHOLDS, 0)])
+    scores = np.concatenate([rng.random(20_000), np.arange(101) / 100, [0.0, 1.0], edges])
+    targets = (rng.random(scores.size) < scores).astype(np.int8)
+    cells = CellStatistics.of_scores(scores, targets)
+    for m in range(1, 101):
+        a, b = cells.bins(m), Binning("width", m).statistics(scores, targets)
+        np.testing.assert_array_equal(a.count, b.count)
+        np.testing.assert_array_equal(a.sum_target, b.sum_target)
+        np.testing.assert_allclose(a.sum_score, b.sum_score, rtol=1e-13, atol=0)
+
+
+def test_cells_refuse_more_than_100_bins():
+    cells = CellStatistics.empty()
+    with pytest.raises(CalibrationInputError, match=r"1\.\.100"):
+        cells.bins(101)
+
+
+def test_cells_merge_by_addition_and_refuse_other_shapes():
+    a, b = CellStatistics.empty(3), CellStatistics.empty(4)
+    with pytest.raises(CalibrationInputError, match="number of classes"):
+        a + b
+
+
+# ----------------------------------------------------- against the core
+def test_synthetic_dataset_equals_the_in_memory_core(client, synthetic):
+    folder, paths = synthetic
+    summaries = dataset_summaries(str(folder / "*.parquet"), client=client, name="data")
+    reference = _reference(paths)
+    assert list(summaries) == list(reference) == ["data", "other"]
+    for name, (probs, labels) in reference.items():
+        assert summaries[name].n_samples == len(labels)
+        _assert_same(summaries[name], probs, labels)
+
+
+def test_progress_counts_every_row_once(client, synthetic):
+    folder, paths = synthetic
+    seen: list[tuple[int, int]] = []
+    dataset_summaries(str(folder), client=client, progress=lambda d, t: seen.append((d, t)))
+    total = sum(pq.ParquetFile(p).metadata.num_rows for p in paths)
+    assert seen[0] == (0, total) and seen[-1] == (total, total)
+    assert [d for d, _ in seen] == sorted(d for d, _ in seen)
+    assert len(seen) == 1 + 3 + 3 + 4  # the start, then one call per row group
+
+
+def test_curves_and_binomial_bands_equal_the_core(client, synthetic):
+    folder, paths = synthetic
+    summary = dataset_summaries(str(folder), client=client, name="data")["data"]
+    probs, labels = _reference(paths)["data"]
+    for m in (5, 15, 40):
+        curve = summary.reliability_curve("confidence", m)
+        core = confidence_statistics(probs, labels, n_bins=m)
+        np.testing.assert_allclose(curve.x, core.mean_score, rtol=0, atol=TOL, equal_nan=True)
+        np.testing.assert_array_equal(curve.y, core.frequency)
+        for method in ("wilson", "clopper-pearson", "jeffreys"):
+            got, want = binomial_band(curve, method=method), binomial_band(core, method=method)
+            for g, w in zip(got, want, strict=True):
+                np.testing.assert_array_equal(g, w)
+
+
+@pytest.mark.parametrize("n_bins", [1, 3, 15, 150])
+def test_equal_frequency_edges_are_exact(client, synthetic, n_bins):
+    folder, paths = synthetic
+    summaries = dataset_summaries(str(folder), client=client, name="data")
+    got = frequency_statistics(str(folder), summaries, n_bins, client=client, name="data")
+    for name, (probs, labels) in _reference(paths).items():
+        for notion, core in (
+            ("confidence", confidence_statistics),
+            ("classwise", classwise_statistics),
+        ):
+            a, b = got[name][notion], core(probs, labels, n_bins=n_bins, scheme="frequency")
+            np.testing.assert_array_equal(a.edges, b.edges)
+            np.testing.assert_array_equal(a.count, b.count)
+            np.testing.assert_array_equal(a.sum_target, b.sum_target)
+            np.testing.assert_allclose(a.sum_score, b.sum_score, rtol=0, atol=TOL * len(labels))
+        metrics = summaries[name].metrics(n_bins, got[name])
+        want = score_probs(probs, labels, n_bins=n_bins, scheme="frequency")
+        for key in want:
+            assert abs(metrics[key] - want[key]) <= TOL, (key, metrics[key], want[key])
+
+
+def test_binary_notion_equals_binary_statistics(client, tmp_path):
+    rng = np.random.default_rng(3)
+    p, y = _probs(rng, 3000, 2)
+    path = tmp_path / "binary.parquet"
+    _write(path, p, y, row_group_size=512)
+    summary = dataset_summaries(str(path), client=client)["binary"]
+    ref = load_predictions(path)[0]
+    for m in BIN_COUNTS:
+        a, b = summary.statistics("binary", m), binary_statistics(ref.probs, ref.labels, n_bins=m)
+        np.testing.assert_array_equal(a.count, b.count)
+        np.testing.assert_array_equal(a.sum_target, b.sum_target)
+        assert abs(a.ece() - b.ece()) <= TOL and abs(a.mce() - b.mce()) <= TOL
+
+
+def test_a_dask_dataframe_with_the_loader_columns(client, synthetic):
+    import dask.dataframe as dd
+
+    _, paths = synthetic
+    frame = pq.read_table(paths[0]).to_pandas()
+    summary = dataset_summaries(dd.from_pandas(frame, npartitions=3), client=client)["model"]
+    probs, labels = _reference(paths[:1])["data"]
+    _assert_same(summary, probs, labels)
+
+
+@pytest.mark.realdata
+@pytest.mark.parametrize(
+    "name", ["densenet-bc-100-cifar-100", "wideresnet-16-4-cifar-10", "lenet-5-cifar-100"]
+)
+def test_cifar_files_equal_the_in_memory_core(client, realdata, tmp_path, name):
+    with np.load(realdata[name], allow_pickle=False) as data:
+        p, y = data["predictions"], data["ground_truth"]
+    table = pa.table({**{f"p_{j}": p[:, j] for j in range(p.shape[1])}, "label": y})
+    pq.write_table(table.slice(0, 4000), tmp_path / "a.parquet", row_group_size=1000)
+    pq.write_table(table.slice(4000), tmp_path / "b.parquet", row_group_size=1500)
+    pq.write_table(table, tmp_path / "whole.parquet")
+    summary = dataset_summaries(str(tmp_path / "[ab].parquet"), client=client, name="m")["m"]
+    ref = load_predictions(tmp_path / "whole.parquet")[0]
+    assert summary.n_samples == 10_000
+    _assert_same(summary, ref.probs, ref.labels)
+
+
+# ----------------------------------------------------------------- maps
+def test_distributed_temperature_fit_equals_the_in_memory_fit(client, synthetic):
+    _, paths = synthetic
+    probs, labels = _reference(paths[:2])["data"]
+    fitted = fit_temperature_on_dataset(paths[:2], client=client, name="data")
+    core = TemperatureScaling().fit(probs, labels)
+    assert fitted.converged_ and fitted.passes_ == fitted.n_iter_ + 1
+    assert abs(fitted.temperature_ - core.temperature_) <= 1e-9 * core.temperature_
+    np.testing.assert_allclose(fitted.predict_proba(probs), core.predict_proba(probs), atol=1e-9)
+    again = TemperatureScaling.from_dict(fitted.to_dict())
+    assert again.temperature_ == fitted.temperature_
+
+
+def test_samples_are_reproducible_uniform_subsets(client, synthetic):
+    _, paths = synthetic
+    probs, labels = _reference(paths[:2])["data"]
+    first, info = sample_predictions(paths[:2], size=1000, seed=4, client=client, name="data")
+    again, _ = sample_predictions(paths[:2], size=1000, seed=4, client=client, name="data")
+    other, _ = sample_predictions(paths[:2], size=1000, seed=5, client=client, name="data")
+    np.testing.assert_array_equal(first.probs, again.probs)
+    assert not np.array_equal(first.probs[:50], other.probs[:50])
+    assert info.rows == first.n_samples <= 1000 and info.seed == 4
+    assert info.dataset_rows == len(labels) and info.fraction == 1000 / len(labels)
+    # Every sampled row is a row of the dataset, with its own label, in file order
+    # (rounded rows repeat: take the first matching row after the previous one).
+    where: dict[bytes, list[int]] = {}
+    for i, row in enumerate(probs):
+        where.setdefault(row.tobytes(), []).append(i)
+    previous = -1
+    for row, label in zip(first.probs, first.labels, strict=True):
+        later = [i for i in where[row.tobytes()] if i > previous and labels[i] == label]
+        assert later, "a sampled row that is not a later row of the dataset"
+        previous = later[0]
+
+
+def test_a_map_fitted_on_a_whole_sample_is_the_in_memory_fit(client, synthetic):
+    from calibration_core.maps import CalibrationMap, IsotonicCalibration
+
+    _, paths = synthetic
+    probs, labels = _reference(paths[:2])["data"]
+    fitted = fit_map_on_sample(paths[:2], "isotonic", size=10**6, client=client, name="data")
+    core = IsotonicCalibration().fit(probs, labels)
+    np.testing.assert_array_equal(fitted.predict_proba(probs), core.predict_proba(probs))
+    exported = fitted.to_dict()
+    assert exported["fit_sample"] == {
+        "rows": len(labels),
+        "seed": 0,
+        "fraction": 1.0,
+        "dataset_rows": len(labels),
+    }
+    assert CalibrationMap.from_dict(exported).fit_sample_ == exported["fit_sample"]
+
+
+def test_a_map_applied_to_a_dataset_writes_calibrated_parquet(client, synthetic, tmp_path):
+    _, paths = synthetic
+    fitted = fit_temperature_on_dataset(paths[:2], client=client, name="data")
+    deployable = dataset_deployable(fitted, "data", ("0", "1", "2", "3"), n_rows=3500)
+    written = apply_map_to_dataset(deployable, paths[:2], tmp_path / "out", client=client)
+    assert list(written) == [str(tmp_path / "out" / Path(p).name) for p in paths[:2]]
+    for path, (out, rows) in zip(paths[:2], written.items(), strict=True):
+        source = load_predictions(path)[0]
+        calibrated = load_predictions(out)[0]
+        assert rows == source.n_samples == calibrated.n_samples
+        np.testing.assert_allclose(calibrated.probs, fitted.predict_proba(source.probs), atol=1e-12)
+        np.testing.assert_array_equal(calibrated.labels, source.labels)
+    with pytest.raises(CalibrationInputError, match="holds the input"):
+        apply_map_to_dataset(deployable, paths[:1], Path(paths[0]).parent, client=client)
+
+
+@pytest.mark.realdata
+def test_distributed_temperature_on_densenet(client, realdata, tmp_path):
+    with np.load(realdata["densenet-bc-100-cifar-100"], allow_pickle=False) as data:
+        p, y = data["predictions"], data["ground_truth"]
+    table = pa.table({**{f"p_{j}": p[:, j] for j in range(p.shape[1])}, "label": y})
+    pq.write_table(table, tmp_path / "densenet.parquet", row_group_size=2500)
+    fitted = fit_temperature_on_dataset(str(tmp_path / "densenet.parquet"), client=client)
+    ref = load_predictions(tmp_path / "densenet.parquet")[0]
+    core = TemperatureScaling().fit(ref.probs, ref.labels)
+    assert 2.0 < core.temperature_ < 2.2  # the README's over-confident network
+    assert abs(fitted.temperature_ - core.temperature_) <= 1e-9 * core.temperature_
+
+
+# ---------------------------------------------------------------- faults
+def test_a_worker_killed_after_its_pieces_costs_a_recomputation(client, synthetic):
+    folder, paths = synthetic
+    parts = piece_summaries(str(folder), name="data")
+    persisted = client.persist(parts)
+    distributed.wait(persisted)
+    holders = client.who_has(persisted)
+    lost = {w for workers in holders.values() for w in workers}
+    assert lost, "no worker holds a summarised piece"
+    victim = sorted(lost)[0]
+    pids = client.run(os.getpid)
+    os.kill(pids[victim], signal.SIGKILL)  # its summaries are lost with it
+    total = client.compute(tree_merge(persisted)).result()
+    for name, (probs, labels) in _reference(paths).items():
+        _assert_same(total[name], probs, labels)
+
+
+@pytest.mark.parametrize(
+    ("damage", "message"),
+    [
+        ("nan", "NaN or infinite probabilities"),
+        ("sum", "must sum to 1"),
+        ("label", "not among the classes"),
+    ],
+)
+def test_bad_rows_are_reported_with_file_and_row_range(client, tmp_path, damage, message):
+    rng = np.random.default_rng(5)
+    p, y = _probs(rng, 4000, 3)
+    if damage == "nan":
+        p[2345, 1] = np.nan
+    elif damage == "sum":
+        p[2345] = [0.5, 0.5, 0.5]
+    else:
+        y[2345] = 7
+    _write(tmp_path / "good.parquet", *_probs(rng, 1000, 3), row_group_size=1000)
+    _write(tmp_path / "bad.parquet", p, y, row_group_size=1000)
+    with pytest.raises(CalibrationInputError) as info:
+        dataset_summaries(str(tmp_path / "*.parquet"), client=client)
+    text = str(info.value)
+    assert "bad.parquet' rows 2,001-3,000 (row group 2)" in text
+    assert message in text
+    assert "at row 2346 (1-based)" in text  # the bad row itself, numbered in the file
+
+
+def test_files_with_different_classes_do_not_merge(client, tmp_path):
+    rng = np.random.default_rng(6)
+    _write(tmp_path / "a.parquet", *_probs(rng, 300, 3), row_group_size=300)
+    _write(tmp_path / "b.parquet", *_probs(rng, 300, 4), row_group_size=300)
+    with pytest.raises(CalibrationInputError, match="same prediction columns"):
+        dataset_summaries(str(tmp_path / "*.parquet"), client=client)
+
+
+def test_no_matching_file_is_a_clear_error(tmp_path):
+    with pytest.raises(CalibrationInputError, match="no Parquet file matches"):
+        dataset_summaries(str(tmp_path / "*.parquet"))
+
+
+# ------------------------------------------------------------------- CLI
+def test_cli_evaluate_on_a_running_scheduler(client, synthetic, capsys):
+    import json
+
+    folder, paths = synthetic
+    pattern = str(folder / "*.parquet")
+    args = ["evaluate", pattern, "--engine", "dask", "--scheduler", client.scheduler.address]
+    assert main([*args, "--format", "json", "--bins", "10"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert main([*args, "--format", "json", "--bins", "10", "--scheme", "frequency"]) == 0
+    frequency = json.loads(capsys.readouterr().out)
+    assert doc["schema"] == "calibration-dashboard/evaluate/v1"
+    assert doc["settings"]["engine"] == "dask" and doc["settings"]["maps"] == []
+    # The same fields as the in-memory engine's document (plus settings.engine).
+    assert main(["evaluate", paths[0], "--maps", "temperature", "--format", "json"]) == 0
+    memory = json.loads(capsys.readouterr().out)
+    assert set(doc) == set(memory)
+    assert set(doc["settings"]) == {*memory["settings"], "engine"}
+    assert set(doc["models"][0]) == set(memory["models"][0])
+    assert list(doc["models"][0]["rows"][0]) == list(memory["models"][0]["rows"][0])
+    assert set(doc["models"][0]["verdict"]) == set(memory["models"][0]["verdict"])
+    # Files without a model column are named after their folder (several files).
+    reference = _reference(paths, name=folder.name)
+    assert [m["model"] for m in doc["models"]] == [folder.name, "data", "other"]
+    for model in doc["models"]:
+        probs, labels = reference[model["model"]]
+        row = model["rows"][0]
+        want = score_probs(probs, labels, n_bins=10, scheme="width")
+        assert row["map"] == "uncalibrated" and model["n_samples"] == len(labels)
+        for key, value in want.items():
+            assert abs(row[key] - value) <= TOL
+        assert model["verdict"]["winner"] == "uncalibrated"
+    for model in frequency["models"]:
+        probs, labels = reference[model["model"]]
+        want = score_probs(probs, labels, n_bins=10, scheme="frequency")
+        for key, value in want.items():
+            assert abs(model["rows"][0][key] - value) <= TOL
+
+
+def test_cli_refuses_what_the_dask_engine_cannot_do_yet(synthetic, capsys):
+    folder, _ = synthetic
+    code = main(["evaluate", str(folder), "--engine", "dask", "--maps", "temperature"])
+    assert code == 1
+    assert "--maps: not supported with --engine dask" in capsys.readouterr().err
+    code = main(["evaluate", str(folder), "--engine", "dask", "--group-by", "model"])
+    assert code == 1
+    assert "--group-by: not supported with --engine dask" in capsys.readouterr().err
+    assert main(["evaluate", str(folder), "--workers", "2"]) == 1
+    assert "need --engine dask" in capsys.readouterr().err
+    assert main(["evaluate", str(folder), "--engine", "dask", "--bins", "101"]) == 1
+    assert "--bins 101: the Dask engine answers equal-width bin counts up to 100" in (
+        capsys.readouterr().err
+    )
+
+
+# ------------------------------------------------------- without the extra
+def test_the_core_does_not_import_dask():
+    code = (
+        "import sys, calibration_core, calibration_core.distributed, app.cli;"
+        "app.cli.build_parser();"
+        "assert 'dask' not in sys.modules and 'distributed' not in sys.modules, 'imported'"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_a_missing_extra_is_named(monkeypatch):
+    from calibration_core.distributed import require_dask
+
+    monkeypatch.setitem(sys.modules, "distributed", None)
+    with pytest.raises(ImportError, match=r"calibration-dashboard\[dask\]"):
+        require_dask()

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import statistics
 import subprocess
@@ -544,11 +545,22 @@ def page_steps(page, k_label: str) -> dict:
 
 
 def export_seconds(page, button: str) -> float:
-    """Seconds from clicking an export button until the browser has the file."""
+    """Seconds from clicking an export button until the browser has the file.
+
+    NaN, with the page's export message printed, when no file came within 60 s
+    (counted as a failure in the table: the run goes on).
+    """
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
     start = time.perf_counter()
-    with page.expect_download(timeout=300_000) as info:
-        page.locator(f"#{button}").click()
-    info.value.path()
+    try:
+        with page.expect_download(timeout=60_000) as info:
+            page.locator(f"#{button}").click()
+        info.value.path()
+    except PlaywrightTimeout:
+        message = page.locator("#export-message").inner_text()
+        print(f"{button}: no download within 60 s (export message: {message!r})", flush=True)
+        return math.nan
     return time.perf_counter() - start
 
 
@@ -646,9 +658,14 @@ def print_page_results(results: dict) -> None:
     width = max(len(name) for name in results)
     print(f"{'interaction':{width}s} {'median':>8s} {'range':>15s}")
     for name, values in results.items():
+        done = [v for v in values if not math.isnan(v)]
+        failed = f"  ({len(values) - len(done)} FAILED)" if len(done) < len(values) else ""
+        if not done:
+            print(f"{name:{width}s} every run failed")
+            continue
         print(
-            f"{name:{width}s} {statistics.median(values):7.2f}s "
-            f"{min(values):6.2f}-{max(values):5.2f} s"
+            f"{name:{width}s} {statistics.median(done):7.2f}s "
+            f"{min(done):6.2f}-{max(done):5.2f} s{failed}"
         )
 
 

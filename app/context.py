@@ -10,7 +10,7 @@ from .callback_failures import CallbackFailures
 from .config import AppConfig
 from .session import SessionManager
 from .store.data_store import DataStore
-from .upload_parser import UploadParser
+from .upload.parser import UploadParser
 from .warmup import WarmUp
 
 
@@ -18,7 +18,7 @@ from .warmup import WarmUp
 class AppContext:
     """The configuration, the disk store, the session manager, the library warm-up, the jobs.
 
-    ``upload_parser`` parses uploads in child processes (:mod:`app.upload_parser`).
+    ``upload_parser`` parses uploads in child processes (:mod:`app.upload.parser`).
 
     ``failures`` is Dash's ``on_error`` handler: what the page shows when a
     callback fails unexpectedly (:mod:`app.callback_failures`).

@@ -34,7 +34,7 @@ from .statistics_page import register_statistics_route
 from .store.data_store import DataStore
 from .store.records import ModelInfo
 from .upload import make_request_class, register_upload_route
-from .upload_parser import ParseLimits, UploadParser, default_memory_limit_mb
+from .upload.parser import ParseLimits, UploadParser, default_memory_limit_mb
 from .view_url import decode_view, page_query
 from .warmup import WarmUp
 
@@ -79,7 +79,7 @@ log = logging.getLogger("calibration_dashboard")
 
 
 def _upload_parser(config: AppConfig) -> UploadParser:
-    """The parser of uploads, with the limits of ``config`` (see :mod:`app.upload_parser`)."""
+    """The parser of uploads, with the limits of ``config`` (see :mod:`app.upload.parser`)."""
     memory_mb = config.parse_memory_limit_mb or default_memory_limit_mb(config.max_upload_mb)
     limits = ParseLimits(
         upload_bytes=config.max_upload_mb * MB,

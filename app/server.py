@@ -29,7 +29,7 @@ def serve(host: str = "127.0.0.1", port: int = 8050, debug: bool = False) -> Non
     import_before_serving()
     # scikit-learn & co. load once the first page is (most likely) drawn; the
     # page does not need them, fits and uploads do (see app.warmup); then the
-    # forkserver whose children parse uploads (app.upload_parser).
+    # forkserver whose children parse uploads (app.upload.parser).
     ctx.warm_up.start(delay=WARM_UP_DELAY, then=ctx.upload_parser.start)
     # Before the server listens (plotly/dash#3971); it also draws the demo's view once.
     finish_setup(app)

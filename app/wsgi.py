@@ -36,6 +36,6 @@ finish_setup(app)
 # without REDIS_URL, the background jobs forked from it start with them (see app.warmup).
 ctx = server.extensions["calibration_dashboard"]
 ctx.warm_up.run()
-# Uploads are parsed in children of a forkserver (app.upload_parser): started now, with
+# Uploads are parsed in children of a forkserver (app.upload.parser): started now, with
 # pandas and pyarrow imported, so that the first upload does not wait for it.
 ctx.upload_parser.start()

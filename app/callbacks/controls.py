@@ -5,7 +5,7 @@ Callbacks take them through Dash's dict-based signatures:
 ``settings``, a dict keyed by :class:`~app.settings.RawSettings` field, so
 ``RawSettings(**settings)`` holds the raw values by name, never by position.
 The Diagnostics section's browser-side gates pass the same fields by name
-(:mod:`app.callbacks.diagnostics_wiring`).
+(:mod:`app.callbacks.diagnostics.wiring`).
 """
 
 from __future__ import annotations

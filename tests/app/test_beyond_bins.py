@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from app.analysis import build_view
-from app.callbacks.diagnostics_beyond import beyond_panel, run_beyond_job
+from app.callbacks.diagnostics.beyond import beyond_panel, run_beyond_job
 from app.curves import CURVE_POINTS, MAX_SMOOTH_BANDS, CurvePanel, CurveView, curve_view
 from app.diagnostics.beyond import (
     BEYOND_TITLE,

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from app.callbacks.diagnostics import decision_panel
-from app.callbacks.diagnostics_jobs import (
+from app.callbacks.diagnostics.jobs import (
     bootstrap_panel,
     resampling_panel,
     run_bootstrap_job,

@@ -10,7 +10,7 @@ import pytest
 
 from app import ids
 from app.callbacks.diagnostics import human_panel, model_picker, toggle_state
-from app.callbacks.diagnostics_jobs import run_resampling_job
+from app.callbacks.diagnostics.jobs import run_resampling_job
 from app.callbacks.exports import small_export
 from app.callbacks.fit import run_fits
 from app.config import AppConfig

@@ -6,10 +6,10 @@ correctly) and to the upload route of a running app, after a good model was
 uploaded in the same session. The route must answer 200 with the loader's
 message for that file, and the good model must still be listed and drawn.
 Compressed bombs are stopped by the upload path before the loader runs
-(:mod:`app.upload_guard`): the limit applies to the decompressed size. The route
-parses in a child process (:mod:`app.upload_parser`, whose own limits are tested in
+(:mod:`app.upload.guard`): the limit applies to the decompressed size. The route
+parses in a child process (:mod:`app.upload.parser`, whose own limits are tested in
 ``test_parse_isolation.py``), so checks of what a parse allocates or calls run
-:func:`app.upload_parser.parse_upload`, what the child runs, in this process.
+:func:`app.upload.parser.parse_upload`, what the child runs, in this process.
 Hostile file names are cleaned for display and never used as a path.
 """
 
@@ -33,7 +33,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from app.factory import create_app
-from app.upload_guard import UploadTooLarge, check_expansion
+from app.upload.guard import UploadTooLarge, check_expansion
 from calibration_core import CalibrationInputError
 from calibration_core.io import load_predictions
 
@@ -331,9 +331,9 @@ def test_compressed_bombs_are_stopped_before_parsing(
     (error,) = body["errors"]
     assert all(w in error["error"] for w in words), error
     _good_model_survives(tab, good)
-    # The route parses in a child (app.upload_parser); what the child runs, run here,
+    # The route parses in a child (app.upload.parser); what the child runs, run here,
     # stops the bomb before the loader sees it.
-    import app.upload_parser as parser_module
+    import app.upload.parser as parser_module
 
     def must_not_parse(*args, **kwargs):
         raise AssertionError("the loader ran on a bomb")
@@ -364,12 +364,12 @@ def test_decoded_data_is_bounded_in_every_format(small_limit_app, dash_tab, name
     """Within the 1 MB upload limit, each file would decode past 8 x 1 MB: refused, cheaply.
 
     The route parses in a child process, so the refusal is checked twice: the
-    route's answer, and what the child runs (:func:`app.upload_parser.parse_upload`)
+    route's answer, and what the child runs (:func:`app.upload.parser.parse_upload`)
     run in this process, where Arrow's memory pool high-water mark (it only
     grows) bounds what the parse allocated in Arrow; the refused files would
     need from 9 MB (the CSV) to 20 GB (the dictionary) to load.
     """
-    from app.upload_parser import parse_upload
+    from app.upload.parser import parse_upload
 
     content = make()
     assert len(content) < 1 << 20  # it passes the plain upload limit

@@ -307,7 +307,7 @@ def test_a_diagnostics_job_over_the_time_limit_answers_its_stopped_reply(
     """The limit stops a job whose callback does not catch it: the job itself answers
     the callback's ``stopped`` reply (CallbackFailures.stopped, found from the
     request's callback context that Dash hands to the job)."""
-    import app.callbacks.diagnostics_jobs as diagnostics_jobs
+    import app.callbacks.diagnostics.jobs as diagnostics_jobs
 
     from .conftest import payload, post
     from .job_gate import wait_at_gate

@@ -1,6 +1,6 @@
 """Uploads are parsed in a child process: its limits, its failures, what comes back.
 
-:mod:`app.upload_parser` runs every parse in a fresh child of a forkserver
+:mod:`app.upload.parser` runs every parse in a fresh child of a forkserver
 under ``RLIMIT_AS`` (``PARSE_MEMORY_LIMIT_MB``) and ``RLIMIT_CPU``
 (``PARSE_TIME_LIMIT_SECONDS``). A parse past either limit, or a child that dies,
 must give the user a clear message, leave the web process's memory where it
@@ -20,10 +20,10 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import pytest
 
-import app.upload_parser as parser_module
+import app.upload.parser as parser_module
 from app.config import AppConfig, ConfigError
 from app.factory import create_app
-from app.upload_parser import ParseLimits, UploadParser, parse_upload
+from app.upload.parser import ParseLimits, UploadParser, parse_upload
 
 GOOD = b"p_a,p_b,label\n0.2,0.8,b\n0.7,0.3,a\n0.4,0.6,b\n0.9,0.1,a\n"
 ROWS = 2_000_000

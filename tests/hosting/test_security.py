@@ -17,7 +17,7 @@ import pytest
 from werkzeug.security import generate_password_hash
 
 import app.callbacks.diagnostics as diagnostics_callbacks
-import app.callbacks.diagnostics_jobs as diagnostics_jobs
+import app.callbacks.diagnostics.jobs as diagnostics_jobs
 import app.callbacks.exports as exports_callbacks
 import app.callbacks.models as models_callbacks
 import app.callbacks.view as view_callbacks

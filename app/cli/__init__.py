@@ -45,7 +45,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
 
-from .cli_slices import add_group_arguments, group_check_results, model_slices, slice_lines
+from .slices import add_group_arguments, group_check_results, model_slices, slice_lines
 
 PROG = "calibration-dashboard"
 SCHEMA = "calibration-dashboard/evaluate/v1"
@@ -133,7 +133,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_verdict_arguments(ev)
     add_group_arguments(ev, evaluate=True)
-    from .cli_dask import add_engine_arguments
+    from .distributed import add_engine_arguments
 
     add_engine_arguments(ev)
     _add_deploy_commands(sub)
@@ -318,7 +318,7 @@ def evaluate(args: argparse.Namespace, out) -> int:
     """Run ``evaluate`` and write the result to ``out``; returns the exit code."""
     from calibration_core import compare_maps
 
-    from .cli_dask import check_dask_options, evaluate_on_dask
+    from .distributed import check_dask_options, evaluate_on_dask
 
     check_dask_options(args)
     if args.engine == "dask":
@@ -498,7 +498,7 @@ def write_csv(results, out) -> None:
     """One CSV with a ``model`` and a ``map`` column, then the table columns."""
     from calibration_core.compare import TABLE_COLUMNS
 
-    from .exports import csv_writer, safe_cell
+    from ..exports import csv_writer, safe_cell
 
     writer = csv_writer(out)
     writer.writerow(["model", "map", *TABLE_COLUMNS])
@@ -1007,7 +1007,3 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _fail(
             f"{type(exc).__name__}: {exc} (rerun with --traceback for details)", EXIT_INPUT
         )
-
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())

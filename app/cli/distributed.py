@@ -21,7 +21,7 @@ import sys
 from collections.abc import Iterator
 from typing import Any
 
-from .cli import EXIT_OK, SCHEMA, CommandError, ProgressBar
+from . import EXIT_OK, SCHEMA, CommandError, ProgressBar
 
 #: Fields of ``rows[]`` that the Dask engine cannot give yet (null in its rows).
 NULL_PARTS = (
@@ -242,7 +242,7 @@ def write_dask_csv(models: list[dict[str, Any]], out) -> None:
     """The CSV of ``evaluate``: a ``model`` and a ``map`` column, then the table's."""
     from calibration_core.compare import TABLE_COLUMNS
 
-    from .exports import csv_writer
+    from ..exports import csv_writer
 
     writer = csv_writer(out)
     writer.writerow(["model", "map", *TABLE_COLUMNS])

@@ -30,12 +30,12 @@ from dash.exceptions import PreventUpdate
 
 from calibration_core import CalibrationInputError
 
-from .. import ids
-from ..context import AppContext
-from ..diagnostics.resampling import Progress
-from ..figures.diagnostics import message_figure
-from ..settings import RawSettings
-from .controls import DIAGNOSTICS_FIELDS, FIT_FIELDS, SETTING_PROPS, setting_states
+from ... import ids
+from ...context import AppContext
+from ...diagnostics.resampling import Progress
+from ...figures.diagnostics import message_figure
+from ...settings import RawSettings
+from ..controls import DIAGNOSTICS_FIELDS, FIT_FIELDS, SETTING_PROPS, setting_states
 
 HIDDEN = {"display": "none"}
 

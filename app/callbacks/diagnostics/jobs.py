@@ -1,7 +1,7 @@
 """The on-demand diagnostics: the resampling test and the bootstrap intervals.
 
 Each has two callbacks (registered by :func:`register` with the shared shapes
-of :mod:`app.callbacks.diagnostics_wiring`):
+of :mod:`app.callbacks.diagnostics.wiring`):
 
 * a panel that shows the results stored for the current settings, or says how
   to get them (:func:`resampling_panel`, :func:`bootstrap_panel`);
@@ -19,12 +19,12 @@ from dash import Input, Output, State
 
 from calibration_core import CalibrationInputError
 
-from .. import ids
-from ..context import AppContext
-from ..diagnostics.layout import table_component
-from ..diagnostics.resampling import NOT_COMPUTED, Progress, bootstrap_rows, calibration_tests
-from ..diagnostics.tables import bootstrap_table, resampling_table
-from ..diagnostics.target import (
+from ... import ids
+from ...context import AppContext
+from ...diagnostics.layout import table_component
+from ...diagnostics.resampling import NOT_COMPUTED, Progress, bootstrap_rows, calibration_tests
+from ...diagnostics.tables import bootstrap_table, resampling_table
+from ...diagnostics.target import (
     DiagTarget,
     diag_target,
     parse_level,
@@ -32,10 +32,10 @@ from ..diagnostics.target import (
     parse_resamples,
     remember,
 )
-from ..figures.diagnostics import message_figure, null_figure
-from ..metrics_table import METRICS, notion_short
-from ..settings import RawSettings
-from .diagnostics_wiring import (
+from ...figures.diagnostics import message_figure, null_figure
+from ...metrics_table import METRICS, notion_short
+from ...settings import RawSettings
+from .wiring import (
     HIDDEN,
     JobIds,
     hidden_figure,

@@ -23,12 +23,12 @@ Response (JSON)
     summarised in ``error``; ``notices`` lists the loader's notes on files
     it loaded (e.g. rows renormalised); ``413`` when too large, ``400`` for a request without files,
     ``507`` when the server's disk cannot take the file (full or read-only).
-    Compressed content is bounded too (:mod:`app.upload_guard`): a file that
+    Compressed content is bounded too (:mod:`app.upload.guard`): a file that
     expands past the limit, or whose decoded data would pass
     ``DECODED_FACTOR x MAX_UPLOAD_MB``, is listed in ``errors``; so is a model
     with more than ``MAX_CLASSES`` classes, and a file whose parse needs more
     than ``PARSE_MEMORY_LIMIT_MB`` of memory or ``PARSE_TIME_LIMIT_SECONDS``
-    of CPU time (files are parsed in a child process, :mod:`app.upload_parser`).
+    of CPU time (files are parsed in a child process, :mod:`app.upload.parser`).
     A file that fails never removes models already loaded.
 """
 
@@ -44,11 +44,11 @@ from flask import Flask, Request, jsonify, request
 
 from calibration_core import CalibrationInputError
 
-from .request_errors import request_id
-from .session import SessionManager
-from .store.data_store import DataStore
-from .store.disk import STORAGE_MESSAGE
-from .upload_parser import LoadOptions, UploadParser
+from ..request_errors import request_id
+from ..session import SessionManager
+from ..store.data_store import DataStore
+from ..store.disk import STORAGE_MESSAGE
+from .parser import LoadOptions, UploadParser
 
 UPLOAD_PATH = "/api/upload"
 #: Room for multipart boundaries and part headers on top of the file limit.
@@ -139,7 +139,7 @@ def register_upload_route(
 ) -> None:
     """Add ``POST /api/upload`` (and a JSON 413 handler for ``/api/``) to the Flask server.
 
-    Each received file is parsed by ``parser``, in a child process (:mod:`app.upload_parser`).
+    Each received file is parsed by ``parser``, in a child process (:mod:`app.upload.parser`).
     """
     limit = max_upload_mb * 1024 * 1024
     server.config["MAX_CONTENT_LENGTH"] = limit + MULTIPART_SLACK

@@ -19,7 +19,7 @@ plus twice 8 per probability for the float64 matrix (and a copy), which is
 about 1.2x a CSV of ``%.17g`` numbers, 4-5x one of numbers rounded to 3
 decimals, and 6x a Parquet file of float32 probabilities. The parse runs in
 a child process whose memory is bounded too (``PARSE_MEMORY_LIMIT_MB``, by
-default this bound plus 256 MB; :mod:`app.upload_parser`), so that a file the
+default this bound plus 256 MB; :mod:`app.upload.parser`), so that a file the
 count misjudges (it trusts a Parquet footer for one batch) or a parser bug
 cannot grow the web worker.
 

@@ -3,7 +3,7 @@
 The panel shows the records stored for the model, calibrators and notion
 (:func:`beyond_panel`); the job computes and stores the missing ones
 (:func:`run_beyond_job`), with the section's shared progress bar, cancel
-button and done-store (:mod:`app.callbacks.diagnostics_wiring`).
+button and done-store (:mod:`app.callbacks.diagnostics.wiring`).
 """
 
 from __future__ import annotations
@@ -15,14 +15,14 @@ from dash import Input, Output
 
 from calibration_core import CalibrationInputError
 
-from .. import ids
-from ..context import AppContext
-from ..diagnostics.beyond import NOT_COMPUTED, beyond_rows, beyond_table
-from ..diagnostics.layout import table_component
-from ..diagnostics.resampling import Progress
-from ..diagnostics.target import diag_target, notion_spec
-from ..settings import RawSettings
-from .diagnostics_wiring import JobIds, note, register_job, register_panel, run_job
+from ... import ids
+from ...context import AppContext
+from ...diagnostics.beyond import NOT_COMPUTED, beyond_rows, beyond_table
+from ...diagnostics.layout import table_component
+from ...diagnostics.resampling import Progress
+from ...diagnostics.target import diag_target, notion_spec
+from ...settings import RawSettings
+from .wiring import JobIds, note, register_job, register_panel, run_job
 
 
 def beyond_panel(

@@ -5,8 +5,8 @@
   :func:`human_panel`: cheap diagnostics, redrawn with every setting.
 
 The resampling test and the bootstrap (stored results and background jobs)
-are in :mod:`app.callbacks.diagnostics_jobs`, the shapes every callback shares
-in :mod:`app.callbacks.diagnostics_wiring`.
+are in :mod:`app.callbacks.diagnostics.jobs`, the shapes every callback shares
+in :mod:`app.callbacks.diagnostics.wiring`.
 
 Every function returns what the page shows; problems become messages, never
 tracebacks. The settings used are remembered per session
@@ -21,19 +21,19 @@ from dash import Input, Output, State, html
 
 from calibration_core import CalibrationInputError
 
-from .. import ids
-from ..context import AppContext
-from ..diagnostics.cards import decision_view, hosmer_lemeshow_rows, human_rows
-from ..diagnostics.layout import model_choices, table_component
-from ..diagnostics.overview import estimator_rows, sensitivity_curves
-from ..diagnostics.tables import (
+from ... import ids
+from ...context import AppContext
+from ...diagnostics.cards import decision_view, hosmer_lemeshow_rows, human_rows
+from ...diagnostics.layout import model_choices, table_component
+from ...diagnostics.overview import estimator_rows, sensitivity_curves
+from ...diagnostics.tables import (
     HUMAN_MISSING,
     decision_table,
     estimator_table,
     hosmer_lemeshow_table,
     human_table,
 )
-from ..diagnostics.target import (
+from ...diagnostics.target import (
     diag_target,
     notion_spec,
     parse_costs,
@@ -41,12 +41,12 @@ from ..diagnostics.target import (
     parse_prior,
     remember,
 )
-from ..figures.diagnostics import cost_figure, message_figure, sensitivity_figure
-from ..options import model_label
-from ..settings import SCHEME_LABELS, RawSettings
-from ..store.records import ModelInfo
-from . import diagnostics_beyond, diagnostics_jobs
-from .diagnostics_wiring import HIDDEN, hidden_figure, note, register_gates, register_panel
+from ...figures.diagnostics import cost_figure, message_figure, sensitivity_figure
+from ...options import model_label
+from ...settings import SCHEME_LABELS, RawSettings
+from ...store.records import ModelInfo
+from . import beyond, jobs
+from .wiring import HIDDEN, hidden_figure, note, register_gates, register_panel
 
 __all__ = [
     "decision_panel",
@@ -258,5 +258,5 @@ def register(app, ctx: AppContext) -> None:
         note,
         human_panel,
     )
-    diagnostics_jobs.register(app, ctx)
-    diagnostics_beyond.register(app, ctx)
+    jobs.register(app, ctx)
+    beyond.register(app, ctx)

@@ -13,7 +13,7 @@ Why
     has not grown.
 How
     Everything that reads the uploaded bytes runs in the child
-    (:func:`parse_upload`: the expansion checks of :mod:`app.upload_guard`, the
+    (:func:`parse_upload`: the expansion checks of :mod:`app.upload.guard`, the
     loader, the class limit, the soft labels). Children come from
     :mod:`multiprocessing`'s *forkserver*: a single-threaded process, started
     with :data:`PRELOAD` imported (:meth:`UploadParser.start`, when a server
@@ -62,8 +62,8 @@ import numpy as np
 
 from calibration_core import CalibrationInputError, Predictions
 
-from .store.soft_label_store import read_upload_soft_labels
-from .upload_guard import DECODED_FACTOR, check_expansion, decoded_limit
+from ..store.soft_label_store import read_upload_soft_labels
+from .guard import DECODED_FACTOR, check_expansion, decoded_limit
 
 log = logging.getLogger("calibration_dashboard.upload")
 
@@ -74,7 +74,7 @@ PRELOAD = (
     "pyarrow.parquet",
     "calibration_core.io",
     "calibration_core.io.soft_labels",
-    "app.upload_parser",
+    "app.upload.parser",
 )
 #: Address space a parse may add by default on top of the decoded-data bound (MB).
 MEMORY_HEADROOM_MB = 256

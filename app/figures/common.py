@@ -40,6 +40,11 @@ CALIBRATED_COLOUR = OKABE_ITO["blue"]
 FONT = "system-ui, -apple-system, 'Segoe UI', Roboto, 'Helvetica Neue', Arial, sans-serif"
 
 
+#: Most panel columns of a diagram, by ``view.all_classes``: (one model on the page,
+#: several side by side). Every diagram kind lays its panels out in these columns.
+PANEL_COLUMNS = {False: (4, 2), True: (6, 3)}
+
+
 def plot_text(value) -> str:
     """A user-supplied string made safe for Plotly text (tags show literally)."""
     return html.escape(str(value), quote=False)

@@ -95,7 +95,12 @@ def y_limit(cv: CurveView, band: bool) -> float:
 
 
 def cumulative_figure_dict(
-    name: str, cv: CurveView, view: ViewSettings, heldout: HeldOut, n_scored: int | None
+    name: str,
+    cv: CurveView,
+    view: ViewSettings,
+    heldout: HeldOut,
+    n_scored: int | None,
+    side_by_side: bool = False,
 ) -> dict:
     """The grid of cumulative-difference plots of one model, as a plain figure dict.
 
@@ -108,6 +113,9 @@ def cumulative_figure_dict(
     view, heldout : ViewSettings, HeldOut
         The band level is the view's; band "none" leaves the band out.
     n_scored : int or None
+
+    side_by_side : bool
+        Beside other models' figures (:func:`app.figures.curve_grid.curve_figure`).
 
     Returns
     -------
@@ -127,4 +135,4 @@ def cumulative_figure_dict(
     def draw(panel: CurvePanel, s: str, legend: set):
         return cumulative_panel_traces(panel, s, legend, view.level, band)
 
-    return curve_figure(name, cv, view, heldout, n_scored, axes, draw)
+    return curve_figure(name, cv, view, heldout, n_scored, axes, draw, side_by_side)

@@ -18,6 +18,7 @@ from ..curves import CurvePanel, CurveView
 from ..settings import DIAGRAM_LABELS, NOTION_LABELS, HeldOut, ViewSettings
 from .common import (
     CALIBRATED_COLOUR,
+    PANEL_COLUMNS,
     UNCALIBRATED_COLOUR,
     figure_frame,
     plot_text,
@@ -26,6 +27,9 @@ from .common import (
 
 PANEL_HEIGHT = 260
 MARGIN = {"l": 64, "r": 16, "t": 100, "b": 52}
+#: Extra top margin of a figure beside another: its subtitle takes two lines and its
+#: legend may wrap onto two (as the binned diagram's).
+SIDE_BY_SIDE_PX = 50
 H_SPACING, V_GAP_PX, TITLE_PX = 0.045, 46, 24
 #: Extra top margin for each note line under the subtitle.
 NOTE_PX = 16
@@ -44,9 +48,9 @@ def axis_suffix(i: int) -> str:
     return "" if i == 0 else str(i + 1)
 
 
-def grid_shape(n_panels: int, view: ViewSettings) -> tuple[int, int]:
-    """(rows, columns): at most 4 columns (5 for all classes), as the binned grid."""
-    cols = min(n_panels, 5 if view.all_classes else 4) or 1
+def grid_shape(n_panels: int, view: ViewSettings, side_by_side: bool = False) -> tuple[int, int]:
+    """(rows, columns), at most the binned grid's columns (:data:`PANEL_COLUMNS`)."""
+    cols = min(n_panels, PANEL_COLUMNS[view.all_classes][side_by_side]) or 1
     return math.ceil(n_panels / cols) or 1, cols
 
 
@@ -117,6 +121,9 @@ def _axes(i: int, x_dom, y_dom, axes: dict, *, left: bool, bottom: bool) -> dict
             "title": {"text": axes["y_title"] if left else ""},
             **axes["y"],
             **match_y,
+            # every panel shares the first one's y range: its labels on the left
+            # column only, so that narrow grids do not print them over a neighbour
+            "showticklabels": left,
         },
     }
 
@@ -136,15 +143,26 @@ def _title(panel: CurvePanel, view: ViewSettings, x_dom, y_dom) -> dict:
     }
 
 
-def subtitle(cv: CurveView, view: ViewSettings, heldout: HeldOut, n_scored: int | None) -> str:
-    """Kind, notion and held-out scheme (saying the bins do not apply); each note on a new line."""
+def subtitle(
+    cv: CurveView,
+    view: ViewSettings,
+    heldout: HeldOut,
+    n_scored: int | None,
+    side_by_side: bool = False,
+) -> str:
+    """Kind, notion and held-out scheme (saying the bins do not apply); each note on a new line.
+
+    A figure beside another is narrow: the view and the data then take a line each.
+    """
     notion = NOTION_LABELS[view.notion]
     if view.notion == "class":
         notion += " (all classes)" if view.all_classes else f" (class {view.class_name})"
-    parts = [DIAGRAM_LABELS[cv.kind], notion, "no bins", heldout.describe()]
+    what = [DIAGRAM_LABELS[cv.kind], notion, "no bins"]
+    data = [heldout.describe()]
     if n_scored is not None:
-        parts.append(f"N = {n_scored:,} scored rows")
-    return "\n".join([" · ".join(parts), *cv.notes])
+        data.append(f"N = {n_scored:,} scored rows")
+    lines = [" · ".join(what), " · ".join(data)] if side_by_side else [" · ".join(what + data)]
+    return "\n".join([*lines, *cv.notes])
 
 
 def curve_figure(
@@ -155,6 +173,7 @@ def curve_figure(
     n_scored: int | None,
     axes: dict,
     draw: PanelDrawer,
+    side_by_side: bool = False,
 ) -> dict:
     """The grid figure as a plain ``{"data", "layout"}`` dict.
 
@@ -169,8 +188,11 @@ def curve_figure(
     axes : dict
         ``{"x": {...}, "y": {...}, "x_title", "y_title"}``: axis settings of every panel.
     draw : callable(panel, axis suffix, legend kinds shown) -> (traces, notes)
+    side_by_side : bool
+        The figure shares the row with other models': fewer panel columns, a
+        two-line subtitle and room above the panels for a wrapped legend.
     """
-    n_rows, n_cols = grid_shape(len(cv.panels), view)
+    n_rows, n_cols = grid_shape(len(cv.panels), view, side_by_side)
     xs, ys, plot_px = _domains(n_rows, n_cols)
     data: list[dict] = []
     layout: dict = {}
@@ -187,9 +209,11 @@ def curve_figure(
         traces, panel_notes = draw(panel, s, legend)
         data += traces
         notes += panel_notes
-    margin = {**MARGIN, "t": MARGIN["t"] + NOTE_PX * len(cv.notes)}
+    extra = NOTE_PX * len(cv.notes) + (SIDE_BY_SIDE_PX if side_by_side else 0)
+    margin = {**MARGIN, "t": MARGIN["t"] + extra}
     height = plot_px + margin["t"] + margin["b"]
-    sub = "<br>".join(plot_text(line) for line in subtitle(cv, view, heldout, n_scored).split("\n"))
+    lines = subtitle(cv, view, heldout, n_scored, side_by_side).split("\n")
+    sub = "<br>".join(plot_text(line) for line in lines)
     layout.update(figure_frame(name, sub, height, plot_px, margin, notes))
     return {"data": data, "layout": layout}
 

@@ -41,7 +41,7 @@ def diagram_figure_dict(
         Panel text of calibrators not fitted yet.
     side_by_side : bool
         The figure shares the row with other models' (the page with several
-        models): the binned grid then has fewer panel columns.
+        models): every kind then has fewer panel columns and a two-line subtitle.
 
     Raises
     ------
@@ -54,7 +54,7 @@ def diagram_figure_dict(
         return reliability_figure_dict(mv, view, result.heldout, side_by_side)
     cv = curve_view(store, mv.info, result.maps, result.heldout, view, pending, mv.class_rows)
     draw = smooth_figure_dict if view.kind == "smooth" else cumulative_figure_dict
-    return draw(mv.info.name, cv, view, result.heldout, mv.n_scored)
+    return draw(mv.info.name, cv, view, result.heldout, mv.n_scored, side_by_side)
 
 
 def diagram_figure(

@@ -34,6 +34,7 @@ from ..analysis import UNCALIBRATED, ModelView, Panel
 from ..settings import BANDS, HeldOut, ViewSettings
 from .common import (
     CALIBRATED_COLOUR,
+    PANEL_COLUMNS,
     UNCALIBRATED_COLOUR,
     figure_frame,
     perfect_calibration_trace,
@@ -72,10 +73,6 @@ def panel_title(panel: Panel, view: ViewSettings) -> str:
     if view.notion == "class" and panel.class_label is not None:
         return f"{panel.calibrator} · class {panel.class_label}"
     return panel.calibrator
-
-
-#: Panel columns of a figure: (one model on the page, several side by side).
-PANEL_COLUMNS = {False: (4, 2), True: (6, 3)}
 
 
 def panel_positions(

@@ -141,7 +141,12 @@ def smooth_panel_traces(panel: CurvePanel, s: str, legend: set) -> tuple[list[di
 
 
 def smooth_figure_dict(
-    name: str, cv: CurveView, view: ViewSettings, heldout: HeldOut, n_scored: int | None
+    name: str,
+    cv: CurveView,
+    view: ViewSettings,
+    heldout: HeldOut,
+    n_scored: int | None,
+    side_by_side: bool = False,
 ) -> dict:
     """The grid of smoothed reliability diagrams of one model, as a plain figure dict.
 
@@ -155,6 +160,9 @@ def smooth_figure_dict(
     n_scored : int or None
         Rows scored (stated in the subtitle).
 
+    side_by_side : bool
+        Beside other models' figures (:func:`app.figures.curve_grid.curve_figure`).
+
     Returns
     -------
     dict
@@ -167,4 +175,4 @@ def smooth_figure_dict(
         "x_title": score_axis_label(view),
         "y_title": frequency_axis_label(view),
     }
-    return curve_figure(name, cv, view, heldout, n_scored, axes, smooth_panel_traces)
+    return curve_figure(name, cv, view, heldout, n_scored, axes, smooth_panel_traces, side_by_side)

@@ -102,6 +102,42 @@ def test_smooth_figure_draws_the_cores_curve_band_and_smooth_ece():
     )
 
 
+@pytest.mark.parametrize("kind", ["smooth", "cumulative"])
+def test_binning_free_figures_beside_another_get_the_binned_grids_layout(kind):
+    """Two models side by side: fewer columns, a two-line subtitle, room for the legend.
+
+    The figure beside another is about half as wide: with the one-model layout
+    its legend overlapped the subtitle and the subtitle ran past the right edge.
+    """
+    pred = _overconfident(2000, seed=2)
+    view = parse_view("binary", None, "width", 15, "wilson", 0.9, kind=kind)
+    if kind == "smooth":
+        curve = smooth_reliability_curve(pred, notion="binary", n_resamples=10, seed=0)
+        panels = [CurvePanel(name, "1", smooth=curve) for name in ("uncalibrated", "T", "iso")]
+        draw = smooth_figure_dict
+    else:
+        from app.curves import cumulative_panel
+
+        thin, band, test = cumulative_panel(pred, "binary", None, 0.9)
+        panels = [CurvePanel(n, "1", None, thin, band, test) for n in ("uncalibrated", "T", "iso")]
+        draw = cumulative_figure_dict
+    cv = CurveView(kind, panels, [])
+    alone = draw("m", cv, view, HeldOut(), 2000)["layout"]
+    beside = draw("m", cv, view, HeldOut(), 2000, side_by_side=True)["layout"]
+    assert alone["xaxis3"]["domain"][0] > alone["xaxis2"]["domain"][0] > 0  # one row of three
+    assert beside["xaxis3"]["domain"][0] == 0  # two columns: the third panel starts a row
+    assert [beside[f"yaxis{s}"]["showticklabels"] for s in ("", "2", "3")] == [True, False, True]
+    assert beside["height"] > alone["height"]
+    assert beside["margin"]["t"] == alone["margin"]["t"] + 50
+    one_line, two_lines = (lay["title"]["subtitle"]["text"] for lay in (alone, beside))
+    assert "<br>" not in one_line
+    assert two_lines.split("<br>") == [
+        f"{'smooth reliability' if kind == 'smooth' else 'cumulative differences'}"
+        " · binary (positive class) · no bins",
+        one_line.split(" · no bins · ")[1],
+    ]
+
+
 def test_cumulative_figure_draws_the_thinned_curve_band_and_full_tests():
     pred = _overconfident(20_000, seed=1)
     view = parse_view("binary", None, "width", 15, "wilson", 0.95, kind="cumulative")

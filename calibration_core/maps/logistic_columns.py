@@ -176,26 +176,19 @@ def fit_logistic_columns(
     t_pos = np.ones(n_cols) if t_pos is None else np.asarray(t_pos, dtype=np.float64)
     t_neg = np.zeros(n_cols) if t_neg is None else np.asarray(t_neg, dtype=np.float64)
     active = np.ones((n_cols, n_par), bool) if active is None else np.asarray(active, bool)
+    options = dict(
+        t_pos=t_pos,
+        t_neg=t_neg,
+        active=active,
+        ridge=ridge,
+        max_iter=max_iter,
+        xtol=xtol,
+        block_elements=block_elements,
+        threads=threads,
+    )
     start = init
     if warm_start_rows is not None and n > WARM_START_FACTOR * warm_start_rows:
-        rows = np.sort(np.random.default_rng(0).choice(n, warm_start_rows, replace=False))
-        warm = fit_logistic_columns(
-            [x[:, rows] for x in features],
-            positive[rows],
-            init,
-            t_pos=t_pos,
-            t_neg=t_neg,
-            active=active,
-            weights=None if weights is None else weights[rows],
-            ridge=ridge,
-            max_iter=max_iter,
-            xtol=xtol,
-            block_elements=block_elements,
-            warm_start_rows=None,
-            threads=threads,
-        )
-        usable = warm.converged & (warm.loss >= SEPARABLE_LOSS) & np.isfinite(warm.params).all(1)
-        start = np.where(usable[:, None], warm.params, init)
+        start = _warm_start(features, positive, init, weights, warm_start_rows, options)
     params = init.copy()
     converged = np.zeros(n_cols, bool)
     n_iter = np.zeros(n_cols, np.int64)
@@ -225,6 +218,32 @@ def fit_logistic_columns(
     for cols, result in map_blocks(fit_block, range(0, n_cols, width), threads):
         params[cols], converged[cols], n_iter[cols], loss[cols] = result
     return LogisticColumnsFit(params, converged, n_iter, loss)
+
+
+def _warm_start(
+    features: list[np.ndarray],
+    positive: np.ndarray,
+    init: np.ndarray,
+    weights: np.ndarray | None,
+    n_rows: int,
+    options: dict,
+) -> np.ndarray:
+    """Starting parameters, shape (C, F + 1), fitted on ``n_rows`` rows drawn with seed 0.
+
+    Columns whose subsample fit did not converge, separates the classes or is
+    not finite start from ``init``.
+    """
+    rows = np.sort(np.random.default_rng(0).choice(features[0].shape[1], n_rows, replace=False))
+    warm = fit_logistic_columns(
+        [x[:, rows] for x in features],
+        positive[rows],
+        init,
+        weights=None if weights is None else weights[rows],
+        warm_start_rows=None,
+        **options,
+    )
+    usable = warm.converged & (warm.loss >= SEPARABLE_LOSS) & np.isfinite(warm.params).all(1)
+    return np.where(usable[:, None], warm.params, init)
 
 
 def _newton_block(

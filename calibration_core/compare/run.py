@@ -237,15 +237,7 @@ def compare_maps(
     fitted: dict[str, list[CalibrationMap]] = {}
     runs: dict[str, _MapRun] = {}
     for label, factory in resolved:
-        twin = _same_fit(factory, runs, predictions.logits is not None)
-        if twin is not None:
-            run = _reused_run(runs[twin], factory)
-            tracker.done += len(plan.parts)
-            tracker.report(f"{label}: the same model as {twin}")
-            notes.append(f"{label}: the same model as {twin} on probabilities; its fit is reused.")
-        else:
-            run = _fit_folds(label, factory, plan, predictions.n_classes, tracker)
-        runs[label] = run
+        run = runs[label] = _map_run(label, factory, runs, plan, predictions, tracker, notes)
         notes.extend(f"{label}: {msg}" for msg in run.warnings)
         cal, metrics = _score_map(run, label, predictions, scored.labels, n_bins, scheme)
         rows[label] = _map_row(run, metrics)
@@ -264,6 +256,25 @@ def compare_maps(
         scored_rows=plan.scored_rows,
         fold_ids=plan.fold_ids,
     )
+
+
+def _map_run(
+    label: str,
+    factory,
+    runs: dict[str, _MapRun],
+    plan: _RowPlan,
+    predictions: Predictions,
+    tracker: _Tracker,
+    notes: list[str],
+) -> _MapRun:
+    """Map ``label`` fitted on every part of ``plan``, or an earlier twin's fit reused."""
+    twin = _same_fit(factory, runs, predictions.logits is not None)
+    if twin is None:
+        return _fit_folds(label, factory, plan, predictions.n_classes, tracker)
+    tracker.done += len(plan.parts)
+    tracker.report(f"{label}: the same model as {twin}")
+    notes.append(f"{label}: the same model as {twin} on probabilities; its fit is reused.")
+    return _reused_run(runs[twin], factory)
 
 
 # ----------------------------------------------------------------- the steps

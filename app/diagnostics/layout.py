@@ -94,169 +94,144 @@ def _number_input(id_: str, value, **kw) -> dcc.Input:
     )
 
 
-def diagnostics_section(infos: list[ModelInfo], selected) -> html.Section:
-    """The collapsed Diagnostics section for a page whose models are ``infos``."""
-    options, value = model_choices(infos, selected)
-    controls = html.Div(
+def _job_controls(run_text: str, run_id: str, cancel_id: str, progress: tuple, *extra) -> html.Div:
+    """A background job's controls: ``extra`` inputs, run and cancel, progress and status."""
+    return html.Div(
         [
-            _label(
-                "Model",
-                dcc.Dropdown(
-                    id=ids.DIAG_MODEL,
-                    options=options,
-                    value=value,
-                    clearable=False,
-                    className="diag-model",
-                ),
+            *extra,
+            html.Button(run_text, id=run_id, className="button", n_clicks=0),
+            html.Button(
+                "Cancel", id=cancel_id, className="button secondary", n_clicks=0, disabled=True
             ),
+            *_progress(*progress),
+        ],
+        className="diag-controls",
+    )
+
+
+def _dropdown(id_: str, options: list[dict], value, class_name: str) -> dcc.Dropdown:
+    return dcc.Dropdown(id=id_, options=options, value=value, clearable=False, className=class_name)
+
+
+def _shared_controls(infos: list[ModelInfo], selected) -> html.Div:
+    """The model every card diagnoses and the resamples of the test and the bootstrap."""
+    options, value = model_choices(infos, selected)
+    resamples = [{"label": f"{r:,}", "value": r} for r in RESAMPLE_CHOICES]
+    return html.Div(
+        [
+            _label("Model", _dropdown(ids.DIAG_MODEL, options, value, "diag-model")),
             _label(
                 "Resamples",
-                dcc.Dropdown(
-                    id=ids.DIAG_RESAMPLES,
-                    options=[{"label": f"{r:,}", "value": r} for r in RESAMPLE_CHOICES],
-                    value=DEFAULT_RESAMPLES,
-                    clearable=False,
-                    className="diag-small-dropdown",
-                ),
+                _dropdown(ids.DIAG_RESAMPLES, resamples, DEFAULT_RESAMPLES, "diag-small-dropdown"),
                 f"test and bootstrap; seed {SEED}",
             ),
         ],
         className="diag-controls",
     )
-    test_card = _card(
+
+
+def _test_card() -> html.Div:
+    measures = [{"label": v, "value": k} for k, v in MEASURE_LABELS.items()]
+    measure = _label(
+        "Measure", _dropdown(ids.DIAG_MEASURE, measures, "confidence_ece", "diag-measure")
+    )
+    return _card(
         "Resampling test of calibration",
-        html.Div(
-            [
-                _label(
-                    "Measure",
-                    dcc.Dropdown(
-                        id=ids.DIAG_MEASURE,
-                        options=[{"label": v, "value": k} for k, v in MEASURE_LABELS.items()],
-                        value="confidence_ece",
-                        clearable=False,
-                        className="diag-measure",
-                    ),
-                ),
-                html.Button("Run test", id=ids.DIAG_TEST_RUN, className="button", n_clicks=0),
-                html.Button(
-                    "Cancel",
-                    id=ids.DIAG_TEST_CANCEL,
-                    className="button secondary",
-                    n_clicks=0,
-                    disabled=True,
-                ),
-                *_progress(ids.DIAG_TEST_PROGRESS, ids.DIAG_TEST_STATUS),
-            ],
-            className="diag-controls",
+        _job_controls(
+            "Run test",
+            ids.DIAG_TEST_RUN,
+            ids.DIAG_TEST_CANCEL,
+            (ids.DIAG_TEST_PROGRESS, ids.DIAG_TEST_STATUS),
+            measure,
         ),
         html.Div(id=ids.DIAG_TEST_TABLE),
         dcc.Graph(id=ids.DIAG_TEST_GRAPH, config=GRAPH_CONFIG, style={"display": "none"}),
         card_id="diag-test-card",
         doc="resampling-test",
     )
-    boot_card = _card(
+
+
+def _boot_card() -> html.Div:
+    levels = [{"label": f"{v:.0%}", "value": v} for v in BOOT_LEVELS]
+    level = _label(
+        "Level", _dropdown(ids.DIAG_BOOT_LEVEL, levels, DEFAULT_BOOT_LEVEL, "diag-small-dropdown")
+    )
+    return _card(
         "Bootstrap confidence intervals of the metrics table",
-        html.Div(
-            [
-                _label(
-                    "Level",
-                    dcc.Dropdown(
-                        id=ids.DIAG_BOOT_LEVEL,
-                        options=[{"label": f"{v:.0%}", "value": v} for v in BOOT_LEVELS],
-                        value=DEFAULT_BOOT_LEVEL,
-                        clearable=False,
-                        className="diag-small-dropdown",
-                    ),
-                ),
-                html.Button(
-                    "Compute intervals for every metric",
-                    id=ids.DIAG_BOOT_RUN,
-                    className="button",
-                    n_clicks=0,
-                ),
-                html.Button(
-                    "Cancel",
-                    id=ids.DIAG_BOOT_CANCEL,
-                    className="button secondary",
-                    n_clicks=0,
-                    disabled=True,
-                ),
-                *_progress(ids.DIAG_BOOT_PROGRESS, ids.DIAG_BOOT_STATUS),
-            ],
-            className="diag-controls",
+        _job_controls(
+            "Compute intervals for every metric",
+            ids.DIAG_BOOT_RUN,
+            ids.DIAG_BOOT_CANCEL,
+            (ids.DIAG_BOOT_PROGRESS, ids.DIAG_BOOT_STATUS),
+            level,
         ),
         html.Div(id=ids.DIAG_BOOT_TABLE),
         card_id="diag-boot-card",
         doc="bootstrap-intervals",
     )
-    beyond_card = _card(
+
+
+def _beyond_card() -> html.Div:
+    return _card(
         BEYOND_TITLE,
-        html.Div(
-            [
-                html.Button(
-                    "Compute measures", id=ids.DIAG_BEYOND_RUN, className="button", n_clicks=0
-                ),
-                html.Button(
-                    "Cancel",
-                    id=ids.DIAG_BEYOND_CANCEL,
-                    className="button secondary",
-                    n_clicks=0,
-                    disabled=True,
-                ),
-                *_progress(ids.DIAG_BEYOND_PROGRESS, ids.DIAG_BEYOND_STATUS),
-            ],
-            className="diag-controls",
+        _job_controls(
+            "Compute measures",
+            ids.DIAG_BEYOND_RUN,
+            ids.DIAG_BEYOND_CANCEL,
+            (ids.DIAG_BEYOND_PROGRESS, ids.DIAG_BEYOND_STATUS),
         ),
         html.Div(id=ids.DIAG_BEYOND_TABLE),
         card_id="diag-beyond-card",
         doc="beyond-bins",
     )
-    decision_card = _card(
-        "Decision view (binary problems)",
-        html.Div(
-            [
-                _label(
-                    "C(+|−)", _number_input(ids.DIAG_COST_FP, 1, min=0), "cost of a false positive"
-                ),
-                _label(
-                    "C(−|+)", _number_input(ids.DIAG_COST_FN, 1, min=0), "cost of a false negative"
-                ),
-                _label(
-                    "positive rate now",
-                    _number_input(
-                        ids.DIAG_TRAIN_PRIOR,
-                        None,
-                        min=0,
-                        max=1,
-                        step="any",
-                        placeholder="auto",
-                    ),
-                    "empty: the scored rows' rate",
-                ),
-                _label(
-                    "deployment positive rate",
-                    _number_input(
-                        ids.DIAG_DEPLOY_PRIOR,
-                        None,
-                        min=0,
-                        max=1,
-                        step="any",
-                        placeholder="same",
-                    ),
-                    "empty: unchanged",
-                ),
-            ],
-            className="diag-controls",
+
+
+def _rate_input(id_: str, placeholder: str) -> dcc.Input:
+    return _number_input(id_, None, min=0, max=1, step="any", placeholder=placeholder)
+
+
+def _decision_card() -> html.Div:
+    controls = [
+        _label("C(+|−)", _number_input(ids.DIAG_COST_FP, 1, min=0), "cost of a false positive"),
+        _label("C(−|+)", _number_input(ids.DIAG_COST_FN, 1, min=0), "cost of a false negative"),
+        _label(
+            "positive rate now",
+            _rate_input(ids.DIAG_TRAIN_PRIOR, "auto"),
+            "empty: the scored rows' rate",
         ),
+        _label(
+            "deployment positive rate",
+            _rate_input(ids.DIAG_DEPLOY_PRIOR, "same"),
+            "empty: unchanged",
+        ),
+    ]
+    return _card(
+        "Decision view (binary problems)",
+        html.Div(controls, className="diag-controls"),
         html.Div(id=ids.DIAG_DECISION),
         dcc.Graph(id=ids.DIAG_COST_GRAPH, config=GRAPH_CONFIG, style={"display": "none"}),
         card_id="diag-decision-card",
         doc="decision-view",
     )
-    body_children = [
-        controls,
-        html.P(id=ids.DIAG_CAPTION, className="caption"),
-        html.Div(id=ids.DIAG_MESSAGE, className="message", role="alert"),
+
+
+def _hl_card() -> html.Div:
+    groups = _number_input(
+        ids.DIAG_HL_GROUPS, HL_DEFAULT_GROUPS, min=HL_MIN_GROUPS, max=HL_MAX_GROUPS, step=1
+    )
+    hint = f"{HL_MIN_GROUPS} to {HL_MAX_GROUPS} equal-frequency groups"
+    return _card(
+        "Hosmer-Lemeshow goodness of fit",
+        html.Div(_label("Groups", groups, hint), className="diag-controls"),
+        _loading(html.Div(id=ids.DIAG_HL)),
+        card_id="diag-hl-card",
+        doc="hosmer-lemeshow",
+    )
+
+
+def _cards() -> list[html.Div]:
+    """Every diagnostic's card, in page order."""
+    return [
         _card(
             "ECE against the number of bins",
             dcc.Graph(id=ids.DIAG_SENSITIVITY, config=GRAPH_CONFIG),
@@ -269,30 +244,11 @@ def diagnostics_section(infos: list[ModelInfo], selected) -> html.Section:
             card_id="diag-estimators-card",
             doc="ece-estimators",
         ),
-        _card(
-            "Hosmer-Lemeshow goodness of fit",
-            html.Div(
-                _label(
-                    "Groups",
-                    _number_input(
-                        ids.DIAG_HL_GROUPS,
-                        HL_DEFAULT_GROUPS,
-                        min=HL_MIN_GROUPS,
-                        max=HL_MAX_GROUPS,
-                        step=1,
-                    ),
-                    f"{HL_MIN_GROUPS} to {HL_MAX_GROUPS} equal-frequency groups",
-                ),
-                className="diag-controls",
-            ),
-            _loading(html.Div(id=ids.DIAG_HL)),
-            card_id="diag-hl-card",
-            doc="hosmer-lemeshow",
-        ),
-        test_card,
-        boot_card,
-        beyond_card,
-        decision_card,
+        _hl_card(),
+        _test_card(),
+        _boot_card(),
+        _beyond_card(),
+        _decision_card(),
         _card(
             "Human-uncertainty calibration (soft labels)",
             _loading(html.Div(id=ids.DIAG_HUMAN)),
@@ -300,37 +256,52 @@ def diagnostics_section(infos: list[ModelInfo], selected) -> html.Section:
             doc="human-uncertainty",
         ),
     ]
+
+
+def _head() -> html.Div:
+    """The section's title, what it holds and the button that opens it."""
+    return html.Div(
+        [
+            html.H2("Diagnostics", className="section-title"),
+            html.P(
+                "How far to trust each number: significance tests, intervals, binning "
+                "sensitivity, decision costs and human label distributions.",
+                className="caption grow",
+            ),
+            html.Button(
+                "Show diagnostics",
+                id=ids.DIAG_TOGGLE,
+                className="button",
+                n_clicks=0,
+                **{"aria-expanded": "false", "aria-controls": ids.DIAG_BODY},
+            ),
+        ],
+        className="diag-head",
+    )
+
+
+def diagnostics_section(infos: list[ModelInfo], selected) -> html.Section:
+    """The collapsed Diagnostics section for a page whose models are ``infos``."""
+    body_children = [
+        _shared_controls(infos, selected),
+        html.P(id=ids.DIAG_CAPTION, className="caption"),
+        html.Div(id=ids.DIAG_MESSAGE, className="message", role="alert"),
+        *_cards(),
+    ]
     body = html.Div(
         body_children, id=ids.DIAG_BODY, className="diag-body", style={"display": "none"}
     )
-    return html.Section(
-        [
-            html.Div(
-                [
-                    html.H2("Diagnostics", className="section-title"),
-                    html.P(
-                        "How far to trust each number: significance tests, intervals, binning "
-                        "sensitivity, decision costs and human label distributions.",
-                        className="caption grow",
-                    ),
-                    html.Button(
-                        "Show diagnostics",
-                        id=ids.DIAG_TOGGLE,
-                        className="button",
-                        n_clicks=0,
-                        **{"aria-expanded": "false", "aria-controls": ids.DIAG_BODY},
-                    ),
-                ],
-                className="diag-head",
-            ),
-            body,
-            dcc.Store(id=ids.DIAG_OPEN, data=False),
-            dcc.Store(id=ids.DIAG_VIEW_GATE),
-            dcc.Store(id=ids.DIAG_FIT_GATE),
-            dcc.Store(id=ids.DIAG_TEST_DONE),
-            dcc.Store(id=ids.DIAG_BOOT_DONE),
-            dcc.Store(id=ids.DIAG_BEYOND_DONE),
-        ],
-        id=ids.DIAG_SECTION,
-        className="diagnostics",
-    )
+    stores = [
+        dcc.Store(id=ids.DIAG_OPEN, data=False),
+        *(
+            dcc.Store(id=id_)
+            for id_ in (
+                ids.DIAG_VIEW_GATE,
+                ids.DIAG_FIT_GATE,
+                ids.DIAG_TEST_DONE,
+                ids.DIAG_BOOT_DONE,
+                ids.DIAG_BEYOND_DONE,
+            )
+        ),
+    ]
+    return html.Section([_head(), body, *stores], id=ids.DIAG_SECTION, className="diagnostics")

@@ -175,6 +175,79 @@ def _grid(n: int) -> tuple[int, int]:
     return math.ceil(n / cols) or 1, cols
 
 
+def _null_traces(res, suffix: str, colour: str, label: str) -> tuple[list[dict], float]:
+    """The null histogram and the observed value's line of one panel, and the y top."""
+    null = np.asarray(res.null, dtype=np.float64)
+    counts, edges = np.histogram(null, bins=NULL_BINS)
+    ymax = float(counts.max()) * 1.1 or 1.0
+    bars = {
+        "type": "bar",
+        "x": (edges[:-1] + edges[1:]) / 2,
+        "y": counts,
+        "width": np.diff(edges),
+        "xaxis": f"x{suffix}",
+        "yaxis": f"y{suffix}",
+        "marker": {"color": "#9aa5b1", "line": {"color": "white", "width": 0.4}},
+        "name": "null distribution",
+        "showlegend": False,
+        "customdata": np.column_stack([edges[:-1], edges[1:]]),
+        "hovertemplate": "[%{customdata[0]:.4f}, %{customdata[1]:.4f}]: %{y} resamples"
+        "<extra></extra>",
+    }
+    observed = {
+        "type": "scatter",
+        "mode": "lines",
+        "x": [res.observed, res.observed],
+        "y": [0, ymax],
+        "xaxis": f"x{suffix}",
+        "yaxis": f"y{suffix}",
+        "line": {"color": colour, "width": 2.5},
+        "name": "observed",
+        "showlegend": False,
+        "hovertemplate": f"observed {label} %{{x:.4f}}<extra></extra>",
+    }
+    return [bars, observed], ymax
+
+
+def _null_axes(res, suffix: str, x_dom, y_dom, ymax: float, titles: tuple[str, str]) -> dict:
+    """One panel's axes: x spans the null draws and the observed value (5 % padding)."""
+    lo = min(float(np.min(res.null)), res.observed)
+    hi = max(float(np.max(res.null)), res.observed)
+    pad = (hi - lo) * 0.05 or max(abs(hi), 1e-6) * 0.05
+    return {
+        f"xaxis{suffix}": {
+            "domain": x_dom,
+            "anchor": f"y{suffix}",
+            "range": [lo - pad, hi + pad],
+            "title": {"text": titles[0]},
+            "nticks": 5,
+        },
+        f"yaxis{suffix}": {
+            "domain": y_dom,
+            "anchor": f"x{suffix}",
+            "range": [0, ymax],
+            "title": {"text": titles[1]},
+            "nticks": 4,
+        },
+    }
+
+
+def _null_title(row: ResamplingRow, x_dom, y_top: float) -> dict:
+    """The panel's title: the calibrator and its p-value."""
+    return {
+        "text": f"{plot_text(row.calibrator)} · p = {format_p(row.result.p_value)}",
+        "x": (x_dom[0] + x_dom[1]) / 2,
+        "y": y_top,
+        "xref": "paper",
+        "yref": "paper",
+        "xanchor": "center",
+        "yanchor": "bottom",
+        "yshift": 2,
+        "showarrow": False,
+        "font": {"size": 12},
+    }
+
+
 def null_figure(rows: list[ResamplingRow], measure: str, model_name: str) -> dict:
     """Null distribution (histogram) and observed value of each calibrator's test.
 
@@ -189,78 +262,20 @@ def null_figure(rows: list[ResamplingRow], measure: str, model_name: str) -> dic
     width = (1 - gap_x * (n_cols - 1)) / n_cols
     height = (1 - gap_y * (n_rows - 1)) / n_rows
     colours = calibrator_colours([r.calibrator for r in rows])
-    data, layout_axes, annotations, shapes = [], {}, [], []
+    data, layout_axes, annotations = [], {}, []
     label = MEASURE_LABELS.get(measure, measure)
     for i, row in enumerate(shown):
-        res = row.result
         r, c = divmod(i, n_cols)
-        x0 = c * (width + gap_x)
-        y1 = 1 - r * (height + gap_y)
+        x_dom = [c * (width + gap_x), c * (width + gap_x) + width]
+        y_top = 1 - r * (height + gap_y)
         suffix = "" if i == 0 else str(i + 1)
-        null = np.asarray(res.null, dtype=np.float64)
-        lo = min(float(null.min()), res.observed)
-        hi = max(float(null.max()), res.observed)
-        pad = (hi - lo) * 0.05 or max(abs(hi), 1e-6) * 0.05
-        counts, edges = np.histogram(null, bins=NULL_BINS)
-        data.append(
-            {
-                "type": "bar",
-                "x": (edges[:-1] + edges[1:]) / 2,
-                "y": counts,
-                "width": np.diff(edges),
-                "xaxis": f"x{suffix}",
-                "yaxis": f"y{suffix}",
-                "marker": {"color": "#9aa5b1", "line": {"color": "white", "width": 0.4}},
-                "name": "null distribution",
-                "showlegend": False,
-                "customdata": np.column_stack([edges[:-1], edges[1:]]),
-                "hovertemplate": "[%{customdata[0]:.4f}, %{customdata[1]:.4f}]: %{y} resamples"
-                "<extra></extra>",
-            }
+        traces, ymax = _null_traces(row.result, suffix, colours[row.calibrator], label)
+        data += traces
+        titles = (label if r == n_rows - 1 else "", "resamples" if c == 0 else "")
+        layout_axes.update(
+            _null_axes(row.result, suffix, x_dom, [y_top - height, y_top], ymax, titles)
         )
-        ymax = float(counts.max()) * 1.1 or 1.0
-        data.append(
-            {
-                "type": "scatter",
-                "mode": "lines",
-                "x": [res.observed, res.observed],
-                "y": [0, ymax],
-                "xaxis": f"x{suffix}",
-                "yaxis": f"y{suffix}",
-                "line": {"color": colours[row.calibrator], "width": 2.5},
-                "name": "observed",
-                "showlegend": False,
-                "hovertemplate": f"observed {label} %{{x:.4f}}<extra></extra>",
-            }
-        )
-        layout_axes[f"xaxis{suffix}"] = {
-            "domain": [x0, x0 + width],
-            "anchor": f"y{suffix}",
-            "range": [lo - pad, hi + pad],
-            "title": {"text": label if r == n_rows - 1 else ""},
-            "nticks": 5,
-        }
-        layout_axes[f"yaxis{suffix}"] = {
-            "domain": [y1 - height, y1],
-            "anchor": f"x{suffix}",
-            "range": [0, ymax],
-            "title": {"text": "resamples" if c == 0 else ""},
-            "nticks": 4,
-        }
-        annotations.append(
-            {
-                "text": f"{plot_text(row.calibrator)} · p = {format_p(res.p_value)}",
-                "x": x0 + width / 2,
-                "y": y1,
-                "xref": "paper",
-                "yref": "paper",
-                "xanchor": "center",
-                "yanchor": "bottom",
-                "yshift": 2,
-                "showarrow": False,
-                "font": {"size": 12},
-            }
-        )
+        annotations.append(_null_title(row, x_dom, y_top))
     first = shown[0].result
     binning = f" · {first.n_bins} equal-{first.scheme} bins" if first.n_bins else ""
     layout = _layout(
@@ -270,7 +285,7 @@ def null_figure(rows: list[ResamplingRow], measure: str, model_name: str) -> dic
         height=int(130 + 230 * n_rows),
         margin={"l": 64, "r": 16, "t": 104, "b": 52},
         annotations=annotations,
-        shapes=shapes,
+        shapes=[],
         bargap=0,
         **layout_axes,
     )

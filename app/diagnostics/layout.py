@@ -46,7 +46,13 @@ def model_choices(infos: list[ModelInfo], selected) -> tuple[list[dict], str | N
 def table_component(table: TextTable, class_name: str = "diag-table") -> html.Div:
     """A :class:`TextTable` as an HTML table, its warnings and its notes (text only)."""
     head = html.Thead(html.Tr([html.Th(h) for h in table.header]))
-    body = html.Tbody([html.Tr([html.Td(c) for c in row]) for row in table.rows])
+    marked = set(table.highlight)
+    body = html.Tbody(
+        [
+            html.Tr([html.Td(c) for c in row], className="highlight" if i in marked else None)
+            for i, row in enumerate(table.rows)
+        ]
+    )
     children = [html.Div(html.Table([head, body], className=class_name), className="table-wrap")]
     children += [html.Div(w, className="diag-warning", role="note") for w in table.warnings]
     if table.notes:

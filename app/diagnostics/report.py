@@ -61,6 +61,7 @@ STYLE = """<style>
 h2.diag-model { margin-top: 36px; border-top: 1px solid #d0d7de; padding-top: 16px; }
 .diagnostics td:nth-child(2) { text-align: right; }
 .diagnostics .beyond td:nth-child(2) { text-align: left; color: #57606a; }
+tr.highlight td { background: #fde2e1; font-weight: 600; }
 </style>"""
 
 
@@ -71,8 +72,12 @@ def table_html(table: TextTable) -> str:
         return html.escape(text).replace("\n", "<br>")
 
     head = "".join(f"<th>{cell(h)}</th>" for h in table.header)
+    marked = set(table.highlight)
     body = "".join(
-        "<tr>" + "".join(f"<td>{cell(c)}</td>" for c in row) + "</tr>" for row in table.rows
+        ('<tr class="highlight">' if i in marked else "<tr>")
+        + "".join(f"<td>{cell(c)}</td>" for c in row)
+        + "</tr>"
+        for i, row in enumerate(table.rows)
     )
     parts = [f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"]
     parts += [f'<div class="diag-warning">{cell(w)}</div>' for w in table.warnings]
@@ -82,12 +87,14 @@ def table_html(table: TextTable) -> str:
     return "".join(parts)
 
 
-def _figure(fig: dict) -> str:
+def figure_html(fig: dict, static: bool = False) -> str:
+    """A figure dict as an HTML fragment using the plotly.js the report embeds.
+
+    ``static``: no hover, zoom or mode bar (a figure read like a printed one).
+    """
+    config = {"displaylogo": False, **({"staticPlot": True} if static else {})}
     return pio.to_html(
-        go.Figure(fig, skip_invalid=True),
-        include_plotlyjs=False,
-        full_html=False,
-        config={"displaylogo": False},
+        go.Figure(fig, skip_invalid=True), include_plotlyjs=False, full_html=False, config=config
     )
 
 
@@ -115,7 +122,7 @@ def model_diagnostics(ctx: AppContext, sid, target: DiagTarget) -> str:
     parts.append(
         _section(
             "ECE against the number of bins",
-            _figure(sensitivity_figure(curves, view.n_bins, spec.label, info.name)),
+            figure_html(sensitivity_figure(curves, view.n_bins, spec.label, info.name)),
         )
     )
     parts.append(
@@ -160,7 +167,7 @@ def _resampling(ctx: AppContext, sid, target: DiagTarget) -> str:
         return _note(str(exc))
     body = table_html(resampling_table(rows, measure, n_resamples))
     if any(r.result is not None for r in rows):
-        body += _figure(null_figure(rows, measure, target.info.name))
+        body += figure_html(null_figure(rows, measure, target.info.name))
     else:
         body = (
             _note("Not run for these settings: press “Run test” in the Diagnostics section.") + body
@@ -206,7 +213,7 @@ def _decision(ctx: AppContext, sid, target: DiagTarget) -> str:
         )
     except CalibrationInputError as exc:
         return _note(str(exc))
-    return table_html(decision_table(view)) + _figure(cost_figure(view, target.info.name))
+    return table_html(decision_table(view)) + figure_html(cost_figure(view, target.info.name))
 
 
 def diagnostics_html(ctx: AppContext, sid, result) -> str:

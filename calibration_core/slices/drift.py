@@ -67,6 +67,8 @@ def drift_report(
     *,
     reference: int = 1,
     binning: Binning | None = None,
+    notion: str = "confidence",
+    class_index: int | None = None,
     n_resamples: int = 200,
     level: float = 0.95,
     seed=0,
@@ -81,6 +83,9 @@ def drift_report(
     reference : int
         How many leading windows form the reference period.
     binning : Binning, optional
+    notion : {"confidence", "binary", "class"}
+        The notion of the ECE (``class_index`` for "class"), as :func:`slice_report`.
+    class_index : int, optional
     n_resamples : int
         Bootstrap resamples (>= 1: the flags need intervals).
     level : float
@@ -95,7 +100,8 @@ def drift_report(
             f"the reference period must be between 1 and {windows.n_groups - 1} windows (there "
             f"are {windows.n_groups}), got {reference}; choose a shorter window or reference."
         )
-    common = {"binning": binning, "n_resamples": n_resamples, "level": level, "seed": seed}
+    common = {"binning": binning, "notion": notion, "class_index": class_index,
+              "n_resamples": n_resamples, "level": level, "seed": seed}  # fmt: skip
     per_window = slice_report(pred, windows, test_resamples=0, **common)
     in_reference = windows.codes < int(reference)
     ref_rows = np.flatnonzero(in_reference)

@@ -16,6 +16,7 @@ from ..options import model_label
 from ..statistics_page import STATISTICS_PATH
 from ..store.records import ModelInfo
 from .beyond import BEYOND_TITLE
+from .over_time import WINDOW_CHOICES, TimeSettings
 from .resampling import SEED
 from .tables import TextTable
 from .target import (
@@ -100,8 +101,74 @@ def _number_input(id_: str, value, **kw) -> dcc.Input:
     )
 
 
-def diagnostics_section(infos: list[ModelInfo], selected) -> html.Section:
-    """The collapsed Diagnostics section for a page whose models are ``infos``."""
+def over_time_card(time: TimeSettings) -> html.Div:
+    """The "Over time" card: window controls, the time chart, its table, a window's diagram.
+
+    ``time``: the controls' first values (from the page address).
+    """
+    controls = html.Div(
+        [
+            _label(
+                "Time column",
+                dcc.Dropdown(
+                    id=ids.TIME_COLUMN,
+                    options=[] if time.column is None else [time.column],
+                    value=time.column,
+                    placeholder="timestamp, time or date",
+                    className="diag-measure",
+                ),
+            ),
+            _label(
+                "Window",
+                dcc.Dropdown(
+                    id=ids.TIME_WINDOW,
+                    options=[{"label": v, "value": k} for k, v in WINDOW_CHOICES.items()],
+                    value=time.window,
+                    clearable=False,
+                    className="diag-small-dropdown",
+                ),
+            ),
+            _label(
+                "N rows",
+                _number_input(ids.TIME_ROWS, time.rows, min=1, step=1, placeholder="auto"),
+                "every N rows; empty: 10 windows",
+            ),
+            _label(
+                "Reference",
+                _number_input(ids.TIME_REFERENCE, time.reference, min=1, step=1),
+                "the first K windows",
+            ),
+            html.Button("Compute intervals", id=ids.TIME_RUN, className="button", n_clicks=0),
+            html.Button(
+                "Cancel",
+                id=ids.TIME_CANCEL,
+                className="button secondary",
+                n_clicks=0,
+                disabled=True,
+            ),
+            *_progress(ids.TIME_PROGRESS, ids.TIME_STATUS),
+        ],
+        className="diag-controls",
+    )
+    return _card(
+        "Over time",
+        controls,
+        html.Div(id=ids.TIME_MESSAGE),
+        _loading(dcc.Graph(id=ids.TIME_GRAPH, config=GRAPH_CONFIG, style={"display": "none"})),
+        html.Div(id=ids.TIME_TABLE),
+        dcc.Graph(id=ids.TIME_DIAGRAM, config=GRAPH_CONFIG, style={"display": "none"}),
+        card_id="diag-time-card",
+        doc="bootstrap-intervals",
+    )
+
+
+def diagnostics_section(
+    infos: list[ModelInfo], selected, time: TimeSettings | None = None
+) -> html.Section:
+    """The collapsed Diagnostics section for a page whose models are ``infos``.
+
+    ``time``: the "Over time" card's first settings (defaults when None).
+    """
     options, value = model_choices(infos, selected)
     controls = html.Div(
         [
@@ -297,6 +364,7 @@ def diagnostics_section(infos: list[ModelInfo], selected) -> html.Section:
         ),
         test_card,
         boot_card,
+        over_time_card(time or TimeSettings()),
         beyond_card,
         decision_card,
         _card(
@@ -336,6 +404,7 @@ def diagnostics_section(infos: list[ModelInfo], selected) -> html.Section:
             dcc.Store(id=ids.DIAG_TEST_DONE),
             dcc.Store(id=ids.DIAG_BOOT_DONE),
             dcc.Store(id=ids.DIAG_BEYOND_DONE),
+            dcc.Store(id=ids.TIME_DONE),
         ],
         id=ids.DIAG_SECTION,
         className="diagnostics",

@@ -43,7 +43,7 @@ def _colours(doc: dict) -> list[str]:
 
 def has_intervals(doc: dict) -> bool:
     """Whether a ``time`` document carries bootstrap intervals (not only point estimates)."""
-    return doc.get("reference") is not None
+    return (doc.get("reference") or {}).get("ece_upper") is not None
 
 
 def _column(doc: dict, key: str) -> np.ndarray:
@@ -150,8 +150,8 @@ def drift_figure(doc: dict, *, title: str = "", subtitle: str = "", selected=Non
     ----------
     doc : dict
         A ``time`` document (:meth:`calibration_core.slices.DriftReport.to_dict`,
-        the evaluate JSON's), or its point estimates only (``reference`` None,
-        no bounds, no flags) while the intervals are being computed.
+        the evaluate JSON's), or its point estimates only (``drift_report`` with
+        ``n_resamples=0``: no bounds, no flags) until the intervals are computed.
     title, subtitle : str
         Plain text (escaped here).
     selected : str, optional

@@ -44,7 +44,9 @@ class DriftReport:
 
     @property
     def reference_upper(self) -> float:
-        """Upper bound of the reference period's ECE."""
+        """Upper bound of the reference period's ECE (NaN without intervals)."""
+        if self.reference.intervals is None:
+            return float("nan")
         return float(self.reference.intervals["ece"].upper[0])
 
     def to_dict(self) -> dict:
@@ -87,7 +89,8 @@ def drift_report(
         The notion of the ECE (``class_index`` for "class"), as :func:`slice_report`.
     class_index : int, optional
     n_resamples : int
-        Bootstrap resamples (>= 1: the flags need intervals).
+        Bootstrap resamples; 0 for point estimates only (no intervals, nothing
+        flagged: the flags need intervals).
     level : float
     seed : int or None
 
@@ -107,6 +110,8 @@ def drift_report(
     ref_rows = np.flatnonzero(in_reference)
     block = GroupIndex(np.zeros(ref_rows.size, np.intp), ("reference",), ("time",), 0)
     ref = slice_report(pred.subset(ref_rows), block, test_resamples=0, **common)
+    if not n_resamples:
+        return DriftReport(per_window, ref, int(reference), np.zeros(windows.n_groups, bool))
     upper = ref.intervals["ece"].upper[0]
     lower = per_window.intervals["ece"].lower
     flagged = (lower > upper) & (np.arange(windows.n_groups) >= int(reference))

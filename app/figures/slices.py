@@ -21,7 +21,7 @@ from calibration_core.binning import Binning, BinStatistics
 from ..analysis import ModelView, Panel, band_of
 from ..settings import HeldOut, ViewSettings
 from ..store.records import ModelInfo
-from .common import CALIBRATED_COLOUR, UNCALIBRATED_COLOUR, plot_text
+from .common import CALIBRATED_COLOUR, UNCALIBRATED_COLOUR, plot_text, wrapped_text
 from .reliability import reliability_figure_dict
 
 #: The panels of the time chart: metric, axis title.
@@ -153,7 +153,7 @@ def drift_figure(doc: dict, *, title: str = "", subtitle: str = "", selected=Non
         the evaluate JSON's), or its point estimates only (``drift_report`` with
         ``n_resamples=0``: no bounds, no flags) until the intervals are computed.
     title, subtitle : str
-        Plain text (escaped here).
+        Plain text (escaped here; the subtitle wrapped onto at most two lines).
     selected : str, optional
         The label of the window whose reliability diagram is shown (thick outline).
 
@@ -190,14 +190,14 @@ def drift_figure(doc: dict, *, title: str = "", subtitle: str = "", selected=Non
     layout.update(
         title={
             "text": plot_text(title),
-            "subtitle": {"text": plot_text(subtitle)},
+            "subtitle": {"text": wrapped_text(subtitle, 120, 2)},
             "x": 0.0,
             "xanchor": "left",
             "pad": {"l": 10},
             "font": {"size": 15},
         },
-        height=560,
-        margin={"l": 64, "r": 16, "t": 96, "b": 72},
+        height=580,
+        margin={"l": 64, "r": 16, "t": 116, "b": 72},
         shapes=shapes,
         annotations=[_legend_notes(has_intervals(doc))],
         hovermode="closest",

@@ -36,6 +36,7 @@ from ...diagnostics.target import diag_target, parse_resamples, remember
 from ...figures.diagnostics import message_figure
 from ...figures.slices import drift_figure, slice_diagrams
 from ...settings import RawSettings
+from ..controls import time_inputs, time_states
 from .wiring import HIDDEN, JobIds, note, register_job, register_panel, run_job
 
 POINTS_NOTE = (
@@ -150,12 +151,7 @@ def window_panel(
 
 def register(app, ctx: AppContext) -> None:
     """The card's panel, its background job and the clicked window's diagram."""
-    controls = {
-        "column": Input(ids.TIME_COLUMN, "value"),
-        "window": Input(ids.TIME_WINDOW, "value"),
-        "rows": Input(ids.TIME_ROWS, "value"),
-        "reference": Input(ids.TIME_REFERENCE, "value"),
-    }
+    controls = time_inputs()
     register_panel(
         app,
         ctx,
@@ -189,7 +185,7 @@ def register(app, ctx: AppContext) -> None:
         ),
         {},
         {
-            **{name: State(c.component_id, c.component_property) for name, c in controls.items()},
+            **time_states(),
             "resamples": State(ids.DIAG_RESAMPLES, "value"),
         },
         "interval job of the windows",

@@ -103,8 +103,8 @@ def drift_report(
             f"the reference period must be between 1 and {windows.n_groups - 1} windows (there "
             f"are {windows.n_groups}), got {reference}; choose a shorter window or reference."
         )
-    common = {"binning": binning, "notion": notion, "class_index": class_index,
-              "n_resamples": n_resamples, "level": level, "seed": seed}  # fmt: skip
+    common = {"binning": binning, "notion": notion, "class_index": class_index, "seed": seed,
+              "n_resamples": n_resamples, "level": level, "bootstrap_whole": False}  # fmt: skip
     per_window = slice_report(pred, windows, test_resamples=0, **common)
     in_reference = windows.codes < int(reference)
     ref_rows = np.flatnonzero(in_reference)

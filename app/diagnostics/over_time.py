@@ -4,7 +4,8 @@
   ``timestamp``, ``time`` or ``date`` when the file has one), the window (a
   day, an ISO week, a month, or every N rows) and the reference period (the
   first K windows);
-* the target (:func:`time_target`): the model's uncalibrated predictions with
+* the target (:func:`time_target`, of a
+  :class:`~app.diagnostics.target.DiagTarget`): the model's uncalibrated predictions with
   their other columns, its windows (without a time column, windows of rows,
   said in a note) and the view's notion;
 * :func:`time_document`: ECE, accuracy and mean confidence per window, as the
@@ -33,7 +34,7 @@ from ..settings import SettingsError, ViewSettings
 from ..store.data_store import DataStore
 from ..store.records import ModelInfo
 from .resampling import SEED
-from .target import diag_target, notion_spec
+from .target import DiagTarget, notion_spec
 
 #: Window choices: value (as :func:`calibration_core.slices.parse_window` reads it) -> label.
 WINDOW_CHOICES = {"1d": "day", "1w": "week (from Monday)", "1m": "month", "rows": "every N rows"}
@@ -133,17 +134,14 @@ def column_choices(pred: Predictions) -> list[str]:
     return [name for name in pred.extra if name.lower() != "model"]
 
 
-def time_target(
-    store: DataStore, sid: str | None, handle: str | None, raw, settings: TimeSettings
-) -> TimeTarget:
-    """The model ``handle``'s windows (raises CalibrationInputError with what is wrong).
+def time_target(store: DataStore, target: DiagTarget, settings: TimeSettings) -> TimeTarget:
+    """The windows of ``target``'s model (raises CalibrationInputError with what is wrong).
 
     Values of the time column that are not times are reported with their
     rows (:func:`calibration_core.slices.time_values`).
     """
     from calibration_core.slices import find_time_column, time_values, window_index
 
-    target = diag_target(store, sid, handle, raw)
     info, view = target.info, target.view
     spec = notion_spec(info, view)
     if spec.kind == "classwise":
@@ -213,3 +211,13 @@ def window_statistics(t: TimeTarget, label: str) -> BinStatistics:
         ) from None
     rows = np.flatnonzero(t.windows.codes == g)
     return t.pred.subset(rows).statistics(t.binning, t.notion, t.class_index)
+
+
+def saved_settings(values: dict) -> tuple[TimeSettings, int] | None:
+    """The settings and resamples the card last used (:func:`~app.diagnostics.target.remember`)."""
+    try:
+        settings = parse_time(values["column"], values["window"], values["rows"],
+                              values["reference"])  # fmt: skip
+        return settings, int(values["n_resamples"])
+    except (KeyError, TypeError, ValueError, CalibrationInputError):
+        return None

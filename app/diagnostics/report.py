@@ -4,7 +4,8 @@ For every model of the exported view: the ECE sensitivity plot, the ECE
 estimators, Hosmer-Lemeshow, the decision view (binary problems) and the
 human-uncertainty measures (when soft labels were uploaded) are computed
 again for the view's settings (they are cheap); the resampling test, the
-bootstrap intervals and the "Beyond bins" measures are taken from the disk
+bootstrap intervals, the "Over time" card's intervals (when the card was
+opened) and the "Beyond bins" measures are taken from the disk
 store, where the dashboard's background jobs put them, for the measure,
 resamples and level last used in the Diagnostics section of this session
 (otherwise the report says how to get them). The tables are the page's
@@ -25,13 +26,16 @@ from calibration_core import CalibrationInputError
 from ..analysis import variants
 from ..context import AppContext
 from ..figures.diagnostics import cost_figure, null_figure, sensitivity_figure
+from ..figures.slices import drift_figure
 from ..metrics_table import METRICS, notion_short
 from ..options import model_label
 from ..settings import SCHEME_LABELS
 from .beyond import BEYOND_TITLE, NOT_COMPUTED, beyond_rows, beyond_table
 from .cards import decision_view, hosmer_lemeshow_rows, human_rows
+from .over_time import saved_settings, time_document, time_target
 from .overview import estimator_rows, sensitivity_curves
 from .resampling import bootstrap_rows, calibration_tests
+from .slices import drift_table
 from .tables import (
     HUMAN_MISSING,
     TextTable,
@@ -144,6 +148,9 @@ def model_diagnostics(ctx: AppContext, sid, target: DiagTarget) -> str:
     )
     parts.append(_section("Resampling test of calibration", _resampling(ctx, sid, target)))
     parts.append(_section("Bootstrap confidence intervals", _bootstrap(ctx, sid, target)))
+    over_time = _over_time(ctx, sid, target)
+    if over_time:
+        parts.append(_section("Over time", over_time))
     parts.append(_section(BEYOND_TITLE, _beyond(ctx, target)))
     if info.n_classes == 2:
         parts.append(_section("Decision view", _decision(ctx, sid, target)))
@@ -190,6 +197,27 @@ def _bootstrap(ctx: AppContext, sid, target: DiagTarget) -> str:
         f: METRICS[f][0] for f in ("classwise_ece", "brier_score", "log_loss", "accuracy")
     }
     return table_html(bootstrap_table(rows, headers, level, n_resamples))
+
+
+def _over_time(ctx: AppContext, sid, target: DiagTarget) -> str:
+    """The "Over time" card with the settings it last used ("" if it was never opened)."""
+    saved = saved_settings(remembered(ctx.store, sid, "time"))
+    if saved is None:
+        return ""
+    settings, n_resamples = saved
+    try:
+        t = time_target(ctx.store, target, settings)
+        doc, with_intervals = time_document(ctx.store, t, n_resamples)
+    except CalibrationInputError as exc:
+        return _note(str(exc))
+    title = f"{target.info.name}: calibration over time"
+    body = figure_html(drift_figure(doc, title=title, subtitle=t.describe()), static=True)
+    if not with_intervals:
+        return (
+            _note("Intervals not computed: press “Compute intervals” in the “Over time” card.")
+            + body
+        )
+    return body + table_html(drift_table(doc, n_resamples))
 
 
 def _beyond(ctx: AppContext, target: DiagTarget) -> str:

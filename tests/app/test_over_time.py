@@ -140,3 +140,27 @@ def test_without_a_time_column_the_windows_are_rows(ctx, sid, tmp_path):
     _, messages, _, style, _ = panel(ctx, sid, info.handle, window="rows", rows=250, reference=4)
     assert style == {"display": "none"}
     assert "reference period must be between 1 and 3 windows" in messages.children
+
+
+def test_the_page_report_shows_the_card_with_its_last_settings(ctx, tmp_path):
+    from app import ids
+    from app.callbacks.exports import small_export
+
+    sid = new_session_id()
+    info, pred = upload(ctx, sid, drift_frame(), tmp_path, "report.csv")
+    raw = RawSettings([info.handle], [])
+    before = small_export(ctx, sid, ids.EXPORT_REPORT_HTML, raw)["content"]
+    assert "<h3>Over time</h3>" not in before  # the card was never opened
+    panel(ctx, sid, info.handle)  # remembers day windows, 3 reference days
+    points = small_export(ctx, sid, ids.EXPORT_REPORT_HTML, raw)["content"]
+    assert "<h3>Over time</h3>" in points and "Intervals not computed" in points
+    run_time_job(ctx, sid, info.handle, RAW, None, "1d", None, 3, R, lambda _: None)
+    report = small_export(ctx, sid, ids.EXPORT_REPORT_HTML, raw)["content"]
+    section = report[report.index("<h3>Over time</h3>") :]
+    assert "Intervals not computed" not in section
+    _, windows = time_windows(pred, "1d")
+    core = drift_report(pred, windows, reference=3, binning=Binning(), n_resamples=R).to_dict()
+    for w in core["windows"]:
+        row = f'<tr class="highlight"><td>{w["window"]}</td>'
+        assert (row in section) == w["flagged"], w["window"]
+        assert f"{w['ece']:.4f}<br>[{w['ece_lower']:.4f},\u00a0{w['ece_upper']:.4f}]" in section

@@ -76,12 +76,12 @@ def time_panel(
     try:
         settings = parse_time(column, window, rows, reference)
         n_resamples = parse_resamples(resamples)
-        info = diag_target(ctx.store, sid, handle, raw).info
-        options = column_choices(ctx.store.predictions(info.handle))
+        target = diag_target(ctx.store, sid, handle, raw)
+        options = column_choices(ctx.store.predictions(target.info.handle))
     except CalibrationInputError as exc:
         return panel_failed(str(exc))
     try:
-        t = time_target(ctx.store, sid, handle, raw, settings)
+        t = time_target(ctx.store, target, settings)
         doc, with_intervals = time_document(ctx.store, t, n_resamples)
     except CalibrationInputError as exc:
         return options, note(str(exc)), message_figure(""), HIDDEN, []
@@ -114,7 +114,7 @@ def run_time_job(
     def work(progress: Progress) -> None:
         settings = parse_time(column, window, rows, reference)
         n_resamples = parse_resamples(resamples)
-        t = time_target(ctx.store, sid, handle, raw, settings)
+        t = time_target(ctx.store, diag_target(ctx.store, sid, handle, raw), settings)
         progress(0, 1, f"bootstrap of {t.windows.n_groups} windows ({n_resamples:,} resamples) …")
         time_document(ctx.store, t, n_resamples, compute=True)
         progress(1, 1, "")
@@ -138,7 +138,8 @@ def window_panel(
     if label is None:
         return message_figure(""), HIDDEN
     try:
-        t = time_target(ctx.store, sid, handle, raw, parse_time(column, window, rows, reference))
+        settings = parse_time(column, window, rows, reference)
+        t = time_target(ctx.store, diag_target(ctx.store, sid, handle, raw), settings)
         stats = window_statistics(t, label)
     except CalibrationInputError as exc:
         return message_figure(str(exc)), {}

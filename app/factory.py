@@ -23,6 +23,7 @@ from .callbacks.fit import plan_fits
 from .callbacks.view import render
 from .config import MB, AppConfig, ConfigError
 from .context import AppContext
+from .diagnostics.over_time import TimeSettings
 from .jobs import background_manager
 from .layout.page import build_layout, default_settings
 from .origin_check import OriginCheck
@@ -35,7 +36,7 @@ from .store.data_store import DataStore
 from .store.records import ModelInfo
 from .upload import make_request_class, register_upload_route
 from .upload.parser import ParseLimits, UploadParser, default_memory_limit_mb
-from .view_url import decode_view, page_query
+from .view_url import decode_time, decode_view, page_query
 from .warmup import WarmUp
 
 
@@ -179,6 +180,15 @@ def _page_settings(infos: list[ModelInfo]) -> tuple[RawSettings, list[str]]:
         return default, []
 
 
+def _page_time():
+    """The "Over time" settings in the page's address (defaults where it has none) and a notice."""
+    try:
+        return decode_time(page_query())
+    except Exception:
+        log.exception("reading the over-time settings from the page address failed")
+        return TimeSettings(), []
+
+
 def _opening_class(ctx: AppContext, sid, raw: RawSettings) -> tuple[RawSettings, str | None]:
     """One class vs rest without a class (none or an invalid one in the address) opens on
     the first model's worst class, which the page then treats as its own pick."""
@@ -208,9 +218,11 @@ def _layout_function(ctx: AppContext):
         summary = (state or {}).get("error") or (state or {}).get("summary") or ""
         if view is not None:
             ctx.sessions.told()  # the view's messages carried the lost-session notice, if any
+        time, time_notices = _page_time()
         return build_layout(
             infos, max_upload_mb=ctx.config.max_upload_mb, raw=raw, view=view,
-            fit_summary=summary, address_notices=notices, class_auto=class_auto,
+            fit_summary=summary, address_notices=notices + time_notices, class_auto=class_auto,
+            time=time,
         )  # fmt: skip
 
     return serve_layout

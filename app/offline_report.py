@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import secrets
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from calibration_core import load_with_notices
@@ -22,6 +22,7 @@ from .callbacks.exports import small_export
 from .callbacks.fit import run_fits
 from .config import AppConfig
 from .context import AppContext
+from .diagnostics.slices_report import SliceSettings, slices_html
 from .session import SessionManager, new_session_id
 from .settings import RawSettings
 from .store.data_store import DataStore
@@ -44,6 +45,8 @@ class ReportSettings:
     renormalize: bool = False
     #: The diagram kind (:data:`app.settings.DIAGRAM_KINDS`).
     diagram: str = "binned"
+    #: Calibration by group and over time (``--group-by``, ``--window``).
+    slices: SliceSettings = field(default_factory=SliceSettings)
 
 
 def _context(root: Path, n_models: int) -> AppContext:
@@ -119,8 +122,12 @@ def file_report(path: Path, settings: ReportSettings) -> tuple[str, list[str]]:
                 kind=settings.diagram,
             )
             measure_beyond_bins(ctx, sid, raw)
-            content = small_export(ctx, sid, ids.EXPORT_REPORT_HTML, raw)["content"]
+            _, _, _, view = raw.parse()
+            sections, slice_warnings = slices_html(
+                list(zip(models, infos, strict=True)), view, settings.slices
+            )
+            content = small_export(ctx, sid, ids.EXPORT_REPORT_HTML, raw, sections)["content"]
         finally:
             ctx.store.close()
     warnings = [state["error"]] if state.get("error") else []
-    return content, notices + warnings
+    return content, notices + warnings + slice_warnings

@@ -20,6 +20,9 @@ session can use)::
   models must be the session's own, the class one of the selected models'.
   What cannot be used is dropped (the default stays) and named in one short
   notice; a missing parameter keeps its default.
+* :func:`decode_time`: the Diagnostics section's "Over time" settings
+  (``time=`` column, ``window=``, ``rows=``, ``ref=`` reference windows),
+  written by :func:`encode_view` only where they differ from the defaults.
 * :func:`page_query`: the query string of the page that asked for its layout.
   Dash fetches the layout with a request of its own (``/_dash-layout``),
   which carries the page's address only as its ``Referer``; the dashboard
@@ -38,6 +41,7 @@ from flask import has_request_context, request
 
 from calibration_core.maps import MAP_NAMES
 
+from .diagnostics.over_time import TimeSettings, parse_time
 from .options import class_choices
 from .settings import (
     LEVELS,
@@ -71,6 +75,13 @@ PARAMS: dict[str, str] = {
     "parts": "score_parts",
     "diagram": "kind",
 }
+#: Parameter of the address -> TimeSettings field (the "Over time" card).
+TIME_PARAMS: dict[str, str] = {
+    "time": "column",
+    "window": "window",
+    "rows": "rows",
+    "ref": "reference",
+}
 #: Settings a parameter is checked with, besides its own (folds and fraction
 #: are only validated under their own held-out scheme).
 CHECKED_WITH = {"folds": {"heldout": "folds"}, "fraction": {"heldout": "split"}}
@@ -87,13 +98,15 @@ def _decimal(value: float) -> str:
     return f"{value:g}"
 
 
-def encode_view(raw: RawSettings) -> str:
+def encode_view(raw: RawSettings, time: TimeSettings | None = None) -> str:
     """The query string (with its ``?``) of the controls' values.
 
     Parameters
     ----------
     raw : RawSettings
         The controls' values, as a callback receives them.
+    time : TimeSettings, optional
+        The "Over time" card's settings; only those unlike the defaults are written.
 
     Returns
     -------
@@ -121,7 +134,46 @@ def encode_view(raw: RawSettings) -> str:
         pairs.append(("parts", "1"))
     if view.kind != "binned":
         pairs.append(("diagram", view.kind))
+    pairs += time_pairs(time or TimeSettings())
     return "?" + urlencode(pairs, safe=",", quote_via=quote)
+
+
+def time_pairs(time: TimeSettings) -> list[tuple[str, str]]:
+    """``(parameter, text)`` of the "Over time" settings that differ from the defaults."""
+    default = TimeSettings()
+    pairs = []
+    for name, field in TIME_PARAMS.items():
+        value = getattr(time, field)
+        if value != getattr(default, field):
+            pairs.append((name, str(value)))
+    return pairs
+
+
+def decode_time(query: str | None) -> tuple[TimeSettings, list[str]]:
+    """The "Over time" settings of a page whose address has query string ``query``.
+
+    Each parameter is checked on its own (:func:`~app.diagnostics.over_time.parse_time`);
+    what cannot be used keeps its default and is named in at most one notice
+    (a query too long to read is :func:`decode_view`'s notice).
+    """
+    fields, _ = _read_query(query)
+    problems = []
+    time = TimeSettings()
+    for name, field in TIME_PARAMS.items():
+        if name not in fields:
+            continue
+        text = fields[name]
+        value = text
+        if name in ("rows", "ref"):
+            value = int(text) if text.isascii() and text.isdigit() and len(text) <= 10 else text
+        values = {**time.__dict__, field: value}
+        try:
+            time = parse_time(
+                values["column"], values["window"], values["rows"], values["reference"]
+            )
+        except SettingsError as exc:
+            problems.append(str(exc).rstrip("."))
+    return time, ([NOTICE_PREFIX + "; ".join(problems) + "."] if problems else [])
 
 
 def _read_query(query: str | None) -> tuple[dict[str, str], list[str]]:
@@ -138,7 +190,7 @@ def _read_query(query: str | None) -> tuple[dict[str, str], list[str]]:
         return {}, [f"the address has more than {MAX_FIELDS} fields"]
     fields: dict[str, str] = {}
     for name, value in pairs:
-        if name in PARAMS and name not in fields:
+        if (name in PARAMS or name in TIME_PARAMS) and name not in fields:
             fields[name] = value
     return fields, []
 

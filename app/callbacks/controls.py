@@ -32,6 +32,14 @@ SETTING_PROPS: dict[str, tuple[str, str]] = {
     "score_parts": (ids.SCORE_PARTS, "value"),
     "kind": (ids.DIAGRAM_KIND, "value"),
 }
+#: The "Over time" card's controls: argument of
+#: :func:`~app.diagnostics.over_time.parse_time` -> (component id, property).
+TIME_PROPS: dict[str, tuple[str, str]] = {
+    "column": (ids.TIME_COLUMN, "value"),
+    "window": (ids.TIME_WINDOW, "value"),
+    "rows": (ids.TIME_ROWS, "value"),
+    "reference": (ids.TIME_REFERENCE, "value"),
+}
 #: What decides the calibrators: the maps and the held-out scheme.
 FIT_FIELDS = ("maps", "heldout", "folds", "fraction")
 #: What the Diagnostics section follows besides its model: the calibrators, the notion
@@ -47,3 +55,13 @@ def setting_inputs(fields: Iterable[str] = tuple(SETTING_PROPS)) -> dict[str, In
 def setting_states(fields: Iterable[str] = tuple(SETTING_PROPS)) -> dict[str, State]:
     """``{field: State}`` of the given settings (all by default), for ``state=dict(...)``."""
     return {name: State(*SETTING_PROPS[name]) for name in fields}
+
+
+def time_inputs() -> dict[str, Input]:
+    """``{argument: Input}`` of the "Over time" card's controls (:data:`TIME_PROPS`)."""
+    return {name: Input(*prop) for name, prop in TIME_PROPS.items()}
+
+
+def time_states() -> dict[str, State]:
+    """``{argument: State}`` of the "Over time" card's controls."""
+    return {name: State(*prop) for name, prop in TIME_PROPS.items()}

@@ -73,11 +73,12 @@ def fitted_params(ctx: AppContext, result) -> dict:
     return out
 
 
-def small_export(ctx: AppContext, sid, which: str, raw: RawSettings) -> dict:
+def small_export(ctx: AppContext, sid, which: str, raw: RawSettings, sections: str = "") -> dict:
     """``dcc.Download`` data for one of the small exports (raises SettingsError).
 
     Exports and the report always carry the Brier and log-loss parts, whether
-    the page shows them or not.
+    the page shows them or not. ``sections``: trusted HTML the report shows
+    before its diagnostics (the slice sections of ``report --group-by``).
     """
     result = compute_view(ctx, sid, replace(raw, score_parts=[SCORE_PARTS_ON]))
     if not result.models:  # e.g. the data expired: say so instead of an empty file
@@ -102,7 +103,7 @@ def small_export(ctx: AppContext, sid, which: str, raw: RawSettings) -> dict:
             "type": "application/json",
         }
     return {
-        "content": report_html(ctx, sid, result, settings),
+        "content": report_html(ctx, sid, result, settings, sections),
         "filename": download_name("report", "html"),
         "type": "text/html",
     }
@@ -119,8 +120,10 @@ def report_details(result, settings: dict) -> dict[str, str]:
     }
 
 
-def report_html(ctx: AppContext, sid, result, settings: dict) -> str:
+def report_html(ctx: AppContext, sid, result, settings: dict, sections: str = "") -> str:
     """The standalone HTML report of a view: figures, verdict, metrics and diagnostics.
+
+    ``sections``: trusted HTML placed between the metrics and the diagnostics.
 
     The verdict's bootstrap loads the fitting libraries (scikit-learn, scipy.stats), which
     the page does not need until a report is asked for: imported here.
@@ -134,7 +137,7 @@ def report_html(ctx: AppContext, sid, result, settings: dict) -> str:
         figures,
         result.rows,
         caption(result.view),
-        extra_html=diagnostics_html(ctx, sid, result),
+        extra_html=sections + diagnostics_html(ctx, sid, result),
         details=report_details(result, settings),
         lead_html=verdict_html(view_verdicts(ctx.store, result)),
     )

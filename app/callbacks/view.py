@@ -15,6 +15,7 @@ from calibration_core import CalibrationInputError
 from .. import ids
 from ..analysis import CANCELLED, NOT_FITTED, PENDING, ViewResult, build_view
 from ..context import AppContext
+from ..diagnostics.over_time import parse_time
 from ..figures.common import empty_figure, graph_config, view_title
 from ..figures.diagram import diagram_figure_dict
 from ..metrics_table import caption, column_defs, row_data
@@ -23,7 +24,7 @@ from ..settings import RawSettings, SettingsError
 from ..store.data_store import EVICTED_MESSAGE
 from ..verdict import verdict_children, view_verdicts
 from ..view_url import encode_view
-from .controls import setting_inputs
+from .controls import setting_inputs, time_inputs
 
 
 def compute_view(ctx: AppContext, sid, raw: RawSettings, pending: str = PENDING) -> ViewResult:
@@ -139,10 +140,18 @@ def failed_view(rid: str) -> tuple:
     return [], [], [], "", "", message_children([msg]), []
 
 
-def address_search(raw: RawSettings):
-    """The page address's query string for these settings; ``no_update`` when one is invalid."""
+def address_search(raw: RawSettings, time: dict | None = None):
+    """The page address's query string for these settings; ``no_update`` when one is invalid.
+
+    ``time``: the "Over time" card's control values by name (left out when invalid:
+    the card says what is wrong).
+    """
     try:
-        return encode_view(raw)
+        settings = parse_time(**time) if time else None
+    except SettingsError:
+        settings = None
+    try:
+        return encode_view(raw, settings)
     except SettingsError:  # the view says what is wrong; the address keeps the last good view
         return no_update
 
@@ -175,8 +184,8 @@ def register(app, ctx: AppContext) -> None:
     # so does the notice of what it asked for in vain, until the view changes.
     @app.callback(
         output=[Output(ids.PAGE_URL, "search"), Output(ids.ADDRESS_NOTICE, "children")],
-        inputs={"settings": setting_inputs()},
+        inputs={"settings": setting_inputs(), "time": time_inputs()},
         prevent_initial_call=True,
     )
-    def update_address(settings: dict):
-        return address_search(RawSettings(**settings)), []
+    def update_address(settings: dict, time: dict):
+        return address_search(RawSettings(**settings), time), []

@@ -10,10 +10,11 @@
     fails, 2 on bad input (unknown metric, malformed bound, unreadable file);
     one ``PASS``/``FAIL`` line per bound and model, or JSON (schema
     ``calibration-dashboard/check/v1``).
-``calibration-dashboard report FILE [--maps NAMES] -o REPORT.html``
+``calibration-dashboard report FILE [--maps NAMES] [--group-by COLS] [--window W] -o REPORT.html``
     The page's standalone HTML report (figures, verdict, metrics,
     diagnostics) of a predictions file, with date, input file, settings and
-    version.
+    version; with ``--group-by`` a "Calibration by group" section, with
+    ``--window`` (and ``--time-column``) a "Calibration over time" section.
 ``calibration-dashboard fit FILE (--map NAME | --select best [--maps NAMES]) -o MAP``
     Compare maps on held-out folds, refit the chosen one on all rows and write
     the deployable map document (``docs/deployable-map.md``); prints a JSON
@@ -45,7 +46,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
 
-from .slices import add_group_arguments, group_check_results, model_slices, slice_lines
+from .slices import (
+    add_group_arguments,
+    group_check_results,
+    model_slices,
+    slice_lines,
+    slice_settings,
+)
 
 PROG = "calibration-dashboard"
 SCHEMA = "calibration-dashboard/evaluate/v1"
@@ -274,6 +281,7 @@ def _add_report_parser(sub) -> None:
     rp.add_argument(
         "-o", "--output", required=True, metavar="REPORT.html", help="where to write the report"
     )
+    add_group_arguments(rp, evaluate=True, group_maps=False)
 
 
 def _add_serve_arguments(parser: argparse.ArgumentParser) -> None:
@@ -716,6 +724,7 @@ def report(args: argparse.Namespace) -> int:
         label_column=args.label_column,
         renormalize=args.renormalize,
         diagram=args.diagram,
+        slices=slice_settings(args),
     )
     content, notes = file_report(path, settings)
     for note in notes:

@@ -13,8 +13,13 @@ import argparse
 from typing import Any
 
 
-def add_group_arguments(parser: argparse.ArgumentParser, *, evaluate: bool) -> None:
-    """``--group-by`` and ``--min-group-rows`` (evaluate, check), the rest for evaluate."""
+def add_group_arguments(
+    parser: argparse.ArgumentParser, *, evaluate: bool, group_maps: bool = True
+) -> None:
+    """``--group-by`` and ``--min-group-rows`` (evaluate, check, report), the rest for evaluate.
+
+    ``report`` takes evaluate's arguments without ``--group-maps`` (``group_maps=False``).
+    """
     parser.add_argument(
         "--group-by",
         metavar="COLS",
@@ -36,13 +41,14 @@ def add_group_arguments(parser: argparse.ArgumentParser, *, evaluate: bool) -> N
             "not judged)",
         )
         return
-    parser.add_argument(
-        "--group-maps",
-        default=None,
-        metavar="NAMES",
-        help="with --group-by: compare held out one global map against one map per group "
-        "(e.g. temperature,isotonic)",
-    )
+    if group_maps:
+        parser.add_argument(
+            "--group-maps",
+            default=None,
+            metavar="NAMES",
+            help="with --group-by: compare held out one global map against one map per group "
+            "(e.g. temperature,isotonic)",
+        )
     parser.add_argument(
         "--time-column",
         default=None,
@@ -76,6 +82,20 @@ def group_columns(text: str | None) -> list[str]:
     return [c.strip() for c in (text or "").split(",") if c.strip()]
 
 
+def slice_settings(args: argparse.Namespace):
+    """The report's :class:`~app.diagnostics.slices_report.SliceSettings` from its arguments."""
+    from app.diagnostics.slices_report import SliceSettings
+
+    return SliceSettings(
+        group_by=tuple(group_columns(args.group_by)),
+        min_group_rows=args.min_group_rows,
+        time_column=args.time_column,
+        window=args.window,
+        reference_windows=args.reference_windows,
+        n_resamples=args.slice_resamples,
+    )
+
+
 def model_slices(model, args: argparse.Namespace) -> dict[str, Any]:
     """The ``slices``, ``group_maps`` and ``time`` objects of one model (those asked for)."""
     from calibration_core.binning import Binning
@@ -101,11 +121,9 @@ def model_slices(model, args: argparse.Namespace) -> dict[str, Any]:
 
 def model_windows(model, args: argparse.Namespace, binning) -> dict[str, Any]:
     """The ``time`` object: windows against the reference period."""
-    from calibration_core.slices import drift_report, find_time_column, time_values, window_index
+    from calibration_core.slices import drift_report, time_windows
 
-    column = find_time_column(model, args.time_column)
-    times = None if column is None else time_values(model, column)
-    windows = window_index(times, args.window, model.n_samples)
+    column, windows = time_windows(model, args.window, args.time_column)
     report = drift_report(model, windows, reference=args.reference_windows, binning=binning,
                           n_resamples=max(args.slice_resamples, 1), level=args.level,
                           seed=args.seed)  # fmt: skip

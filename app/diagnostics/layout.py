@@ -16,6 +16,7 @@ from ..options import model_label
 from ..statistics_page import STATISTICS_PATH
 from ..store.records import ModelInfo
 from .beyond import BEYOND_TITLE
+from .over_time import WINDOW_CHOICES, TimeSettings
 from .resampling import SEED
 from .tables import TextTable
 from .target import (
@@ -46,7 +47,13 @@ def model_choices(infos: list[ModelInfo], selected) -> tuple[list[dict], str | N
 def table_component(table: TextTable, class_name: str = "diag-table") -> html.Div:
     """A :class:`TextTable` as an HTML table, its warnings and its notes (text only)."""
     head = html.Thead(html.Tr([html.Th(h) for h in table.header]))
-    body = html.Tbody([html.Tr([html.Td(c) for c in row]) for row in table.rows])
+    marked = set(table.highlight)
+    body = html.Tbody(
+        [
+            html.Tr([html.Td(c) for c in row], className="highlight" if i in marked else None)
+            for i, row in enumerate(table.rows)
+        ]
+    )
     children = [html.Div(html.Table([head, body], className=class_name), className="table-wrap")]
     children += [html.Div(w, className="diag-warning", role="note") for w in table.warnings]
     if table.notes:
@@ -186,6 +193,51 @@ def _beyond_card() -> html.Div:
     )
 
 
+def over_time_card(time: TimeSettings) -> html.Div:
+    """The "Over time" card: window controls, the time chart, its table, a window's diagram.
+
+    ``time``: the controls' first values (from the page address).
+    """
+    column = dcc.Dropdown(
+        id=ids.TIME_COLUMN,
+        options=[] if time.column is None else [time.column],
+        value=time.column,
+        placeholder="timestamp, time or date",
+        className="diag-measure",
+    )
+    windows = [{"label": v, "value": k} for k, v in WINDOW_CHOICES.items()]
+    settings = [
+        _label("Time column", column),
+        _label("Window", _dropdown(ids.TIME_WINDOW, windows, time.window, "diag-small-dropdown")),
+        _label(
+            "N rows",
+            _number_input(ids.TIME_ROWS, time.rows, min=1, step=1, placeholder="auto"),
+            "every N rows; empty: 10 windows",
+        ),
+        _label(
+            "Reference",
+            _number_input(ids.TIME_REFERENCE, time.reference, min=1, step=1),
+            "the first K windows",
+        ),
+    ]
+    return _card(
+        "Over time",
+        _job_controls(
+            "Compute intervals",
+            ids.TIME_RUN,
+            ids.TIME_CANCEL,
+            (ids.TIME_PROGRESS, ids.TIME_STATUS),
+            *settings,
+        ),
+        html.Div(id=ids.TIME_MESSAGE),
+        _loading(dcc.Graph(id=ids.TIME_GRAPH, config=GRAPH_CONFIG, style={"display": "none"})),
+        html.Div(id=ids.TIME_TABLE),
+        dcc.Graph(id=ids.TIME_DIAGRAM, config=GRAPH_CONFIG, style={"display": "none"}),
+        card_id="diag-time-card",
+        doc="bootstrap-intervals",
+    )
+
+
 def _rate_input(id_: str, placeholder: str) -> dcc.Input:
     return _number_input(id_, None, min=0, max=1, step="any", placeholder=placeholder)
 
@@ -229,8 +281,8 @@ def _hl_card() -> html.Div:
     )
 
 
-def _cards() -> list[html.Div]:
-    """Every diagnostic's card, in page order."""
+def _cards(time: TimeSettings) -> list[html.Div]:
+    """Every diagnostic's card, in page order (``time``: the "Over time" card's settings)."""
     return [
         _card(
             "ECE against the number of bins",
@@ -247,6 +299,7 @@ def _cards() -> list[html.Div]:
         _hl_card(),
         _test_card(),
         _boot_card(),
+        over_time_card(time),
         _beyond_card(),
         _decision_card(),
         _card(
@@ -280,13 +333,18 @@ def _head() -> html.Div:
     )
 
 
-def diagnostics_section(infos: list[ModelInfo], selected) -> html.Section:
-    """The collapsed Diagnostics section for a page whose models are ``infos``."""
+def diagnostics_section(
+    infos: list[ModelInfo], selected, time: TimeSettings | None = None
+) -> html.Section:
+    """The collapsed Diagnostics section for a page whose models are ``infos``.
+
+    ``time``: the "Over time" card's first settings (defaults when None).
+    """
     body_children = [
         _shared_controls(infos, selected),
         html.P(id=ids.DIAG_CAPTION, className="caption"),
         html.Div(id=ids.DIAG_MESSAGE, className="message", role="alert"),
-        *_cards(),
+        *_cards(time or TimeSettings()),
     ]
     body = html.Div(
         body_children, id=ids.DIAG_BODY, className="diag-body", style={"display": "none"}
@@ -301,6 +359,7 @@ def diagnostics_section(infos: list[ModelInfo], selected) -> html.Section:
                 ids.DIAG_TEST_DONE,
                 ids.DIAG_BOOT_DONE,
                 ids.DIAG_BEYOND_DONE,
+                ids.TIME_DONE,
             )
         ),
     ]

@@ -4,7 +4,8 @@ For every model of the exported view: the ECE sensitivity plot, the ECE
 estimators, Hosmer-Lemeshow, the decision view (binary problems) and the
 human-uncertainty measures (when soft labels were uploaded) are computed
 again for the view's settings (they are cheap); the resampling test, the
-bootstrap intervals and the "Beyond bins" measures are taken from the disk
+bootstrap intervals, the "Over time" card's intervals (when the card was
+opened) and the "Beyond bins" measures are taken from the disk
 store, where the dashboard's background jobs put them, for the measure,
 resamples and level last used in the Diagnostics section of this session
 (otherwise the report says how to get them). The tables are the page's
@@ -25,13 +26,16 @@ from calibration_core import CalibrationInputError
 from ..analysis import variants
 from ..context import AppContext
 from ..figures.diagnostics import cost_figure, null_figure, sensitivity_figure
+from ..figures.slices import drift_figure
 from ..metrics_table import METRICS, notion_short
 from ..options import model_label
 from ..settings import SCHEME_LABELS
 from .beyond import BEYOND_TITLE, NOT_COMPUTED, beyond_rows, beyond_table
 from .cards import decision_view, hosmer_lemeshow_rows, human_rows
+from .over_time import saved_settings, time_document, time_target
 from .overview import estimator_rows, sensitivity_curves
 from .resampling import bootstrap_rows, calibration_tests
+from .slices import drift_table
 from .tables import (
     HUMAN_MISSING,
     TextTable,
@@ -61,6 +65,7 @@ STYLE = """<style>
 h2.diag-model { margin-top: 36px; border-top: 1px solid #d0d7de; padding-top: 16px; }
 .diagnostics td:nth-child(2) { text-align: right; }
 .diagnostics .beyond td:nth-child(2) { text-align: left; color: #57606a; }
+tr.highlight td { background: #fde2e1; font-weight: 600; }
 </style>"""
 
 
@@ -71,8 +76,12 @@ def table_html(table: TextTable) -> str:
         return html.escape(text).replace("\n", "<br>")
 
     head = "".join(f"<th>{cell(h)}</th>" for h in table.header)
+    marked = set(table.highlight)
     body = "".join(
-        "<tr>" + "".join(f"<td>{cell(c)}</td>" for c in row) + "</tr>" for row in table.rows
+        ('<tr class="highlight">' if i in marked else "<tr>")
+        + "".join(f"<td>{cell(c)}</td>" for c in row)
+        + "</tr>"
+        for i, row in enumerate(table.rows)
     )
     parts = [f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"]
     parts += [f'<div class="diag-warning">{cell(w)}</div>' for w in table.warnings]
@@ -82,12 +91,14 @@ def table_html(table: TextTable) -> str:
     return "".join(parts)
 
 
-def _figure(fig: dict) -> str:
+def figure_html(fig: dict, static: bool = False) -> str:
+    """A figure dict as an HTML fragment using the plotly.js the report embeds.
+
+    ``static``: no hover, zoom or mode bar (a figure read like a printed one).
+    """
+    config = {"displaylogo": False, **({"staticPlot": True} if static else {})}
     return pio.to_html(
-        go.Figure(fig, skip_invalid=True),
-        include_plotlyjs=False,
-        full_html=False,
-        config={"displaylogo": False},
+        go.Figure(fig, skip_invalid=True), include_plotlyjs=False, full_html=False, config=config
     )
 
 
@@ -115,7 +126,7 @@ def model_diagnostics(ctx: AppContext, sid, target: DiagTarget) -> str:
     parts.append(
         _section(
             "ECE against the number of bins",
-            _figure(sensitivity_figure(curves, view.n_bins, spec.label, info.name)),
+            figure_html(sensitivity_figure(curves, view.n_bins, spec.label, info.name)),
         )
     )
     parts.append(
@@ -137,6 +148,9 @@ def model_diagnostics(ctx: AppContext, sid, target: DiagTarget) -> str:
     )
     parts.append(_section("Resampling test of calibration", _resampling(ctx, sid, target)))
     parts.append(_section("Bootstrap confidence intervals", _bootstrap(ctx, sid, target)))
+    over_time = _over_time(ctx, sid, target)
+    if over_time:
+        parts.append(_section("Over time", over_time))
     parts.append(_section(BEYOND_TITLE, _beyond(ctx, target)))
     if info.n_classes == 2:
         parts.append(_section("Decision view", _decision(ctx, sid, target)))
@@ -160,7 +174,7 @@ def _resampling(ctx: AppContext, sid, target: DiagTarget) -> str:
         return _note(str(exc))
     body = table_html(resampling_table(rows, measure, n_resamples))
     if any(r.result is not None for r in rows):
-        body += _figure(null_figure(rows, measure, target.info.name))
+        body += figure_html(null_figure(rows, measure, target.info.name))
     else:
         body = (
             _note("Not run for these settings: press “Run test” in the Diagnostics section.") + body
@@ -185,6 +199,27 @@ def _bootstrap(ctx: AppContext, sid, target: DiagTarget) -> str:
     return table_html(bootstrap_table(rows, headers, level, n_resamples))
 
 
+def _over_time(ctx: AppContext, sid, target: DiagTarget) -> str:
+    """The "Over time" card with the settings it last used ("" if it was never opened)."""
+    saved = saved_settings(remembered(ctx.store, sid, "time"))
+    if saved is None:
+        return ""
+    settings, n_resamples = saved
+    try:
+        t = time_target(ctx.store, target, settings)
+        doc, with_intervals = time_document(ctx.store, t, n_resamples)
+    except CalibrationInputError as exc:
+        return _note(str(exc))
+    title = f"{target.info.name}: calibration over time"
+    body = figure_html(drift_figure(doc, title=title, subtitle=t.describe()), static=True)
+    if not with_intervals:
+        return (
+            _note("Intervals not computed: press “Compute intervals” in the “Over time” card.")
+            + body
+        )
+    return body + table_html(drift_table(doc, n_resamples))
+
+
 def _beyond(ctx: AppContext, target: DiagTarget) -> str:
     rows = beyond_rows(ctx.store, target)
     table = table_html(beyond_table(rows, notion_spec(target.info, target.view)))
@@ -206,7 +241,7 @@ def _decision(ctx: AppContext, sid, target: DiagTarget) -> str:
         )
     except CalibrationInputError as exc:
         return _note(str(exc))
-    return table_html(decision_table(view)) + _figure(cost_figure(view, target.info.name))
+    return table_html(decision_table(view)) + figure_html(cost_figure(view, target.info.name))
 
 
 def diagnostics_html(ctx: AppContext, sid, result) -> str:

@@ -35,12 +35,15 @@ class TextTable:
         Sentences shown under the table.
     warnings : list of str
         Shown more prominently (e.g. the small-sample warning).
+    highlight : list of int
+        Indices of rows to highlight (e.g. windows above the reference period).
     """
 
     header: list[str]
     rows: list[list[str]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    highlight: list[int] = field(default_factory=list)
 
 
 def number(value, digits: int = 4) -> str:

@@ -14,6 +14,7 @@ from calibration_core.maps import MAP_NAMES
 from .. import ids
 from ..deployable import BEST_MAP, map_options
 from ..diagnostics.layout import diagnostics_section
+from ..diagnostics.over_time import TimeSettings
 from ..metrics_table import PARTS_CAPTION
 from ..model_list import model_options
 from ..options import all_binary, class_choices, default_selection
@@ -593,6 +594,7 @@ def build_layout(
     fit_summary: str = "",
     address_notices: list[str] | tuple[str, ...] = (),
     class_auto: str | None = None,
+    time: TimeSettings | None = None,
 ) -> html.Div:
     """The whole page for a session whose usable models are ``infos``.
 
@@ -612,6 +614,8 @@ def build_layout(
     class_auto : str, optional
         The class in ``raw`` when the page picked it itself (the worst class,
         :func:`app.analysis.opening_class`): it moves when the models change.
+    time : TimeSettings, optional
+        The "Over time" card's initial settings (:func:`app.view_url.decode_time`).
     """
     raw = default_settings(infos) if raw is None else raw
     empty = ([], [], [], "", "", [], [])
@@ -662,7 +666,7 @@ def build_layout(
                             html.P(table_caption, id=ids.METRICS_CAPTION, className="caption"),
                             _score_parts_toggle(raw),
                             metrics_grid(rows, cols),
-                            diagnostics_section(infos, raw.handles),
+                            diagnostics_section(infos, raw.handles, time),
                         ],
                         className="results",
                     ),

@@ -10,6 +10,8 @@
 * :mod:`app.store.records`: what the store keeps about a model
   (:class:`ModelInfo`, :class:`FitRecord`) and the per-process cache of
   Predictions;
+* :mod:`app.store.extra_columns`: the file's other columns (groups, times)
+  as the store keeps them (text as integer codes plus its values);
 * :mod:`app.store.soft_label_store`: the soft labels (``h_<class>`` columns)
   of uploaded models, kept next to their predictions.
 """

@@ -18,7 +18,9 @@ Keys
 ``pred:<handle>`` and ``arr:<handle>:...``
     A Predictions: a small record naming its arrays, and each array (with
     the load-time sorted scores of every notion) as a raw ``.npy`` file that
-    readers memory-map, so workers share one copy in the page cache.
+    readers memory-map, so workers share one copy in the page cache; the
+    file's other columns (groups, times) as ``arr:<handle>:extra:...``
+    (:mod:`app.store.extra_columns`).
 ``fit:<data handle>:<map>:<held-out key>``
     One fitted map's result (:class:`FitRecord` as a dict); its calibrated
     predictions live under ``pred:<variant handle>``.
@@ -336,6 +338,7 @@ class DataStore:
                     logits=pred.logits,
                     name=name,
                     score_column=pred.score_column,
+                    extra=pred.extra,
                     _sorted=pred._sorted,
                 )
             handle = UPLOAD_PREFIX + secrets.token_urlsafe(18)

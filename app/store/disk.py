@@ -18,12 +18,14 @@ probabilities, labels and logits, and one file per attribute of the sorted
 scores, which stacks that attribute of every notion and class (the record
 keeps the row offsets; readers slice the memory map). One file per class and
 attribute made a 24,000-class model 48,006 files and exhausted the workers'
-file descriptors.
+file descriptors. The file's other columns likewise take one file per dtype
+plus one for the text columns' values (:func:`save_extra`).
 """
 
 from __future__ import annotations
 
 import io
+import json
 import logging
 import os
 import sqlite3
@@ -34,7 +36,9 @@ import diskcache
 import numpy as np
 
 from calibration_core import CalibrationInputError, Predictions, SortedScores
+from calibration_core.predictions import with_extra
 
+from .extra_columns import EncodedColumn, decode_extra, encode_extra, parse_categories
 from .records import slot_arrays
 
 log = logging.getLogger("calibration_dashboard.store")
@@ -219,7 +223,8 @@ def save_stacked(
         with tempfile.TemporaryFile(dir=cache.directory, prefix="stack-") as fh:
             np.lib.format.write_array_header_1_0(fh, header)
             for part in parts:
-                fh.write(np.ascontiguousarray(part, dtype=first.dtype).data)
+                part = np.ascontiguousarray(part, dtype=first.dtype)
+                fh.write(part.reshape(-1).view(np.uint8).data)  # datetime64: no buffer of its own
             fh.seek(0)
             cache.set(key, fh, read=True, expire=expire, tag=tag)
     except DISK_ERRORS as exc:
@@ -243,7 +248,8 @@ def save_predictions(
     (:func:`save_stacked`; ``record["sorted"]`` lists the ``(notion, class)``
     keys and ``record["offsets"][slot]`` the first row of each); last
     ``pred:<handle>``, the record, so a reader never sees half a model. At
-    most 5 array files whatever the number of classes. Every entry carries
+    most 5 array files whatever the number of classes (plus
+    :func:`save_extra`'s for the other columns). Every entry carries
     ``tag`` (the owning session's id, or None for shared data such as the
     demo's fits).
 
@@ -277,8 +283,69 @@ def save_predictions(
     for slot, parts in stacks.items():
         save_stacked(cache, f"arr:{handle}:sorted:{slot}", parts, expire, tag)
         record["offsets"][slot] = np.cumsum([0] + [p.shape[0] for p in parts]).tolist()
+    if pred.extra:
+        record["extra"] = save_extra(cache, handle, pred.extra, expire, tag)
     cache.set(f"pred:{handle}", record, expire=expire, tag=tag)
     return record
+
+
+def save_extra(cache: diskcache.Cache, handle: str, extra, expire, tag) -> dict:
+    """Store a model's other columns (:mod:`app.store.extra_columns`) in a bounded number of files.
+
+    Columns of one dtype are stacked into one file ``arr:<handle>:extra:<dtype>``
+    (column ``i`` of that dtype is rows ``i*N .. (i+1)*N``), and the categories
+    of every text column go to one UTF-8 JSON file ``arr:<handle>:extra:categories``:
+    at most 9 files whatever the number of columns.
+
+    Returns
+    -------
+    dict
+        ``{"columns": [header + "index"], "files": [dtype...]}`` for the record.
+    """
+    columns = encode_extra(extra)
+    stacks: dict[str, list[np.ndarray]] = {}
+    headers = []
+    for col in columns:
+        parts = stacks.setdefault(col.values.dtype.str, [])
+        headers.append({**col.header(), "index": len(parts)})
+        parts.append(col.values)
+    for dtype, parts in stacks.items():
+        save_stacked(cache, f"arr:{handle}:extra:{dtype}", parts, expire, tag)
+    names = [list(c.categories) for c in columns if c.kind == "text"]
+    files = list(stacks)
+    if names:
+        blob = np.frombuffer(json.dumps(names).encode(), dtype=np.uint8)
+        save_array(cache, f"arr:{handle}:extra:categories", blob, expire, tag)
+        files.append("categories")
+    return {"columns": headers, "files": files}
+
+
+def load_extra(cache: diskcache.Cache, handle: str, stored: dict, n: int) -> dict:
+    """The other columns saved by :func:`save_extra`, for ``Predictions.extra``.
+
+    Raises
+    ------
+    DataUnavailable
+        When one of the files is gone (expired or evicted).
+    """
+    stacks = {
+        name: load_array(cache, f"arr:{handle}:extra:{name}")
+        for name in stored["files"]
+        if name != "categories"
+    }
+    names = iter(())
+    if "categories" in stored["files"]:
+        raw = load_array(cache, f"arr:{handle}:extra:categories").tobytes()
+        names = iter(json.loads(raw))
+    columns = []
+    for h in stored["columns"]:
+        i = h["index"]
+        values = stacks[h["dtype"]][i * n : (i + 1) * n]
+        categories = ()
+        if h["kind"] == "text":
+            categories = parse_categories(json.dumps(next(names)), h["n_categories"], h["name"])
+        columns.append(EncodedColumn(h["name"], h["kind"], values, categories))
+    return decode_extra(columns)
 
 
 def load_predictions(cache: diskcache.Cache, handle: str) -> tuple[Predictions, dict]:
@@ -301,6 +368,9 @@ def load_predictions(cache: diskcache.Cache, handle: str) -> tuple[Predictions, 
         name=record["name"],
         score_column=bool(record.get("score_column", False)),
     )
+    if "extra" in record:
+        extra = load_extra(cache, handle, record["extra"], pred.n_samples)
+        pred = with_extra(pred, extra)
     stacked = {slot: load_array(cache, f"arr:{handle}:sorted:{slot}") for slot in record["offsets"]}
     for i, key in enumerate(record["sorted"]):
         sorted_scores = SortedScores.__new__(SortedScores)
@@ -319,3 +389,5 @@ def touch_predictions(
         cache.touch(f"arr:{handle}:{name}", expire=expire)
     for slot in record["offsets"]:
         cache.touch(f"arr:{handle}:sorted:{slot}", expire=expire)
+    for name in record.get("extra", {}).get("files", ()):
+        cache.touch(f"arr:{handle}:extra:{name}", expire=expire)

@@ -20,6 +20,8 @@ import numpy as np
 
 from calibration_core import Predictions
 
+from .extra_columns import extra_nbytes
+
 #: Sorted scores of every notion are precomputed when N * K is at most this.
 WARM_LIMIT = 20_000_000
 #: ``ModelInfo.source`` of the built-in demo's models (one group in the model list).
@@ -113,13 +115,13 @@ def slot_arrays(obj) -> dict[str, np.ndarray] | None:
 
 
 def nbytes(pred: Predictions) -> int:
-    """Bytes of the arrays of ``pred``: probs, labels, logits and every sorted scores."""
+    """Bytes of the arrays of ``pred``: probs, labels, logits, sorted scores, other columns."""
     n = pred.probs.nbytes + pred.labels.nbytes
     if pred.logits is not None:
         n += pred.logits.nbytes
     for sorted_scores in pred._sorted.values():
         n += sum(a.nbytes for a in (slot_arrays(sorted_scores) or {}).values())
-    return n
+    return n + extra_nbytes(pred.extra)
 
 
 class MemoryLRU:

@@ -61,7 +61,16 @@ from multiprocessing.connection import Connection
 import numpy as np
 
 from calibration_core import CalibrationInputError, Predictions
+from calibration_core.predictions import with_extra
 
+from ..store.extra_columns import (
+    KIND_DTYPES,
+    EncodedColumn,
+    decode_extra,
+    encode_extra,
+    parse_categories,
+    received_column,
+)
 from ..store.soft_label_store import read_upload_soft_labels
 from .guard import DECODED_FACTOR, check_expansion, decoded_limit
 
@@ -80,6 +89,8 @@ PRELOAD = (
 MEMORY_HEADROOM_MB = 256
 #: Dtypes of the arrays a child may send back (float64 probabilities, intp labels).
 ARRAY_DTYPES = ("<f8", "<i8")
+#: Dtypes of the file's other columns (:mod:`app.store.extra_columns`).
+EXTRA_DTYPES = tuple(d for dtypes in KIND_DTYPES.values() for d in dtypes)
 #: Largest JSON header a child may send (names of up to 25,000 classes, ...).
 MAX_HEADER_BYTES = 64 << 20
 
@@ -279,8 +290,8 @@ def _out_of_memory(exc: BaseException) -> bool:
 
 def _send(conn: Connection, header: dict, arrays=()) -> None:
     conn.send_bytes(json.dumps(header).encode())
-    for arr in arrays:
-        conn.send_bytes(arr)
+    for arr in arrays:  # arrays as their bytes (a datetime64 array has no buffer of its own)
+        conn.send_bytes(arr.reshape(-1).view(np.uint8) if isinstance(arr, np.ndarray) else arr)
 
 
 def _array_spec(arr: np.ndarray) -> dict:
@@ -288,7 +299,11 @@ def _array_spec(arr: np.ndarray) -> dict:
 
 
 def _send_parsed(conn: Connection, parsed: ParsedUpload) -> None:
-    """The models as a JSON header (names, array dtypes and shapes), then the arrays' bytes."""
+    """The models as a JSON header (names, array dtypes and shapes), then the arrays' bytes.
+
+    After a model's own arrays come its other columns (:mod:`app.store.extra_columns`):
+    each column's array, then, for a text column, its categories as JSON bytes.
+    """
     models, arrays = [], []
     for pred in parsed.predictions:
         own = {"probs": pred.probs, "labels": pred.labels}
@@ -298,15 +313,21 @@ def _send_parsed(conn: Connection, parsed: ParsedUpload) -> None:
             own["soft"] = np.asarray(soft, dtype=np.float64)
         own = {key: np.ascontiguousarray(arr) for key, arr in own.items()}
         specs = {key: _array_spec(arr) for key, arr in own.items()}
+        extra = encode_extra(pred.extra)
         models.append(
             {
                 "name": pred.name,
                 "classes": list(pred.class_names),
                 "score_column": pred.score_column,
                 "arrays": specs,
+                "extra": [{**col.header(), **_array_spec(col.values)} for col in extra],
             }
         )
         arrays.extend(own.values())
+        for col in extra:
+            arrays.append(col.values)
+            if col.kind == "text":
+                arrays.append(col.categories_bytes())
     _send(conn, {"kind": "ok", "models": models, "notices": list(parsed.notices)}, arrays)
 
 
@@ -340,11 +361,13 @@ def run_child(conn: Connection, name: str, limits: ParseLimits, options: LoadOpt
 
 
 # ----------------------------------------------------------------- the parent
-def _receive_array(conn: Connection, spec: dict, budget: list[int]) -> np.ndarray:
+def _receive_array(
+    conn: Connection, spec: dict, budget: list[int], dtypes=ARRAY_DTYPES
+) -> np.ndarray:
     dtype, shape = spec["dtype"], tuple(int(n) for n in spec["shape"])
-    if dtype not in ARRAY_DTYPES or any(n < 0 for n in shape):
+    if dtype not in dtypes or any(n < 0 for n in shape):
         raise ParserCrashed(f"the parser sent an array of {dtype} {shape}")
-    nbytes = int(np.prod(shape, dtype=np.int64)) * 8
+    nbytes = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
     budget[0] -= nbytes
     if budget[0] < 0:
         raise ParserCrashed("the parser sent more data than the decoded-data bound")
@@ -354,6 +377,25 @@ def _receive_array(conn: Connection, spec: dict, budget: list[int]) -> np.ndarra
     arr = np.frombuffer(buf, dtype=dtype).reshape(shape)
     arr.flags.writeable = False
     return arr
+
+
+def _receive_extra(conn: Connection, spec: dict, n: int, budget: list[int]) -> EncodedColumn:
+    """One other column of a model (its array, and the categories of a text column), checked.
+
+    The categories count against the decoded-data bound like the arrays.
+    """
+    if [int(d) for d in spec.get("shape", ())] != [n]:
+        raise ParserCrashed(f"the parser sent column {spec.get('name')!r} of another length")
+    values = _receive_array(conn, spec, budget, EXTRA_DTYPES)
+    categories: tuple[str, ...] = ()
+    try:
+        if spec.get("kind") == "text":
+            raw = conn.recv_bytes(max(budget[0], 1))
+            budget[0] -= len(raw)
+            categories = parse_categories(raw, int(spec["n_categories"]), str(spec["name"]))
+        return received_column(spec, values, categories)
+    except (CalibrationInputError, OSError) as exc:  # OSError: longer than the bound
+        raise ParserCrashed(f"the parser sent a bad column: {exc}") from None
 
 
 def _receive_parsed(conn: Connection, header: dict, max_bytes: int) -> ParsedUpload:
@@ -368,6 +410,10 @@ def _receive_parsed(conn: Connection, header: dict, max_bytes: int) -> ParsedUpl
             name=str(model["name"]),
             score_column=model.get("score_column") is True,
         )
+        n = pred.n_samples
+        extra = [_receive_extra(conn, spec, n, budget) for spec in model.get("extra", ())]
+        if extra:
+            pred = with_extra(pred, decode_extra(extra))
         preds.append(pred)
         if "soft" in arrays:
             soft[pred.name] = arrays["soft"]

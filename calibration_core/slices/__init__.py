@@ -20,7 +20,14 @@ from .groups import MAX_GROUPS, MIN_GROUP_ROWS, GroupIndex, group_candidates, gr
 from .homogeneity import HomogeneityResult, homogeneity_test
 from .maps import DEFAULT_GROUP_MAPS, GroupMaps, group_maps
 from .report import SliceReport, slice_report, worst_group
-from .times import TIME_CANDIDATES, find_time_column, parse_window, time_values, window_index
+from .times import (
+    TIME_CANDIDATES,
+    find_time_column,
+    parse_window,
+    time_values,
+    time_windows,
+    window_index,
+)
 
 __all__ = [
     "DEFAULT_GROUP_MAPS",
@@ -45,6 +52,7 @@ __all__ = [
     "row_values",
     "slice_report",
     "time_values",
+    "time_windows",
     "window_index",
     "worst_group",
 ]

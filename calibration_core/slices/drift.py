@@ -44,7 +44,9 @@ class DriftReport:
 
     @property
     def reference_upper(self) -> float:
-        """Upper bound of the reference period's ECE."""
+        """Upper bound of the reference period's ECE (NaN without intervals)."""
+        if self.reference.intervals is None:
+            return float("nan")
         return float(self.reference.intervals["ece"].upper[0])
 
     def to_dict(self) -> dict:
@@ -67,6 +69,8 @@ def drift_report(
     *,
     reference: int = 1,
     binning: Binning | None = None,
+    notion: str = "confidence",
+    class_index: int | None = None,
     n_resamples: int = 200,
     level: float = 0.95,
     seed=0,
@@ -81,8 +85,12 @@ def drift_report(
     reference : int
         How many leading windows form the reference period.
     binning : Binning, optional
+    notion : {"confidence", "binary", "class"}
+        The notion of the ECE (``class_index`` for "class"), as :func:`slice_report`.
+    class_index : int, optional
     n_resamples : int
-        Bootstrap resamples (>= 1: the flags need intervals).
+        Bootstrap resamples; 0 for point estimates only (no intervals, nothing
+        flagged: the flags need intervals).
     level : float
     seed : int or None
 
@@ -95,12 +103,15 @@ def drift_report(
             f"the reference period must be between 1 and {windows.n_groups - 1} windows (there "
             f"are {windows.n_groups}), got {reference}; choose a shorter window or reference."
         )
-    common = {"binning": binning, "n_resamples": n_resamples, "level": level, "seed": seed}
+    common = {"binning": binning, "notion": notion, "class_index": class_index, "seed": seed,
+              "n_resamples": n_resamples, "level": level, "bootstrap_whole": False}  # fmt: skip
     per_window = slice_report(pred, windows, test_resamples=0, **common)
     in_reference = windows.codes < int(reference)
     ref_rows = np.flatnonzero(in_reference)
     block = GroupIndex(np.zeros(ref_rows.size, np.intp), ("reference",), ("time",), 0)
     ref = slice_report(pred.subset(ref_rows), block, test_resamples=0, **common)
+    if not n_resamples:
+        return DriftReport(per_window, ref, int(reference), np.zeros(windows.n_groups, bool))
     upper = ref.intervals["ece"].upper[0]
     lower = per_window.intervals["ece"].lower
     flagged = (lower > upper) & (np.arange(windows.n_groups) >= int(reference))

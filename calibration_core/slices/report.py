@@ -109,6 +109,7 @@ def slice_report(
     level: float = 0.95,
     test_resamples: int = 1000,
     seed=0,
+    bootstrap_whole: bool = True,
 ) -> SliceReport:
     """Per-group calibration of one model.
 
@@ -128,6 +129,9 @@ def slice_report(
     test_resamples : int
         Null resamples of the homogeneity test; 0 to skip the test.
     seed : int or None
+    bootstrap_whole : bool
+        Bootstrap the whole too (False: ``whole_intervals`` is None; the time
+        windows do not show it, and it costs as much as the groups' intervals).
 
     Returns
     -------
@@ -143,9 +147,10 @@ def slice_report(
     if n_resamples:
         intervals = grouped_bootstrap(grouped, metrics, n_resamples=n_resamples, level=level,
                                       seed=seed)  # fmt: skip
-        whole_intervals = grouped_bootstrap(
-            whole_pass, whole, n_resamples=n_resamples, level=level, seed=seed
-        )
+        if bootstrap_whole:
+            whole_intervals = grouped_bootstrap(
+                whole_pass, whole, n_resamples=n_resamples, level=level, seed=seed
+            )
     test = None
     if test_resamples and groups.n_groups > 1:
         shared = GroupedPass.build(values, groups.codes, groups.n_groups, binning, True)

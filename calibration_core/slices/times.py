@@ -135,3 +135,24 @@ def window_index(times: np.ndarray | None, window: str, n_rows: int) -> GroupInd
     codes, uniques = pd.factorize(start, sort=True)
     labels = tuple(str(np.datetime64(int(u), "D")) for u in uniques)
     return GroupIndex(codes.astype(np.intp), labels, ("time",), 0)
+
+
+def time_windows(
+    pred: Predictions, window: str, column: str | None = None
+) -> tuple[str | None, GroupIndex]:
+    """The windows of ``pred``: its time column (found or ``column``) and :func:`window_index`.
+
+    Returns
+    -------
+    (str or None, GroupIndex)
+        The time column used (None: windows in rows) and the windows.
+
+    Raises
+    ------
+    CalibrationInputError
+        An unknown column, values that are not times (with their rows), a bad
+        window, or a calendar window without a time column.
+    """
+    found = find_time_column(pred, column)
+    times = None if found is None else time_values(pred, found)
+    return found, window_index(times, window, pred.n_samples)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import re
+from html.parser import HTMLParser
 from pathlib import Path
 
 import numpy as np
@@ -93,3 +95,101 @@ def test_group_by_unknown_or_too_fine_column_is_a_clear_error(slices_csv, capsys
     code, _, err = run(["evaluate", str(slices_csv), "--maps", "temperature", "--group-by",
                         "timestamp"], capsys)  # fmt: skip
     assert code == 1 and "coarser column" in err
+
+
+# ------------------------------------------------------------------ report
+class _Tables(HTMLParser):
+    """The tables of an HTML fragment: rows of (highlighted, cells); ``<br>`` -> newline."""
+
+    def __init__(self):
+        super().__init__()
+        self.tables, self.row, self.cell = [], None, None
+
+    def handle_starttag(self, tag, attrs):
+        if tag == "table":
+            self.tables.append([])
+        elif tag == "tr":
+            self.row = (dict(attrs).get("class") == "highlight", [])
+        elif tag in ("td", "th"):
+            self.cell = ""
+        elif tag == "br" and self.cell is not None:
+            self.cell += "\n"
+
+    def handle_endtag(self, tag):
+        if tag in ("td", "th"):
+            self.row[1].append(self.cell)
+            self.cell = None
+        elif tag == "tr":
+            self.tables[-1].append(self.row)
+
+    def handle_data(self, data):
+        if self.cell is not None:
+            self.cell += data
+
+
+def _slice_tables(text: str) -> list:
+    start = text.index('<div class="diagnostics slices">')
+    end = text.index('<div class="diagnostics">')
+    parser = _Tables()
+    parser.feed(text[start:end])
+    return parser.tables
+
+
+def _numbers(cell: str) -> list[float]:
+    return [float(x) for x in re.findall(r"-?\d+\.\d+", cell)]
+
+
+def _expected(row: dict, name: str) -> list[float]:
+    return [row[name], row[f"{name}_lower"], row[f"{name}_upper"]]
+
+
+def test_report_sections_show_the_cores_numbers(slices_csv, tmp_path, capsys):
+    """Every number of the group and time tables is calibration_core.slices' (4 decimals)."""
+    from calibration_core import Binning, load_predictions
+    from calibration_core.slices import drift_report, group_index, slice_report, time_windows
+
+    out = tmp_path / "report.html"
+    argv = ["report", str(slices_csv), "--maps", "temperature", "--folds", "2",
+            "--group-by", "site", "--window", "1d", "--reference-windows", "3",
+            "--slice-resamples", "30", "-o", str(out)]  # fmt: skip
+    code, _, err = run(argv, capsys)
+    assert code == 0, err
+    text = out.read_text()
+    assert "Calibration by group · " in text and "Calibration over time · " in text
+    (pred,) = load_predictions(slices_csv)
+    groups = group_index(pred, ["site"])
+    s = slice_report(pred, groups, binning=Binning(), n_resamples=30).to_dict()
+    _, windows = time_windows(pred, "1d")
+    d = drift_report(pred, windows, reference=3, binning=Binning(), n_resamples=30).to_dict()
+    by_group, by_time = _slice_tables(text)
+    header, *rows = by_group
+    assert header[1][:4] == ["group", "rows", "accuracy", "ECE"]
+    for (_, cells), row in zip(
+        rows, [*s["groups"], s["whole"] | {"group": "all rows"}], strict=True
+    ):
+        assert cells[0] == row["group"]
+        for i, name in enumerate(("accuracy", "ece", "mce", "brier_score", "log_loss")):
+            assert _numbers(cells[2 + i]) == pytest.approx(_expected(row, name), abs=5.1e-5)
+    assert f"Worst group: {s['worst']}, ECE {s['worst_gap']:.4f}" in text
+    assert f"p = {s['homogeneity']['p_value']:.3g}" in text
+    header, reference, *rows = by_time
+    assert _numbers(reference[1][2]) == pytest.approx(_expected(d["reference"], "ece"), abs=5.1e-5)
+    assert len(rows) == len(d["windows"])
+    for (highlighted, cells), row in zip(rows, d["windows"], strict=True):
+        assert cells[0] == row["window"] and highlighted == row["flagged"]
+        for i, name in enumerate(("ece", "accuracy", "confidence")):
+            assert _numbers(cells[2 + i]) == pytest.approx(_expected(row, name), abs=5.1e-5)
+    assert any(row["flagged"] for row in d["windows"])  # the planted drift is highlighted
+    assert text.count('"staticPlot": true') >= 2  # time chart and small multiples
+
+
+def test_report_section_problem_is_a_message_not_a_failure(slices_csv, tmp_path, capsys):
+    out = tmp_path / "report.html"
+    argv = ["report", str(slices_csv), "--maps", "temperature", "--folds", "2", "--window",
+            "1w", "--time-column", "site", "--slice-resamples", "5", "-o", str(out)]  # fmt: skip
+    code, _, err = run(argv, capsys)
+    assert code == 0, err
+    assert "time column 'site'" in err and "not times" in err and "rows 1" in err
+    text = out.read_text()
+    assert "Calibration over time · " in text and "not times" in text
+    assert "Diagnostics · " in text  # the rest of the report is written

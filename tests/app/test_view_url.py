@@ -267,3 +267,48 @@ def test_one_class_vs_rest_without_a_valid_class_opens_on_the_worst_class(tmp_pa
         # The page's own pick (it moves with the models), and the view drawn for it.
         assert _find(layout, ids.CLASS_AUTO)["data"] == worst
         assert f"class {worst}" in _find(layout, ids.VIEW_TITLE)["children"]
+
+
+# ------------------------------------------------------------ the over-time card
+def test_the_over_time_settings_round_trip_and_only_changes_are_written():
+    from app.diagnostics.over_time import TimeSettings
+    from app.view_url import decode_time
+
+    assert "time=" not in encode_view(RawSettings()) and "ref=" not in encode_view(RawSettings())
+    time = TimeSettings(column="event time", window="rows", rows=250, reference=3)
+    query = encode_view(RawSettings(), time)
+    assert query.endswith("&time=event%20time&window=rows&rows=250&ref=3")
+    assert decode_time(query) == (time, [])
+    plain = decode_view(encode_view(RawSettings()), INFOS, DEFAULT)
+    assert decode_view(query, INFOS, DEFAULT) == plain  # the view ignores them
+    assert decode_time("?window=1d") == (TimeSettings(window="1d"), [])
+    # The card's controls as a callback passes them; invalid ones are left out of the address.
+    controls = {"column": None, "window": "1m", "rows": None, "reference": 2}
+    assert address_search(RawSettings(), controls).endswith("&window=1m&ref=2")
+    bad = address_search(RawSettings(), {**controls, "reference": 0})
+    assert "ref=" not in bad and "window=" not in bad
+
+
+def test_bad_over_time_parameters_keep_their_defaults_with_a_notice():
+    from app.diagnostics.over_time import TimeSettings
+    from app.view_url import decode_time
+
+    time, notices = decode_time("?window=fortnight&rows=-5&ref=2&time=" + "x" * 300)
+    assert time == TimeSettings(reference=2)
+    (notice,) = notices
+    assert notice.startswith(NOTICE_PREFIX)
+    assert "window must be one of" in notice and "rows per window" in notice
+    assert "time column" in notice
+
+
+def test_the_page_opens_the_over_time_card_on_its_address(tmp_path):
+    from app.factory import create_app
+
+    client = create_app(make_config(tmp_path)).server.test_client()
+    address = "http://localhost/?models=demo-5&window=rows&rows=300&ref=2&time=timestamp"
+    layout = client.get("/_dash-layout", headers={"Referer": address}).get_json()
+    assert _find(layout, ids.TIME_WINDOW)["value"] == "rows"
+    assert _find(layout, ids.TIME_ROWS)["value"] == 300
+    assert _find(layout, ids.TIME_REFERENCE)["value"] == 2
+    assert _find(layout, ids.TIME_COLUMN)["value"] == "timestamp"
+    assert _find(layout, ids.ADDRESS_NOTICE)["children"] == []

@@ -24,6 +24,7 @@ from calibration_core.slices import (
     row_values,
     slice_report,
     time_values,
+    time_windows,
     window_index,
 )
 
@@ -191,6 +192,27 @@ def test_planted_drift_found_in_the_right_windows():
     assert flagged and set(flagged) <= {"2023-11-22", "2023-11-23", "2023-11-24"}
     assert len(flagged) >= 2
     assert report.to_dict()["windows"][-1]["window"] == "2023-11-24"
+
+
+def test_drift_point_estimates_without_resamples_and_the_notion_followed():
+    """n_resamples=0: the same estimates, no bounds, nothing flagged (the page's first draw)."""
+    pred = planted(3000, np.random.default_rng(3), drift_day=7)
+    column, windows = time_windows(pred, "1d")
+    assert column == "timestamp" and windows.n_groups == 10
+    full = drift_report(pred, windows, reference=2, n_resamples=20).to_dict()
+    points = drift_report(pred, windows, reference=2, n_resamples=0)
+    doc = points.to_dict()
+    assert not points.flagged.any() and np.isnan(points.reference_upper)
+    for a, b in zip(doc["windows"], full["windows"], strict=True):
+        assert "ece_upper" not in a and a["flagged"] is False
+        assert {k: a[k] for k in ("window", "rows", "ece", "accuracy", "confidence")} == {
+            k: b[k] for k in ("window", "rows", "ece", "accuracy", "confidence")
+        }
+    # The ECE follows the notion asked for (binary: the positive-class column).
+    binary = drift_report(pred, windows, reference=2, notion="binary", n_resamples=0)
+    g = windows.codes == 0
+    expected = Binning().statistics(pred.probs[g, 1], (pred.labels[g] == 1).astype(float)).ece()
+    assert binary.windows.metrics["ece"][0] == pytest.approx(expected, rel=1e-12)
 
 
 def test_group_maps_per_group_temperature_beats_global_on_planted_group():

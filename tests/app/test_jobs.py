@@ -295,3 +295,26 @@ def test_the_waiting_list_is_bounded_and_forgets_pages_that_stopped_polling():
     records["a1"]["outcome"] = "done"
     assert queue.promote(records, now=later, drop=dropped.append) == ["c1"]
     assert dropped == ["e1"] and records["e1"]["outcome"].startswith("its page stopped")
+
+
+def test_a_cluster_job_runs_without_the_web_side_limits_and_deadline(tmp_path):
+    """The page's dataset job only waits on a Dask cluster: no limit, no deadline of its own.
+
+    (tests/browser/test_datasets.py runs one under limits of 1 s and 64 MB.)
+    """
+    from app.job_limits import cluster_job
+
+    manager = local_manager(tmp_path, WarmUp())
+
+    def waits_on_the_cluster():
+        return "done"
+
+    def fits_a_map():
+        return "done"
+
+    manager.make_job_fn(cluster_job(waits_on_the_cluster), False, "cluster-key")
+    manager.make_job_fn(fits_a_map, False, "fit-key")
+    assert manager.cluster_jobs == {"cluster-key"}
+    started = {"submitted": 0.0, "started": 0.0}
+    assert manager.deadline({**started, "cluster": True}) == float("inf")
+    assert manager.deadline(started) == manager.limits.seconds + 30

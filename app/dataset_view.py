@@ -17,14 +17,14 @@ diagnostics.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from calibration_core import Binning, CalibrationInputError, ReliabilityCurve
 
 from .analysis import UNCALIBRATED, ModelView, Panel, band_of, targets, worst_classes
-from .settings import ViewSettings
+from .settings import ALL_CLASSES, ALL_CLASSES_SHOWN, ViewSettings
 from .store.records import ModelInfo
 
 #: Metric row fields of a dataset model, in the table's order, with their headers.
@@ -38,7 +38,7 @@ DATASET_METRICS = {
     "log_loss": "log-loss",
 }
 #: Classes drawn in the "all classes" view of a dataset model (its worst by ECE).
-DATASET_CLASSES_SHOWN = 12
+DATASET_CLASSES_SHOWN = ALL_CLASSES_SHOWN
 FREQUENCY_NOTE = (
     "Equal-frequency bins are not drawn from a dataset's cached statistics: their edges "
     "are order statistics of the whole dataset, which takes four more passes over the data "
@@ -62,7 +62,7 @@ class WholeDataset:
 
     def describe(self) -> str:
         """The subtitle's part that says which rows are scored."""
-        return "every row of the dataset, uncalibrated (cached cell statistics)"
+        return "all rows, uncalibrated (cached statistics)"
 
 
 @dataclass
@@ -115,6 +115,21 @@ def model_panels(dataset: str, summary, view: ViewSettings) -> ModelView:
     return ModelView(info, panels, n_scored=summary.n_samples, classes_shown=shown)
 
 
+def model_settings(summary, view: ViewSettings) -> tuple[ViewSettings, list[str]]:
+    """The view of one model: a class it does not have becomes its worst classes, with a note.
+
+    The page's class list follows the models picked in the model list, whose
+    classes a dataset need not share.
+    """
+    if view.notion != "class" or view.all_classes or view.class_name in summary.class_names:
+        return view, []
+    note = (
+        f"{summary.name} has no class named {view.class_name!r} (the class picked for the "
+        f"models of the model list): showing its worst classes instead."
+    )
+    return replace(view, class_name=ALL_CLASSES), [note]
+
+
 def metric_row(summary, n_bins: int) -> dict:
     """The model's metrics at ``n_bins`` equal-width bins (the summary's own rules)."""
     return {"model": summary.name, "n_samples": summary.n_samples, **summary.metrics(n_bins)}
@@ -137,7 +152,9 @@ def dataset_view(dataset: str, summaries: dict, view: ViewSettings) -> DatasetVi
     side_by_side = len(summaries) > 1
     figures, rows = [], []
     for summary in summaries.values():
-        mv = model_panels(dataset, summary, view)
-        figures.append(reliability_figure_dict(mv, view, WholeDataset(), side_by_side))
+        shown, why = model_settings(summary, view)
+        notes += why
+        mv = model_panels(dataset, summary, shown)
+        figures.append(reliability_figure_dict(mv, shown, WholeDataset(), side_by_side))
         rows.append(metric_row(summary, view.n_bins))
     return DatasetView(figures, rows, notes)

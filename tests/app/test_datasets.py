@@ -222,6 +222,11 @@ def test_views_the_cells_cannot_answer_say_so(ctx):
     assert "need the rows" in smooth and "calibration maps" in smooth
     binary = dataset_panel(ctx, sid, "binary", state, RawSettings(notion="binary"))
     assert "Dataset binary" in str(binary)
+    # The page's class follows the model list's models: one the dataset lacks shows its worst.
+    lacking = str(
+        dataset_panel(ctx, sid, "binary", state, RawSettings(notion="class", class_value="8"))
+    )
+    assert "has no class named '8'" in lacking and "showing all 2 classes" in lacking
     other = new_session_id()  # another session has to compute its own
     assert "not computed yet" in str(dataset_panel(ctx, other, "binary", None, RawSettings()))
 

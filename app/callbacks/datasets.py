@@ -30,6 +30,10 @@ from .diagnostics.wiring import JobIds, failure_message, note, register_job, run
 
 #: The view's settings a dataset follows (not the models, the maps or the held-out scheme).
 DATASET_FIELDS = ("notion", "class_value", "scheme", "n_bins", "band", "level", "kind")
+NOT_COMPUTED = (
+    "Dataset {name}: not computed yet. Picking it starts the computation on the cluster (see "
+    "the progress bar under the picker); after a cancel or an error, press Compute."
+)
 
 
 def run_dataset_job(
@@ -87,7 +91,7 @@ def dataset_panel(ctx: AppContext, sid: str | None, name: Any, done: Any, raw: R
         entry = ctx.datasets.cached(sid, name)  # kept: drawn even if the files are gone since
         if entry is None:
             ctx.datasets.resolve(name)  # a name the server does not list is refused
-            return [*errors, note(f"Dataset {name}: not computed yet (see the progress bar).")]
+            return [*errors, note(NOT_COMPUTED.format(name=name))]
         start = time.perf_counter()
         view = raw.parse()[3]
         shown = dataset_view(name, entry["summaries"], view)

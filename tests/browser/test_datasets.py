@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -66,16 +67,17 @@ def datasets_dir(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def scheduler() -> Iterator[str]:
-    cluster = distributed.LocalCluster(
+def cluster() -> Iterator:
+    """A LocalCluster of 2 worker processes (in this process: the tests may scale it)."""
+    local = distributed.LocalCluster(
         n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None, silence_logs=40
     )
-    with cluster:
-        yield cluster.scheduler_address
+    with local:
+        yield local
 
 
 @pytest.fixture(scope="module")
-def dataset_server(browser_available, datasets_dir, scheduler, tmp_path_factory):
+def dataset_server(browser_available, datasets_dir, cluster, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("dataset-server")
     port = free_port()
     env = {k: v for k, v in os.environ.items() if k not in APP_ENV_VARS}
@@ -91,7 +93,7 @@ def dataset_server(browser_available, datasets_dir, scheduler, tmp_path_factory)
         PYTHONUNBUFFERED="1",
         PYTHONPATH=os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")]).rstrip(os.pathsep),
         DATASETS_DIR=str(datasets_dir),
-        DASK_SCHEDULER_ADDRESS=scheduler,
+        DASK_SCHEDULER_ADDRESS=cluster.scheduler_address,
         JOB_TIME_LIMIT_SECONDS="1",
         JOB_MEMORY_LIMIT_MB="64",
     )
@@ -154,4 +156,35 @@ def test_a_dataset_with_a_bad_row_shows_the_file_and_rows(tab):
         "'broken.parquet' rows 2,001-3,000 (row group 1)", timeout=120_000
     )
     expect(ui.page.locator("#dataset-run")).to_be_enabled()
+    ui.watch.assert_clean()
+
+
+def _wait(condition, timeout: float = 120.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "condition not reached"
+        time.sleep(0.1)
+
+
+def test_cancel_leaves_the_page_usable_and_the_cluster_idle(tab, cluster):
+    ui = tab
+    ui.open()
+    cluster.scale(0)  # no worker: the job's graph waits on the scheduler until cancelled
+    _wait(lambda: not cluster.scheduler.workers)
+    try:
+        _pick(ui, "requests")
+        expect(ui.page.locator("#dataset-status")).to_contain_text("0 of 10,000 rows")
+        _wait(lambda: len(cluster.scheduler.tasks) > 0)
+        ui.page.locator("#dataset-cancel").click()
+        expect(ui.page.locator("#dataset-cancel")).to_be_disabled()
+        expect(ui.page.locator("#dataset-run")).to_be_enabled()
+        _wait(lambda: len(cluster.scheduler.tasks) == 0)  # the job's client let go of its graph
+        expect(ui.page.locator("#dataset-view")).to_contain_text("not computed yet")
+    finally:
+        cluster.scale(2)
+    _wait(lambda: len(cluster.scheduler.workers) == 2)
+    ui.page.locator("#dataset-run").click()  # the page is usable: computing again works
+    section = ui.page.locator("#dataset-view")
+    expect(section.locator(".section-title")).to_have_text("Dataset requests", timeout=120_000)
+    expect(section.locator(".reliability-graph .main-svg").first).to_be_visible()
     ui.watch.assert_clean()

@@ -84,6 +84,16 @@ Variable                      Meaning                                       Defa
 ``MAX_MAP_PARAMETERS``        Largest map the server fits: a map with more  50000
                               parameters (matrix, Dirichlet: K(K+1)) is
                               refused up front, with a suggestion.
+``DATASETS_DIR``              Server-side Parquet datasets users may pick   (off)
+                              instead of uploading (needs the ``dask``
+                              extra and ``DASK_SCHEDULER_ADDRESS``): each
+                              sub-folder holding ``*.parquet`` files is a
+                              dataset named after the folder, each
+                              ``*.parquet`` file directly in it one named
+                              after the file's stem (app.datasets).
+``DASK_SCHEDULER_ADDRESS``    The Dask scheduler that computes a picked     (none: required
+                              dataset (``tcp://host:8786``); its workers'   with
+                              own limits bound the run.                     ``DATASETS_DIR``)
 ============================  ============================================  ===================
 """
 
@@ -227,6 +237,39 @@ def _bool_env(env: Mapping[str, str], name: str, default: bool) -> bool:
     raise ConfigError(f"{name} must be 1/0, true/false, yes/no or on/off, got {raw!r}.")
 
 
+#: A Dask scheduler address: ``tcp://`` or ``tls://``, a host, a port.
+SCHEDULER_ADDRESS = re.compile(r"^(tcp|tls)://[A-Za-z0-9.\-\[\]:]+:[0-9]+$")
+
+
+def _datasets_env(env: Mapping[str, str]) -> tuple[Path | None, str | None]:
+    """``(DATASETS_DIR, DASK_SCHEDULER_ADDRESS)``, both None when datasets are off."""
+    raw_dir = env.get("DATASETS_DIR", "").strip()
+    address = env.get("DASK_SCHEDULER_ADDRESS", "").strip() or None
+    return (Path(raw_dir) if raw_dir else None), address
+
+
+def check_datasets(datasets_dir: Path | None, address: str | None) -> None:
+    """Refuse a datasets setting that cannot work, saying which variable and why."""
+    if address is not None and not SCHEDULER_ADDRESS.match(address):
+        raise ConfigError(
+            "DASK_SCHEDULER_ADDRESS must be a Dask scheduler address like tcp://10.0.0.5:8786 "
+            f"(tcp:// or tls://, host, port), got {address[:80]!r}."
+        )
+    if datasets_dir is None:
+        return
+    if not datasets_dir.is_dir():
+        raise ConfigError(
+            f"DATASETS_DIR {str(datasets_dir)!r} is not a directory; point it at the folder "
+            "holding the server's Parquet datasets (one sub-folder or .parquet file each)."
+        )
+    if address is None:
+        raise ConfigError(
+            "DATASETS_DIR needs DASK_SCHEDULER_ADDRESS: the datasets are computed on a Dask "
+            "cluster (start one with `dask scheduler` and `dask worker tcp://host:8786`, then "
+            "set DASK_SCHEDULER_ADDRESS=tcp://host:8786)."
+        )
+
+
 def default_cache_dir() -> Path:
     """``<system temp dir>/calibration-dashboard``."""
     return Path(tempfile.gettempdir()) / "calibration-dashboard"
@@ -278,6 +321,10 @@ class AppConfig:
     max_jobs_per_session: int = 2
     max_jobs: int = 16
     max_map_parameters: int = 50_000
+    #: Server-side Parquet datasets (app.datasets); None: the page offers none.
+    datasets_dir: Path | None = None
+    #: The Dask scheduler computing them (``tcp://host:port``).
+    dask_scheduler_address: str | None = None
 
     def __post_init__(self) -> None:
         if self.app_env not in ENVIRONMENTS:
@@ -296,6 +343,9 @@ class AppConfig:
             raise ConfigError("DEBUG must be off when APP_ENV=production.")
         if self.secret_key is not None and len(self.secret_key) < 16:
             raise ConfigError("SECRET_KEY must be at least 16 characters long.")
+        if self.datasets_dir is not None:
+            object.__setattr__(self, "datasets_dir", Path(self.datasets_dir))
+        check_datasets(self.datasets_dir, self.dask_scheduler_address)
 
     @property
     def production(self) -> bool:
@@ -315,6 +365,7 @@ class AppConfig:
         env = os.environ if env is None else env
         cache_dir = env.get("CACHE_DIR", "").strip()
         secure = env.get("SESSION_COOKIE_SECURE")
+        datasets_dir, scheduler = _datasets_env(env)
         return cls(
             app_env=env.get("APP_ENV", "development").strip().lower() or "development",
             secret_key=env.get("SECRET_KEY") or None,
@@ -348,6 +399,8 @@ class AppConfig:
             max_jobs_per_session=_int_env(env, "MAX_JOBS_PER_SESSION", 2),
             max_jobs=_int_env(env, "MAX_JOBS", 16),
             max_map_parameters=_int_env(env, "MAX_MAP_PARAMETERS", 50_000),
+            datasets_dir=datasets_dir,
+            dask_scheduler_address=scheduler,
         )
 
     def resolved_secret_key(self) -> str:

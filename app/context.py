@@ -8,6 +8,7 @@ from dash.background_callback.managers import BaseBackgroundCallbackManager
 
 from .callback_failures import CallbackFailures
 from .config import AppConfig
+from .datasets import Datasets
 from .session import SessionManager
 from .store.data_store import DataStore
 from .upload.parser import UploadParser
@@ -32,6 +33,12 @@ class AppContext:
     #: Dash's background-callback manager (:func:`app.jobs.background_manager`).
     jobs: BaseBackgroundCallbackManager | None = None
     upload_parser: UploadParser | None = None
+    #: The server-side datasets (``DATASETS_DIR``); None: not configured.
+    datasets: Datasets | None = None
+
+    def dataset_names(self) -> list[str] | None:
+        """The datasets the page offers; None when ``DATASETS_DIR`` is not set."""
+        return None if self.datasets is None else self.datasets.names()
 
     def session_id(self) -> str | None:
         """The current request's (or background job's) verified session id."""

@@ -23,6 +23,7 @@ from .callbacks.fit import plan_fits
 from .callbacks.view import render
 from .config import MB, AppConfig, ConfigError
 from .context import AppContext
+from .datasets import Datasets
 from .diagnostics.over_time import TimeSettings
 from .jobs import background_manager
 from .layout.page import build_layout, default_settings
@@ -128,6 +129,19 @@ def _build_context(config: AppConfig, secret_key: str, cache_dir: Path, shared) 
         failures=failures,
         jobs=background_manager(config, cache_dir, warm_up, sessions.current, failures),
         upload_parser=_upload_parser(config),
+        datasets=_datasets(config, cache_dir),
+    )
+
+
+def _datasets(config: AppConfig, cache_dir: Path) -> Datasets | None:
+    """The server-side datasets of ``DATASETS_DIR`` (None when it is not set)."""
+    if config.datasets_dir is None or config.dask_scheduler_address is None:
+        return None
+    return Datasets(
+        config.datasets_dir,
+        config.dask_scheduler_address,
+        cache_dir / "datasets",
+        config.session_ttl_seconds,
     )
 
 
@@ -222,7 +236,7 @@ def _layout_function(ctx: AppContext):
         return build_layout(
             infos, max_upload_mb=ctx.config.max_upload_mb, raw=raw, view=view,
             fit_summary=summary, address_notices=notices + time_notices, class_auto=class_auto,
-            time=time,
+            time=time, datasets=ctx.dataset_names(),
         )  # fmt: skip
 
     return serve_layout
@@ -265,7 +279,9 @@ def create_app(config: AppConfig | None = None, shared: list | None = None) -> D
     # Dash calls a layout function once here, to check the callbacks' ids
     # against it. The page without diagrams has the same ids and is built
     # without drawing the demo's view.
-    app.validation_layout = build_layout([], max_upload_mb=config.max_upload_mb)
+    app.validation_layout = build_layout(
+        [], max_upload_mb=config.max_upload_mb, datasets=ctx.dataset_names()
+    )
     app.layout = _layout_function(ctx)
     register_callbacks(app, ctx)
     # After every callback: Dash hashes its inline scripts (renderer, inline clientside).

@@ -22,6 +22,15 @@ MODELS_STORE = "models-store"  # dcc.Store: opaque handles + names of usable mod
 ALL_BINARY_STORE = "all-binary-store"  # dcc.Store: whether the selection is all binary
 PAGE_URL = "page-url"  # dcc.Location: the view's settings in the address (app/view_url.py)
 
+# -- server-side datasets (only when DATASETS_DIR is set; app/datasets.py) ------
+DATASET_SELECT = "dataset-select"  # dropdown of the server's dataset names
+DATASET_RUN = "dataset-run"  # "Compute" (again): starts the cluster job of the picked dataset
+DATASET_CANCEL = "dataset-cancel"
+DATASET_PROGRESS = "dataset-progress"
+DATASET_STATUS = "dataset-status"
+DATASET_DONE = "dataset-done"  # dcc.Store: bumped when the cluster job ends ({nonce, error})
+DATASET_VIEW = "dataset-view"  # the dataset's diagrams, metrics and notes
+
 # -- controls ----------------------------------------------------------------
 CONTROLS_DOCK = "controls-dock"  # the controls (upload, models, settings) and their toggle bar
 CONTROLS_TOGGLE = "controls-toggle"  # below 1000 px: opens / closes the controls drawer

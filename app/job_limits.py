@@ -33,6 +33,21 @@ from .config import MB
 log = logging.getLogger("calibration_dashboard.jobs")
 
 
+#: Attribute of a callback function marked by :func:`cluster_job`.
+CLUSTER_JOB = "runs_on_cluster"
+
+
+def cluster_job(fn: Callable) -> Callable:
+    """Mark a background callback as a cluster job: no time or memory limit of its own."""
+    setattr(fn, CLUSTER_JOB, True)
+    return fn
+
+
+def is_cluster_job(fn: Callable) -> bool:
+    """Whether ``fn`` was marked by :func:`cluster_job`."""
+    return bool(getattr(fn, CLUSTER_JOB, False))
+
+
 class JobStopped(BaseException):
     """A job stopped at a server limit; the message says which (and the setting)."""
 

@@ -7,7 +7,7 @@ and registers the Dash callbacks in ``register(app, ctx)``.
 from __future__ import annotations
 
 from ..context import AppContext
-from . import diagnostics, drawer, exports, fit, models, view
+from . import datasets, diagnostics, drawer, exports, fit, models, view
 
 
 def register_callbacks(app, ctx: AppContext) -> None:
@@ -18,3 +18,4 @@ def register_callbacks(app, ctx: AppContext) -> None:
     exports.register(app, ctx)
     diagnostics.register(app, ctx)
     drawer.register(app, ctx)
+    datasets.register(app, ctx)

@@ -196,7 +196,47 @@ def _label_picker() -> html.Div:
     )
 
 
-def _upload_panel(max_upload_mb: int) -> html.Div:
+def _dataset_picker(datasets: list[str] | None) -> list:
+    """The server-side datasets' dropdown, compute and cancel buttons, progress (None: nothing)."""
+    if datasets is None:
+        return []
+    return [
+        html.Div(
+            [
+                html.Label("Or pick a dataset on the server", htmlFor=ids.DATASET_SELECT),
+                dcc.Dropdown(
+                    id=ids.DATASET_SELECT,
+                    options=[{"label": name, "value": name} for name in datasets],
+                    placeholder="Server dataset (computed on the cluster)"
+                    if datasets
+                    else "No dataset on this server yet",
+                    className="dataset-select",
+                ),
+                html.Div(
+                    [
+                        html.Button("Compute", id=ids.DATASET_RUN, className="button", n_clicks=0),
+                        html.Button(
+                            "Cancel",
+                            id=ids.DATASET_CANCEL,
+                            className="button secondary",
+                            n_clicks=0,
+                            disabled=True,
+                        ),
+                        html.Progress(
+                            id=ids.DATASET_PROGRESS, value="0", max="1", className="progress idle"
+                        ),
+                    ],
+                    className="diag-controls",
+                ),
+                html.Span(id=ids.DATASET_STATUS, className="diag-status", role="status"),
+                dcc.Store(id=ids.DATASET_DONE),
+            ],
+            className="dataset-picker",
+        )
+    ]
+
+
+def _upload_panel(max_upload_mb: int, datasets: list[str] | None = None) -> html.Div:
     return html.Div(
         [
             html.Div(
@@ -224,6 +264,7 @@ def _upload_panel(max_upload_mb: int) -> html.Div:
             html.Div(id=ids.UPLOAD_MESSAGE, className="upload-message", role="alert"),
             _label_picker(),
             dcc.Store(id=ids.UPLOAD_RESULT),
+            *_dataset_picker(datasets),
         ],
         className="panel",
     )
@@ -585,6 +626,19 @@ def _controls_dock(panels: list) -> html.Aside:
     )
 
 
+def _dataset_section(datasets) -> list:
+    """Where a picked dataset's view goes (filled by app.callbacks.datasets); None: nothing."""
+    if datasets is None:
+        return []
+    return [
+        dcc.Loading(
+            html.Section(id=ids.DATASET_VIEW, className="dataset-view"),
+            type="dot",
+            delay_show=400,
+        )
+    ]
+
+
 def build_layout(
     infos: list[ModelInfo],
     *,
@@ -595,6 +649,7 @@ def build_layout(
     address_notices: list[str] | tuple[str, ...] = (),
     class_auto: str | None = None,
     time: TimeSettings | None = None,
+    datasets: list[str] | None = None,
 ) -> html.Div:
     """The whole page for a session whose usable models are ``infos``.
 
@@ -616,6 +671,9 @@ def build_layout(
         :func:`app.analysis.opening_class`): it moves when the models change.
     time : TimeSettings, optional
         The "Over time" card's initial settings (:func:`app.view_url.decode_time`).
+    datasets : list of str, optional
+        The server's datasets (``DATASETS_DIR``): a picker under the upload and
+        their view above the models'; None (not configured): neither is on the page.
     """
     raw = default_settings(infos) if raw is None else raw
     empty = ([], [], [], "", "", [], [])
@@ -636,10 +694,11 @@ def build_layout(
             html.Div(
                 [
                     _controls_dock(
-                        [_upload_panel(max_upload_mb), _controls(infos, raw)],
+                        [_upload_panel(max_upload_mb, datasets), _controls(infos, raw)],
                     ),
                     html.Main(
                         [
+                            *_dataset_section(datasets),
                             _fit_bar(fit_summary),
                             html.Div(
                                 [html.Div(m, className="message-line") for m in address_notices],

@@ -295,3 +295,32 @@ def test_the_waiting_list_is_bounded_and_forgets_pages_that_stopped_polling():
     records["a1"]["outcome"] = "done"
     assert queue.promote(records, now=later, drop=dropped.append) == ["c1"]
     assert dropped == ["e1"] and records["e1"]["outcome"].startswith("its page stopped")
+
+
+def test_a_cluster_job_runs_without_the_web_side_limits_and_deadline(tmp_path, monkeypatch):
+    """The page's dataset job only waits on a Dask cluster: no limit, no deadline of its own."""
+    from dash import DiskcacheManager
+
+    from app.job_limits import JobLimits, cluster_job
+    from app.jobs import JobRules
+
+    applied = []
+    monkeypatch.setattr(JobLimits, "apply", lambda self: applied.append(self) or (lambda: None))
+    # Dash's own job wrapper (fork, cache, progress) is not what is tested here.
+    monkeypatch.setattr(DiskcacheManager, "make_job_fn", lambda self, fn, progress, key=None: fn)
+    manager = local_manager(tmp_path, WarmUp())
+
+    def waits_on_the_cluster():
+        return "summaries"
+
+    def fits_a_map():
+        return "fitted"
+
+    cluster = JobRules.make_job_fn(manager, cluster_job(waits_on_the_cluster), False, "c-key")
+    fit = JobRules.make_job_fn(manager, fits_a_map, False, "fit-key")
+    assert manager.cluster_jobs == {"c-key"}
+    assert cluster() == "summaries" and applied == []
+    assert fit() == "fitted" and applied == [manager.limits]
+    started = {"submitted": 0.0, "started": 0.0}
+    assert manager.deadline({**started, "cluster": True}) == float("inf")
+    assert manager.deadline(started) == manager.limits.seconds + 30

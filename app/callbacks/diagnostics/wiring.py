@@ -34,6 +34,7 @@ from ... import ids
 from ...context import AppContext
 from ...diagnostics.resampling import Progress
 from ...figures.diagnostics import message_figure
+from ...job_limits import cluster_job
 from ...settings import RawSettings
 from ..controls import DIAGNOSTICS_FIELDS, FIT_FIELDS, SETTING_PROPS, setting_states
 
@@ -196,6 +197,8 @@ def register_job(
     states: dict[str, State],
     what: str,
     runner: Callable[..., dict],
+    *,
+    cluster: bool = False,
 ) -> None:
     """Register the background job ``runner``: started by ``job.run``, its record in ``job.done``.
 
@@ -219,6 +222,9 @@ def register_job(
         The job's name in failure messages.
     runner : callable
         The plain function behind the job; returns the record (:func:`run_job`).
+    cluster : bool
+        The job only drives a Dask cluster (:func:`~app.job_limits.cluster_job`):
+        none of the web side's per-job limits.
     """
     output = Output(job.done, "data")
     inputs = {"run": Input(job.run, "n_clicks"), **triggers}
@@ -236,7 +242,13 @@ def register_job(
         stopped=lambda message: {**new_job_state(), "error": message},
     )
 
-    @app.callback(
+    def on_run(set_progress, run, handle, settings: dict, **own):
+        raw = RawSettings(**settings)
+        return runner(ctx, ctx.session_id(), handle, raw, **own, set_progress=set_progress)
+
+    if cluster:
+        cluster_job(on_run)  # before Dash registers it with the job manager
+    app.callback(
         output=output,
         inputs=inputs,
         state=state,
@@ -254,7 +266,4 @@ def register_job(
         ],
         cancel=[Input(job.cancel, "n_clicks")],
         prevent_initial_call=True,
-    )
-    def on_run(set_progress, run, handle, settings: dict, **own):
-        raw = RawSettings(**settings)
-        return runner(ctx, ctx.session_id(), handle, raw, **own, set_progress=set_progress)
+    )(on_run)

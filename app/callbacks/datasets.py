@@ -1,0 +1,147 @@
+"""The server-side datasets (``DATASETS_DIR``): the cluster job of a picked dataset and its view.
+
+* The job (:func:`run_dataset_job`, a :func:`~app.job_limits.cluster_job`
+  registered with the Diagnostics section's job wiring: progress bar, cancel
+  button) starts when a dataset is picked or "Compute" is pressed; it
+  summarises the dataset on the Dask cluster once per session and keeps the
+  statistics (:class:`app.datasets.Datasets`).
+* The view (:func:`dataset_panel`) follows the picked dataset, the job's
+  record and the view's settings, and draws from the kept statistics only
+  (:mod:`app.dataset_view`): a change of bin count, notion or band never
+  touches the data.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from dash import Input, Output, dcc, html
+
+from calibration_core import CalibrationInputError
+
+from .. import ids
+from ..context import AppContext
+from ..dataset_view import DATASET_METRICS, dataset_view
+from ..figures.common import graph_config
+from ..settings import RawSettings
+from .controls import setting_inputs
+from .diagnostics.wiring import JobIds, failure_message, note, register_job, run_job
+
+#: The view's settings a dataset follows (not the models, the maps or the held-out scheme).
+DATASET_FIELDS = ("notion", "class_value", "scheme", "n_bins", "band", "level", "kind")
+NOT_COMPUTED = (
+    "Dataset {name}: not computed yet. Picking it starts the computation on the cluster (see "
+    "the progress bar under the picker); after a cancel or an error, press Compute."
+)
+
+
+def run_dataset_job(
+    ctx: AppContext, sid: str | None, _handle, _raw, name: Any, set_progress
+) -> dict:
+    """Summarise the picked dataset on the cluster, once per session (the job's body)."""
+
+    def work(progress) -> None:
+        if name is not None:
+            ctx.datasets.compute(sid, name, progress)
+
+    return run_job(work, set_progress)
+
+
+def metrics_table(rows: list[dict]) -> html.Table:
+    """One row of metrics per model of the dataset (4 decimals; rows with separators)."""
+    head = html.Tr([html.Th("model"), *(html.Th(h) for h in DATASET_METRICS.values())])
+    body = [
+        html.Tr(
+            [
+                html.Td(row["model"]),
+                *(
+                    html.Td(f"{row[f]:,}" if f == "n_samples" else f"{row[f]:.4f}")
+                    for f in DATASET_METRICS
+                ),
+            ]
+        )
+        for row in rows
+    ]
+    return html.Table([html.Thead(head), html.Tbody(body)], className="dataset-metrics")
+
+
+def heading(name: str, entry: dict, models: int, seconds: float) -> html.Div:
+    """What was computed, where, and how long each step took."""
+    return html.Div(
+        [
+            html.H2(f"Dataset {name}", className="section-title"),
+            html.P(
+                f"{entry['rows']:,} rows, {models} model(s): summarised on the Dask cluster "
+                f"in {entry['seconds']:.1f} s; this view drawn from the cached statistics in "
+                f"{seconds * 1000:.0f} ms without reading the data.",
+                className="caption",
+            ),
+        ]
+    )
+
+
+def dataset_panel(ctx: AppContext, sid: str | None, name: Any, done: Any, raw: RawSettings):
+    """The children of the dataset section for the picked ``name`` and the view's settings."""
+    if name is None:
+        return []
+    error = done.get("error") if isinstance(done, dict) else None
+    errors = [note(error)] if isinstance(error, str) else []
+    try:
+        entry = ctx.datasets.cached(sid, name)  # kept: drawn even if the files are gone since
+        if entry is None:
+            ctx.datasets.resolve(name)  # a name the server does not list is refused
+            return [*errors, note(NOT_COMPUTED.format(name=name))]
+        start = time.perf_counter()
+        view = raw.parse()[3]
+        shown = dataset_view(name, entry["summaries"], view)
+        seconds = time.perf_counter() - start
+    except CalibrationInputError as exc:
+        return [*errors, note(str(exc))]
+    graphs = [
+        dcc.Graph(figure=fig, config=graph_config(f"{name}-{i}"), className="reliability-graph")
+        for i, fig in enumerate(shown.figures)
+    ]
+    return [
+        heading(name, entry, len(shown.figures), seconds),
+        *errors,
+        *(note(n) for n in shown.notes),
+        html.Div(graphs, className="reliability-grid"),
+        metrics_table(shown.rows),
+    ]
+
+
+def register(app, ctx: AppContext) -> None:
+    """The dataset job and the dataset view (nothing when ``DATASETS_DIR`` is not set)."""
+    if ctx.datasets is None:
+        return
+    register_job(
+        app,
+        ctx,
+        JobIds(
+            done=ids.DATASET_DONE,
+            run=ids.DATASET_RUN,
+            cancel=ids.DATASET_CANCEL,
+            progress=ids.DATASET_PROGRESS,
+            status=ids.DATASET_STATUS,
+        ),
+        {"name": Input(ids.DATASET_SELECT, "value")},
+        {},
+        "dataset computation",
+        run_dataset_job,
+        cluster=True,
+    )
+    output = Output(ids.DATASET_VIEW, "children")
+    inputs = {
+        "name": Input(ids.DATASET_SELECT, "value"),
+        "done": Input(ids.DATASET_DONE, "data"),
+        "settings": setting_inputs(DATASET_FIELDS),
+    }
+    what = "dataset view"
+    ctx.failures.reply(
+        what, lambda rid: note(failure_message(what, rid)), output=output, inputs=inputs
+    )
+
+    @app.callback(output=output, inputs=inputs, prevent_initial_call=True)
+    def update_dataset(name, done, settings: dict):
+        return dataset_panel(ctx, ctx.session_id(), name, done, RawSettings(**settings))

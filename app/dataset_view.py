@@ -1,0 +1,160 @@
+"""The view of a server-side dataset, drawn from its cached cell statistics only.
+
+A dataset's result (:class:`app.datasets.Datasets`) holds one
+:class:`~calibration_core.distributed.ModelSummary` per model: per-cell counts
+and sums that answer every equal-width bin count in 1..100 exactly. From them
+this module draws, for every model, the reliability diagram of the page's
+notion (confidence, one class vs rest (one class or the worst ones), binary)
+with its band (binomial intervals or the consistency band, both from bin
+statistics) and the metric row, in milliseconds and without reading the data.
+
+What needs the rows is not offered, and the page says so: equal-frequency bins
+(their edges are order statistics of the whole dataset: four more passes over
+the data, ``calibration-dashboard evaluate --engine dask --scheme frequency``),
+the smooth and cumulative diagrams, calibration maps (their fit) and the
+diagnostics.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from calibration_core import Binning, CalibrationInputError, ReliabilityCurve
+
+from .analysis import UNCALIBRATED, ModelView, Panel, band_of, targets, worst_classes
+from .settings import ALL_CLASSES, ALL_CLASSES_SHOWN, ViewSettings
+from .store.records import ModelInfo
+
+#: Metric row fields of a dataset model, in the table's order, with their headers.
+DATASET_METRICS = {
+    "n_samples": "rows",
+    "accuracy": "accuracy",
+    "confidence_ece": "confidence ECE",
+    "confidence_mce": "confidence MCE",
+    "classwise_ece": "classwise ECE",
+    "brier_score": "Brier",
+    "log_loss": "log-loss",
+}
+#: Classes drawn in the "all classes" view of a dataset model (its worst by ECE).
+DATASET_CLASSES_SHOWN = ALL_CLASSES_SHOWN
+FREQUENCY_NOTE = (
+    "Equal-frequency bins are not drawn from a dataset's cached statistics: their edges "
+    "are order statistics of the whole dataset, which takes four more passes over the data "
+    "(calibration-dashboard evaluate --engine dask --scheme frequency computes them exactly). "
+    "Choose equal-width bins (any count 1..100) to see the dataset."
+)
+KIND_NOTE = (
+    "The smooth and cumulative diagrams need the rows; a dataset shows its binned "
+    "reliability diagram, computed from the cached statistics."
+)
+MAPS_NOTE = (
+    "A dataset is shown uncalibrated: calibration maps, the verdict and the diagnostics "
+    "need the rows in memory (upload a sample, or fit on the cluster with "
+    "calibration_core.distributed)."
+)
+
+
+@dataclass(frozen=True)
+class WholeDataset:
+    """Stands for the held-out scheme in a dataset figure's subtitle: no map is fitted."""
+
+    def describe(self) -> str:
+        """The subtitle's part that says which rows are scored."""
+        return "all rows, uncalibrated (cached statistics)"
+
+
+@dataclass
+class DatasetView:
+    """What the page draws for a dataset: one figure per model, metric rows, notes."""
+
+    figures: list[dict]
+    rows: list[dict]
+    notes: list[str]
+
+
+def model_info(dataset: str, summary) -> ModelInfo:
+    """The :class:`ModelInfo` of one model of a dataset (no handle of the store)."""
+    return ModelInfo(
+        handle=f"dataset:{dataset}:{summary.name}",
+        name=summary.name,
+        n_samples=summary.n_samples,
+        n_classes=summary.n_classes,
+        class_names=tuple(summary.class_names),
+        source=f"dataset {dataset}",
+        has_logits=False,
+    )
+
+
+def target_statistics(summary, view: ViewSettings, k: int | None):
+    """Equal-width bin statistics of one panel: the notion's column, or class ``k``."""
+    if k is not None:
+        return summary.statistics("classwise", view.n_bins)[k]
+    notion = "binary" if view.notion == "binary" else "confidence"
+    return summary.statistics(notion, view.n_bins)
+
+
+def panel_of(summary, view: ViewSettings, k: int | None, label: str | None) -> Panel:
+    """One uncalibrated reliability panel, with its band and its histogram."""
+    stats = target_statistics(summary, view, k)
+    curve = ReliabilityCurve.from_statistics(stats, Binning("width", view.n_bins))
+    return Panel(UNCALIBRATED, label, curve, band_of(stats, curve, view), histogram=stats)
+
+
+def model_panels(dataset: str, summary, view: ViewSettings) -> ModelView:
+    """The panels of one model (the worst classes first in "all classes")."""
+    info = model_info(dataset, summary)
+    rows = targets(info, view)
+    shown = None
+    if view.all_classes:
+        eces = np.asarray(summary.statistics("classwise", view.n_bins).ece())
+        keep = worst_classes(eces, DATASET_CLASSES_SHOWN)
+        rows, shown = [rows[k] for k in keep], (len(keep), len(rows))
+    panels = [panel_of(summary, view, k, label) for k, label in rows]
+    return ModelView(info, panels, n_scored=summary.n_samples, classes_shown=shown)
+
+
+def model_settings(summary, view: ViewSettings) -> tuple[ViewSettings, list[str]]:
+    """The view of one model: a class it does not have becomes its worst classes, with a note.
+
+    The page's class list follows the models picked in the model list, whose
+    classes a dataset need not share.
+    """
+    if view.notion != "class" or view.all_classes or view.class_name in summary.class_names:
+        return view, []
+    note = (
+        f"{summary.name} has no class named {view.class_name!r} (the class picked for the "
+        f"models of the model list): showing its worst classes instead."
+    )
+    return replace(view, class_name=ALL_CLASSES), [note]
+
+
+def metric_row(summary, n_bins: int) -> dict:
+    """The model's metrics at ``n_bins`` equal-width bins (the summary's own rules)."""
+    return {"model": summary.name, "n_samples": summary.n_samples, **summary.metrics(n_bins)}
+
+
+def dataset_view(dataset: str, summaries: dict, view: ViewSettings) -> DatasetView:
+    """Figures, metric rows and notes of a dataset for the page's view.
+
+    Raises
+    ------
+    CalibrationInputError
+        Equal-frequency bins (not served from the cells), or a notion the models
+        do not have (binary on K != 2, an unknown class).
+    """
+    from .figures.reliability import reliability_figure_dict
+
+    if view.scheme != "width":
+        raise CalibrationInputError(FREQUENCY_NOTE)
+    notes = [MAPS_NOTE] + ([KIND_NOTE] if view.kind != "binned" else [])
+    side_by_side = len(summaries) > 1
+    figures, rows = [], []
+    for summary in summaries.values():
+        shown, why = model_settings(summary, view)
+        notes += why
+        mv = model_panels(dataset, summary, shown)
+        figures.append(reliability_figure_dict(mv, shown, WholeDataset(), side_by_side))
+        rows.append(metric_row(summary, view.n_bins))
+    return DatasetView(figures, rows, notes)

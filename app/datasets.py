@@ -1,0 +1,196 @@
+"""Server-side Parquet datasets: the operator's list, the cluster job, the cached statistics.
+
+An operator sets ``DATASETS_DIR`` and ``DASK_SCHEDULER_ADDRESS`` (:mod:`app.config`).
+Every sub-folder of ``DATASETS_DIR`` holding ``*.parquet`` files is one dataset,
+named after the folder; every ``*.parquet`` file directly in it is one, named
+after the file's stem (a folder wins over a file of the same name). The list
+is read from the directory on each use, so datasets can be added without a
+restart. The browser only ever sends a dataset *name*: :meth:`Datasets.resolve`
+looks it up in that list and never joins it to a path, so no name reaches a
+file outside it.
+
+The first view of a dataset is a background job (:func:`app.job_limits.cluster_job`:
+no limit of the web side, the cluster bounds it) that connects to the
+scheduler, summarises every row group on the cluster
+(:func:`calibration_core.distributed.dataset_summaries`: one pass, exact
+mergeable statistics of 3,098 cells per score column) and keeps the result,
+one :class:`~calibration_core.distributed.ModelSummary` per model, in
+``CACHE_DIR/datasets`` keyed by session and dataset. Every later view of any
+equal-width bin count 1..100, notion or band is read from it in milliseconds
+(:mod:`app.dataset_view`) without touching the data again.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import diskcache
+
+from calibration_core import CalibrationInputError
+
+from .config import MB
+
+#: ``progress(done, total, text)`` of a background job (see ``run_job`` of the job wiring).
+Progress = Callable[[int, int, str], None]
+#: Seconds to wait for the scheduler before the page is told it cannot be reached.
+CONNECT_SECONDS = 20
+#: Size bound of the cached statistics (about 0.25 MB per model and class).
+RESULTS_LIMIT_MB = 1024
+
+
+def scan_datasets(root: Path) -> dict[str, Path]:
+    """``{name: path}`` of the datasets in ``root`` (see the module docstring), by name."""
+    found: dict[str, Path] = {}
+    try:
+        entries = sorted(root.iterdir())
+    except OSError:
+        return found
+    for entry in entries:
+        if entry.name.startswith("."):
+            continue
+        if entry.is_dir() and any(entry.glob("*.parquet")):
+            found[entry.name] = entry
+    for entry in entries:
+        if entry.is_file() and entry.suffix == ".parquet" and not entry.name.startswith("."):
+            found.setdefault(entry.stem, entry)
+    return dict(sorted(found.items()))
+
+
+class Datasets:
+    """The datasets of ``DATASETS_DIR``, computed on ``DASK_SCHEDULER_ADDRESS``, cached per session.
+
+    Parameters
+    ----------
+    root : Path
+        ``DATASETS_DIR``.
+    address : str
+        ``DASK_SCHEDULER_ADDRESS``.
+    cache_dir : Path
+        Where the statistics are kept (``CACHE_DIR/datasets``).
+    ttl_seconds : int
+        How long they are kept (``SESSION_TTL_SECONDS``).
+    """
+
+    def __init__(self, root: Path, address: str, cache_dir: Path, ttl_seconds: int) -> None:
+        self.root = Path(root)
+        self.address = address
+        self.ttl_seconds = ttl_seconds
+        self.results = diskcache.Cache(str(cache_dir), size_limit=RESULTS_LIMIT_MB * MB)
+
+    def names(self) -> list[str]:
+        """The datasets' names, sorted."""
+        return list(scan_datasets(self.root))
+
+    def resolve(self, name: object) -> Path:
+        """The path of dataset ``name``; only names of :meth:`names` are accepted.
+
+        Raises
+        ------
+        CalibrationInputError
+            Any other value (a path, ``..``, a name that is not listed).
+        """
+        known = scan_datasets(self.root)
+        if not isinstance(name, str) or name not in known:
+            shown = repr(name)[:80]
+            raise CalibrationInputError(
+                f"this server has no dataset named {shown}; pick one from the list "
+                f"({', '.join(known) or 'none configured'})."
+            )
+        return known[name]
+
+    # ------------------------------------------------------------ cache
+    def cached(self, sid: str | None, name: object) -> dict | None:
+        """The stored result of ``name`` for session ``sid``, or None.
+
+        A dict: ``summaries`` (model name -> ModelSummary), ``seconds`` (the
+        cluster run) and ``rows`` (all models).
+        """
+        if sid is None or not isinstance(name, str):
+            return None
+        return self.results.get((sid, name))
+
+    def keep(self, sid: str, name: str, summaries: dict, seconds: float) -> None:
+        """Store a computed result for ``sid``."""
+        rows = sum(s.n_samples for s in summaries.values())
+        entry = {"summaries": summaries, "seconds": seconds, "rows": rows}
+        self.results.set((sid, name), entry, expire=self.ttl_seconds)
+
+    # ------------------------------------------------------------ job
+    def compute(self, sid: str | None, name: object, progress: Progress) -> None:
+        """Summarise dataset ``name`` on the cluster and keep it for ``sid`` (the job's body).
+
+        Nothing is done when it is kept already (even if its files are gone since),
+        nor without a session. Every failure the user can act on
+        (bad rows, with file and row range; an unreachable scheduler; workers that
+        died) is a :class:`CalibrationInputError` with a message for the page.
+        """
+        if self.cached(sid, name) is not None:
+            return
+        path = self.resolve(name)
+        if sid is None:
+            return
+        start = time.perf_counter()
+        try:
+            summaries = self.summarise(path, progress)
+        except CalibrationInputError as exc:
+            raise CalibrationInputError(self.relative(str(exc))) from None
+        self.keep(sid, str(name), summaries, time.perf_counter() - start)
+
+    def summarise(self, path: Path, progress: Progress) -> dict:
+        """The per-model summaries of the files at ``path``, computed on the scheduler."""
+        client = self.client()
+        from distributed import KilledWorker
+
+        from calibration_core.distributed import dataset_summaries
+
+        report = rows_progress(progress)
+        with client:
+            try:
+                return dataset_summaries(str(path), client=client, progress=report)
+            except KilledWorker as exc:
+                raise CalibrationInputError(
+                    f"the cluster's workers died repeatedly while computing {exc.task!r} (out "
+                    "of memory, or killed); ask the operator for more worker memory or smaller "
+                    "row groups."
+                ) from None
+
+    def client(self):
+        """A ``distributed.Client`` of the scheduler (the page is told when it is out of reach)."""
+        from calibration_core.distributed import require_dask
+
+        try:
+            require_dask()
+        except ImportError as exc:
+            raise CalibrationInputError(f"this server cannot compute datasets: {exc}") from None
+        from distributed import Client
+
+        try:
+            # The default client of this process (the job's own): the core's progress
+            # follows the pieces with ``as_completed``, which looks for it.
+            return Client(self.address, timeout=f"{CONNECT_SECONDS}s")
+        except OSError as exc:
+            raise CalibrationInputError(
+                f"the Dask scheduler at {self.address} cannot be reached ({exc}); try again "
+                "later, or ask the operator to check DASK_SCHEDULER_ADDRESS."
+            ) from None
+
+    def relative(self, message: str) -> str:
+        """``message`` with file paths shown relative to ``DATASETS_DIR``."""
+        return message.replace(str(self.root) + os.sep, "")
+
+
+def rows_progress(progress: Progress) -> Callable[[int, int], None]:
+    """``progress(done, total)`` in rows, reported at most once per whole percent."""
+    last = [-1]
+
+    def report(done: int, total: int) -> None:
+        percent = 100 * done // max(total, 1)
+        if percent == last[0] and done < total:
+            return
+        last[0] = percent
+        progress(done, total, f"{done:,} of {total:,} rows summarised on the cluster")
+
+    return report

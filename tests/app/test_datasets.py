@@ -1,0 +1,288 @@
+"""Server-side datasets (DATASETS_DIR) computed on a Dask LocalCluster from the page's job.
+
+Picking a dataset runs the cluster job once; its cached statistics then answer
+every bin count, notion and band with the in-memory core's numbers (to 1e-12)
+without reading the files again. Names from the browser are looked up in the
+server's list, never joined to a path. Bad rows are reported with their file
+and row range; a killed (cancelled) job leaves nothing half-done behind.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+import time
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+distributed = pytest.importorskip("distributed", reason="the 'dask' extra is not installed")
+
+from app.callbacks.datasets import dataset_panel, run_dataset_job  # noqa: E402
+from app.config import AppConfig, ConfigError  # noqa: E402
+from app.context import AppContext  # noqa: E402
+from app.dataset_view import FREQUENCY_NOTE, dataset_view, target_statistics  # noqa: E402
+from app.datasets import Datasets, scan_datasets  # noqa: E402
+from app.session import new_session_id  # noqa: E402
+from app.settings import RawSettings, parse_view  # noqa: E402
+from calibration_core import CalibrationInputError, load_predictions  # noqa: E402
+from calibration_core.compare.results import score_probs  # noqa: E402
+from calibration_core.metrics import classwise_statistics, confidence_statistics  # noqa: E402
+
+from .conftest import make_context  # noqa: E402
+
+TOL = 1e-12
+
+
+def _write(path: Path, n: int, k: int, seed: int, *, model=None, row_group: int = 500) -> None:
+    rng = np.random.default_rng(seed)
+    z = rng.normal(size=(n, k)) * 2.0
+    p = np.exp(z) / np.exp(z).sum(axis=1, keepdims=True)
+    p[: n // 4] = np.round(p[: n // 4], 2)  # scores on bin edges
+    p[: n // 4] /= p[: n // 4].sum(axis=1, keepdims=True)
+    y = (rng.random(n)[:, None] > np.cumsum(p, axis=1)).sum(axis=1).clip(0, k - 1)
+    cols = {f"p_{j}": p[:, j] for j in range(k)}
+    cols["label"] = y
+    if model is not None:
+        cols["model"] = model
+    pq.write_table(pa.table(cols), path, row_group_size=row_group)
+
+
+@pytest.fixture(scope="module")
+def datasets_dir(tmp_path_factory) -> Path:
+    """``logs/`` (3 files, K = 4, two models in the last), ``binary.parquet``, ``bad/``."""
+    root = tmp_path_factory.mktemp("datasets")
+    (root / "logs").mkdir()
+    for i, n in enumerate((1200, 900, 1500)):
+        model = None if i < 2 else np.where(np.arange(n) % 3 == 0, "main", "other")
+        _write(root / "logs" / f"part-{i}.parquet", n, 4, seed=i, model=model)
+    _write(root / "binary.parquet", 2000, 2, seed=7)
+    (root / "bad").mkdir()
+    _write(root / "bad" / "part-0.parquet", 1000, 3, seed=3)
+    table = pq.read_table(root / "bad" / "part-0.parquet").to_pydict()
+    table["p_1"][700] = float("nan")
+    pq.write_table(pa.table(table), root / "bad" / "part-1.parquet", row_group_size=500)
+    (root / "notes.txt").write_text("not a dataset")
+    return root
+
+
+@pytest.fixture(scope="module")
+def scheduler():
+    """A LocalCluster of 2 worker processes; its scheduler's address."""
+    cluster = distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None, silence_logs=40
+    )
+    with cluster:
+        yield cluster.scheduler_address
+
+
+@pytest.fixture
+def ctx(tmp_path, datasets_dir, scheduler) -> AppContext:
+    base = make_context(tmp_path)
+    datasets = Datasets(datasets_dir, scheduler, tmp_path / "datasets", 3600)
+    context = AppContext(config=base.config, store=base.store, sessions=base.sessions,
+                         datasets=datasets)  # fmt: skip
+    yield context
+    context.store.close()
+
+
+def _reference(paths) -> dict:
+    per_model: dict[str, list] = {}
+    for path in paths:
+        for pred in load_predictions(path, name=Path(path).parent.name):
+            per_model.setdefault(pred.name, []).append(pred)
+    return {
+        name: (np.concatenate([p.probs for p in ps]), np.concatenate([p.labels for p in ps]))
+        for name, ps in per_model.items()
+    }
+
+
+def _run(ctx, sid, name):
+    progress = []
+    state = run_dataset_job(ctx, sid, None, None, name, set_progress=progress.append)
+    return state, progress
+
+
+# ---------------------------------------------------------------- settings
+def test_datasets_dir_needs_a_scheduler_address_and_a_directory(tmp_path):
+    with pytest.raises(ConfigError, match="DASK_SCHEDULER_ADDRESS"):
+        AppConfig.from_env({"DATASETS_DIR": str(tmp_path)})
+    with pytest.raises(ConfigError, match="not a directory"):
+        AppConfig.from_env(
+            {"DATASETS_DIR": str(tmp_path / "no"), "DASK_SCHEDULER_ADDRESS": "tcp://h:8786"}
+        )
+    with pytest.raises(ConfigError, match=r"tcp://10\.0\.0\.5:8786"):
+        AppConfig.from_env({"DATASETS_DIR": str(tmp_path), "DASK_SCHEDULER_ADDRESS": "h:8786"})
+    config = AppConfig.from_env(
+        {"DATASETS_DIR": str(tmp_path), "DASK_SCHEDULER_ADDRESS": "tcp://127.0.0.1:8786"}
+    )
+    assert config.datasets_dir == tmp_path
+    assert config.dask_scheduler_address == "tcp://127.0.0.1:8786"
+    assert AppConfig.from_env({}).datasets_dir is None
+
+
+# ------------------------------------------------------------------ names
+def test_the_list_is_the_folders_and_files_of_datasets_dir(datasets_dir):
+    assert list(scan_datasets(datasets_dir)) == ["bad", "binary", "logs"]
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "../datasets",
+        "..",
+        "logs/../bad",
+        "logs/part-0.parquet",
+        "/etc/passwd",
+        "binary.parquet",
+        "",
+        None,
+        5,
+        ["logs"],
+        {"name": "logs"},
+    ],
+)
+def test_a_name_outside_the_list_is_refused_before_any_file_is_touched(ctx, name):
+    sid = new_session_id()
+    with pytest.raises(CalibrationInputError, match="no dataset named"):
+        ctx.datasets.resolve(name)
+    if name is None:
+        return  # the cleared dropdown: no job, nothing drawn
+    state, progress = _run(ctx, sid, name)
+    assert "no dataset named" in state["error"] and progress == []
+    shown = dataset_panel(ctx, sid, name, state, RawSettings())
+    assert "no dataset named" in str(shown)
+    assert not list(ctx.datasets.results.iterkeys())
+
+
+# ------------------------------------------------------------ job and view
+def test_picked_dataset_equals_the_in_memory_core_and_rebins_from_the_cache(
+    ctx, datasets_dir, tmp_path
+):
+    # A copy of logs/ that the test may take away after the job.
+    moving = datasets_dir / "moving"
+    moving.mkdir()
+    for path in sorted((datasets_dir / "logs").glob("*.parquet")):
+        (moving / path.name).write_bytes(path.read_bytes())
+    paths = sorted(str(p) for p in moving.glob("*.parquet"))
+    reference = _reference(paths)
+    sid = new_session_id()
+    try:
+        state, progress = _run(ctx, sid, "moving")
+        assert state["error"] is None
+        assert progress[-1][0] == progress[-1][1] == str(1200 + 900 + 1500)
+        assert "rows summarised on the cluster" in progress[-1][2]
+        summaries = ctx.datasets.cached(sid, "moving")["summaries"]
+        assert list(summaries) == ["moving", "main", "other"]
+    finally:
+        for path in moving.glob("*.parquet"):  # the data is gone: only the cache answers
+            path.rename(path.with_suffix(".moved"))
+    assert "moving" not in ctx.datasets.names()
+    for m in (2, 7, 15, 64, 100):  # the page's bin counts (the cells answer 1..100)
+        for band in ("wilson", "consistency"):
+            raw = RawSettings(n_bins=m, band=band, handles=[])
+            shown = dataset_panel(ctx, sid, "moving", state, raw)
+            assert "drawn from the cached statistics" in str(shown), shown
+            view = dataset_view("moving", summaries, raw.parse()[3])
+            assert len(view.figures) == 3
+            for row in view.rows:
+                probs, labels = reference[row["model"]]
+                want = score_probs(probs, labels, n_bins=m, scheme="width")
+                assert row["n_samples"] == len(labels)
+                for key, value in want.items():
+                    assert abs(row[key] - value) <= TOL, (m, key)
+        for name, (probs, labels) in reference.items():
+            view = parse_view("confidence", None, "width", m, "wilson", 0.95)
+            got, want = (
+                target_statistics(summaries[name], view, None),
+                confidence_statistics(probs, labels, n_bins=m),
+            )
+            np.testing.assert_array_equal(got.count, want.count)
+            np.testing.assert_array_equal(got.sum_target, want.sum_target)
+            classes = classwise_statistics(probs, labels, n_bins=m)
+            view = parse_view("class", "2", "width", m, "wilson", 0.95)
+            got = target_statistics(summaries[name], view, 2)
+            np.testing.assert_array_equal(got.count, classes.count[2])
+    # Asking again for a kept dataset does not run anything on the cluster.
+    state, progress = _run(ctx, sid, "moving")
+    assert state["error"] is None and progress == []
+
+
+def test_views_the_cells_cannot_answer_say_so(ctx):
+    sid = new_session_id()
+    state, _ = _run(ctx, sid, "binary")
+    assert state["error"] is None
+    frequency = dataset_panel(ctx, sid, "binary", state, RawSettings(scheme="frequency"))
+    assert FREQUENCY_NOTE in str(frequency)
+    smooth = str(dataset_panel(ctx, sid, "binary", state, RawSettings(kind="smooth")))
+    assert "need the rows" in smooth and "calibration maps" in smooth
+    binary = dataset_panel(ctx, sid, "binary", state, RawSettings(notion="binary"))
+    assert "Dataset binary" in str(binary)
+    # The page's class follows the model list's models: one the dataset lacks shows its worst.
+    lacking = str(
+        dataset_panel(ctx, sid, "binary", state, RawSettings(notion="class", class_value="8"))
+    )
+    assert "has no class named '8'" in lacking and "showing all 2 classes" in lacking
+    other = new_session_id()  # another session has to compute its own
+    assert "not computed yet" in str(dataset_panel(ctx, other, "binary", None, RawSettings()))
+
+
+def test_bad_rows_are_reported_with_file_and_rows_without_a_traceback(ctx, datasets_dir):
+    sid = new_session_id()
+    state, _ = _run(ctx, sid, "bad")
+    error = state["error"]
+    assert "'bad/part-1.parquet' rows 501-1,000 (row group 1)" in error, error
+    assert str(datasets_dir) not in error and "Traceback" not in error
+    shown = str(dataset_panel(ctx, sid, "bad", state, RawSettings()))
+    assert "bad/part-1.parquet" in shown and ctx.datasets.cached(sid, "bad") is None
+
+
+def test_an_unreachable_scheduler_is_a_message(tmp_path, datasets_dir, monkeypatch):
+    monkeypatch.setattr("app.datasets.CONNECT_SECONDS", 1)
+    datasets = Datasets(datasets_dir, "tcp://127.0.0.1:9", tmp_path / "d", 60)
+    with pytest.raises(CalibrationInputError, match="cannot be reached"):
+        datasets.compute(new_session_id(), "binary", lambda *a: None)
+
+
+# ------------------------------------------------------------------ cancel
+def _job_in_child(ctx, sid, name, marker: Path) -> None:
+    def progress(done, total, text):
+        marker.write_text(f"{done} {total}")
+        time.sleep(0.2)  # slow reporting keeps the job running until it is killed
+
+    ctx.datasets.compute(sid, name, progress)
+
+
+def _wait(condition, timeout: float = 120.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "condition not reached"
+        time.sleep(0.05)
+
+
+def test_a_cancelled_job_leaves_no_result_and_the_cluster_idle(ctx, datasets_dir, scheduler):
+    big = datasets_dir / "big"
+    big.mkdir()
+    for i in range(4):
+        _write(big / f"part-{i}.parquet", 6000, 4, seed=20 + i, row_group=200)
+    sid = new_session_id()
+    marker = datasets_dir.parent / "cancel-marker"
+    child = multiprocessing.get_context("fork").Process(
+        target=_job_in_child, args=(ctx, sid, "big", marker)
+    )
+    child.start()
+    _wait(marker.exists)  # the job has submitted its graph and reports progress
+    os.kill(child.pid, signal.SIGKILL)  # what the job manager's cancel does
+    child.join()
+    with distributed.Client(scheduler) as client:
+        _wait(
+            lambda: client.run_on_scheduler(lambda dask_scheduler: len(dask_scheduler.tasks)) == 0
+        )
+    assert ctx.datasets.cached(sid, "big") is None
+    assert "not computed yet" in str(dataset_panel(ctx, sid, "big", None, RawSettings()))
+    state, _ = _run(ctx, sid, "big")  # the page is usable: computing again works
+    assert state["error"] is None and ctx.datasets.cached(sid, "big")["rows"] == 24_000

@@ -1,0 +1,190 @@
+"""Picking a server-side dataset (DATASETS_DIR) in a real browser: computed on a Dask cluster.
+
+A gunicorn server of its own (production settings, local job manager) lists two
+datasets; a LocalCluster of 2 worker processes computes them. The server's
+per-job limits are tiny (1 s, 64 MB): the dataset job, which only waits on the
+cluster, is exempt, so it finishes all the same. Changing the bin count redraws
+from the cached statistics; a dataset with a bad row shows the core's message.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from app.supervisor import web_command
+
+from .conftest import (
+    APP_ENV_VARS,
+    REPO,
+    SCREENS,
+    TIMEOUT_MS,
+    VIEWPORT,
+    Server,
+    free_port,
+    start_server,
+    wait_until_healthy,
+)
+from .dashboard_page import Dashboard, PageWatch
+
+distributed = pytest.importorskip("distributed", reason="the 'dask' extra is not installed")
+
+try:
+    from playwright.sync_api import expect
+except ImportError:  # the browser_available fixture skips
+    expect = None
+
+
+def _write(path: Path, n: int, k: int, seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    z = rng.normal(size=(n, k)) * 2.5
+    p = np.exp(z) / np.exp(z).sum(axis=1, keepdims=True)
+    y = rng.random(n)[:, None] > np.cumsum(p**0.8 / (p**0.8).sum(1, keepdims=True), axis=1)
+    cols = {f"p_{j}": p[:, j] for j in range(k)}
+    cols["label"] = y.sum(axis=1).clip(0, k - 1)
+    pq.write_table(pa.table(cols), path, row_group_size=2000)
+
+
+@pytest.fixture(scope="module")
+def datasets_dir(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("datasets")
+    (root / "requests").mkdir()
+    for i in range(2):
+        _write(root / "requests" / f"day-{i}.parquet", 5000, 3, seed=i)
+    _write(root / "broken.parquet", 3000, 3, seed=9)
+    table = pq.read_table(root / "broken.parquet").to_pydict()
+    table["label"][2500] = 7  # a label out of range
+    pq.write_table(pa.table(table), root / "broken.parquet", row_group_size=2000)
+    return root
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator:
+    """A LocalCluster of 2 worker processes (in this process: the tests may scale it)."""
+    local = distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None, silence_logs=40
+    )
+    with local:
+        yield local
+
+
+@pytest.fixture(scope="module")
+def dataset_server(browser_available, datasets_dir, cluster, tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("dataset-server")
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if k not in APP_ENV_VARS}
+    env.update(
+        APP_ENV="production",
+        SECRET_KEY=secrets.token_hex(32),
+        SESSION_COOKIE_SECURE="0",
+        CACHE_DIR=str(tmp / "cache"),
+        BIND=f"127.0.0.1:{port}",
+        WEB_CONCURRENCY="2",
+        THREADS="1",
+        LOG_LEVEL="info",
+        PYTHONUNBUFFERED="1",
+        PYTHONPATH=os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")]).rstrip(os.pathsep),
+        DATASETS_DIR=str(datasets_dir),
+        DASK_SCHEDULER_ADDRESS=cluster.scheduler_address,
+        JOB_TIME_LIMIT_SECONDS="1",
+        JOB_MEMORY_LIMIT_MB="64",
+    )
+    srv: Server = start_server(
+        web_command(), f"http://127.0.0.1:{port}", cwd=REPO, env=env, log_path=tmp / "server.log"
+    )
+    try:
+        wait_until_healthy(srv)
+    except Exception as exc:
+        srv.stop()
+        pytest.fail(f"the server did not start: {exc}\n{srv.log_since()}", pytrace=False)
+    yield srv
+    srv.stop()
+
+
+@pytest.fixture
+def tab(browser, dataset_server):
+    context = browser.new_context(viewport=VIEWPORT, base_url=dataset_server.url)
+    context.set_default_timeout(TIMEOUT_MS)
+    page = context.new_page()
+    watch = PageWatch()
+    watch.attach(page)
+    yield Dashboard(page, watch)
+    context.close()
+    assert "Traceback" not in dataset_server.log_since(), dataset_server.log_since()[-4000:]
+
+
+def _pick(ui: Dashboard, name: str) -> None:
+    ui.show_controls()
+    ui.page.locator("#dataset-select").click()
+    ui.page.get_by_role("option", name=name, exact=True).click()
+
+
+def test_pick_a_dataset_see_its_diagram_and_rebin_from_the_cache(tab):
+    ui = tab
+    ui.open()
+    section = ui.page.locator("#dataset-view")
+    _pick(ui, "requests")
+    expect(section.locator(".section-title")).to_have_text("Dataset requests", timeout=120_000)
+    expect(section).to_contain_text("10,000 rows, 1 model(s): summarised on the Dask cluster")
+    graph = section.locator(".reliability-graph .main-svg").first
+    expect(graph).to_be_visible()
+    expect(section.locator(".gtitle")).to_contain_text("requests")
+    expect(ui.page.locator("#dataset-cancel")).to_be_disabled()  # the job is over
+    ui.set_bins(30)
+    expect(section).to_contain_text("30 equal-width bins")
+    expect(section).to_contain_text("drawn from the cached statistics")
+    ui.wait_callbacks()
+    SCREENS.mkdir(parents=True, exist_ok=True)
+    ui.page.screenshot(path=str(SCREENS / "dataset-picked.png"), full_page=True)
+    ui.watch.assert_clean()
+
+
+def test_a_dataset_with_a_bad_row_shows_the_file_and_rows(tab):
+    ui = tab
+    ui.open()
+    _pick(ui, "broken")
+    section = ui.page.locator("#dataset-view")
+    expect(section).to_contain_text(
+        "'broken.parquet' rows 2,001-3,000 (row group 1)", timeout=120_000
+    )
+    expect(ui.page.locator("#dataset-run")).to_be_enabled()
+    ui.watch.assert_clean()
+
+
+def _wait(condition, timeout: float = 120.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "condition not reached"
+        time.sleep(0.1)
+
+
+def test_cancel_leaves_the_page_usable_and_the_cluster_idle(tab, cluster):
+    ui = tab
+    ui.open()
+    cluster.scale(0)  # no worker: the job's graph waits on the scheduler until cancelled
+    _wait(lambda: not cluster.scheduler.workers)
+    try:
+        _pick(ui, "requests")
+        expect(ui.page.locator("#dataset-status")).to_contain_text("0 of 10,000 rows")
+        _wait(lambda: len(cluster.scheduler.tasks) > 0)
+        ui.page.locator("#dataset-cancel").click()
+        expect(ui.page.locator("#dataset-cancel")).to_be_disabled()
+        expect(ui.page.locator("#dataset-run")).to_be_enabled()
+        _wait(lambda: len(cluster.scheduler.tasks) == 0)  # the job's client let go of its graph
+        expect(ui.page.locator("#dataset-view")).to_contain_text("not computed yet")
+    finally:
+        cluster.scale(2)
+    _wait(lambda: len(cluster.scheduler.workers) == 2)
+    ui.page.locator("#dataset-run").click()  # the page is usable: computing again works
+    section = ui.page.locator("#dataset-view")
+    expect(section.locator(".section-title")).to_have_text("Dataset requests", timeout=120_000)
+    expect(section.locator(".reliability-graph .main-svg").first).to_be_visible()
+    ui.watch.assert_clean()

@@ -34,7 +34,7 @@ from ..settings import SettingsError, ViewSettings
 from ..store.data_store import DataStore
 from ..store.records import ModelInfo
 from .resampling import SEED
-from .target import DiagTarget, notion_spec
+from .target import DiagTarget, notion_spec, parse_resamples
 
 #: Window choices: value (as :func:`calibration_core.slices.parse_window` reads it) -> label.
 WINDOW_CHOICES = {"1d": "day", "1w": "week (from Monday)", "1m": "month", "rows": "every N rows"}
@@ -45,6 +45,11 @@ MAX_ROWS = 10**9
 MAX_COLUMN_CHARS = 200
 #: Level of the windows' intervals.
 LEVEL = 0.95
+#: The windows' bootstrap uses the section's resamples, at most this many: it resamples
+#: every window's rows (O(N R)); at 1,000 resamples a million rows would outlast the
+#: job time limit, and 200 draws keep the 95 % percentile bounds' Monte Carlo error
+#: small beside the bootstrap's own.
+TIME_MAX_RESAMPLES = 200
 
 
 @dataclass(frozen=True)
@@ -166,6 +171,12 @@ def time_target(store: DataStore, target: DiagTarget, settings: TimeSettings) ->
         windows = window_index(time_values(pred, column), window, n)
     return TimeTarget(info, view, pred, spec.kind, spec.class_index, spec.label, column, window,
                       windows, settings, notes)  # fmt: skip
+
+
+def time_resamples(value: Any) -> int:
+    """The section's resamples (:func:`~app.diagnostics.target.parse_resamples`), capped at
+    :data:`TIME_MAX_RESAMPLES`."""
+    return min(parse_resamples(value), TIME_MAX_RESAMPLES)
 
 
 def time_key(t: TimeTarget, n_resamples: int) -> str:

@@ -9,7 +9,7 @@ import pytest
 from app.callbacks.diagnostics.over_time import POINTS_NOTE, run_time_job, time_panel, window_panel
 from app.diagnostics.slices import ABOVE_REFERENCE
 from app.session import new_session_id
-from app.settings import RawSettings
+from app.settings import RawSettings, SettingsError
 from calibration_core import Binning, load_predictions
 from calibration_core.slices import drift_report, time_windows
 
@@ -164,3 +164,13 @@ def test_the_page_report_shows_the_card_with_its_last_settings(ctx, tmp_path):
         row = f'<tr class="highlight"><td>{w["window"]}</td>'
         assert (row in section) == w["flagged"], w["window"]
         assert f"{w['ece']:.4f}<br>[{w['ece_lower']:.4f},\u00a0{w['ece_upper']:.4f}]" in section
+
+
+def test_the_windows_bootstrap_is_capped_whatever_the_section_asks():
+    """1,000 resamples per window would outlast the job limit on a million rows."""
+    from app.diagnostics.over_time import TIME_MAX_RESAMPLES, time_resamples
+
+    assert TIME_MAX_RESAMPLES == 200
+    assert [time_resamples(r) for r in (200, 1000, 5000)] == [200, 200, 200]
+    with pytest.raises(SettingsError):
+        time_resamples(7)

@@ -27,12 +27,13 @@ from ...diagnostics.over_time import (
     column_choices,
     parse_time,
     time_document,
+    time_resamples,
     time_target,
     window_statistics,
 )
 from ...diagnostics.resampling import Progress
 from ...diagnostics.slices import drift_table
-from ...diagnostics.target import diag_target, parse_resamples, remember
+from ...diagnostics.target import diag_target, remember
 from ...figures.diagnostics import message_figure
 from ...figures.slices import drift_figure, slice_diagrams
 from ...settings import RawSettings
@@ -75,7 +76,7 @@ def time_panel(
     """(time column choices, messages, chart, chart style, table) of the model's windows."""
     try:
         settings = parse_time(column, window, rows, reference)
-        n_resamples = parse_resamples(resamples)
+        n_resamples = time_resamples(resamples)
         target = diag_target(ctx.store, sid, handle, raw)
         options = column_choices(ctx.store.predictions(target.info.handle))
     except CalibrationInputError as exc:
@@ -113,7 +114,7 @@ def run_time_job(
 
     def work(progress: Progress) -> None:
         settings = parse_time(column, window, rows, reference)
-        n_resamples = parse_resamples(resamples)
+        n_resamples = time_resamples(resamples)
         t = time_target(ctx.store, diag_target(ctx.store, sid, handle, raw), settings)
         progress(0, 1, f"bootstrap of {t.windows.n_groups} windows ({n_resamples:,} resamples) …")
         time_document(ctx.store, t, n_resamples, compute=True)

@@ -9,6 +9,7 @@ the fit-state store, which triggers this callback again.
 from __future__ import annotations
 
 from dash import Input, Output, dcc, html, no_update
+from dash import ctx as dash_ctx
 
 from calibration_core import CalibrationInputError
 
@@ -23,7 +24,7 @@ from ..settings import RawSettings, SettingsError
 from ..store.data_store import EVICTED_MESSAGE
 from ..verdict import verdict_children, view_verdicts
 from ..view_url import encode_view
-from .controls import setting_inputs
+from .controls import SETTING_PROPS, setting_inputs
 
 
 def compute_view(ctx: AppContext, sid, raw: RawSettings, pending: str = PENDING) -> ViewResult:
@@ -134,9 +135,12 @@ def message_children(messages: list[str]):
 
 
 def failed_view(rid: str) -> tuple:
-    """The view after an unexpected failure: nothing drawn, a message with the request id."""
+    """The view after an unexpected failure: nothing drawn, a message with the request id.
+
+    The page address stays as it was.
+    """
     msg = f"Something went wrong while drawing this view (request id {rid})."
-    return [], [], [], "", "", message_children([msg]), []
+    return [], [], [], "", "", message_children([msg]), [], no_update, no_update
 
 
 def address_search(raw: RawSettings):
@@ -147,8 +151,32 @@ def address_search(raw: RawSettings):
         return no_update
 
 
+#: ``"id.property"`` of every control: a change of one of them moves the page address.
+SETTING_KEYS = frozenset(f"{cid}.{prop}" for cid, prop in SETTING_PROPS.values())
+
+
+def address_update(raw: RawSettings, triggers) -> tuple:
+    """The page address's query string and notice after a view callback (see :func:`register`).
+
+    Only a changed setting (``triggers``: the ``"id.property"`` that changed)
+    moves the address and clears the notice of what it asked for in vain; a
+    fit that ends or a figure format leaves both as they are.
+    """
+    if SETTING_KEYS.isdisjoint(triggers):
+        return no_update, no_update
+    return address_search(raw), []
+
+
 def register(app, ctx: AppContext) -> None:
-    """The view callback, and the page address that follows the view."""
+    """The view callback; the page address follows the view's settings.
+
+    The address is an output of the view callback rather than a callback of
+    its own: the server answers one request at a time, and every request
+    after a setting change is one more the page waits for (BENCHMARKS.md,
+    issue 15). Not on the page's first load: the address it was opened with
+    stays as it is, and so does the notice of what it asked for in vain,
+    until the view changes.
+    """
     output = [
         Output(ids.RELIABILITY_GRID, "children"),
         Output(ids.METRICS_GRID, "rowData"),
@@ -157,6 +185,8 @@ def register(app, ctx: AppContext) -> None:
         Output(ids.VIEW_TITLE, "children"),
         Output(ids.MESSAGE, "children"),
         Output(ids.VERDICT, "children"),
+        Output(ids.PAGE_URL, "search"),
+        Output(ids.ADDRESS_NOTICE, "children"),
     ]
     inputs = {
         "settings": setting_inputs(),
@@ -168,15 +198,7 @@ def register(app, ctx: AppContext) -> None:
     # The page arrives with the initial view drawn (app.factory.serve_layout).
     @app.callback(output=output, inputs=inputs, prevent_initial_call=True)
     def update_view(settings: dict, fit_state, fmt):
-        out = render(ctx, ctx.session_id(), RawSettings(**settings), fit_state, fmt)
-        return (*out[:5], message_children(out[5]), out[6])
-
-    # Not on the page's first load: the address it was opened with stays as it is, and
-    # so does the notice of what it asked for in vain, until the view changes.
-    @app.callback(
-        output=[Output(ids.PAGE_URL, "search"), Output(ids.ADDRESS_NOTICE, "children")],
-        inputs={"settings": setting_inputs()},
-        prevent_initial_call=True,
-    )
-    def update_address(settings: dict):
-        return address_search(RawSettings(**settings)), []
+        raw = RawSettings(**settings)
+        out = render(ctx, ctx.session_id(), raw, fit_state, fmt)
+        address = address_update(raw, dash_ctx.triggered_prop_ids)
+        return (*out[:5], message_children(out[5]), out[6], *address)

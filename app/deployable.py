@@ -21,8 +21,10 @@ from calibration_core import CalibrationInputError
 
 from .analysis import UNCALIBRATED, ViewResult
 from .exports import download_name
-from .settings import parse_handles, parse_maps
+from .options import model_picker
+from .settings import parse_maps
 from .store.data_store import DataStore
+from .store.records import ModelInfo
 
 #: The map picker's default: the verdict's winner of the chosen model.
 BEST_MAP = "best"
@@ -39,25 +41,28 @@ class DeployChoice:
     map_name: str
 
 
-def picker_options(
-    store: DataStore, sid, raw_handles, raw_maps, model: str | None, map_choice: str | None
-) -> tuple[list[dict], str | None, list[dict], str]:
-    """Options and values of the model and map pickers for the selected models and maps.
+def deploy_model_picker(
+    chosen: list[ModelInfo], current: str | None
+) -> tuple[list[dict], str | None]:
+    """The model picker's options (the selected models, ``chosen``, by name) and value.
 
-    A value that is still offered is kept; otherwise the model falls back to the
-    first selected one and the map to :data:`BEST_MAP`. Bad or expired
-    selections give empty model options (the download then says why).
+    A model still selected stays picked; otherwise the first selected one is.
+    The page's selection callback fills it (:mod:`app.callbacks.models`).
+    """
+    return model_picker(chosen, current, label=lambda info: info.name)
+
+
+def map_picker(raw_maps, map_choice: str | None) -> tuple[list[dict], str]:
+    """The map picker's options (see :func:`map_options`) and value for the selected maps.
+
+    A map still selected stays picked; otherwise :data:`BEST_MAP` is. Bad maps
+    offer only the verdict's winner (the download then says what is wrong).
     """
     try:
-        handles, maps = parse_handles(raw_handles), parse_maps(raw_maps)
-        models = [{"label": store.resolve(sid, h).name, "value": h} for h in handles]
+        maps = parse_maps(raw_maps)
     except CalibrationInputError:
-        handles, maps, models = (), (), []
-    if model not in handles:
-        model = models[0]["value"] if models else None
-    if map_choice not in maps:
-        map_choice = BEST_MAP
-    return models, model, map_options(maps), map_choice
+        maps = ()
+    return map_options(maps), (map_choice if map_choice in maps else BEST_MAP)
 
 
 def map_options(maps: tuple[str, ...]) -> list[dict]:

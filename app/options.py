@@ -61,12 +61,33 @@ def notion_for_selection(models_json, selected, notion, was_all_binary) -> tuple
 
 def selected_models(models_json, selected) -> list[ModelInfo]:
     """The selected models' infos, in the order of the selection (that of the diagrams)."""
-    infos = {
-        i.handle: i
-        for i in (ModelInfo.from_json(m) for m in (models_json or []) if isinstance(m, dict))
-    }
-    handles = selected if isinstance(selected, list) else []
-    return [infos[h] for h in dict.fromkeys(h for h in handles if isinstance(h, str)) if h in infos]
+    infos = [ModelInfo.from_json(m) for m in (models_json or []) if isinstance(m, dict)]
+    return selected_infos(infos, selected)
+
+
+def selected_infos(infos: list[ModelInfo], selected) -> list[ModelInfo]:
+    """The infos among ``infos`` whose handles are ``selected``, in the selection's order.
+
+    Unknown handles and anything but strings are skipped, repeats counted once.
+    """
+    by_handle = {i.handle: i for i in infos}
+    handles = selected if isinstance(selected, (list, tuple)) else []
+    wanted = dict.fromkeys(h for h in handles if isinstance(h, str))
+    return [by_handle[h] for h in wanted if h in by_handle]
+
+
+def model_picker(
+    chosen: list[ModelInfo], current, label: Callable[[ModelInfo], str] = model_label
+) -> tuple[list[dict], str | None]:
+    """Options and value of a picker of one model among the selected ones (``chosen``).
+
+    The deployable map and the Diagnostics section each pick one of the
+    models shown; ``current`` stays picked while it is still selected, else
+    the first selected model is (None when nothing is selected).
+    """
+    options = [{"label": label(i), "value": i.handle} for i in chosen]
+    offered = [o["value"] for o in options]
+    return options, (current if current in offered else (offered[0] if offered else None))
 
 
 def class_names_of(chosen: list[ModelInfo]) -> list[str]:

@@ -14,6 +14,13 @@ window.dash_clientside = Object.assign({}, window.dash_clientside, {
       }
       return true;
     },
+    /* The line next to the Fit button: the fit state's error, else its summary. */
+    fitSummary: function (state) {
+      if (state && typeof state === "object") {
+        return String(state.error || state.summary || "");
+      }
+      return "";
+    },
     /* The controls drawer (below 1000 px): an odd number of presses opens it.
        Returns the dock's class and the toggle's aria-expanded. */
     toggleDrawer: function (nClicks) {

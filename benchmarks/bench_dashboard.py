@@ -527,7 +527,13 @@ def page_steps(page, k_label: str) -> dict:
 
         return act
 
-    boxes = page.locator("#model-select input[type=checkbox]")
+    # The last selected model: deselected, then selected again (the list's last box
+    # can be a model that is not selected, whose "uncheck" would do nothing).
+    shown = page.eval_on_selector_all(
+        "#model-select input[type=checkbox]:checked",
+        "boxes => boxes.map(b => b.value).filter(v => !v.startsWith('file:'))",
+    )
+    box = page.locator(f'#model-select input[type=checkbox][value="{shown[-1]}"]')
     return {
         f"bins 15 -> 10 ({k_label})": bins(10),
         f"bins 10 -> 15 ({k_label})": bins(15),
@@ -539,8 +545,8 @@ def page_steps(page, k_label: str) -> dict:
         f"all classes, small multiples ({k_label})": pick_class(ALL_CLASSES_LABEL),
         f"class 3 ({k_label})": pick_class("class 3"),
         f"notion confidence ({k_label})": click("#notion input[value=confidence]"),
-        f"model deselected ({k_label})": lambda: boxes.last.uncheck(),
-        f"model selected, maps fitted ({k_label})": lambda: boxes.last.check(),
+        f"model deselected ({k_label})": lambda: box.uncheck(),
+        f"model selected, maps fitted ({k_label})": lambda: box.check(),
     }
 
 

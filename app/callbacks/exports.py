@@ -24,7 +24,7 @@ from calibration_core import CalibrationInputError, __version__
 from .. import ids
 from ..analysis import UNCALIBRATED, variants
 from ..context import AppContext
-from ..deployable import deployable_download, picker_options
+from ..deployable import deployable_download, map_picker
 from ..diagnostics.report import diagnostics_html
 from ..exports import (
     CalibratedFile,
@@ -219,20 +219,20 @@ def deployable_export(ctx: AppContext, sid, raw: RawSettings, model, map_choice)
 
 
 def register_deployable(app, ctx: AppContext) -> None:
-    """The deployable map's pickers (follow the selection) and its download button."""
+    """The deployable map's map picker (follows the maps) and its download button.
+
+    Its model picker follows the model selection in the selection's own
+    callback (:mod:`app.callbacks.models`): one request fewer per change.
+    """
 
     @app.callback(
-        Output(ids.DEPLOY_MODEL, "options"),
-        Output(ids.DEPLOY_MODEL, "value"),
         Output(ids.DEPLOY_MAP, "options"),
         Output(ids.DEPLOY_MAP, "value"),
-        Input(ids.MODEL_SELECT, "value"),
         Input(ids.MAPS, "value"),
-        State(ids.DEPLOY_MODEL, "value"),
         State(ids.DEPLOY_MAP, "value"),
     )
-    def deploy_pickers(handles, maps, model, map_choice):
-        return picker_options(ctx.store, ctx.session_id(), handles, maps, model, map_choice)
+    def deploy_map_picker(maps, map_choice):
+        return map_picker(maps, map_choice)
 
     output = [
         Output(ids.DOWNLOAD, "data", allow_duplicate=True),

@@ -9,11 +9,13 @@ pre-select what was just loaded).
 
 from __future__ import annotations
 
-from dash import ALL, Input, Output, State, ctx, html, no_update
+from dash import ALL, ClientsideFunction, Input, Output, State, html, no_update
+from dash import ctx as dash_ctx
 
 from .. import ids
 from ..analysis import opening_class
 from ..context import AppContext
+from ..deployable import deploy_model_picker
 from ..model_list import (
     cap_after_upload,
     deselect_group,
@@ -22,7 +24,7 @@ from ..model_list import (
     select_group,
     without_demo,
 )
-from ..options import class_choices, notion_for_selection, selected_models
+from ..options import class_choices, model_picker, notion_for_selection, selected_models
 from ..store.data_store import DataStore
 
 
@@ -130,6 +132,15 @@ def class_picker(
     return options, value, style, (picked[0] if picked else auto)
 
 
+def model_pickers(models_json, selected, deploy_current, diag_current) -> tuple:
+    """Options and values of the deployable map's and the Diagnostics section's model pickers.
+
+    Both offer the selected models; a model still selected stays picked.
+    """
+    chosen = selected_models(models_json, selected)
+    return (*deploy_model_picker(chosen, deploy_current), *model_picker(chosen, diag_current))
+
+
 def group_action(store: DataStore, sid, trigger, selected) -> tuple:
     """The selection and note after a file's "all" or "none" button."""
     infos = store.session_models(sid)
@@ -161,8 +172,8 @@ def register_model_list(app, context: AppContext) -> None:
         prevent_initial_call=True,
     )
     def on_group_button(_all, _none, selected):
-        trigger = ctx.triggered_id
-        if not isinstance(trigger, dict) or not ctx.triggered[0].get("value"):
+        trigger = dash_ctx.triggered_id
+        if not isinstance(trigger, dict) or not dash_ctx.triggered[0].get("value"):
             return no_update, no_update
         return group_action(context.store, context.session_id(), trigger, selected)
 
@@ -191,10 +202,13 @@ def register(app, ctx: AppContext) -> None:
 
     register_model_list(app, ctx)
 
-    # One callback for the notion switch and the class picker: the view waits
-    # for both, and one round trip after a selection change is faster than two
-    # chained ones. NOTION is an input and an output of the same callback (Dash
-    # allows that circle and does not re-run it for its own output).
+    # One callback for everything that follows the model selection in the page:
+    # the notion switch, the class picker and the deployable map's and the
+    # Diagnostics section's model pickers. The view waits for the first two,
+    # and the server answers one request at a time: one request per selection
+    # change instead of four (BENCHMARKS.md, issue 15). NOTION is an input and an
+    # output of the same callback (Dash allows that circle and does not re-run
+    # it for its own output).
     @app.callback(
         output=[
             Output(ids.NOTION, "value"),
@@ -203,6 +217,10 @@ def register(app, ctx: AppContext) -> None:
             Output(ids.CLASS_SELECT, "value"),
             Output(ids.CLASS_FIELD, "style"),
             Output(ids.CLASS_AUTO, "data"),
+            Output(ids.DEPLOY_MODEL, "options"),
+            Output(ids.DEPLOY_MODEL, "value"),
+            Output(ids.DIAG_MODEL, "options"),
+            Output(ids.DIAG_MODEL, "value"),
         ],
         inputs={
             "models_json": Input(ids.MODELS_STORE, "data"),
@@ -215,12 +233,27 @@ def register(app, ctx: AppContext) -> None:
             "auto": State(ids.CLASS_AUTO, "data"),
             "scheme": State(ids.SCHEME, "value"),
             "n_bins": State(ids.N_BINS, "value"),
+            "deploy_model": State(ids.DEPLOY_MODEL, "value"),
+            "diag_model": State(ids.DIAG_MODEL, "value"),
         },
         prevent_initial_call=True,  # the layout starts with these values
     )
     def on_models_or_notion(
-        models_json, selected, notion, was_all_binary, current, auto, scheme, n_bins
+        models_json,
+        selected,
+        notion,
+        was_all_binary,
+        current,
+        auto,
+        scheme,
+        n_bins,
+        deploy_model,
+        diag_model,
     ):
+        if dash_ctx.triggered_prop_ids.keys() <= {f"{ids.NOTION}.value"}:
+            pickers = (no_update,) * 4  # the notion alone: the pickers stay as they are
+        else:
+            pickers = model_pickers(models_json, selected, deploy_model, diag_model)
         switch, now = notion_for_selection(models_json, selected, notion, bool(was_all_binary))
         picker = class_picker(
             ctx.store,
@@ -233,13 +266,15 @@ def register(app, ctx: AppContext) -> None:
             scheme,
             n_bins,
         )
-        return (switch or no_update, now, *picker)
+        return (switch or no_update, now, *picker, *pickers)
 
-    @app.callback(Output(ids.FIT_SUMMARY, "children"), Input(ids.FIT_STATE, "data"))
-    def on_fit_state(state):
-        if isinstance(state, dict):
-            return str(state.get("error") or state.get("summary") or "")
-        return ""
+    # In the browser: the fit state is already there, and a request of its own
+    # would wait behind the view's in the server's queue.
+    app.clientside_callback(
+        ClientsideFunction(namespace="calibration", function_name="fitSummary"),
+        Output(ids.FIT_SUMMARY, "children"),
+        Input(ids.FIT_STATE, "data"),
+    )
 
     @app.callback(
         Output(ids.FOLDS_FIELD, "style"),

@@ -9,6 +9,7 @@ the fit-state store, which triggers this callback again.
 from __future__ import annotations
 
 from dash import Input, Output, dcc, html, no_update
+from dash import ctx as dash_ctx
 
 from calibration_core import CalibrationInputError
 
@@ -24,7 +25,7 @@ from ..settings import RawSettings, SettingsError
 from ..store.data_store import EVICTED_MESSAGE
 from ..verdict import verdict_children, view_verdicts
 from ..view_url import encode_view
-from .controls import setting_inputs, time_inputs
+from .controls import SETTING_PROPS, setting_inputs, setting_states, time_inputs, time_states
 
 
 def compute_view(ctx: AppContext, sid, raw: RawSettings, pending: str = PENDING) -> ViewResult:
@@ -135,9 +136,12 @@ def message_children(messages: list[str]):
 
 
 def failed_view(rid: str) -> tuple:
-    """The view after an unexpected failure: nothing drawn, a message with the request id."""
+    """The view after an unexpected failure: nothing drawn, a message with the request id.
+
+    The page address stays as it was.
+    """
     msg = f"Something went wrong while drawing this view (request id {rid})."
-    return [], [], [], "", "", message_children([msg]), []
+    return [], [], [], "", "", message_children([msg]), [], no_update, no_update
 
 
 def address_search(raw: RawSettings, time: dict | None = None):
@@ -156,8 +160,33 @@ def address_search(raw: RawSettings, time: dict | None = None):
         return no_update
 
 
+#: ``"id.property"`` of every control: a change of one of them moves the page address.
+SETTING_KEYS = frozenset(f"{cid}.{prop}" for cid, prop in SETTING_PROPS.values())
+
+
+def address_update(raw: RawSettings, triggers, time: dict | None = None) -> tuple:
+    """The page address's query string and notice after a view callback (see :func:`register`).
+
+    Only a changed setting (``triggers``: the ``"id.property"`` that changed)
+    moves the address and clears the notice of what it asked for in vain; a
+    fit that ends or a figure format leaves both as they are.
+    """
+    if SETTING_KEYS.isdisjoint(triggers):
+        return no_update, no_update
+    return address_search(raw, time), []
+
+
 def register(app, ctx: AppContext) -> None:
-    """The view callback, and the page address that follows the view."""
+    """The view callback; the page address follows the view's settings.
+
+    The address is an output of the view callback rather than a callback of
+    its own: the server answers one request at a time, and every request
+    after a setting change is one more the page waits for (BENCHMARKS.md,
+    issue 15). Not on the page's first load: the address it was opened with
+    stays as it is, and so does the notice of what it asked for in vain,
+    until the view changes. The "Over time" card's controls move the address
+    with a callback of their own (they do not change the view).
+    """
     output = [
         Output(ids.RELIABILITY_GRID, "children"),
         Output(ids.METRICS_GRID, "rowData"),
@@ -166,26 +195,32 @@ def register(app, ctx: AppContext) -> None:
         Output(ids.VIEW_TITLE, "children"),
         Output(ids.MESSAGE, "children"),
         Output(ids.VERDICT, "children"),
+        Output(ids.PAGE_URL, "search"),
+        Output(ids.ADDRESS_NOTICE, "children"),
     ]
     inputs = {
         "settings": setting_inputs(),
         "fit_state": Input(ids.FIT_STATE, "data"),
         "fmt": Input(ids.FIGURE_FORMAT, "value"),
+        "time": time_states(),
     }
     ctx.failures.reply("drawing the view", failed_view, output=output, inputs=inputs)
 
     # The page arrives with the initial view drawn (app.factory.serve_layout).
     @app.callback(output=output, inputs=inputs, prevent_initial_call=True)
-    def update_view(settings: dict, fit_state, fmt):
-        out = render(ctx, ctx.session_id(), RawSettings(**settings), fit_state, fmt)
-        return (*out[:5], message_children(out[5]), out[6])
+    def update_view(settings: dict, fit_state, fmt, time: dict):
+        raw = RawSettings(**settings)
+        out = render(ctx, ctx.session_id(), raw, fit_state, fmt)
+        address = address_update(raw, dash_ctx.triggered_prop_ids, time)
+        return (*out[:5], message_children(out[5]), out[6], *address)
 
-    # Not on the page's first load: the address it was opened with stays as it is, and
-    # so does the notice of what it asked for in vain, until the view changes.
     @app.callback(
-        output=[Output(ids.PAGE_URL, "search"), Output(ids.ADDRESS_NOTICE, "children")],
-        inputs={"settings": setting_inputs(), "time": time_inputs()},
+        output=[
+            Output(ids.PAGE_URL, "search", allow_duplicate=True),
+            Output(ids.ADDRESS_NOTICE, "children", allow_duplicate=True),
+        ],
+        inputs={"time": time_inputs(), "settings": setting_states()},
         prevent_initial_call=True,
     )
-    def update_address(settings: dict, time: dict):
+    def update_time_address(time: dict, settings: dict):
         return address_search(RawSettings(**settings), time), []

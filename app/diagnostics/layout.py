@@ -12,7 +12,7 @@ from dash import dcc, html
 
 from .. import ids
 from ..figures.common import MODEBAR_CONFIG
-from ..options import model_label
+from ..options import model_picker, selected_infos
 from ..statistics_page import STATISTICS_PATH
 from ..store.records import ModelInfo
 from .beyond import BEYOND_TITLE
@@ -34,14 +34,6 @@ GRAPH_CONFIG = {
     **MODEBAR_CONFIG,
     "toImageButtonOptions": {"format": "png", "scale": 2, "filename": "diagnostics"},
 }
-
-
-def model_choices(infos: list[ModelInfo], selected) -> tuple[list[dict], str | None]:
-    """Options of the diagnostics model picker (the selected models) and its value."""
-    by_handle = {i.handle: i for i in infos}
-    chosen = [by_handle[h] for h in (selected or []) if isinstance(h, str) and h in by_handle]
-    options = [{"label": model_label(i), "value": i.handle} for i in chosen]
-    return options, (options[0]["value"] if options else None)
 
 
 def table_component(table: TextTable, class_name: str = "diag-table") -> html.Div:
@@ -122,7 +114,7 @@ def _dropdown(id_: str, options: list[dict], value, class_name: str) -> dcc.Drop
 
 def _shared_controls(infos: list[ModelInfo], selected) -> html.Div:
     """The model every card diagnoses and the resamples of the test and the bootstrap."""
-    options, value = model_choices(infos, selected)
+    options, value = model_picker(selected_infos(infos, selected), None)
     resamples = [{"label": f"{r:,}", "value": r} for r in RESAMPLE_CHOICES]
     return html.Div(
         [

@@ -12,12 +12,12 @@ from dash import dcc, html
 from calibration_core.maps import MAP_NAMES
 
 from .. import ids
-from ..deployable import BEST_MAP, map_options
+from ..deployable import BEST_MAP, deploy_model_picker, map_options
 from ..diagnostics.layout import diagnostics_section
 from ..diagnostics.over_time import TimeSettings
 from ..metrics_table import PARTS_CAPTION
 from ..model_list import model_options
-from ..options import all_binary, class_choices, default_selection
+from ..options import all_binary, class_choices, default_selection, selected_infos
 from ..settings import (
     ALL_CLASSES_SHOWN,
     BAND_LABELS,
@@ -474,8 +474,13 @@ def _controls(infos: list[ModelInfo], raw: RawSettings) -> html.Div:
     )
 
 
-def _deployable() -> html.Div:
-    """The deployable map: model and map pickers (filled by a callback) and the button."""
+def _deployable(infos: list[ModelInfo], selected) -> html.Div:
+    """The deployable map: model and map pickers and the button.
+
+    The model picker starts on the selected models (the selection's callback
+    follows it, :mod:`app.callbacks.models`); the map picker's callback fills it.
+    """
+    choices, model = deploy_model_picker(selected_infos(infos, selected), None)
     return _field(
         "Deployable map (refitted on all rows)",
         html.Div(
@@ -483,7 +488,8 @@ def _deployable() -> html.Div:
                 html.Label("Model", htmlFor=ids.DEPLOY_MODEL, className="deploy-label"),
                 dcc.Dropdown(
                     id=ids.DEPLOY_MODEL,
-                    options=[],
+                    options=choices,
+                    value=model,
                     placeholder="first model",
                     clearable=False,
                     className="deploy-picker",
@@ -531,7 +537,7 @@ def _score_parts_toggle(raw: RawSettings) -> dcc.Checklist:
     )
 
 
-def _exports() -> html.Div:
+def _exports(infos: list[ModelInfo], selected) -> html.Div:
     def button(id_, text, title=None):
         extra = {} if title is None else {"title": title}
         return html.Button(text, id=id_, className="button secondary", n_clicks=0, **extra)
@@ -554,7 +560,7 @@ def _exports() -> html.Div:
                 ],
                 className="button-row",
             ),
-            _deployable(),
+            _deployable(infos, selected),
             _field(
                 "Figure download format (camera icon on each figure)",
                 named(
@@ -732,7 +738,9 @@ def build_layout(
                     # After the results in the DOM (Fit comes before Export in the tab
                     # order); the stylesheet puts it under the controls on wide screens.
                     html.Aside(
-                        _exports(), className="sidebar sidebar-exports", **{"aria-label": "Exports"}
+                        _exports(infos, raw.handles),
+                        className="sidebar sidebar-exports",
+                        **{"aria-label": "Exports"},
                     ),
                 ],
                 className="app-body",

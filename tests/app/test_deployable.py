@@ -10,7 +10,7 @@ import pytest
 from app.callbacks.exports import deployable_export
 from app.callbacks.fit import run_fits
 from app.callbacks.view import compute_view
-from app.deployable import BEST_MAP, NO_MAP_WINS, picker_options, resolve_choice
+from app.deployable import BEST_MAP, NO_MAP_WINS, deploy_model_picker, map_picker, resolve_choice
 from app.settings import RawSettings
 from calibration_core import CalibrationInputError, Predictions, deployable_map, load_map
 
@@ -92,14 +92,17 @@ def test_unfitted_or_unselected_maps_are_refused_clearly(ctx, sid):
 
 def test_pickers_follow_the_selection(ctx, sid):
     a, b = ctx.store.add_models(sid, [overconfident(name="a"), overconfident(name="b")], "m.csv")
-    models, model, maps, choice = picker_options(
-        ctx.store, sid, [a.handle, b.handle], ["platt", "temperature"], None, None
-    )
+    models, model = deploy_model_picker([a, b], None)
+    maps, choice = map_picker(["platt", "temperature"], None)
     assert models == [{"label": "a", "value": a.handle}, {"label": "b", "value": b.handle}]
     assert model == a.handle and choice == BEST_MAP
     assert [o["value"] for o in maps] == [BEST_MAP, "platt", "temperature"]  # display order
-    kept = picker_options(ctx.store, sid, [a.handle, b.handle], ["platt"], b.handle, "platt")
-    assert kept[1] == b.handle and kept[3] == "platt"
-    dropped = picker_options(ctx.store, sid, [a.handle], ["temperature"], b.handle, "platt")
-    assert dropped[1] == a.handle and dropped[3] == BEST_MAP
-    assert picker_options(ctx.store, sid, ["bad handle"], [], None, None)[0] == []
+    assert deploy_model_picker([a, b], b.handle)[1] == b.handle
+    assert map_picker(["platt"], "platt")[1] == "platt"
+    assert deploy_model_picker([a], b.handle)[1] == a.handle
+    assert map_picker(["temperature"], "platt")[1] == BEST_MAP
+    assert deploy_model_picker([], a.handle) == ([], None)
+    assert map_picker(["no such map"], "platt") == (
+        [{"label": "Verdict's winner", "value": BEST_MAP}],
+        BEST_MAP,
+    )

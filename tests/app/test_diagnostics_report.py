@@ -9,10 +9,11 @@ import pandas as pd
 import pytest
 
 from app import ids
-from app.callbacks.diagnostics import human_panel, model_picker, toggle_state
+from app.callbacks.diagnostics import human_panel, toggle_state
 from app.callbacks.diagnostics.jobs import run_resampling_job
 from app.callbacks.exports import small_export
 from app.callbacks.fit import run_fits
+from app.callbacks.models import model_pickers
 from app.config import AppConfig
 from app.diagnostics.cards import human_rows
 from app.diagnostics.report import diagnostics_html
@@ -150,7 +151,9 @@ def test_toggle_and_model_picker():
             "has_logits": False,
         },
     ]
-    options, value = model_picker(models, ["demo-1", "demo-0"], None)
+    # The Diagnostics section's picker (the last two of the selection callback's pickers).
+    options, value = model_pickers(models, ["demo-1", "demo-0"], None, None)[2:]
     assert [o["value"] for o in options] == ["demo-1", "demo-0"] and value == "demo-1"
-    assert model_picker(models, ["demo-1", "demo-0"], "demo-0")[1] == "demo-0"
-    assert model_picker(models, [], "demo-0") == ([], None)
+    assert options[0]["label"] == "b (5 × 2)"
+    assert model_pickers(models, ["demo-1", "demo-0"], None, "demo-0")[3] == "demo-0"
+    assert model_pickers(models, [], None, "demo-0")[2:] == ([], None)

@@ -89,10 +89,16 @@ def test_one_class_vs_rest_on_100_classes(page, ui, watch, tmp_path, screenshot)
     model.uncheck()
     ui.wait_callbacks()
     model.check()
+    # Waits for the model's panels: the title reads the same with no model selected, and
+    # under load the callbacks of the click may not have started when it is checked.
+    panels = page.locator("#reliability-grid .annotation-text", has_text=CLASS_TITLE)
+    expect(panels).to_have_count(calibrators)
     expect(title).to_contain_text(f"(class {chosen})")
     ui.wait_callbacks()
     expect(page.locator("#class-select")).to_contain_text(f"class {chosen}")
-    assert len(panel_titles(page)) == calibrators
+    titles = panel_titles(page)
+    assert len(titles) == calibrators
+    assert {CLASS_TITLE.match(t).group(2) for t in titles} == {chosen}
 
     # All classes: the k worst per calibrator, and the page says how many of how many.
     pick_class(page, "all classes", re.compile(r"^all classes"))

@@ -18,14 +18,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from dash import Input, Output, State, html
+from dash import Input, Output, html
 
 from calibration_core import CalibrationInputError
 
 from ... import ids
 from ...context import AppContext
 from ...diagnostics.cards import decision_view, hosmer_lemeshow_rows, human_rows
-from ...diagnostics.layout import model_choices, table_component
+from ...diagnostics.layout import table_component
 from ...diagnostics.overview import estimator_rows, sensitivity_curves
 from ...diagnostics.tables import (
     HUMAN_MISSING,
@@ -45,7 +45,6 @@ from ...diagnostics.target import (
 from ...figures.diagnostics import cost_figure, message_figure, sensitivity_figure
 from ...options import model_label
 from ...settings import SCHEME_LABELS, RawSettings
-from ...store.records import ModelInfo
 from . import beyond, jobs, over_time
 from .wiring import HIDDEN, hidden_figure, note, register_gates, register_panel
 
@@ -53,7 +52,6 @@ __all__ = [
     "decision_panel",
     "hosmer_lemeshow_panel",
     "human_panel",
-    "model_picker",
     "overview",
     "register",
     "toggle_state",
@@ -67,16 +65,6 @@ def toggle_state(n_clicks: Any) -> tuple:
     if is_open:
         return {}, "Hide diagnostics", "true", True
     return HIDDEN, "Show diagnostics", "false", False
-
-
-def model_picker(
-    models_json: Any, selected: Any, current: str | None
-) -> tuple[list[dict], str | None]:
-    """Options of the diagnostics model picker; keeps the current model if still selected."""
-    infos = [ModelInfo.from_json(m) for m in (models_json or []) if isinstance(m, dict)]
-    options, first = model_choices(infos, selected)
-    values = {o["value"] for o in options}
-    return options, (current if current in values else first)
 
 
 # -------------------------------------------------------------------- cheap
@@ -195,17 +183,6 @@ def register(app, ctx: AppContext) -> None:
     )
     def on_toggle(n_clicks):
         return toggle_state(n_clicks)
-
-    @app.callback(
-        Output(ids.DIAG_MODEL, "options"),
-        Output(ids.DIAG_MODEL, "value"),
-        Input(ids.MODELS_STORE, "data"),
-        Input(ids.MODEL_SELECT, "value"),
-        State(ids.DIAG_MODEL, "value"),
-        prevent_initial_call=True,
-    )
-    def on_models(models_json, selected, current):
-        return model_picker(models_json, selected, current)
 
     register_gates(app)
     register_panel(

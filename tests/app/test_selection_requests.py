@@ -1,0 +1,122 @@
+"""What a model-selection change costs in server requests, from the page's callback graph.
+
+The page waits for every request a change sets off, and the server answers
+one request at a time (``serve``: ``threaded=False``), so each request
+counts. Issue 15 asks for a selection change drawn in <= 0.5 s; on three
+CIFAR-100 models the page waited on seven requests in two rounds (the class
+picker, the fit planner, the deployable map's and the Diagnostics section's
+model pickers; then the view, the page address and the line next to the Fit
+button). These tests pin the three left (BENCHMARKS.md, issue 15), reading
+the callbacks as the browser does (``/_dash-dependencies``) and following
+them as Dash's renderer does: a callback runs when one of its inputs
+changed, and after every callback that writes one of its inputs.
+"""
+
+from __future__ import annotations
+
+from app import ids
+from app.factory import create_app
+
+from .conftest import make_config
+
+#: A selection change with every selected map fitted and the Diagnostics section closed:
+#: the planner asks for no fit, and the section's gates write nothing while it is closed.
+UNCHANGED = {f"{ids.FIT_REQUEST}.data", f"{ids.DIAG_VIEW_GATE}.data", f"{ids.DIAG_FIT_GATE}.data"}
+
+
+def dependencies(tmp_path) -> list[dict]:
+    """The page's callbacks, as ``/_dash-dependencies`` gives them to the browser."""
+    client = create_app(make_config(tmp_path)).server.test_client()
+    response = client.get("/_dash-dependencies")
+    assert response.status_code == 200
+    return response.get_json()
+
+
+def writes(dep: dict) -> set[str]:
+    """``"id.property"`` of each output of a callback (without Dash's ``@…`` suffix)."""
+    parts = dep["output"].strip(".").split("...")
+    return {part.partition("@")[0] for part in parts}
+
+
+def reads(dep: dict) -> set[str]:
+    """``"id.property"`` of each input of a callback."""
+    return {f"{i['id']}.{i['property']}" for i in dep["inputs"]}
+
+
+def on_server(dep: dict) -> bool:
+    return not dep.get("clientside_function")
+
+
+def set_off(deps: list[dict], changed: str, unchanged: set[str]) -> list[dict]:
+    """The callbacks a change of ``changed`` sets off, each output counted as changed
+    except ``unchanged``."""
+    props, fired = {changed}, []
+    while True:
+        new = [d for d in deps if d not in fired and reads(d) & props]
+        if not new:
+            return fired
+        fired += new
+        props |= set().union(*(writes(d) for d in new)) - unchanged
+
+
+def round_trips(fired: list[dict]) -> int:
+    """Server requests one after the other on the longest chain of ``fired`` callbacks."""
+    depth: dict[int, int] = {}
+
+    def of(i: int) -> int:
+        if i not in depth:
+            before = [j for j, d in enumerate(fired) if j != i and writes(d) & reads(fired[i])]
+            depth[i] = int(on_server(fired[i])) + max(map(of, before), default=0)
+        return depth[i]
+
+    return max(map(of, range(len(fired))), default=0)
+
+
+def test_a_model_selection_change_sets_off_three_requests_in_two_rounds(tmp_path):
+    deps = dependencies(tmp_path)
+    fired = set_off(deps, f"{ids.MODEL_SELECT}.value", UNCHANGED)
+    requests = [d for d in fired if on_server(d)]
+    found = {
+        "class picker": f"{ids.CLASS_SELECT}.value",
+        "fit planner": f"{ids.FIT_STATE}.data",
+        "view": f"{ids.RELIABILITY_GRID}.children",
+    }
+    assert {name for name, prop in found.items() for d in requests if prop in writes(d)} == set(
+        found
+    )
+    assert len(requests) == 3, [d["output"] for d in requests]
+    assert round_trips(fired) == 2
+
+
+def test_what_follows_the_selection_rides_on_the_requests_the_view_waits_for(tmp_path):
+    deps = dependencies(tmp_path)
+    writer = {prop: d for d in deps for prop in writes(d)}
+    # The pickers that follow the selection come with the class picker's answer ...
+    picker = writer[f"{ids.CLASS_SELECT}.value"]
+    for prop in (f"{ids.DEPLOY_MODEL}.value", f"{ids.DIAG_MODEL}.value"):
+        assert writer[prop] is picker, prop
+    # ... the page address with the view's ...
+    assert writer[f"{ids.PAGE_URL}.search"] is writer[f"{ids.RELIABILITY_GRID}.children"]
+    # ... and the line next to the Fit button is written in the browser.
+    assert not on_server(writer[f"{ids.FIT_SUMMARY}.children"])
+    # The deployable map's map picker follows the maps alone.
+    assert reads(writer[f"{ids.DEPLOY_MAP}.value"]) == {f"{ids.MAPS}.value"}
+
+
+def test_the_chain_follower_counts_what_dash_would_run():
+    """The helpers themselves, on a made-up graph: a -> b (server) -> c (browser) -> d."""
+    deps = [
+        {"output": "b.data", "inputs": [{"id": "a", "property": "value"}]},
+        {
+            "output": "c.data",
+            "inputs": [{"id": "b", "property": "data"}],
+            "clientside_function": {"namespace": "x", "function_name": "y"},
+        },
+        {"output": "..d.children...e.x@123..", "inputs": [{"id": "c", "property": "data"}]},
+        {"output": "f.children", "inputs": [{"id": "z", "property": "value"}]},
+    ]
+    fired = set_off(deps, "a.value", set())
+    assert [d["output"] for d in fired] == ["b.data", "c.data", "..d.children...e.x@123.."]
+    assert writes(fired[2]) == {"d.children", "e.x"}
+    assert round_trips(fired) == 2  # b, then d: c runs in the browser
+    assert [d["output"] for d in set_off(deps, "a.value", {"b.data"})] == ["b.data"]

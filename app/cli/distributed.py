@@ -1,4 +1,4 @@
-"""``calibration-dashboard evaluate FILES --engine dask``: the metrics of a dataset on Dask.
+"""The Dask engine of the command line: ``evaluate``, ``fit`` and ``apply`` on a dataset.
 
 The FILE argument may be a Parquet file, a folder of ``*.parquet`` or a quoted
 glob (``'logs/*.parquet'``). The dataset is read and summarised on a Dask
@@ -9,6 +9,11 @@ processes starts for the run. The output has the schema of ``evaluate``
 map is cross-fitted on this engine yet, the four Brier/log-loss parts are
 null and the verdict has a single candidate. A progress bar (rows summarised)
 is drawn on stderr when it is a terminal.
+
+``fit FILES --engine dask --map NAME`` fits temperature and Platt exactly on
+every row and other maps on a recorded sample, and writes the deployable map;
+``apply MAP FILES --engine dask -o DIR`` writes one calibrated Parquet file per
+input file (docs/dask.md).
 """
 
 from __future__ import annotations

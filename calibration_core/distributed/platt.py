@@ -14,7 +14,8 @@ reduction). The iteration itself is the core's, on a
 come from every piece: the fitted coefficients are the in-memory fit's on
 the same rows (the objective is strictly convex; both stop within about
 1e-12 of its minimum), with the same transforms, targets and starting
-point.
+point. Tasks read their piece in batches of
+:data:`~calibration_core.distributed.pieces.BATCH_ROWS` rows (bounded memory).
 """
 
 from __future__ import annotations
@@ -30,34 +31,28 @@ from ..maps.binary_columns import BinaryColumns
 from ..maps.logistic_columns import RIDGE, LogisticObjective, newton_columns
 from ..maps.platt import INPUT_TRANSFORMS, transform_scores
 from .engine import require_dask, tree_merge
-from .pieces import ReadOptions, dataset_name, find_pieces, read_piece
+from .pieces import ReadOptions, dataset_name, find_pieces, read_piece_batches
 
 __all__ = ["DatasetPlattObjective", "fit_platt_on_dataset"]
 
 
-#: Rows per block of a pass (bounds a task's memory to a few (C, BLOCK_ROWS) arrays).
-BLOCK_ROWS = 1 << 16
-
-
-def _blocks(pred, transform: str):
-    """Platt's inputs ``t(s)`` of the one-vs-rest columns (C, n) and each row's positive
-    column, block by block."""
-    for start in range(0, pred.n_samples, BLOCK_ROWS):
-        stop = start + BLOCK_ROWS
-        labels = np.asarray(pred.labels[start:stop], dtype=np.intp)
-        columns = BinaryColumns(np.asarray(pred.probs[start:stop]), labels)
-        yield transform_scores(columns.scores, transform), columns.positive
+def _batches(piece, options: ReadOptions, model: str, transform: str):
+    """Platt's inputs ``t(s)`` of the one-vs-rest columns (C, n), each row's positive column,
+    and the batch's predictions, batch by batch (bounded memory)."""
+    for batch in read_piece_batches(piece, options):
+        for pred in batch:
+            if pred.name == model:
+                labels = np.asarray(pred.labels, dtype=np.intp)
+                columns = BinaryColumns(np.asarray(pred.probs), labels)
+                yield transform_scores(columns.scores, transform), columns.positive, pred
 
 
 def count_sums(piece, options: ReadOptions, model: str, transform: str) -> dict | None:
     """Task: rows, and per column the positives and the sums of ``t(s)`` (all, positive rows)."""
     out = None
-    for pred in read_piece(piece, options):
-        if pred.name != model:
-            continue
-        for x, positive in _blocks(pred, transform):
-            part = _count_block(x, positive, pred)
-            out = part if out is None else add_sums([out, part])
+    for x, positive, pred in _batches(piece, options, model, transform):
+        part = _count_block(x, positive, pred)
+        out = part if out is None else add_sums([out, part])
     return out
 
 
@@ -88,12 +83,9 @@ def loss_sums(piece, options: ReadOptions, model: str, transform: str, theta) ->
     ``p = sigmoid(z)`` and ``w = p (1 - p)``.
     """
     out = None
-    for pred in read_piece(piece, options):
-        if pred.name != model:
-            continue
-        for x, _ in _blocks(pred, transform):
-            part = _loss_block(x, theta)
-            out = part if out is None else out + part
+    for x, _, _ in _batches(piece, options, model, transform):
+        part = _loss_block(x, theta)
+        out = part if out is None else out + part
     return out
 
 

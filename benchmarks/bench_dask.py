@@ -4,6 +4,7 @@ Usage::
 
     python benchmarks/bench_dask.py [--rows 1e8] [--classes 10] [--workers 2]
         [--memory-limit 1GB] [--rows-per-file 1e7] [--row-group 1e6] [--dir DIR] [--keep]
+        [--repeat R]
 
 Steps:
 
@@ -19,6 +20,11 @@ Steps:
    log-loss and accuracy in one pass. Peak worker memory is each worker's
    peak RSS (``getrusage``).
 4. ``re-bin``: ECE/MCE of every M in 2..100 from the cached summary (no data).
+
+With ``--repeat R`` the scan and the engine (on one cluster) alternate R times
+and the medians are printed, with the ratio of the medians: on a shared machine
+both then see the same load. A ``--dir`` that already holds the dataset
+(``--keep`` from an earlier run with the same sizes) is read again, not rewritten.
 
 Rates are rows per second of wall time. Target (issue 18): the engine at >= 0.5x
 the pyarrow scan, peak worker memory flat as N grows. The machine is shared:
@@ -85,12 +91,34 @@ def pyarrow_scan(paths: list[Path]) -> tuple[float, int]:
     return time.perf_counter() - start, rows
 
 
+def _existing_rows(paths: list[Path]) -> int:
+    """Rows of a dataset left by an earlier run (-1 when a file is damaged)."""
+    try:
+        return sum(pq.ParquetFile(p).metadata.num_rows for p in paths)
+    except (pa.ArrowException, OSError):
+        return -1
+
+
+def _timed_scan(paths: list[Path], rows: list[int]) -> float:
+    seconds, n = pyarrow_scan(paths)
+    rows.append(n)
+    return seconds
+
+
+def _runs(seconds: list[float]) -> str:
+    return ", ".join(f"{s:.1f}" for s in seconds) + " s"
+
+
 def _peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def dask_engine(folder: Path, workers: int, memory_limit: str):
-    """Seconds of dataset_summaries on a fresh LocalCluster, the summary, peak worker RSS."""
+def dask_engine(folder: Path, workers: int, memory_limit: str, scan, repeat: int = 1):
+    """Alternate the scan and dataset_summaries on one LocalCluster, ``repeat`` times.
+
+    Returns the scan's and the engine's seconds (lists), the summary and the peak
+    worker RSS.
+    """
     from distributed import Client, LocalCluster
 
     from calibration_core.distributed import dataset_summaries
@@ -103,13 +131,16 @@ def dask_engine(folder: Path, workers: int, memory_limit: str):
         dashboard_address=None,
         silence_logs=logging.ERROR,
     )
+    scans, engines = [], []
     with cluster, Client(cluster) as client:
         client.wait_for_workers(workers)
-        start = time.perf_counter()
-        summaries = dataset_summaries(str(folder / "*.parquet"), client=client, name="bench")
-        seconds = time.perf_counter() - start
+        for _ in range(repeat):
+            scans.append(scan())
+            start = time.perf_counter()
+            summaries = dataset_summaries(str(folder / "*.parquet"), client=client, name="bench")
+            engines.append(time.perf_counter() - start)
         peaks = client.run(_peak_rss_mb)
-    return seconds, summaries["bench"], max(peaks.values())
+    return scans, engines, summaries["bench"], max(peaks.values())
 
 
 def rebin_seconds(summary) -> float:
@@ -131,27 +162,40 @@ def main() -> None:
     parser.add_argument("--row-group", type=float, default=1e6)
     parser.add_argument("--dir", type=Path, default=None)
     parser.add_argument("--keep", action="store_true", help="keep the generated files")
+    parser.add_argument("--repeat", type=int, default=1, help="alternate scan and engine R times")
     args = parser.parse_args()
     folder = Path(args.dir or tempfile.mkdtemp(prefix="bench_dask_"))
     folder.mkdir(parents=True, exist_ok=True)
     try:
         t = time.perf_counter()
-        paths = write_dataset(
-            folder, int(args.rows), args.classes, int(args.rows_per_file), int(args.row_group)
-        )
+        paths = sorted(folder.glob("part-*.parquet"))
+        if _existing_rows(paths) != int(args.rows):
+            for p in paths:
+                p.unlink()
+            paths = write_dataset(
+                folder, int(args.rows), args.classes, int(args.rows_per_file), int(args.row_group)
+            )
         size = sum(p.stat().st_size for p in paths) / 1e9
         print(
             f"dataset: {int(args.rows):,} rows x K={args.classes}, {len(paths)} files, "
-            f"{size:.2f} GB on disk, written in {time.perf_counter() - t:.0f} s"
+            f"{size:.2f} GB on disk, ready in {time.perf_counter() - t:.0f} s"
         )
-        scan_s, rows = pyarrow_scan(paths)
-        engine_s, summary, peak = dask_engine(folder, args.workers, args.memory_limit)
-        assert summary.n_samples == rows
-        print(f"pyarrow scan: {scan_s:.1f} s, {rows / scan_s:,.0f} rows/s")
+        rows = []
+        scans, engines, summary, peak = dask_engine(
+            folder,
+            args.workers,
+            args.memory_limit,
+            lambda: _timed_scan(paths, rows),
+            args.repeat,
+        )
+        assert summary.n_samples == rows[0]
+        scan_s, engine_s = float(np.median(scans)), float(np.median(engines))
+        n = rows[0]
+        print(f"pyarrow scan: {scan_s:.1f} s, {n / scan_s:,.0f} rows/s (runs {_runs(scans)})")
         print(
             f"dask engine ({args.workers} workers x {args.memory_limit}): {engine_s:.1f} s, "
-            f"{rows / engine_s:,.0f} rows/s, ratio {scan_s / engine_s:.2f}x the scan, "
-            f"peak worker RSS {peak:,.0f} MB"
+            f"{n / engine_s:,.0f} rows/s (runs {_runs(engines)}), ratio {scan_s / engine_s:.2f}x "
+            f"the scan, peak worker RSS {peak:,.0f} MB"
         )
         rebin = rebin_seconds(summary)
         print(

@@ -142,7 +142,11 @@ def build_parser() -> argparse.ArgumentParser:
     add_group_arguments(ev, evaluate=True)
     from .distributed import add_engine_arguments
 
-    add_engine_arguments(ev)
+    add_engine_arguments(
+        ev,
+        "the uncalibrated metrics of a Parquet file, folder or quoted glob larger than "
+        "memory, on Dask",
+    )
     _add_deploy_commands(sub)
     _add_check_parser(sub)
     _add_report_parser(sub)
@@ -766,6 +770,14 @@ def _add_deploy_commands(sub) -> None:
     )
     ft.add_argument("-o", "--output", required=True, metavar="OUT", help="the map file (.json)")
     ft.add_argument("--model", default=None, metavar="M", help="model of a multi-model file")
+    from .distributed import add_engine_arguments, add_sample_argument
+
+    add_engine_arguments(
+        ft,
+        "fit --map on a Parquet file, folder or quoted glob larger than memory, on Dask: "
+        "temperature and platt exactly on every row, other maps on a sample",
+    )
+    add_sample_argument(ft)
 
     ap = sub.add_parser(
         "apply",
@@ -777,7 +789,18 @@ def _add_deploy_commands(sub) -> None:
     )
     ap.add_argument("map_file", metavar="MAP", help="deployable map (.json)")
     ap.add_argument("file", metavar="FILE", help="predictions (CSV/TSV, .gz, Parquet, NPZ)")
-    ap.add_argument("-o", "--output", required=True, metavar="OUT", help="calibrated file")
+    ap.add_argument(
+        "-o",
+        "--output",
+        required=True,
+        metavar="OUT",
+        help="calibrated file; with --engine dask, a folder (one calibrated Parquet file per "
+        "input file, same names)",
+    )
+    add_engine_arguments(
+        ap,
+        "FILE is a Parquet file, folder or quoted glob, calibrated file by file on Dask",
+    )
 
 
 def _one_model(models, wanted: str | None, file: str):
@@ -798,9 +821,14 @@ def fit_map(args: argparse.Namespace, out) -> int:
     from calibration_core import compare_maps
     from calibration_core.deploy import best_map, deployable_map
 
+    from .distributed import check_fit_options, fit_on_dask
+
     maps = parse_maps(args.map or "all")
     if args.select is None and (args.map is None or maps == "all" or len(maps) != 1):
         raise UsageError("name one map with --map NAME, or choose among maps with --select best")
+    map_name = check_fit_options(args, maps)
+    if args.engine == "dask":
+        return fit_on_dask(args, map_name, out)
     path = input_path(args.file)
     models = load_models(path, args)
     model = _one_model(models, args.model, args.file)
@@ -870,7 +898,12 @@ def apply_map(args: argparse.Namespace, out) -> int:
     from calibration_core import __version__
     from calibration_core.deploy import apply_map_to_file, load_deployable
 
+    from .distributed import apply_on_dask, check_cluster_options
+
+    check_cluster_options(args)
     deployable = load_deployable(args.map_file)
+    if args.engine == "dask":
+        return apply_on_dask(args, deployable, out)
     input_path(args.file)
     bar = ProgressBar(sys.stderr, f"{PROG} apply") if sys.stderr.isatty() else None
     try:

@@ -1,4 +1,4 @@
-"""``calibration-dashboard evaluate FILES --engine dask``: the metrics of a dataset on Dask.
+"""The Dask engine of the command line: ``evaluate``, ``fit`` and ``apply`` on a dataset.
 
 The FILE argument may be a Parquet file, a folder of ``*.parquet`` or a quoted
 glob (``'logs/*.parquet'``). The dataset is read and summarised on a Dask
@@ -9,6 +9,11 @@ processes starts for the run. The output has the schema of ``evaluate``
 map is cross-fitted on this engine yet, the four Brier/log-loss parts are
 null and the verdict has a single candidate. A progress bar (rows summarised)
 is drawn on stderr when it is a terminal.
+
+``fit FILES --engine dask --map NAME`` fits temperature and Platt exactly on
+every row and other maps on a recorded sample, and writes the deployable map;
+``apply MAP FILES --engine dask -o DIR`` writes one calibrated Parquet file per
+input file (docs/dask.md).
 """
 
 from __future__ import annotations
@@ -32,15 +37,17 @@ NULL_PARTS = (
 )
 
 
-def add_engine_arguments(parser: argparse.ArgumentParser) -> None:
-    """``--engine``, ``--scheduler`` and ``--workers`` of ``evaluate``."""
+def add_engine_arguments(parser: argparse.ArgumentParser, dask_help: str) -> None:
+    """``--engine``, ``--scheduler`` and ``--workers`` (evaluate, fit, apply).
+
+    ``dask_help`` says what ``--engine dask`` does for the command.
+    """
     parser.add_argument(
         "--engine",
         choices=("memory", "dask"),
         default="memory",
-        help="'memory' (default): load FILE and cross-fit maps; 'dask': the uncalibrated "
-        "metrics of a Parquet file, folder or quoted glob larger than memory, on Dask "
-        "(needs the 'dask' extra)",
+        help=f"'memory' (default): load FILE in memory; 'dask': {dask_help} (needs the "
+        "'dask' extra)",
     )
     where = parser.add_mutually_exclusive_group()
     where.add_argument(
@@ -59,11 +66,20 @@ def add_engine_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def check_dask_options(args: argparse.Namespace) -> None:
-    """Refuse the options the Dask engine does not support yet, naming each."""
+def check_cluster_options(args: argparse.Namespace) -> None:
+    """``--scheduler``/``--workers`` only with ``--engine dask``, and at least one worker."""
     if args.engine != "dask":
         if args.scheduler is not None or args.workers is not None:
             raise CommandError("--scheduler and --workers need --engine dask.")
+        return
+    if args.workers is not None and args.workers < 1:
+        raise CommandError(f"--workers must be at least 1, got {args.workers}.")
+
+
+def check_dask_options(args: argparse.Namespace) -> None:
+    """Refuse the ``evaluate`` options the Dask engine does not support yet, naming each."""
+    check_cluster_options(args)
+    if args.engine != "dask":
         return
     unsupported = {
         "--maps": args.maps.strip().lower() != "all",
@@ -77,6 +93,11 @@ def check_dask_options(args: argparse.Namespace) -> None:
             f"{', '.join(named)}: not supported with --engine dask yet (it reports the "
             "uncalibrated metrics); drop them or use --engine memory."
         )
+    check_bins(args)
+
+
+def check_bins(args: argparse.Namespace) -> None:
+    """Equal-width ``--bins`` up to the cells' limit (100)."""
     from calibration_core.distributed import MAX_CELL_BINS
 
     if args.scheme == "width" and args.bins > MAX_CELL_BINS:
@@ -85,8 +106,6 @@ def check_dask_options(args: argparse.Namespace) -> None:
             f"{MAX_CELL_BINS} from one pass; use --bins {MAX_CELL_BINS} or fewer, or "
             "--scheme frequency."
         )
-    if args.workers is not None and args.workers < 1:
-        raise CommandError(f"--workers must be at least 1, got {args.workers}.")
 
 
 @contextlib.contextmanager
@@ -145,11 +164,7 @@ def evaluate_on_dask(args: argparse.Namespace, out) -> int:
                     args.file, summaries, args.bins, client=client, **read
                 )
         except KilledWorker as exc:
-            raise CommandError(
-                f"Dask workers died repeatedly while computing {exc.task!r} (out of memory, or "
-                "killed); the run was stopped. Give the workers more memory, or use smaller "
-                "row groups."
-            ) from None
+            raise killed_error(exc) from None
         finally:
             if bar is not None:
                 bar.close()
@@ -167,6 +182,15 @@ def evaluate_on_dask(args: argparse.Namespace, out) -> int:
     return EXIT_OK
 
 
+def killed_error(exc) -> CommandError:
+    """The message of a run stopped by workers that kept dying (``KilledWorker``)."""
+    return CommandError(
+        f"Dask workers died repeatedly while computing {exc.task!r} (out of memory, or "
+        "killed); the run was stopped. Give the workers more memory, or use smaller "
+        "row groups."
+    )
+
+
 def uncalibrated_row(summary, n_bins: int, frequency=None) -> dict[str, Any]:
     """The ``uncalibrated`` row: the summary's metrics, null parts, no fit.
 
@@ -181,25 +205,30 @@ def uncalibrated_row(summary, n_bins: int, frequency=None) -> dict[str, Any]:
     return {**row, "fit_seconds": 0.0, "converged": None, "error": None}
 
 
-def model_entry(summary, args: argparse.Namespace, frequency=None) -> dict[str, Any]:
-    """One ``models[]`` entry: the uncalibrated row and its single-candidate verdict."""
+def single_verdict(summary, row: dict[str, Any], level: float, resamples: int, seed: int):
+    """The verdict of a table whose only row is ``uncalibrated`` (nothing was cross-fitted)."""
     from calibration_core.compare import Verdict
 
-    row = uncalibrated_row(summary, args.bins, frequency)
-    verdict = Verdict(
+    return Verdict(
         winner="uncalibrated",
         runner_up=None,
         clear=False,
         difference=None,
         lower=None,
         upper=None,
-        level=args.level,
-        n_resamples=args.resamples,
-        seed=args.seed,
+        level=level,
+        n_resamples=resamples,
+        seed=seed,
         n_rows=summary.n_samples,
         log_loss={"uncalibrated": row["log_loss"]},
         confidence_ece={"uncalibrated": row["confidence_ece"]},
     )
+
+
+def model_entry(summary, args: argparse.Namespace, frequency=None) -> dict[str, Any]:
+    """One ``models[]`` entry: the uncalibrated row and its single-candidate verdict."""
+    row = uncalibrated_row(summary, args.bins, frequency)
+    verdict = single_verdict(summary, row, args.level, args.resamples, args.seed)
     return {
         "model": summary.name,
         "n_samples": summary.n_samples,
@@ -263,3 +292,184 @@ def write_dask_tables(models: list[dict[str, Any]], args: argparse.Namespace, ou
         row = m["rows"][0]
         values = "  ".join(f"{row[c]:.4f}" for c in METRIC_COLUMNS)
         out.write(f"{m['model']}  {m['n_samples']}  {values}\n")
+
+
+# ------------------------------------------------------------ fit, apply
+#: Maps fitted exactly on every row by the Dask engine; the others on a sample.
+EXACT_MAPS = ("temperature", "platt")
+
+
+def add_sample_argument(parser: argparse.ArgumentParser) -> None:
+    """``--sample-rows`` of ``fit``."""
+    from calibration_core.distributed.sample import DEFAULT_SAMPLE_ROWS
+
+    parser.add_argument(
+        "--sample-rows",
+        type=int,
+        default=None,
+        metavar="N",
+        help="with --engine dask: maps other than temperature and platt are fitted on a "
+        f"reproducible uniform sample of at most N rows (default {DEFAULT_SAMPLE_ROWS:,}; "
+        "seed --seed), recorded in the map",
+    )
+
+
+def check_fit_options(args: argparse.Namespace, maps) -> str:
+    """The one map ``fit --engine dask`` deploys; refuses what that engine does not do."""
+    check_cluster_options(args)
+    if args.engine != "dask":
+        if args.sample_rows is not None:
+            raise CommandError("--sample-rows needs --engine dask.")
+        return ""
+    if args.select is not None:
+        raise CommandError(
+            "--select best: not supported with --engine dask (choosing needs the held-out "
+            "comparison in memory); name one map with --map NAME, or compare maps with "
+            "--engine memory on a sample of the files."
+        )
+    if args.sample_rows is not None and args.sample_rows < 1:
+        raise CommandError(f"--sample-rows must be at least 1, got {args.sample_rows}.")
+    check_bins(args)
+    return maps[0]
+
+
+def _fit_model(summaries, wanted: str | None, file: str):
+    """The summary of the model to fit (``--model``), or a clear error naming the models."""
+    names = list(summaries)
+    if wanted is None and len(names) == 1:
+        return summaries[names[0]]
+    if wanted in summaries:
+        return summaries[wanted]
+    listed = ", ".join(repr(n) for n in names)
+    if wanted is None:
+        raise CommandError(f"{file} holds {len(names)} models ({listed}); choose one with --model")
+    raise CommandError(f"{file} has no model {wanted!r}; it holds {listed}")
+
+
+def fit_dataset_map(args: argparse.Namespace, map_name: str, client, summary):
+    """The map fitted on the dataset: exactly (temperature, Platt) or on a sample."""
+    from calibration_core.distributed import (
+        fit_map_on_sample,
+        fit_platt_on_dataset,
+        fit_temperature_on_dataset,
+    )
+    from calibration_core.distributed.sample import DEFAULT_SAMPLE_ROWS
+
+    read = {
+        "label_column": args.label_column,
+        "renormalize": args.renormalize,
+        "model": summary.name,
+        "client": client,
+    }
+    if map_name == "temperature":
+        return fit_temperature_on_dataset(args.file, **read)
+    if map_name == "platt":
+        return fit_platt_on_dataset(args.file, **read)
+    size = DEFAULT_SAMPLE_ROWS if args.sample_rows is None else args.sample_rows
+    return fit_map_on_sample(args.file, map_name, size=size, seed=args.seed, **read)
+
+
+def fit_on_dask(args: argparse.Namespace, map_name: str, out) -> int:
+    """Run ``fit --engine dask``: fit one map on a dataset and write the deployable map.
+
+    The JSON summary has the fields of the in-memory ``fit`` (``calibration-dashboard/fit/v1``):
+    ``comparison`` holds the exact uncalibrated row of the whole dataset,
+    ``held_out`` is null (nothing is cross-fitted) and ``settings`` adds
+    ``engine`` and ``fitted_on`` (``"all rows"`` or ``"sample"``).
+    """
+    from distributed import KilledWorker
+
+    from calibration_core import __version__
+    from calibration_core.distributed import (
+        dataset_deployable,
+        dataset_summaries,
+        frequency_statistics,
+    )
+    from calibration_core.maps import make_map
+
+    from . import FIT_SCHEMA
+
+    make_map(map_name)  # an unknown name fails before any work on the cluster
+    with dask_client(args) as client:
+        read = {"label_column": args.label_column, "renormalize": args.renormalize}
+        try:
+            summaries = dataset_summaries(args.file, client=client, **read)
+            summary = _fit_model(summaries, args.model, args.file)
+            frequency = None
+            if args.scheme == "frequency":
+                wanted = {summary.name: summary}
+                frequency = frequency_statistics(
+                    args.file, wanted, args.bins, client=client, **read
+                )
+            fitted = fit_dataset_map(args, map_name, client, summary)
+        except KilledWorker as exc:
+            raise killed_error(exc) from None
+    exact = map_name in EXACT_MAPS
+    n_rows = summary.n_samples if exact else int(fitted.fit_sample_["rows"])
+    deployable = dataset_deployable(fitted, summary.name, summary.class_names, n_rows)
+    deployable.save(args.output)
+    frequency = None if frequency is None else frequency[summary.name]
+    row = uncalibrated_row(summary, args.bins, frequency)
+    for part in NULL_PARTS:  # fit's comparison rows have no parts (as in memory)
+        del row[part]
+    doc = {
+        "schema": FIT_SCHEMA,
+        "version": __version__,
+        "file": str(args.file),
+        "output": str(args.output),
+        "model": summary.name,
+        "map": map_name,
+        "selected": "given",
+        "settings": {
+            "maps": [map_name],
+            "folds": args.folds,
+            "seed": args.seed,
+            "n_bins": args.bins,
+            "scheme": args.scheme,
+            "engine": "dask",
+            "fitted_on": "all rows" if exact else "sample",
+        },
+        "input": deployable.input,
+        "n_rows": n_rows,
+        "n_classes": deployable.n_classes,
+        "held_out": None,
+        "comparison": [row],
+        "verdict": single_verdict(summary, row, 0.95, 1000, args.seed).to_dict(),
+    }
+    json.dump(doc, out, indent=2, allow_nan=False)
+    out.write("\n")
+    return EXIT_OK
+
+
+def apply_on_dask(args: argparse.Namespace, deployable, out) -> int:
+    """Run ``apply --engine dask``: calibrated Parquet, one task per input file, into OUT/."""
+    from distributed import KilledWorker
+
+    from calibration_core import __version__
+    from calibration_core.distributed import apply_map_to_dataset
+
+    from . import APPLY_SCHEMA
+
+    check_cluster_options(args)
+    with dask_client(args) as client:
+        try:
+            written = apply_map_to_dataset(deployable, args.file, args.output, client=client)
+        except KilledWorker as exc:
+            raise killed_error(exc) from None
+    summary = {
+        "schema": APPLY_SCHEMA,
+        "version": __version__,
+        "map_file": str(args.map_file),
+        "file": str(args.file),
+        "output": str(args.output),
+        "model": deployable.model,
+        "map": deployable.map.name,
+        "input": deployable.input,
+        "n_classes": deployable.n_classes,
+        "rows": sum(written.values()),
+        "engine": "dask",
+        "files": written,
+    }
+    json.dump(summary, out, indent=2, allow_nan=False)
+    out.write("\n")
+    return EXIT_OK

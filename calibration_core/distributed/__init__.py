@@ -33,6 +33,12 @@ Temperature scaling is fitted exactly on every row
 iteration, each derivative a tree-reduced sum over the pieces (one pass per
 step).
 
+Platt scaling is fitted exactly on every row too
+(:func:`~.platt.fit_platt_on_dataset`): the core's batched Newton iteration
+with its line search, on an objective whose loss, gradient and Hessian are
+tree-reduced sums over the pieces (one pass per evaluation, plus one for the
+targets' sums); the coefficients equal the in-memory fit's to about 1e-12.
+
 Any other map is fitted on a reproducible uniform sample
 (:func:`~.sample.fit_map_on_sample`, default up to 1e6 rows), its size and
 seed recorded in the exported map (``"fit_sample"``).
@@ -41,14 +47,14 @@ A fitted map is applied to a whole dataset file by file
 (:func:`~.apply.apply_map_to_dataset`: the core's streaming ``apply`` in one
 task per file), writing calibrated Parquet.
 
-Not yet: equal-width bin counts above 100, the consistency band, the
-Brier/log-loss decompositions and an exact distributed Platt fit.
+Not yet: equal-width bin counts above 100, the consistency band and the
+Brier/log-loss decompositions.
 
 Entry points
 ------------
 :func:`dataset_summaries` (a Parquet file, folder, glob or list, or a
 dask.dataframe) and the CLI ``calibration-dashboard evaluate 'logs/*.parquet'
---engine dask``.
+--engine dask`` (also ``fit`` and ``apply``).
 """
 
 from __future__ import annotations
@@ -58,6 +64,7 @@ from .cells import CELL_THRESHOLDS, MAX_CELL_BINS, CellStatistics
 from .engine import dataset_summaries, piece_summaries, require_dask, tree_merge
 from .frequency import frequency_statistics
 from .pieces import Piece, ReadOptions, find_pieces
+from .platt import fit_platt_on_dataset
 from .sample import SampleInfo, fit_map_on_sample, sample_predictions
 from .summary import ModelSummary, merge_summaries, summarize
 from .temperature import fit_temperature_on_dataset
@@ -75,6 +82,7 @@ __all__ = [
     "dataset_summaries",
     "find_pieces",
     "fit_map_on_sample",
+    "fit_platt_on_dataset",
     "fit_temperature_on_dataset",
     "frequency_statistics",
     "merge_summaries",

@@ -29,7 +29,7 @@ def dataset_deployable(fitted, model: str, class_names, n_rows: int | None = Non
     Parameters
     ----------
     fitted : CalibrationMap
-        Fitted on probabilities (``input="probs"``).
+        Its ``input`` (``"probs"`` or ``"logits"``) is what it reads when applied.
     model : str
     class_names : sequence of str
         The K classes in column order.
@@ -44,7 +44,7 @@ def dataset_deployable(fitted, model: str, class_names, n_rows: int | None = Non
     return DeployableMap(
         map=fitted,
         model=model,
-        input="probs",
+        input=getattr(fitted, "input", "probs"),
         class_names=tuple(class_names),
         n_rows=n_rows,
         held_out=None,

@@ -14,7 +14,7 @@ import pyarrow as pa
 
 from ..errors import CalibrationInputError
 from ..io.checks import Context
-from .pieces import ReadOptions, dataset_name, find_pieces, read_piece, table_predictions
+from .pieces import ReadOptions, dataset_name, find_pieces, read_piece_batches, table_predictions
 from .summary import Summaries, merge_summaries, summarize
 
 __all__ = [
@@ -44,8 +44,8 @@ def require_dask():
 
 
 def summarize_piece(piece, options: ReadOptions) -> Summaries:
-    """Task: the summaries of one row group of one file."""
-    return summarize(read_piece(piece, options))
+    """Task: the summaries of one row group of one file, summarised batch by batch."""
+    return merge_summaries([summarize(batch) for batch in read_piece_batches(piece, options)])
 
 
 def summarize_frame(frame, index: int, options: ReadOptions) -> Summaries:

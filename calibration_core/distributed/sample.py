@@ -135,10 +135,13 @@ def fit_map_on_sample(
     Returns
     -------
     CalibrationMap
-        Fitted; ``fit_sample_`` holds the :class:`SampleInfo` as a dict, and
-        ``to_dict()`` exports it as ``"fit_sample"``.
+        Fitted (its ``input`` is ``"logits"`` when the files hold logits);
+        ``fit_sample_`` holds the :class:`SampleInfo` as a dict, and ``to_dict()``
+        exports it as ``"fit_sample"``.
     """
     pred, info = sample_predictions(source, size=size, seed=seed, **options)
-    fitted = make_map(map_name).fit(pred, None)
+    # Logits when the files have them, as deploy.deployable_map fits a map.
+    fitted = make_map(map_name, input="probs" if pred.logits is None else "logits")
+    fitted.fit(pred, None)
     fitted.fit_sample_ = asdict(info)
     return fitted

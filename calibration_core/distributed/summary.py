@@ -15,7 +15,7 @@ import numpy as np
 
 from ..binning import Binning, BinStatistics, block_rows
 from ..errors import CalibrationInputError
-from ..metrics import brier_score, log_loss
+from ..metrics import LOG_LOSS_EPS
 from ..notions import check_ece_notion, top_label_block
 from ..predictions import Predictions
 from ..reliability import ReliabilityCurve
@@ -60,28 +60,31 @@ class ModelSummary:
 
     @classmethod
     def of(cls, pred: Predictions) -> ModelSummary:
-        """The summary of one :class:`~calibration_core.Predictions` (one pass in blocks)."""
+        """The summary of one :class:`~calibration_core.Predictions`: one pass, in blocks.
+
+        Every statistic of a block (top label, cells of every column, Brier and
+        log-loss terms) is taken while the block is in cache; the sums are those
+        of :func:`~calibration_core.brier_score` and
+        :func:`~calibration_core.log_loss`, added in another order.
+        """
         probs, labels = pred.probs, pred.labels
         n, k = probs.shape
-        conf, classes, hits = CellStatistics.empty(), CellStatistics.empty(k), 0
+        conf, classes = CellStatistics.empty(), CellStatistics.empty(k)
+        hits, brier, loss = 0, 0.0, 0.0
         step = max(block_rows(k), 1 << 14)
         for start in range(0, n, step):
             block = np.ascontiguousarray(probs[start : start + step], dtype=np.float64)
             y = np.asarray(labels[start : start + step], dtype=np.intp)
+            rows = block.shape[0]
+            true = block.reshape(-1).take(y + np.arange(0, rows * k, k))
             top, ok = top_label_block(block, y)
             hits += int(np.count_nonzero(ok))
+            # Brier: sum_j (p_j - y_j)^2 = sum_j p_j^2 - 2 p_true + 1 per row.
+            brier += float(np.einsum("ij,ij->", block, block)) - 2.0 * float(true.sum()) + rows
+            loss -= float(np.log(np.clip(true, LOG_LOSS_EPS, 1.0, out=true), out=true).sum())
             conf = conf + CellStatistics.of_scores(top, ok)
             classes = classes + CellStatistics.of_classes(block, y)
-        return cls(
-            pred.name,
-            tuple(pred.class_names),
-            n,
-            hits,
-            brier_score(probs, labels) * n,
-            log_loss(probs, labels) * n,
-            conf,
-            classes,
-        )
+        return cls(pred.name, tuple(pred.class_names), n, hits, brier, loss, conf, classes)
 
     def __add__(self, other: ModelSummary) -> ModelSummary:
         if not isinstance(other, ModelSummary):

@@ -141,7 +141,8 @@ def fit_temperature_on_dataset(
     -------
     TemperatureScaling
         Fitted (``temperature_``, ``n_iter_``, ``converged_``), exportable with
-        ``to_dict``; ``passes_`` holds the passes over the data it took.
+        ``to_dict``; its ``input`` is ``"logits"`` when the files hold logits (it
+        was fitted on them); ``passes_`` holds the passes over the data it took.
     """
     options = ReadOptions(label_column, renormalize, name or dataset_name(source))
     pieces = find_pieces(source)
@@ -149,13 +150,13 @@ def fit_temperature_on_dataset(
     temperature, n_iter, converged = newton_temperature(
         objective, (T_MIN, T_MAX), 1.0, step_tol, max_iter
     )
-    k = len(read_piece(pieces[0], options)[0].class_names)
+    first = read_piece(pieces[0], options)[0]
     fitted = CalibrationMap.from_dict(
         {
             "format": JSON_FORMAT,
             "map": "temperature",
-            "params": {"input": "probs"},
-            "n_classes": k,
+            "params": {"input": "probs" if first.logits is None else "logits"},
+            "n_classes": len(first.class_names),
             "converged": converged,
             "state": {"temperature": temperature, "n_iter": n_iter},
         }

@@ -14,16 +14,16 @@ from .checks import (
     Context,
     binary_labels,
     check_finite,
-    check_probabilities,
     check_two_classes,
     labels_to_indices,
+    probability_matrix,
 )
 from .columns import (
     MODEL_COLUMN,
     find_label_column,
-    float_column,
     is_text,
     label_values,
+    numeric_column,
     other_column_values,
     prediction_columns,
     string_codes,
@@ -137,17 +137,19 @@ def table_to_predictions(
     what = _WHAT[kind]
     if budget is not None:
         budget.add(2 * n * len(idx) * 8, f"{n:,} rows x {len(idx):,} {what} as float64")
-    mat = np.empty((n, len(idx)), dtype=np.float64)
-    for j, i in enumerate(idx):
-        mat[:, j] = float_column(table.column(i), f"column {names[i]!r}", ctx, what)
+    columns = [numeric_column(table.column(i), f"column {names[i]!r}", ctx, what) for i in idx]
 
     def column(j):
         return f"column {names[idx[j]]!r}"
 
-    check_finite(mat, column, what, ctx)
     if kind == "probs":
-        mat = check_probabilities(mat, column, ctx, renormalize=renormalize, logit_hint=_LOGIT_HINT)
-    elif kind == "score":
+        mat = probability_matrix(
+            columns, column, ctx, renormalize=renormalize, logit_hint=_LOGIT_HINT
+        )
+    else:
+        mat = np.column_stack(columns).astype(np.float64, copy=False)
+        check_finite(mat, column, what, ctx)
+    if kind == "score":
         _check_scores(mat[:, 0], column(0), ctx)
 
     label_desc = f"label column {names[label_i]!r}"
@@ -162,6 +164,7 @@ def table_to_predictions(
     groups = model_groups(table, models[0] if models else None, ctx, name)
     for model, rows in groups:
         m, y = (mat, labels) if rows is None else (mat[rows], labels[rows])
+        m.flags.writeable = False  # ours alone: Predictions keeps it without a copy
         if require_two_classes:
             check_two_classes(y, classes, ctx, model if rows is not None else None)
         common = {"class_names": classes, "name": model, "where": ctx.display}

@@ -39,7 +39,9 @@ __all__ = [
     "WARM_START_FACTOR",
     "WARM_START_ROWS",
     "LogisticColumnsFit",
+    "LogisticObjective",
     "fit_logistic_columns",
+    "newton_columns",
 ]
 
 #: Ridge strength on the mean log-loss, pulling every logistic parameter towards
@@ -251,14 +253,29 @@ def _newton_block(
 ):
     """Batched Newton for one block of columns from ``start``; see :func:`fit_logistic_columns`."""
     block = _LogisticBlock(X, pos_rows, pos_cols, init, t_pos, t_neg, active, weights, ridge)
-    n_cols = X[0].shape[0]
-    theta = np.where(active, start, init)
-    data, obj = block.evaluate(theta)
+    return newton_columns(block, np.where(active, start, init), max_iter, xtol)
+
+
+def newton_columns(objective: LogisticObjective, theta: np.ndarray, max_iter: int, xtol: float):
+    """Newton's method with an Armijo line search on C columns of a logistic objective.
+
+    The iteration of :func:`fit_logistic_columns` (its convergence rules are
+    described there), on any :class:`LogisticObjective`: a block of columns in
+    memory, or a whole dataset whose sums come from its partitions (Dask). Each
+    :meth:`~LogisticObjective.evaluate` is one pass over the rows.
+
+    Returns
+    -------
+    theta, converged, n_iter, loss : numpy.ndarray
+        Shapes (C, P), (C,), (C,) and (C,).
+    """
+    n_cols = theta.shape[0]
+    data, obj = objective.evaluate(theta)
     done = np.zeros(n_cols, bool)
     converged = np.zeros(n_cols, bool)
     iters = np.zeros(n_cols, np.int64)
     for _ in range(max_iter):
-        grad, delta = block.newton_step(theta)
+        grad, delta = objective.newton_step(theta)
         delta[done] = 0.0
         iters[~done] += 1
         decrement = -(grad * delta).sum(axis=1)
@@ -275,7 +292,9 @@ def _newton_block(
             theta = theta + delta
             converged |= last & ~done
             break
-        theta, data, obj, stuck = _line_search(block, theta, delta, obj, decrement, done | small)
+        theta, data, obj, stuck = _line_search(
+            objective, theta, delta, obj, decrement, done | small
+        )
         converged |= stuck & (decrement < 1e-12)
         done |= stuck
         converged |= last & ~done
@@ -285,21 +304,80 @@ def _newton_block(
     return theta, converged, iters, data
 
 
-class _LogisticBlock:
-    """One block of C columns: its data, work buffers, objective and Newton system.
+class LogisticObjective:
+    """The penalised mean log-loss of C logistic columns, from its sums over rows.
+
+    Holds what does not depend on the rows (the targets' sums, the ridge, the
+    fixed parameters) and turns row sums into the objective and the Newton
+    step. Subclasses compute the sums: :class:`_LogisticBlock` from arrays in
+    memory, the Dask engine from every partition of a dataset.
+
+    Parameters
+    ----------
+    n : float
+        Divisor of the mean: rows, or summed weight.
+    init : numpy.ndarray, shape (C, P)
+        Centre of the ridge.
+    target_sums : numpy.ndarray, shape (C, P)
+        ``sum_n w_n t_n x_n`` per column and parameter (the intercept's x is 1).
+    active : numpy.ndarray, shape (C, P), bool
+    ridge : float
+    """
+
+    def __init__(self, n, init, target_sums, active, ridge) -> None:
+        self.n, self.init, self.T, self.ridge = n, init, target_sums, ridge
+        self.inactive = ~active
+        self.eye = np.eye(init.shape[1], dtype=bool)
+        self.free_pairs = active[:, :, None] & active[:, None, :]
+
+    def evaluate(self, th: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Mean log-loss and penalised objective per column at ``th``, shape (C,) each."""
+        raise NotImplementedError
+
+    def newton_step(self, theta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Gradient and Newton step at ``theta`` (the point last evaluated), shape (C, P)."""
+        raise NotImplementedError
+
+    def objective(self, th: np.ndarray, softplus: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`evaluate` from the (weighted) sums of ``softplus(z)`` per column."""
+        data = (softplus - (th * self.T).sum(axis=1)) / self.n
+        dev = th - self.init
+        return data, data + 0.5 * self.ridge * (dev * dev).sum(axis=1)
+
+    def step(
+        self, theta: np.ndarray, grad_sum: np.ndarray, hess_sum: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`newton_step` from the sums ``sum w p x`` (C, P) and ``sum w p(1-p) x x'``."""
+        grad = (grad_sum - self.T) / self.n + self.ridge * (theta - self.init)
+        hess = hess_sum / self.n
+        hess += self.ridge * self.eye
+        # Fixed parameters: zero gradient, identity rows and columns.
+        grad[self.inactive] = 0.0
+        hess = np.where(self.free_pairs, hess, 0.0)
+        hess[:, self.eye] += self.inactive
+        try:
+            delta = -np.linalg.solve(hess, grad[:, :, None])[:, :, 0]
+        except np.linalg.LinAlgError:
+            delta = -np.einsum("cij,cj->ci", np.linalg.pinv(hess), grad)
+        return grad, delta
+
+
+class _LogisticBlock(LogisticObjective):
+    """One block of C columns in memory: its data, work buffers and row sums.
 
     ``n`` is the divisor of the mean loss: the row count, or the summed weight.
     """
 
     def __init__(self, X, pos_rows, pos_cols, init, t_pos, t_neg, active, weights, ridge) -> None:
         n_cols, n = X[0].shape
+        super().__init__(
+            n if weights is None else float(weights.sum()),
+            init,
+            _target_sums(X, pos_rows, pos_cols, t_pos, t_neg, weights),
+            active,
+            ridge,
+        )
         self.X, self.n_feat, self.weights = X, len(X), weights
-        self.n = n if weights is None else float(weights.sum())
-        self.init, self.ridge = init, ridge
-        self.T = _target_sums(X, pos_rows, pos_cols, t_pos, t_neg, weights)
-        self.inactive = ~active
-        self.eye = np.eye(self.n_feat + 1, dtype=bool)
-        self.free_pairs = active[:, :, None] & active[:, None, :]
         self.z = np.empty((n_cols, n))
         self.p = np.empty((n_cols, n))
         self.tmp = np.empty((n_cols, n))
@@ -327,9 +405,7 @@ class _LogisticBlock:
             softplus = -(np.log(tmp, out=tmp) @ self.weights)
             np.maximum(z, 0.0, out=tmp)
             softplus += tmp @ self.weights
-        data = (softplus - (th * self.T).sum(axis=1)) / self.n
-        dev = th - self.init
-        return data, data + 0.5 * self.ridge * (dev * dev).sum(axis=1)
+        return self.objective(th, softplus)
 
     def newton_step(self, theta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Gradient and Newton step at ``theta`` (the point last evaluated), shape (C, F + 1)."""
@@ -350,18 +426,7 @@ class _LogisticBlock:
             hess[:, j, n_feat] = hess[:, n_feat, j] = wx.sum(axis=1)
         grad[:, n_feat] = p.sum(axis=1)
         hess[:, n_feat, n_feat] = w.sum(axis=1)
-        grad = (grad - self.T) / self.n + self.ridge * (theta - self.init)
-        hess /= self.n
-        hess += self.ridge * self.eye
-        # Fixed parameters: zero gradient, identity rows and columns.
-        grad[self.inactive] = 0.0
-        hess = np.where(self.free_pairs, hess, 0.0)
-        hess[:, self.eye] += self.inactive
-        try:
-            delta = -np.linalg.solve(hess, grad[:, :, None])[:, :, 0]
-        except np.linalg.LinAlgError:
-            delta = -np.einsum("cij,cj->ci", np.linalg.pinv(hess), grad)
-        return grad, delta
+        return self.step(theta, grad, hess)
 
 
 def _target_sums(X, pos_rows, pos_cols, t_pos, t_neg, weights=None) -> np.ndarray:
@@ -391,7 +456,7 @@ def _target_sums(X, pos_rows, pos_cols, t_pos, t_neg, weights=None) -> np.ndarra
     return t_neg[:, None] * A + (t_pos - t_neg)[:, None] * B
 
 
-def _line_search(block: _LogisticBlock, theta, delta, obj, decrement, settled):
+def _line_search(block: LogisticObjective, theta, delta, obj, decrement, settled):
     """Backtracking (Armijo) along ``delta`` per column: ``(theta, data, obj, stuck)``.
 
     Columns in ``settled`` accept the full step. ``stuck`` marks the columns for

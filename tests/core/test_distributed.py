@@ -44,12 +44,13 @@ from calibration_core.distributed.apply import (  # noqa: E402
     dataset_deployable,
 )
 from calibration_core.distributed.frequency import frequency_statistics  # noqa: E402
+from calibration_core.distributed.platt import fit_platt_on_dataset  # noqa: E402
 from calibration_core.distributed.sample import (  # noqa: E402
     fit_map_on_sample,
     sample_predictions,
 )
 from calibration_core.distributed.temperature import fit_temperature_on_dataset  # noqa: E402
-from calibration_core.maps import TemperatureScaling  # noqa: E402
+from calibration_core.maps import PlattScaling, TemperatureScaling  # noqa: E402
 from calibration_core.metrics import classwise_statistics, confidence_statistics  # noqa: E402
 
 TOL = 1e-12
@@ -270,6 +271,41 @@ def test_distributed_temperature_fit_equals_the_in_memory_fit(client, synthetic)
     assert again.temperature_ == fitted.temperature_
 
 
+@pytest.mark.parametrize("transform", ["logit", "log", "raw"])
+@pytest.mark.parametrize("targets", [False, True])
+def test_distributed_platt_fit_equals_the_in_memory_fit(client, synthetic, transform, targets):
+    _, paths = synthetic
+    probs, labels = _reference(paths[:2])["data"]
+    options = {"input_transform": transform, "platt_targets": targets}
+    fitted = fit_platt_on_dataset(paths[:2], client=client, name="data", **options)
+    core = PlattScaling(**options).fit(probs, labels)
+    assert fitted.converged_ and fitted.coef_.shape == core.coef_.shape == (4, 2)
+    assert fitted.passes_ >= fitted.n_iter_ + 1  # the counts, then one per evaluation
+    np.testing.assert_allclose(fitted.coef_, core.coef_, rtol=0, atol=1e-10)
+    np.testing.assert_allclose(fitted.predict_proba(probs), core.predict_proba(probs), atol=1e-10)
+    again = PlattScaling.from_dict(fitted.to_dict())
+    np.testing.assert_array_equal(again.coef_, fitted.coef_)
+
+
+def test_distributed_platt_fit_of_a_binary_model(client, tmp_path):
+    rng = np.random.default_rng(8)
+    p, y = _probs(rng, 5000, 2)
+    _write(tmp_path / "binary.parquet", p, y, row_group_size=900)
+    fitted = fit_platt_on_dataset(str(tmp_path / "binary.parquet"), client=client)
+    ref = load_predictions(tmp_path / "binary.parquet")[0]
+    core = PlattScaling().fit(ref.probs, ref.labels)
+    assert fitted.coef_.shape == (1, 2)
+    np.testing.assert_allclose(fitted.coef_, core.coef_, rtol=0, atol=1e-10)
+
+
+def test_distributed_platt_refuses_a_single_class(client, tmp_path):
+    rng = np.random.default_rng(9)
+    p, _ = _probs(rng, 300, 3)
+    _write(tmp_path / "one.parquet", p, np.zeros(300, dtype=np.int64), row_group_size=100)
+    with pytest.raises(CalibrationInputError, match="at least two classes"):
+        fit_platt_on_dataset(str(tmp_path / "one.parquet"), client=client)
+
+
 def test_samples_are_reproducible_uniform_subsets(client, synthetic):
     _, paths = synthetic
     probs, labels = _reference(paths[:2])["data"]
@@ -337,6 +373,21 @@ def test_distributed_temperature_on_densenet(client, realdata, tmp_path):
     core = TemperatureScaling().fit(ref.probs, ref.labels)
     assert 2.0 < core.temperature_ < 2.2  # the README's over-confident network
     assert abs(fitted.temperature_ - core.temperature_) <= 1e-9 * core.temperature_
+
+
+@pytest.mark.realdata
+def test_distributed_platt_on_densenet(client, realdata, tmp_path):
+    with np.load(realdata["densenet-bc-100-cifar-100"], allow_pickle=False) as data:
+        p, y = data["predictions"], data["ground_truth"]
+    table = pa.table({**{f"p_{j}": p[:, j] for j in range(p.shape[1])}, "label": y})
+    pq.write_table(table, tmp_path / "densenet.parquet", row_group_size=2500)
+    fitted = fit_platt_on_dataset(str(tmp_path / "densenet.parquet"), client=client)
+    ref = load_predictions(tmp_path / "densenet.parquet")[0]
+    core = PlattScaling().fit(ref.probs, ref.labels)
+    np.testing.assert_allclose(fitted.coef_, core.coef_, rtol=0, atol=1e-10)
+    np.testing.assert_allclose(
+        fitted.predict_proba(ref.probs), core.predict_proba(ref.probs), rtol=0, atol=1e-10
+    )
 
 
 # ---------------------------------------------------------------- faults
@@ -449,6 +500,77 @@ def test_cli_refuses_what_the_dask_engine_cannot_do_yet(synthetic, capsys):
     assert "--bins 101: the Dask engine answers equal-width bin counts up to 100" in (
         capsys.readouterr().err
     )
+
+
+@pytest.mark.parametrize("map_name", ["temperature", "platt", "isotonic"])
+def test_cli_fit_on_dask_equals_the_in_memory_fit(client, synthetic, tmp_path, capsys, map_name):
+    import json
+
+    from calibration_core.deploy import load_deployable
+
+    _, paths = synthetic
+    where = ["--engine", "dask", "--scheduler", client.scheduler.address]
+    dask_map, memory_map = tmp_path / "dask.json", tmp_path / "memory.json"
+    assert main(["fit", paths[0], "--map", map_name, "-o", str(dask_map), *where]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert main(["fit", paths[0], "--map", map_name, "-o", str(memory_map)]) == 0
+    memory = json.loads(capsys.readouterr().out)
+    # The in-memory summary's fields; no held-out estimate, the exact uncalibrated row.
+    assert set(doc) == set(memory) and set(doc["settings"]) == {
+        *memory["settings"],
+        "engine",
+        "fitted_on",
+    }
+    assert doc["held_out"] is None and [r["map"] for r in doc["comparison"]] == ["uncalibrated"]
+    assert list(doc["comparison"][0]) == list(memory["comparison"][0])
+    for key in ("accuracy", "confidence_ece", "brier_score", "log_loss"):
+        assert abs(doc["comparison"][0][key] - memory["comparison"][0][key]) <= TOL
+    exact = map_name != "isotonic"
+    assert doc["settings"]["fitted_on"] == ("all rows" if exact else "sample")
+    assert doc["model"] == memory["model"] and doc["n_rows"] == memory["n_rows"] == 2000
+    a, b = load_deployable(dask_map), load_deployable(memory_map)
+    assert (a.model, a.input, a.class_names, a.n_rows) == (b.model, b.input, b.class_names, 2000)
+    probs = load_predictions(paths[0])[0].probs
+    np.testing.assert_allclose(
+        a.map.predict_proba(probs), b.map.predict_proba(probs), rtol=0, atol=1e-10
+    )
+    sample = a.map.to_dict().get("fit_sample")
+    assert (sample is None) == exact
+    if not exact:
+        assert sample == {"rows": 2000, "seed": 0, "fraction": 1.0, "dataset_rows": 2000}
+
+
+def test_cli_apply_on_dask_writes_what_apply_writes(client, synthetic, tmp_path, capsys):
+    import json
+
+    folder, paths = synthetic
+    where = ["--engine", "dask", "--scheduler", client.scheduler.address]
+    map_file = tmp_path / "map.json"
+    assert main(["fit", paths[0], "--map", "platt", "-o", str(map_file), *where]) == 0
+    capsys.readouterr()
+    out = tmp_path / "calibrated"
+    glob = str(folder / "part-[01].parquet")
+    assert main(["apply", str(map_file), glob, "-o", str(out), *where]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["schema"] == "calibration-dashboard/apply/v1" and doc["rows"] == 3500
+    assert list(doc["files"]) == [str(out / Path(p).name) for p in paths[:2]]
+    for path in paths[:2]:
+        memory = tmp_path / f"memory-{Path(path).name}"
+        assert main(["apply", str(map_file), path, "-o", str(memory)]) == 0
+        capsys.readouterr()
+        assert pq.read_table(out / Path(path).name).equals(pq.read_table(memory))
+
+
+def test_cli_fit_and_apply_refuse_what_the_dask_engine_cannot_do(synthetic, tmp_path, capsys):
+    folder, _ = synthetic
+    out = str(tmp_path / "m.json")
+    code = main(["fit", str(folder), "--select", "best", "-o", out, "--engine", "dask"])
+    assert code == 1
+    assert "--select best: not supported with --engine dask" in capsys.readouterr().err
+    assert main(["fit", str(folder), "--map", "platt", "-o", out, "--sample-rows", "9"]) == 1
+    assert "--sample-rows needs --engine dask" in capsys.readouterr().err
+    assert main(["apply", out, str(folder), "-o", out, "--workers", "2"]) == 1
+    assert "need --engine dask" in capsys.readouterr().err
 
 
 # ------------------------------------------------------- without the extra

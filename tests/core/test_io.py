@@ -217,6 +217,23 @@ def test_float32_rounding_is_tolerated_and_renormalised():
     np.testing.assert_allclose(pred.probs, p32, atol=1e-5)
 
 
+def test_float32_parquet_columns_load_as_their_float64_values_over_the_row_sum(tmp_path):
+    # The columns are checked as stored (float32); each row is then divided by its
+    # float64 sum where it is off by more than rounding, exactly as before.
+    k = 10
+    p32 = _probs(2000, k).astype(np.float32)
+    p32[:5] = np.float32(0.1)  # rows whose float64 sum is 1 only to float32 rounding
+    df = pd.DataFrame(p32, columns=[f"p_{j}" for j in range(k)]).assign(label=np.arange(2000) % k)
+    df.to_parquet(tmp_path / "f32.parquet", index=False)
+    [pred] = load_predictions(tmp_path / "f32.parquet")
+    p64 = p32.astype(np.float64)
+    sums = p64 @ np.ones(k)
+    off = np.abs(sums - 1.0) > max(1e-12, 4 * k * np.finfo(np.float64).eps)
+    want = np.where(off[:, None], p64 / sums[:, None], p64)
+    np.testing.assert_allclose(pred.probs, want, rtol=2e-16, atol=0)
+    assert pred.probs.dtype == np.float64 and not pred.probs.flags.writeable
+
+
 def test_renormalize_when_asked():
     body = b"label,p_a,p_b\na,1,1\nb,1,3\n"
     with pytest.raises(CalibrationInputError, match="renormalize=True"):

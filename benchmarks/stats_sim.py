@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import json
 import math
 import sys
 import time
@@ -290,7 +291,10 @@ def coverage(name, n, k, reps, n_resamples, level=0.95) -> dict[str, float]:
     rows = map_blocks(lambda s: covered(name, n, k, s, truth, n_resamples, level), range(reps))
     progress(f"coverage {name} K={k} N={n}", started)
     out = {key: float(np.mean([r[key] for r in rows])) for key in rows[0]}
-    return out | {"true ECE": truth["ECE"]} | {f"true {c}": v for c, v in truth.items()}
+    out |= {"true ECE": truth["ECE"]} | {f"true {c}": v for c, v in truth.items()}
+    # The cell's figures on stderr too, so that a long run stopped early keeps them.
+    print("  " + json.dumps({"scenario": name, "K": k, "N": n} | out), file=sys.stderr, flush=True)
+    return out
 
 
 def true_log_loss_gap(k: int) -> float:

@@ -2,7 +2,8 @@
 
     python benchmarks/stats_sim.py [--quick] [--only size,power,coverage,verdict]
         [--k 2,3,10] [--n 200,1000,5000] [--reps-size 1000] [--reps-power 300]
-        [--tests resampling,hl,beyond] [--out results.md]
+        [--tests resampling,hl,beyond] [--measures confidence_mce,...]
+        [--first-seed 0] [--out results.md]
 
 Not a unit test: a Monte Carlo study whose tables go to docs/statistics.md.
 
@@ -23,22 +24,30 @@ option (G(K-1) and (G-2)(K-1) degrees of freedom), G = 10, and for the tests
 of the "Beyond bins" card (issue 17: KS and Kuiper of the cumulative
 differences, Spiegelhalter's z, of the top label, or of the positive class at
 K = 2; SKCE's linear-time test; ``--tests`` picks families). The 95 % binomial
-range of a size of 0.05 is printed next to each table.
+range of a size of 0.05 is printed next to each table. The MCE measures also
+get a column "ties extreme (old)": the same null, every tie counted as extreme
+(the p-value before ties were broken at random).
 
-Coverage is that of the default bootstrap interval (and the two others, from
-the same resamples) of the population ECE with the same 15 equal-width bins,
-computed on 2 million rows with the known true probabilities; and of the
-paired-difference interval of the map verdict
+Coverage is that of the default bootstrap interval of every column of the
+page's "Compute intervals for every metric" (ECE, MCE, classwise ECE, Brier
+score, log-loss, accuracy), each against its population value computed on 2
+million rows with the known true probabilities (binned metrics with the same
+15 equal-width bins), and of the two other interval kinds for the ECE (from
+the same resamples); and of the paired-difference interval of the map verdict
 (:func:`calibration_core.compare.choose_map`) for the population difference
 of mean log-losses.
 
-Seeds are fixed (data set ``i`` of a cell uses seed ``i``). Cells run on
+Seeds are fixed: data set ``i`` of a cell uses seed ``i`` (from
+``--first-seed``), and the tests and intervals run on it get a stream of their
+own (:func:`procedure_seed`). Cells run on
 :func:`calibration_core.parallel.map_blocks` threads.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
+import json
 import math
 import sys
 import time
@@ -50,8 +59,14 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from calibration_core import Predictions, calibration_test, hosmer_lemeshow  # noqa: E402
-from calibration_core.bootstrap import INTERVALS, bootstrap_ci, interval_bounds  # noqa: E402
+from calibration_core.bootstrap import (  # noqa: E402
+    DEFAULT_INTERVAL,
+    INTERVALS,
+    bootstrap_ci,
+    interval_bounds,
+)
 from calibration_core.compare.verdict import choose_map  # noqa: E402
+from calibration_core.metrics import LOG_LOSS_EPS  # noqa: E402
 from calibration_core.parallel import map_blocks  # noqa: E402
 from calibration_core.significance import MEASURES, monte_carlo_p_value  # noqa: E402
 
@@ -93,9 +108,23 @@ def scenario(name: str, n: int, k: int, seed: int) -> tuple[np.ndarray, np.ndarr
     return pred, truth, labels
 
 
-def measures_for(k: int) -> list[str]:
-    """Resampling-test measures the page offers for K classes."""
-    return [m for m in MEASURES if k == 2 or not m.startswith("binary_")]
+def procedure_seed(seed: int) -> np.random.SeedSequence:
+    """Seed of the test or interval run on data set ``seed``: a stream of its own.
+
+    The data set is drawn from ``default_rng(seed)``; a procedure seeded with the
+    same int would replay that stream (e.g. null draw K of the resampling test
+    would reuse the uniforms of the observed labels, correlating it with them).
+    """
+    return np.random.SeedSequence([seed, 1])
+
+
+def measures_for(k: int, chosen: frozenset | None = None) -> list[str]:
+    """Resampling-test measures the page offers for K classes (those ``chosen``, if given)."""
+    return [
+        m
+        for m in MEASURES
+        if (k == 2 or not m.startswith("binary_")) and (chosen is None or m in chosen)
+    ]
 
 
 def binomial_range(p: float, reps: int) -> tuple[float, float]:
@@ -124,14 +153,25 @@ def beyond_rejections(p: np.ndarray, y: np.ndarray, seed: int) -> dict[str, bool
 def rejections(
     name: str, n: int, k: int, seed: int, n_resamples: int, tests: frozenset = TESTS
 ) -> dict[str, bool]:
-    """Which tests (of the families ``tests``) reject calibration at ALPHA on one data set."""
+    """Which tests (of the families ``tests``) reject calibration at ALPHA on one data set.
+
+    ``tests`` may also hold ``"measure:<name>"`` entries: then only those measures of
+    the resampling test run.
+    """
     p, _, y = scenario(name, n, k, seed)
     out = {}
     if "beyond" in tests:
-        out |= beyond_rejections(p, y, seed)
-    for m in measures_for(k) if "resampling" in tests else ():
-        result = calibration_test(p, y, measure=m, n_resamples=n_resamples, seed=seed)
+        out |= beyond_rejections(p, y, procedure_seed(seed))
+    chosen = frozenset(t.split(":", 1)[1] for t in tests if t.startswith("measure:")) or None
+    for m in measures_for(k, chosen) if "resampling" in tests else ():
+        result = calibration_test(
+            p, y, measure=m, n_resamples=n_resamples, seed=procedure_seed(seed)
+        )
         out[m] = result.p_value <= ALPHA
+        if m.endswith("_mce"):  # before the random tie-breaking: every tie counted as extreme
+            out[f"{m} ties extreme (old)"] = (
+                monte_carlo_p_value(result.observed, result.null) <= ALPHA
+            )
         if result.sides == "two-sided":  # the one-sided test of before issue 16, same null
             one_sided = monte_carlo_p_value(result.observed, result.null)
             out[f"{m} one-sided (old)"] = one_sided <= ALPHA
@@ -140,7 +180,9 @@ def rejections(
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the small-sample warning at N = 200
         for label, kwargs in HL_VARIANTS.items() if "hl" in tests else ():
-            result = hosmer_lemeshow(p, y, n_resamples=n_resamples, seed=seed, **kwargs)
+            result = hosmer_lemeshow(
+                p, y, n_resamples=n_resamples, seed=procedure_seed(seed), **kwargs
+            )
             out[label] = result.p_value <= ALPHA
     return out
 
@@ -151,51 +193,107 @@ def progress(what: str, started: float) -> None:
 
 
 def rejection_rates(
-    name: str, n: int, k: int, reps: int, n_resamples: int, tests: frozenset = TESTS
+    name: str,
+    n: int,
+    k: int,
+    reps: int,
+    n_resamples: int,
+    tests: frozenset = TESTS,
+    first_seed: int = 0,
 ) -> dict[str, float]:
-    """Share of ``reps`` data sets on which each test rejects."""
+    """Share of ``reps`` data sets (seeds ``first_seed, ...``) on which each test rejects."""
     started = time.perf_counter()
-    rows = map_blocks(lambda s: rejections(name, n, k, s, n_resamples, tests), range(reps))
+    seeds = range(first_seed, first_seed + reps)
+    rows = map_blocks(lambda s: rejections(name, n, k, s, n_resamples, tests), seeds)
     progress(f"{name} K={k} N={n}", started)
     return {key: float(np.mean([r[key] for r in rows])) for key in rows[0]}
 
 
 # -------------------------------------------------------------- coverage
-def population_ece(name: str, k: int, notion: str, seed: int = 10**6) -> float:
-    """ECE of the population with N_BINS equal-width bins (2 million rows, exact targets)."""
+#: Columns of the page's "Compute intervals for every metric" -> core metric at K = 2 / K > 2.
+INTERVAL_METRICS = {
+    "ECE": ("binary_ece", "confidence_ece"),
+    "MCE": ("binary_mce", "confidence_mce"),
+    "classwise ECE": ("classwise_ece", "classwise_ece"),
+    "Brier": ("brier_score", "brier_score"),
+    "log-loss": ("log_loss", "log_loss"),
+    "accuracy": ("accuracy", "accuracy"),
+}
+
+
+def _binned_population(score: np.ndarray, gap: np.ndarray) -> tuple[float, float]:
+    """(ECE, MCE) of one score column with N_BINS equal-width bins, exact per-row gaps."""
+    bins = np.minimum((score * N_BINS).astype(np.intp), N_BINS - 1)
+    count = np.bincount(bins, minlength=N_BINS)
+    total = np.bincount(bins, weights=gap, minlength=N_BINS)
+    filled = count > 0
+    return float(np.abs(total).sum() / score.shape[0]), float(
+        np.max(np.abs(total[filled]) / count[filled])
+    )
+
+
+@functools.cache
+def population_values(name: str, k: int, seed: int = 10**6) -> dict[str, float]:
+    """Every interval metric of the population (2 million rows, exact targets).
+
+    Binned metrics use N_BINS equal-width bins and the true probabilities as
+    targets (ECE: ``sum_m P(B_m) |E[Y - S | B_m]|``; MCE: the largest
+    ``|E[Y - S | B_m]|`` over bins of positive mass); the scores are means of
+    their exact per-row expectations given the true probabilities.
+    """
     p, truth, _ = scenario(name, 2_000_000, k, seed)
-    if notion == "binary":
+    rows = np.arange(p.shape[0])
+    top = p.argmax(axis=1)
+    if k == 2:
         score, target = p[:, 1], truth[:, 1]
     else:
-        top = p.argmax(axis=1)
-        score, target = p.max(axis=1), truth[np.arange(p.shape[0]), top]
-    bins = np.minimum((score * N_BINS).astype(np.intp), N_BINS - 1)
-    gap = np.bincount(bins, weights=target - score, minlength=N_BINS)
-    return float(np.abs(gap).sum() / p.shape[0])
+        score, target = p[rows, top], truth[rows, top]
+    ece, mce = _binned_population(score, target - score)
+    classwise = np.mean([_binned_population(p[:, j], truth[:, j] - p[:, j])[0] for j in range(k)])
+    clipped = np.clip(p, LOG_LOSS_EPS, 1.0)
+    return {
+        "ECE": ece,
+        "MCE": mce,
+        "classwise ECE": float(classwise),
+        "Brier": float(np.mean(np.einsum("ij,ij->i", p, p - 2.0 * truth) + 1.0)),
+        "log-loss": float(-np.mean(np.einsum("ij,ij->i", truth, np.log(clipped)))),
+        "accuracy": float(np.mean(truth[rows, top])),
+    }
 
 
 def covered(name, n, k, seed, truth, n_resamples, level) -> dict[str, bool]:
-    """Whether each interval kind covers ``truth`` on one data set (same resamples)."""
+    """Which intervals cover the population value on one data set.
+
+    ECE: every interval kind (from the same resamples, unclipped bounds then
+    clipped at 0) and whether its lower bound was clipped; every other metric:
+    the default interval of :func:`bootstrap_ci`, as the page computes it.
+    """
     p, _, y = scenario(name, n, k, seed)
-    metric = "binary_ece" if k == 2 else "confidence_ece"
-    result = bootstrap_ci(metric, p, y, n_resamples=n_resamples, seed=seed, level=level)
+    rng = np.random.default_rng(procedure_seed(seed))
     out = {}
-    for kind in INTERVALS:
-        lo, hi = interval_bounds(result.estimate, result.samples, level, kind)
-        out[kind] = max(lo, 0.0) <= truth <= max(hi, 0.0)
-        out[kind + " lower clipped"] = lo < 0
-    out["bias"] = result.estimate - truth
+    for column, metrics in INTERVAL_METRICS.items():
+        result = bootstrap_ci(metrics[k > 2], p, y, n_resamples=n_resamples, seed=rng, level=level)
+        out[column] = result.lower <= truth[column] <= result.upper
+        if column != "ECE":
+            continue
+        for kind in INTERVALS:
+            lo, hi = interval_bounds(result.estimate, result.samples, level, kind)
+            out[kind] = max(lo, 0.0) <= truth["ECE"] <= max(hi, 0.0)
+            out[kind + " lower clipped"] = lo < 0
+        out["bias"] = result.estimate - truth["ECE"]
     return out
 
 
 def coverage(name, n, k, reps, n_resamples, level=0.95) -> dict[str, float]:
-    """Coverage of each interval kind of the population ECE, and the plug-in's mean bias."""
+    """Coverage of every interval of its population value, and the plug-in ECE's mean bias."""
     started = time.perf_counter()
-    truth = population_ece(name, k, "binary" if k == 2 else "confidence")
+    truth = population_values(name, k)
     rows = map_blocks(lambda s: covered(name, n, k, s, truth, n_resamples, level), range(reps))
     progress(f"coverage {name} K={k} N={n}", started)
     out = {key: float(np.mean([r[key] for r in rows])) for key in rows[0]}
-    out["true ECE"] = truth
+    out |= {"true ECE": truth["ECE"]} | {f"true {c}": v for c, v in truth.items()}
+    # The cell's figures on stderr too, so that a long run stopped early keeps them.
+    print("  " + json.dumps({"scenario": name, "K": k, "N": n} | out), file=sys.stderr, flush=True)
     return out
 
 
@@ -212,7 +310,7 @@ def verdict_covered(n, k, seed, gap, n_resamples, level) -> bool:
         "sharp": Predictions.from_probs(sharp, y),
         "plain": Predictions.from_probs(plain, y),
     }
-    v = choose_map(candidates, n_resamples=n_resamples, level=level, seed=seed)
+    v = choose_map(candidates, n_resamples=n_resamples, level=level, seed=procedure_seed(seed))
     truth = gap if v.winner == "plain" else -gap  # runner-up minus winner
     return v.lower <= truth <= v.upper
 
@@ -229,7 +327,9 @@ def verdict_coverage(n, k, reps, n_resamples, level=0.95) -> dict[str, float]:
 # ---------------------------------------------------------------- output
 def table(title: str, rows: list[dict], columns: list[str]) -> str:
     """A markdown table; floats as percentages except the named raw columns."""
-    raw = {"K", "N", "true ECE", "bias", "true difference"}
+    raw = {"K", "N", "true ECE", "bias", "true difference"} | {
+        f"true {c}" for c in INTERVAL_METRICS
+    }
     lines = [f"\n{title}\n", "| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
     for row in rows:
         cells = []
@@ -262,6 +362,8 @@ def parse_args(argv=None) -> argparse.Namespace:
         "strongly over-confident,strongly under-confident",
     )
     ap.add_argument("--tests", default=",".join(sorted(TESTS)), help="families of size/power")
+    ap.add_argument("--measures", help="resampling-test measures (default: all)")
+    ap.add_argument("--first-seed", type=int, default=0, help="seed of the first data set")
     ap.add_argument("--out", type=Path)
     args = ap.parse_args(argv)
     if args.quick:
@@ -277,6 +379,8 @@ def main(argv=None) -> None:
     ns = [int(v) for v in args.n.split(",")]
     parts = set(args.only.split(","))
     tests = frozenset(args.tests.split(","))
+    if args.measures:  # "measure:<name>" entries restrict the resampling test's measures
+        tests |= {f"measure:{m}" for m in args.measures.split(",")}
     started = time.perf_counter()
     out = [
         f"Run: `python benchmarks/stats_sim.py {' '.join(sys.argv[1:])}` "
@@ -296,7 +400,9 @@ def main(argv=None) -> None:
         for k, n in cells:
             rows.append(
                 {"K": k, "N": n}
-                | rejection_rates("calibrated", n, k, args.reps_size, args.resamples, tests)
+                | rejection_rates(
+                    "calibrated", n, k, args.reps_size, args.resamples, tests, args.first_seed
+                )
             )
         columns = ["K", "N", *dict.fromkeys(c for r in rows for c in r if c not in ("K", "N"))]
         emit(
@@ -311,7 +417,9 @@ def main(argv=None) -> None:
         for name in args.scenarios.split(","):
             rows = [
                 {"K": k, "N": n}
-                | rejection_rates(name, n, k, args.reps_power, args.resamples, tests)
+                | rejection_rates(
+                    name, n, k, args.reps_power, args.resamples, tests, args.first_seed
+                )
                 for k, n in cells
             ]
             columns = ["K", "N", *dict.fromkeys(c for r in rows for c in r if c not in ("K", "N"))]
@@ -337,6 +445,17 @@ def main(argv=None) -> None:
             table(
                 "Coverage (%) of the population ECE (95 % intervals; "
                 "K = 2 binary ECE, else confidence ECE)",
+                rows,
+                columns,
+            )
+        )
+        columns = ["scenario", "K", "N"]
+        for c in INTERVAL_METRICS:
+            columns += [f"true {c}", c]
+        emit(
+            table(
+                f"Coverage (%) of the default ({DEFAULT_INTERVAL}) 95 % interval of every "
+                "metrics-table column (K = 2: binary ECE/MCE, else confidence)",
                 rows,
                 columns,
             )

@@ -31,8 +31,10 @@ p-value (``p_value=``)
     held-out rows. The groups depend on the scores only, so they stay fixed;
     R label sets are drawn from the predicted rows (the draws of
     :func:`calibration_core.significance.calibration_test`), the statistic
-    is recomputed on each, and ``p = (1 + #{null >= observed}) / (1 + R)``.
-    Its size is at most alpha for any K, G and N.
+    is recomputed on each, and the p-value is the package's Monte Carlo
+    p-value with ties broken at random
+    (:func:`calibration_core.significance.monte_carlo_p_value`). Its size is
+    alpha for any K, G and N (up to ``alpha (R + 1)`` being a whole number).
 
     ``"chi2"``: the chi-squared approximation. ``G - 2`` (``(G - 2)(K - 1)``)
     degrees of freedom is the reference distribution when the probabilities
@@ -70,7 +72,7 @@ import numpy as np
 from .binning import Binning
 from .errors import CalibrationInputError, SmallSampleWarning
 from .predictions import probs_and_labels
-from .significance import CategoricalSampler
+from .significance import CategoricalSampler, monte_carlo_p_value
 from .validation import check_seed, check_whole_number
 
 
@@ -176,6 +178,80 @@ def _bootstrap_null(p, group, expected, kept, rng, n_resamples) -> np.ndarray:
     return np.concatenate(null)
 
 
+def _check_arguments(k, n_groups, p_value, n_resamples, reference) -> tuple[int, int]:
+    """Validated ``(G, R)``; raises CalibrationInputError naming the bad argument."""
+    g = check_whole_number(n_groups, "n_groups", minimum=3)
+    if p_value not in P_VALUE_METHODS:
+        raise CalibrationInputError(
+            f"p_value must be one of {', '.join(map(repr, P_VALUE_METHODS))}, got {p_value!r}."
+        )
+    r = check_whole_number(n_resamples, "n_resamples")
+    if isinstance(reference, bool) or not isinstance(reference, (int, np.integer)):
+        raise CalibrationInputError(f"reference must be a class index, got {reference!r}.")
+    if not 0 <= reference < k:
+        raise CalibrationInputError(
+            f"reference must be a class index in 0..{k - 1}, got {reference}."
+        )
+    return g, r
+
+
+def _warn_small_sample(n: int) -> None:
+    if n < MIN_RECOMMENDED_SAMPLES:
+        warnings.warn(
+            f"Hosmer-Lemeshow on {n} rows: the test has little power below about "
+            f"{MIN_RECOMMENDED_SAMPLES} instances (survey §6); read its p-value with care.",
+            SmallSampleWarning,
+            stacklevel=3,
+        )
+
+
+@dataclass(frozen=True, eq=False)
+class _Groups:
+    """Equal-frequency groups of the grouping score and their observed/expected counts."""
+
+    score: np.ndarray  # (N,) grouping score 1 - p_ref
+    group: np.ndarray  # (N,) group of every row (all G, empty ones included)
+    kept: np.ndarray  # (G,) bool: non-empty groups
+    count: np.ndarray  # (G_eff,) rows per non-empty group
+    observed: np.ndarray  # (G_eff, K)
+    expected: np.ndarray  # (G_eff, K)
+
+
+def _form_groups(p: np.ndarray, y: np.ndarray, g: int, reference: int) -> _Groups:
+    """Group rows by ``1 - p_ref`` (the project's equal-frequency binning); drop empty groups."""
+    k = p.shape[1]
+    score = np.clip(1.0 - p[:, reference], 0.0, 1.0)
+    group = Binning("frequency", g).assign(score)
+    count = np.bincount(group, minlength=g)
+    observed = np.bincount(group * k + y, minlength=g * k).reshape(g, k).astype(np.float64)
+    expected = np.column_stack([np.bincount(group, weights=p[:, j], minlength=g) for j in range(k)])
+    kept = count > 0
+    g_eff = int(kept.sum())
+    if g_eff < 3:
+        raise CalibrationInputError(
+            f"only {g_eff} non-empty groups could be formed (tied scores are kept together); "
+            "the Hosmer-Lemeshow test needs at least 3. Use more distinct predictions or rows."
+        )
+    return _Groups(score, group, kept, count[kept], observed[kept], expected[kept])
+
+
+def _group_table(groups: _Groups) -> HosmerLemeshowTable:
+    """Per-group table; each group's score range is read in sorted score order (contiguous)."""
+    order = np.argsort(groups.score, kind="stable")
+    sorted_group = groups.group[order]
+    present = np.flatnonzero(groups.kept)
+    first = np.searchsorted(sorted_group, present, side="left")
+    last = np.searchsorted(sorted_group, present, side="right") - 1
+    return HosmerLemeshowTable(
+        lower=groups.score[order[first]],
+        upper=groups.score[order[last]],
+        count=groups.count.astype(np.int64),
+        observed=groups.observed,
+        expected=groups.expected,
+        contribution=_pearson_cells(groups.observed, groups.expected).sum(axis=1),
+    )
+
+
 def hosmer_lemeshow(
     probs,
     labels=None,
@@ -224,62 +300,19 @@ def hosmer_lemeshow(
     """
     p, y = probs_and_labels(probs, labels)
     n, k = p.shape
-    g = check_whole_number(n_groups, "n_groups", minimum=3)
-    if p_value not in P_VALUE_METHODS:
-        raise CalibrationInputError(
-            f"p_value must be one of {', '.join(map(repr, P_VALUE_METHODS))}, got {p_value!r}."
-        )
-    r = check_whole_number(n_resamples, "n_resamples")
-    if isinstance(reference, bool) or not isinstance(reference, (int, np.integer)):
-        raise CalibrationInputError(f"reference must be a class index, got {reference!r}.")
-    if not 0 <= reference < k:
-        raise CalibrationInputError(
-            f"reference must be a class index in 0..{k - 1}, got {reference}."
-        )
-    if n < MIN_RECOMMENDED_SAMPLES:
-        warnings.warn(
-            f"Hosmer-Lemeshow on {n} rows: the test has little power below about "
-            f"{MIN_RECOMMENDED_SAMPLES} instances (survey §6); read its p-value with care.",
-            SmallSampleWarning,
-            stacklevel=2,
-        )
-    score = 1.0 - p[:, int(reference)]
-    np.clip(score, 0.0, 1.0, out=score)
-    binning = Binning("frequency", g)
-    group = binning.assign(score)
-    count = np.bincount(group, minlength=g)
-    observed = np.bincount(group * k + y, minlength=g * k).reshape(g, k).astype(np.float64)
-    expected = np.column_stack([np.bincount(group, weights=p[:, j], minlength=g) for j in range(k)])
-    kept = count > 0
-    g_eff = int(kept.sum())
-    if g_eff < 3:
-        raise CalibrationInputError(
-            f"only {g_eff} non-empty groups could be formed (tied scores are kept together); "
-            "the Hosmer-Lemeshow test needs at least 3. Use more distinct predictions or rows."
-        )
-    observed, expected, count = observed[kept], expected[kept], count[kept]
-    contribution = _pearson_cells(observed, expected).sum(axis=1)
-    statistic = float(contribution.sum())
+    g, r = _check_arguments(k, n_groups, p_value, n_resamples, reference)
+    _warn_small_sample(n)
+    groups = _form_groups(p, y, g, int(reference))
+    table = _group_table(groups)
+    statistic = float(table.contribution.sum())
+    g_eff = groups.count.shape[0]
     dof = g_eff * (k - 1) if holdout else (g_eff - 2) * (k - 1)
-    # Groups are contiguous in sorted score order: read each group's range there.
-    order = np.argsort(score, kind="stable")
-    sorted_group = group[order]
-    present = np.flatnonzero(kept)
-    first = np.searchsorted(sorted_group, present, side="left")
-    last = np.searchsorted(sorted_group, present, side="right") - 1
-    table = HosmerLemeshowTable(
-        lower=score[order[first]],
-        upper=score[order[last]],
-        count=count.astype(np.int64),
-        observed=observed,
-        expected=expected,
-        contribution=contribution,
-    )
     if p_value == "chi2":
         value, r, seed = _chi2_sf(statistic, dof), None, None
     else:
-        null = _bootstrap_null(p, group, expected, kept, check_seed(seed), r)
-        value = float((1.0 + np.count_nonzero(null >= statistic * (1.0 - 1e-12))) / (1.0 + r))
+        rng = check_seed(seed)
+        null = _bootstrap_null(p, groups.group, groups.expected, groups.kept, rng, r)
+        value = monte_carlo_p_value(statistic, null, rng=rng)
     return HosmerLemeshowResult(
         statistic=statistic,
         dof=int(dof),

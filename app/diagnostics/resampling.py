@@ -55,8 +55,9 @@ def check_measure(measure: str, info: ModelInfo) -> None:
 def resampling_key(variant_handle: str, measure: str, view: ViewSettings, n_resamples: int) -> str:
     """Disk-store key of a test result (binning only matters for ECE/MCE measures)."""
     binning = f"{view.scheme}{view.n_bins}" if measure in BINNED_MEASURES else "-"
-    # "2": Brier and log-loss tests became two-sided (issue 16); older results are not reused.
-    return f"diag:test2:{variant_handle}:{measure}:{binning}:{n_resamples}:{SEED}"
+    # "2": Brier and log-loss tests became two-sided (issue 16); "3": ties of the null with
+    # the observed value are broken at random (MCE p-values changed). Older results are not reused.
+    return f"diag:test3:{variant_handle}:{measure}:{binning}:{n_resamples}:{SEED}"
 
 
 def _test_record(result: CalibrationTestResult) -> dict:

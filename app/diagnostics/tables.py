@@ -170,6 +170,13 @@ def number_int(value) -> str:
 
 
 # --------------------------------------------------------------- resampling
+#: How null values equal to the observed one count (calibration_core.significance).
+TIES_NOTE = (
+    "Null values equal to the observed one (frequent for the MCE) are counted in a random, "
+    "seeded order, so the p-value is uniform under calibration. A small p rejects calibration."
+)
+
+
 def resampling_notes(n_resamples: int, measure: str | None = None) -> list[str]:
     """How the test works and what ``measure`` can detect (page and report)."""
     notes = [
@@ -180,14 +187,14 @@ def resampling_notes(n_resamples: int, measure: str | None = None) -> list[str]:
     ]
     if measure in TWO_SIDED:
         notes.append(
-            "p = (1 + #{|null − null mean| ≥ |observed − null mean|}) / (1 + R), two-sided: a "
-            "proper score can be too good (under-confidence) as well as too bad. Never 0, at "
-            f"least 1/(R + 1) = {1 / (n_resamples + 1):.2g}. A small p rejects calibration."
+            "p = (1 + #{|null − null mean| > |observed − null mean|} + ties) / (1 + R), "
+            "two-sided: a proper score can be too good (under-confidence) as well as too bad. "
+            f"Never 0, at least 1/(R + 1) = {1 / (n_resamples + 1):.2g}. {TIES_NOTE}"
         )
     else:
         notes.append(
-            "p = (1 + #{null ≥ observed}) / (1 + R): never 0, at least 1/(R + 1) "
-            f"= {1 / (n_resamples + 1):.2g}. A small p rejects calibration."
+            "p = (1 + #{null > observed} + ties) / (1 + R): never 0, at least 1/(R + 1) "
+            f"= {1 / (n_resamples + 1):.2g}. {TIES_NOTE}"
         )
     if measure in DETECTS:
         notes.append(f"What {MEASURE_LABELS.get(measure, measure)} can detect: {DETECTS[measure]}.")

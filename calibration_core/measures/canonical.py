@@ -32,8 +32,10 @@ for a calibrated model (for a characteristic kernel) and needs no binning.
   - consistency resampling of the unbiased estimator (Widmann et al.'s
     resampling test; the survey's alg. 1): on the same rows, labels are
     drawn from the predicted vectors ``n_resamples`` times and the estimator
-    recomputed; ``p = (1 + #{null >= observed}) / (1 + n_resamples)``. Exact
-    up to Monte Carlo error at any N, and the more powerful of the two.
+    recomputed; ``p = (1 + #{null > observed} + randomised ties) / (1 +
+    n_resamples)`` (:func:`calibration_core.significance.monte_carlo_p_value`,
+    the one Monte Carlo p-value of the package). Exact up to Monte Carlo
+    error at any N, and the more powerful of the two.
   - the asymptotic test of the linear estimator, on all rows: the ``m``
     terms are independent with mean 0 under calibration, so
     ``z = mean / (sd / sqrt(m))`` is asymptotically standard normal, with the
@@ -62,6 +64,7 @@ import numpy as np
 
 from ..errors import CalibrationInputError
 from ..predictions import probs_and_labels
+from ..significance import monte_carlo_p_value
 from ..validation import check_seed, check_whole_number
 
 #: Default rows of the quadratic (unbiased) estimator; larger inputs are subsampled.
@@ -224,7 +227,7 @@ def _resampling_p_value(stat: _UStatistic, observed: float, n_resamples, rng) ->
     if n_resamples == 0:
         return float("nan")
     null = np.array([stat(draw_labels(stat.p, rng)) for _ in range(n_resamples)])
-    return float((1 + np.sum(null >= observed)) / (1 + n_resamples))
+    return monte_carlo_p_value(observed, null, rng=rng)
 
 
 def skce(

@@ -108,4 +108,4 @@ def homogeneity_test(stats: BinStatistics, *, n_resamples: int = 1000, seed=0) -
         size = min(block, r - start)
         drawn = rng.binomial(np.broadcast_to(count, (size, *count.shape)), q).astype(np.float64)
         null[start : start + size] = _statistic(count, stats.sum_score, drawn)
-    return HomogeneityResult(observed, monte_carlo_p_value(observed, null), r, deviation)
+    return HomogeneityResult(observed, monte_carlo_p_value(observed, null, rng=rng), r, deviation)

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import itertools
+import math
+from fractions import Fraction
+
 import numpy as np
 import pytest
 from scipy import stats
@@ -104,7 +108,9 @@ def test_hand_worked_degenerate_cases_and_p_value_convention():
     p = np.eye(3)[[0, 1, 2, 0, 1]]
     right = calibration_test(p, [0, 1, 2, 0, 1], n_resamples=9, seed=0)
     assert np.all(right.null == 0) and right.observed == 0
-    assert right.p_value == 1.0  # (1 + 9 ties) / (1 + 9)
+    # All 9 null values tie: the randomised p-value is one of 1/10, ..., 10/10.
+    assert right.p_value in {k / 10 for k in range(1, 11)}
+    assert monte_carlo_p_value(right.observed, right.null) == 1.0  # rng=None: ties all extreme
     assert right.share_exceeding == 0.0  # the survey's strict share
     wrong = calibration_test(p, [1, 2, 0, 0, 1], n_resamples=9, seed=0)
     assert wrong.observed == pytest.approx(0.6)  # 3 of 5 confident mistakes
@@ -218,3 +224,83 @@ def test_two_sided_p_value_counts_both_tails():
     assert monte_carlo_p_value(0.6, null, centre=0.4) == pytest.approx((1 + 3) / 6)  # .1 .7 .2
     assert monte_carlo_p_value(0.6, null) == pytest.approx((1 + 1) / 6)  # only 0.7
     assert monte_carlo_p_value(0.2, null, centre=0.4) == pytest.approx((1 + 3) / 6)
+
+
+class _FixedUniform:
+    """Stands in for a Generator whose next ``random()`` is ``u``."""
+
+    def __init__(self, u: float) -> None:
+        self.u = u
+
+    def random(self) -> float:
+        return self.u
+
+
+def _exact_p_value_law(law, r: int, randomised: bool, centre=None) -> dict:
+    """Exact law of the p-value when the observed and R null values are i.i.d. from ``law``.
+
+    Every configuration of the R + 1 values is enumerated; the tie-breaking uniform is
+    integrated exactly over the midpoints of a grid of lcm(1..R+1) cells (on each cell
+    ``floor(U (E + 1))`` is constant for every possible number of ties E <= R).
+    """
+    cells = math.lcm(*range(1, r + 2))
+    grid = [_FixedUniform((i + 0.5) / cells) for i in range(cells)] if randomised else [None]
+    out: dict[Fraction, Fraction] = {}
+    for values in itertools.product(law, repeat=r + 1):
+        weight = math.prod(law[v] for v in values) / len(grid)
+        for rng in grid:
+            p = monte_carlo_p_value(values[0], np.array(values[1:]), centre, rng)
+            key = Fraction(p).limit_denominator(r + 1)
+            out[key] = out.get(key, Fraction(0)) + weight
+    return out
+
+
+#: A statistic with three values, one of them very likely: ties everywhere.
+DISCRETE_LAW = {0.0: Fraction(1, 2), 0.25: Fraction(1, 3), 1.0: Fraction(1, 6)}
+
+
+@pytest.mark.parametrize("centre", [None, 0.5])  # two-sided: |x - 0.5| ties 0.0 with 1.0
+@pytest.mark.parametrize("r", [3, 4])
+def test_randomised_ties_make_the_p_value_exactly_uniform_under_a_discrete_null(centre, r):
+    law = _exact_p_value_law(DISCRETE_LAW, r, randomised=True, centre=centre)
+    assert law == {Fraction(j, r + 1): Fraction(1, r + 1) for j in range(1, r + 2)}
+
+
+def test_counting_every_tie_as_extreme_is_conservative_under_a_discrete_null():
+    law = _exact_p_value_law(DISCRETE_LAW, 3, randomised=False)
+    assert sum(law.values()) == 1
+    assert law[Fraction(1, 4)] < Fraction(1, 4)  # the smallest p-value is rarer than 1/4
+
+
+def test_randomised_p_value_lies_between_strict_and_all_ties_and_is_seeded():
+    # MCE on few rows: the largest gap of sparse bins takes few values, so ties occur.
+    p, y = _data(40, 10, seed=4)
+    for measure in ("confidence_mce", "classwise_mce"):
+        a = calibration_test(p, y, measure=measure, n_resamples=199, seed=11)
+        b = calibration_test(p, y, measure=measure, n_resamples=199, seed=11)
+        assert a.p_value == b.p_value  # the tie-breaking uniform comes from the seed too
+        above = np.count_nonzero(a.null > a.observed)
+        ties = np.count_nonzero(a.null == a.observed)
+        assert ties > 0, measure  # the case this is about
+        assert (1 + above) / 200 <= a.p_value <= (1 + above + ties) / 200
+    # Across seeds the tie-breaking differs: the p-values are not all the all-ties value.
+    values = {
+        calibration_test(p, y, measure="confidence_mce", n_resamples=199, seed=s).p_value
+        for s in range(20)
+    }
+    assert len(values) > 1
+
+
+def test_mce_test_has_its_size_on_sparse_bins():
+    # K = 10, N = 100: many null MCEs tie with the observed one. Counting ties as
+    # extreme rejected well under alpha; randomised ties give p <= 1/20 in 1/20 of
+    # calibrated data sets (400 data sets: 95 % range 2.9-7.1 %).
+    rng = np.random.default_rng(2024)
+    rejected = old_rejected = 0
+    for _ in range(400):
+        p, y = _data(100, 10, seed=int(rng.integers(1 << 30)), concentration=0.3)
+        result = calibration_test(p, y, measure="confidence_mce", n_resamples=19, seed=rng)
+        rejected += result.p_value <= 0.05
+        old_rejected += monte_carlo_p_value(result.observed, result.null) <= 0.05
+    assert 0.029 <= rejected / 400 <= 0.071
+    assert old_rejected < rejected

@@ -23,7 +23,7 @@ from ..settings import RawSettings, SettingsError
 from ..store.data_store import EVICTED_MESSAGE
 from ..verdict import verdict_children, view_verdicts
 from ..view_url import encode_view
-from .controls import setting_inputs
+from .controls import VIEW_FIELDS, setting_inputs
 
 
 def compute_view(ctx: AppContext, sid, raw: RawSettings, pending: str = PENDING) -> ViewResult:
@@ -159,7 +159,7 @@ def register(app, ctx: AppContext) -> None:
         Output(ids.VERDICT, "children"),
     ]
     inputs = {
-        "settings": setting_inputs(),
+        "settings": setting_inputs(VIEW_FIELDS),
         "fit_state": Input(ids.FIT_STATE, "data"),
         "fmt": Input(ids.FIGURE_FORMAT, "value"),
     }

@@ -267,3 +267,15 @@ def test_one_class_vs_rest_without_a_valid_class_opens_on_the_worst_class(tmp_pa
         # The page's own pick (it moves with the models), and the view drawn for it.
         assert _find(layout, ids.CLASS_AUTO)["data"] == worst
         assert f"class {worst}" in _find(layout, ids.VIEW_TITLE)["children"]
+
+
+def test_the_group_column_goes_into_the_address_and_back():
+    raw = RawSettings(handles=["up-m1"], group="hospital & site")
+    query = encode_view(raw)
+    assert query.endswith("&group=hospital%20%26%20site")
+    assert "group=" not in encode_view(RawSettings(handles=["up-m1"]))  # none by default
+    decoded, notices = decode_view(query, INFOS, DEFAULT)
+    assert notices == [] and decoded.group == "hospital & site"
+    assert encode_view(decoded) == query
+    decoded, (notice,) = decode_view("?group=" + "x" * 300, INFOS, DEFAULT)
+    assert decoded.group is None and "group column" in notice

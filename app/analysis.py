@@ -70,6 +70,8 @@ class Panel:
     message: str | None = None
     #: Score histogram: statistics of equal-width bins (the chosen ones when equal-width).
     histogram: BinStatistics | None = None
+    #: The panel's title when it is not a calibrator or class (a group's label and size).
+    title: str | None = None
 
 
 @dataclass
@@ -85,18 +87,22 @@ class ModelView:
     #: ``(column, class label)`` of each panel row drawn per calibrator
     #: (:func:`app.analysis.targets`, in "all classes" the worst first).
     class_rows: list[tuple[int | None, str | None]] = field(default_factory=list)
+    #: What the small multiples are: ``"classes"``, or ``"groups"`` (:mod:`app.group_view`).
+    panels_noun: str = "classes"
 
     def classes_note(self) -> str | None:
         """E.g. ``"showing the 12 worst of 100 classes by ECE"`` (None: not "all classes").
 
-        The ECE is the one-vs-rest ECE of the uncalibrated predictions.
+        The ECE is the one-vs-rest ECE of the uncalibrated predictions (of each
+        group, for groups).
         """
         if self.classes_shown is None:
             return None
         shown, total = self.classes_shown
+        noun = self.panels_noun
         if shown == total:
-            return f"showing all {total} classes, the worst by ECE first"
-        return f"showing the {shown} worst of {total} classes by ECE"
+            return f"showing all {total} {noun}, the worst by ECE first"
+        return f"showing the {shown} worst of {total} {noun} by ECE"
 
 
 @dataclass

@@ -71,6 +71,16 @@ METRICS_GRID = "metrics-grid"  # dash-ag-grid
 METRICS_CAPTION = "metrics-caption"
 VERDICT = "verdict"  # one card per model: best map, runner-up, paired-bootstrap interval
 
+# -- per group (app/layout/groups.py, app/callbacks/groups.py) -----------------
+GROUP_SELECT = "group-select"  # dropdown: the column to group rows by (none by default)
+GROUP_SECTION = "group-section"  # the "Per group" section (hidden without a group column)
+GROUP_SUMMARY = "group-summary"  # worst group and gap, the homogeneity test, small groups
+GROUP_TABLE = "group-table"  # the per-group metrics table
+GROUP_GRAPH = "group-graph"  # container of the groups' reliability diagrams (small multiples)
+GROUP_REQUEST = "group-request"  # dcc.Store: the view whose intervals the job should compute
+GROUP_DONE = "group-done"  # dcc.Store: the job's {"nonce", "error"} record
+GROUP_STATUS = "group-status"  # "computing intervals…" while the job runs
+
 # -- exports -----------------------------------------------------------------
 FIGURE_FORMAT = "figure-format"  # "png" | "svg" for the modebar camera button
 EXPORT_METRICS_CSV = "export-metrics-csv"

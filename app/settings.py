@@ -53,6 +53,8 @@ ALL_CLASSES = "__all__"
 ALL_CLASSES_SHOWN = 12
 #: ... and at most this many panels on the page (fewer classes with more models and maps).
 SMALL_MULTIPLES_PER_PAGE = 36
+#: The per-group diagrams draw at most this many groups, the worst first.
+GROUPS_SHOWN = 24
 MAX_SELECTED_MODELS = 8
 HANDLE_PATTERN = re.compile(r"^[a-z]{1,5}-[A-Za-z0-9_-]{1,64}$")
 CONSISTENCY_RESAMPLES = 1000
@@ -270,6 +272,8 @@ class RawSettings:
     level: object = 0.95
     score_parts: object = field(default_factory=list)
     kind: object = "binned"
+    #: The group picker's column (:mod:`app.group_view`); not part of :meth:`parse`.
+    group: object = None
 
     def parse(self):
         """Validated ``(handles, maps, heldout, view)``; raises SettingsError."""

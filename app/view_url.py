@@ -5,7 +5,7 @@ same session (the models are named by their handles, which only their
 session can use)::
 
     ?models=demo-0,demo-3&maps=temperature,isotonic&notion=class&class=3
-     &bins=15&scheme=width&band=wilson&level=0.95&heldout=folds&folds=5
+     &bins=15&scheme=width&band=wilson&level=0.95&heldout=folds&folds=5&group=hospital
 
 * :func:`encode_view`: the controls' values (a :class:`~app.settings.RawSettings`)
   as a query string. A callback writes it into a ``dcc.Location``'s ``search``
@@ -13,7 +13,8 @@ session can use)::
   ``class`` is written only for the one-vs-rest notion, ``level`` only with a
   band, ``folds`` or ``fraction`` after the held-out scheme they belong to,
   ``parts=1`` only when the Brier and log-loss parts are shown, ``diagram``
-  only for the smooth or cumulative diagram.
+  only for the smooth or cumulative diagram, ``group`` only when rows are
+  grouped (the "Per group" section, :mod:`app.group_view`).
 * :func:`decode_view`: a query string back to the settings of a session's page.
   The address is untrusted input: its length and number of fields are
   bounded, every value is checked with the validators of :mod:`app.settings`,
@@ -42,6 +43,7 @@ from flask import has_request_context, request
 from calibration_core.maps import MAP_NAMES
 
 from .diagnostics.over_time import TimeSettings, parse_time
+from .group_view import parse_group
 from .options import class_choices
 from .settings import (
     LEVELS,
@@ -74,6 +76,7 @@ PARAMS: dict[str, str] = {
     "fraction": "fraction",
     "parts": "score_parts",
     "diagram": "kind",
+    "group": "group",
 }
 #: Parameter of the address -> TimeSettings field (the "Over time" card).
 TIME_PARAMS: dict[str, str] = {
@@ -134,6 +137,9 @@ def encode_view(raw: RawSettings, time: TimeSettings | None = None) -> str:
         pairs.append(("parts", "1"))
     if view.kind != "binned":
         pairs.append(("diagram", view.kind))
+    group = parse_group(raw.group)
+    if group is not None:
+        pairs.append(("group", group))
     pairs += time_pairs(time or TimeSettings())
     return "?" + urlencode(pairs, safe=",", quote_via=quote)
 
@@ -303,6 +309,11 @@ def decode_view(
                 problems.append(str(exc).rstrip("."))
     if "parts" in fields:
         raw = replace(raw, score_parts=[SCORE_PARTS_ON] if fields["parts"] == "1" else [])
+    if "group" in fields:
+        try:
+            raw = replace(raw, group=parse_group(fields["group"]))
+        except SettingsError as exc:
+            problems.append(str(exc).rstrip("."))
     if raw.notion == "class":
         value, dropped = _class(raw, fields.get("class"), infos)
         raw, problems = replace(raw, class_value=value), problems + dropped

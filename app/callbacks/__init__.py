@@ -7,7 +7,7 @@ and registers the Dash callbacks in ``register(app, ctx)``.
 from __future__ import annotations
 
 from ..context import AppContext
-from . import datasets, diagnostics, drawer, exports, fit, models, view
+from . import datasets, diagnostics, drawer, exports, fit, groups, models, view
 
 
 def register_callbacks(app, ctx: AppContext) -> None:
@@ -15,6 +15,7 @@ def register_callbacks(app, ctx: AppContext) -> None:
     models.register(app, ctx)
     fit.register(app, ctx)
     view.register(app, ctx)
+    groups.register(app, ctx)
     exports.register(app, ctx)
     diagnostics.register(app, ctx)
     drawer.register(app, ctx)

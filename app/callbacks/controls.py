@@ -31,7 +31,13 @@ SETTING_PROPS: dict[str, tuple[str, str]] = {
     "level": (ids.BAND_LEVEL, "value"),
     "score_parts": (ids.SCORE_PARTS, "value"),
     "kind": (ids.DIAGRAM_KIND, "value"),
+    "group": (ids.GROUP_SELECT, "value"),
 }
+#: What the view (diagrams, metrics table) follows: every setting but the group column,
+#: which only the "Per group" section follows (:mod:`app.callbacks.groups`).
+VIEW_FIELDS = tuple(name for name in SETTING_PROPS if name != "group")
+#: What the "Per group" section follows: the model, the notion, the binning, the band, the group.
+GROUP_FIELDS = ("handles", "notion", "class_value", "scheme", "n_bins", "band", "level", "group")
 #: The "Over time" card's controls: argument of
 #: :func:`~app.diagnostics.over_time.parse_time` -> (component id, property).
 TIME_PROPS: dict[str, tuple[str, str]] = {

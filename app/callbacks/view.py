@@ -25,7 +25,14 @@ from ..settings import RawSettings, SettingsError
 from ..store.data_store import EVICTED_MESSAGE
 from ..verdict import verdict_children, view_verdicts
 from ..view_url import encode_view
-from .controls import SETTING_PROPS, setting_inputs, setting_states, time_inputs, time_states
+from .controls import (
+    SETTING_PROPS,
+    VIEW_FIELDS,
+    setting_inputs,
+    setting_states,
+    time_inputs,
+    time_states,
+)
 
 
 def compute_view(ctx: AppContext, sid, raw: RawSettings, pending: str = PENDING) -> ViewResult:
@@ -184,8 +191,9 @@ def register(app, ctx: AppContext) -> None:
     after a setting change is one more the page waits for (BENCHMARKS.md,
     issue 15). Not on the page's first load: the address it was opened with
     stays as it is, and so does the notice of what it asked for in vain,
-    until the view changes. The "Over time" card's controls move the address
-    with a callback of their own (they do not change the view).
+    until the view changes. The group column and the "Over time" card's
+    controls, which do not change the view, move the address with a callback
+    of their own.
     """
     output = [
         Output(ids.RELIABILITY_GRID, "children"),
@@ -199,7 +207,7 @@ def register(app, ctx: AppContext) -> None:
         Output(ids.ADDRESS_NOTICE, "children"),
     ]
     inputs = {
-        "settings": setting_inputs(),
+        "settings": {**setting_inputs(VIEW_FIELDS), **setting_states(("group",))},
         "fit_state": Input(ids.FIT_STATE, "data"),
         "fmt": Input(ids.FIGURE_FORMAT, "value"),
         "time": time_states(),
@@ -219,8 +227,11 @@ def register(app, ctx: AppContext) -> None:
             Output(ids.PAGE_URL, "search", allow_duplicate=True),
             Output(ids.ADDRESS_NOTICE, "children", allow_duplicate=True),
         ],
-        inputs={"time": time_inputs(), "settings": setting_states()},
+        inputs={
+            "time": time_inputs(),
+            "settings": {**setting_states(VIEW_FIELDS), **setting_inputs(("group",))},
+        },
         prevent_initial_call=True,
     )
-    def update_time_address(time: dict, settings: dict):
+    def update_side_address(time: dict, settings: dict):
         return address_search(RawSettings(**settings), time), []

@@ -68,6 +68,8 @@ def panel_title(panel: Panel, view: ViewSettings) -> str:
 
     In the "all classes" grid only the class: the row's y axis names the calibrator.
     """
+    if panel.title is not None:
+        return panel.title
     if view.all_classes:
         return f"class {panel.class_label}"
     if view.notion == "class" and panel.class_label is not None:
@@ -76,15 +78,17 @@ def panel_title(panel: Panel, view: ViewSettings) -> str:
 
 
 def panel_positions(
-    panels: list[Panel], view: ViewSettings, side_by_side: bool
+    panels: list[Panel], view: ViewSettings, side_by_side: bool, compact: bool | None = None
 ) -> tuple[list[tuple[int, int]], int, int]:
     """``(row, column)`` of every panel, the number of rows and of columns.
 
     Figures shown side by side get fewer columns. In the "all classes" view
-    each calibrator's panels start on a new row, in rows of even length.
+    (``compact``, by default ``view.all_classes``) each calibrator's panels
+    start on a new row, in rows of even length.
     """
-    max_cols = PANEL_COLUMNS[view.all_classes][side_by_side]
-    if not view.all_classes:
+    compact = view.all_classes if compact is None else compact
+    max_cols = PANEL_COLUMNS[compact][side_by_side]
+    if not compact:
         cols = min(len(panels), max_cols) or 1
         return [divmod(i, cols) for i in range(len(panels))], math.ceil(len(panels) / cols), cols
     groups: dict[str, int] = {}
@@ -248,13 +252,23 @@ def reliability_figure(
 
 
 def reliability_figure_dict(
-    mv: ModelView, view: ViewSettings, heldout: HeldOut, side_by_side: bool = False
+    mv: ModelView,
+    view: ViewSettings,
+    heldout: HeldOut | None,
+    side_by_side: bool = False,
+    compact: bool | None = None,
 ) -> dict:
-    """:func:`reliability_figure` as a plain ``{"data", "layout"}`` dict (what dcc.Graph takes)."""
+    """:func:`reliability_figure` as a plain ``{"data", "layout"}`` dict (what dcc.Graph takes).
+
+    ``compact``: draw the small multiples of "all classes" (default: ``view.all_classes``;
+    the per-group diagrams, :mod:`app.group_view`, use them too); ``heldout`` None:
+    no held-out scheme in the subtitle (no map is drawn).
+    """
+    compact = view.all_classes if compact is None else compact
     panels = mv.panels
-    positions, n_rows, n_cols = panel_positions(panels, view, side_by_side)
-    x_domains, y_domains, plot_px = _domains(n_rows, n_cols, view.all_classes)
-    row_counts = {} if view.all_classes else histogram_row_ranges(panels, positions)
+    positions, n_rows, n_cols = panel_positions(panels, view, side_by_side, compact)
+    x_domains, y_domains, plot_px = _domains(n_rows, n_cols, compact)
+    row_counts = {} if compact else histogram_row_ranges(panels, positions)
     data: list[dict] = []
     layout: dict = {}
     annotations: list[dict] = []
@@ -262,14 +276,14 @@ def reliability_figure_dict(
     for i, panel in enumerate(panels):
         r, c = positions[i]
         (rel_y, hist_y), x_dom = y_domains[r], x_domains[c]
-        if view.all_classes:
+        if compact:
             layout.update(_compact_axes(i, view, panel, x_dom, rel_y, left=c == 0))
         else:
             axes = _panel_axes(i, view, x_dom, rel_y, hist_y, left=c == 0, bottom=r == n_rows - 1)
             axes[f"yaxis{_axis_names(i)[1]}"]["range"] = row_counts[r]
             layout.update(axes)
         annotations.append(_panel_title(panel, view, x_dom, rel_y))
-        traces, notes = _panel_traces(i, panel, view, legend_done)
+        traces, notes = _panel_traces(i, panel, view, legend_done, compact)
         data += traces
         annotations += notes
     layout.update(_figure_layout(mv, view, heldout, plot_px, annotations, side_by_side))
@@ -391,7 +405,7 @@ def _panel_title(panel: Panel, view: ViewSettings, x_dom, rel_y) -> dict:
 
 
 def _panel_traces(
-    i: int, panel: Panel, view: ViewSettings, legend_done: set[str]
+    i: int, panel: Panel, view: ViewSettings, legend_done: set[str], compact: bool
 ) -> tuple[list[dict], list[dict]]:
     """Panel ``i``'s traces (diagonal, band, points, histogram) and its in-plot notes.
 
@@ -415,7 +429,7 @@ def _panel_traces(
         legend_done.add("band")
     traces.append(_point_trace(panel, colour, "curve" not in legend_done, rel))
     legend_done.add("curve")
-    if not view.all_classes:
+    if not compact:
         traces.append(_histogram_trace(panel, hist))
     return traces, [_ece_label(panel.curve.ece, rel, rel_ref)]
 
@@ -452,7 +466,7 @@ def _ece_label(ece: float, rel: str, rel_ref: str) -> dict:
 def _figure_layout(
     mv: ModelView,
     view: ViewSettings,
-    heldout: HeldOut,
+    heldout: HeldOut | None,
     plot_px: float,
     annotations: list,
     side_by_side: bool = False,
@@ -462,7 +476,7 @@ def _figure_layout(
     A figure beside another is narrow: its subtitle takes two lines and the
     top margin leaves room for a legend wrapped onto two lines.
     """
-    rest = [heldout.describe()]
+    rest = [] if heldout is None else [heldout.describe()]
     if mv.n_scored is not None:
         rest.append(f"N = {mv.n_scored:,} scored rows")
     if mv.classes_note() is not None:

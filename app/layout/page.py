@@ -35,6 +35,7 @@ from ..settings import (
     RawSettings,
 )
 from ..store.records import ModelInfo
+from .groups import group_picker, group_section
 from .results import metrics_grid
 
 DEFAULT_MAPS = ("temperature", "isotonic")
@@ -362,6 +363,7 @@ def _controls(infos: list[ModelInfo], raw: RawSettings) -> html.Div:
                 style=class_style,
             ),
             diagram_field(raw.kind),
+            group_picker(raw),
             _field(
                 "Binning",
                 named(
@@ -731,6 +733,7 @@ def build_layout(
                             html.P(table_caption, id=ids.METRICS_CAPTION, className="caption"),
                             _score_parts_toggle(raw),
                             metrics_grid(rows, cols),
+                            group_section(raw),
                             diagnostics_section(infos, raw.handles, time),
                         ],
                         className="results",

@@ -312,3 +312,15 @@ def test_the_page_opens_the_over_time_card_on_its_address(tmp_path):
     assert _find(layout, ids.TIME_REFERENCE)["value"] == 2
     assert _find(layout, ids.TIME_COLUMN)["value"] == "timestamp"
     assert _find(layout, ids.ADDRESS_NOTICE)["children"] == []
+
+
+def test_the_group_column_goes_into_the_address_and_back():
+    raw = RawSettings(handles=["up-m1"], group="hospital & site")
+    query = encode_view(raw)
+    assert query.endswith("&group=hospital%20%26%20site")
+    assert "group=" not in encode_view(RawSettings(handles=["up-m1"]))  # none by default
+    decoded, notices = decode_view(query, INFOS, DEFAULT)
+    assert notices == [] and decoded.group == "hospital & site"
+    assert encode_view(decoded) == query
+    decoded, (notice,) = decode_view("?group=" + "x" * 300, INFOS, DEFAULT)
+    assert decoded.group is None and "group column" in notice

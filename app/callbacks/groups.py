@@ -1,0 +1,212 @@
+"""The group picker and the "Per group" section: validate -> app.group_view -> table and figure.
+
+* The picker's options follow the selected models (the first one's other columns).
+* The section follows the picker and the view's notion, binning and band: its
+  point estimates and diagrams come at once (:func:`group_section_view`).
+* The same settings go to :data:`~app.ids.GROUP_REQUEST` (:func:`group_request`),
+  which starts a background job (:func:`run_group_job`, Dash's background
+  callback manager, like the diagnostics' bootstrap) that computes and stores
+  the intervals and the homogeneity test (at once when they are stored), then
+  writes :data:`~app.ids.GROUP_DONE` so the section redraws with them. The
+  request is a callback of its own: had the section written it, the section,
+  the job and the section again would form a cycle, which Dash does not run.
+
+Bad input (a column the model does not have, more than 1,000 groups) is a
+note in the section, nothing drawn; an unexpected failure a message with the
+request id (:class:`~app.callback_failures.CallbackFailures`), never a traceback.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import replace
+from typing import Any
+
+from dash import Input, Output, State, no_update
+
+from calibration_core import CalibrationInputError
+
+from .. import ids
+from ..context import AppContext
+from ..diagnostics.layout import table_component
+from ..figures.reliability import reliability_figure_dict
+from ..group_view import (
+    GroupView,
+    compute_group_intervals,
+    group_choices,
+    group_panels,
+    group_table,
+    group_view,
+    parse_group,
+    stored_group_intervals,
+    summary,
+)
+from ..layout.groups import HIDDEN, group_graph
+from ..settings import RawSettings, parse_handles, parse_view
+from ..store.records import ModelInfo
+from .controls import GROUP_FIELDS, setting_inputs
+from .diagnostics.wiring import note
+
+#: The section with nothing to show: hidden and empty.
+NOTHING = (HIDDEN, [], [], [])
+
+
+def picker_options(ctx: AppContext, sid, selected, current) -> tuple:
+    """The group picker's options (the first selected model's columns) and value.
+
+    A current value stays while the model has that column, even one not offered
+    (an address may name it: the section then says why it cannot be drawn).
+    """
+    try:
+        info = first_model(ctx, sid, RawSettings(handles=selected))
+        columns = group_choices(ctx.store, info)
+        extra = [] if info is None else list(ctx.store.predictions(info.handle).extra)
+    except CalibrationInputError:  # a bad selection, or the model expired: the view says so
+        return [], None
+    options = [{"label": c, "value": c} for c in columns]
+    if isinstance(current, str) and current in extra and current not in columns:
+        options.append({"label": f"{current} (too many values)", "value": current})
+    value = current if isinstance(current, str) and current in extra else None
+    return options, (no_update if value == current else value)
+
+
+def first_model(ctx: AppContext, sid, raw: RawSettings) -> ModelInfo | None:
+    """The model the section groups: the first selected one (None when none is)."""
+    handles = parse_handles(raw.handles)
+    return ctx.store.resolve(sid, handles[0]) if handles else None
+
+
+def section_view(ctx: AppContext, sid, raw: RawSettings) -> GroupView | None:
+    """The section's numbers for these settings (None: no group column or no model)."""
+    column = parse_group(raw.group)
+    info = first_model(ctx, sid, raw)
+    if column is None or info is None:
+        return None
+    view = parse_view(raw.notion, raw.class_value, raw.scheme, raw.n_bins, raw.band, raw.level)
+    gv = group_view(ctx.store, info, column, view)
+    gv.intervals = stored_group_intervals(ctx.store, gv)
+    return gv
+
+
+def _figure(gv: GroupView, raw: RawSettings) -> dict:
+    view = parse_view(raw.notion, raw.class_value, raw.scheme, raw.n_bins, raw.band, raw.level)
+    if gv.notion_note is not None:  # "all classes": the groups are compared on confidence
+        view = replace(view, notion="confidence", class_name=None)
+    return reliability_figure_dict(group_panels(gv, view), view, None, compact=True)
+
+
+def group_settings(raw: RawSettings) -> dict:
+    """The settings the section follows, by name (what the job and its record carry)."""
+    return {name: getattr(raw, name) for name in GROUP_FIELDS}
+
+
+def group_section_view(ctx: AppContext, sid, raw: RawSettings, done: Any = None) -> tuple:
+    """(section style, summary, table, diagrams): the plain function.
+
+    ``done`` is the background job's last record: its error is shown when it
+    was for these settings.
+    """
+    try:
+        gv = section_view(ctx, sid, raw)
+    except CalibrationInputError as exc:
+        return {}, [note(str(exc))], [], []
+    if gv is None:
+        return NOTHING
+    lines = [note(line) for line in summary(gv)]
+    # A record without settings is a job that failed or stopped before it read them.
+    mine = isinstance(done, dict) and done.get("settings") in (None, group_settings(raw))
+    if mine and gv.intervals is None and done.get("error"):
+        lines.append(note(str(done["error"])))
+    return {}, lines, table_component(group_table(gv)), [group_graph(_figure(gv, raw))]
+
+
+def group_request(raw: RawSettings) -> Any:
+    """What the background job is asked to compute: these settings (nothing without a group)."""
+    try:
+        grouped = parse_group(raw.group) is not None
+    except CalibrationInputError:
+        grouped = False
+    return {"settings": group_settings(raw)} if grouped else no_update
+
+
+def run_group_job(ctx: AppContext, sid, request: Any) -> dict:
+    """Compute and store the intervals and the test of a requested view (the job's body)."""
+    state = {"nonce": uuid.uuid4().hex, "error": None, "settings": None}
+    if not isinstance(request, dict) or not isinstance(request.get("settings"), dict):
+        return state
+    settings = request["settings"]
+    raw = RawSettings(**{name: settings.get(name) for name in GROUP_FIELDS})
+    state["settings"] = group_settings(raw)
+    try:
+        gv = section_view(ctx, sid, raw)
+        if gv is not None:
+            compute_group_intervals(ctx.store, gv)
+    except CalibrationInputError as exc:
+        state["error"] = str(exc)
+    return state
+
+
+def register(app, ctx: AppContext) -> None:
+    """The picker's options, the section, and the background job of its intervals."""
+
+    @app.callback(
+        Output(ids.GROUP_SELECT, "options"),
+        Output(ids.GROUP_SELECT, "value"),
+        Input(ids.MODELS_STORE, "data"),
+        Input(ids.MODEL_SELECT, "value"),
+        State(ids.GROUP_SELECT, "value"),
+    )
+    def on_models(_models_json, selected, current):
+        return picker_options(ctx, ctx.session_id(), selected, current)
+
+    output = [
+        Output(ids.GROUP_SECTION, "style"),
+        Output(ids.GROUP_SUMMARY, "children"),
+        Output(ids.GROUP_TABLE, "children"),
+        Output(ids.GROUP_GRAPH, "children"),
+    ]
+    inputs = {"settings": setting_inputs(GROUP_FIELDS), "done": Input(ids.GROUP_DONE, "data")}
+
+    def failed(rid: str) -> tuple:
+        message = f"Something went wrong in the per-group view (request id {rid})."
+        return {}, [note(message)], [], []
+
+    ctx.failures.reply("per-group view", failed, output=output, inputs=inputs)
+
+    @app.callback(output=output, inputs=inputs)
+    def on_section(settings: dict, done):
+        return group_section_view(ctx, ctx.session_id(), RawSettings(**settings), done)
+
+    @app.callback(Output(ids.GROUP_REQUEST, "data"), inputs=setting_inputs(GROUP_FIELDS))
+    def on_settings(**settings):
+        return group_request(RawSettings(**settings))
+
+    job_output = Output(ids.GROUP_DONE, "data")
+    job_inputs = {"request": Input(ids.GROUP_REQUEST, "data")}
+
+    def job_failed(message: str) -> dict:
+        return {"nonce": uuid.uuid4().hex, "error": message, "settings": None}
+
+    ctx.failures.reply(
+        "per-group intervals",
+        lambda rid: job_failed(f"The per-group intervals failed (request id {rid})."),
+        output=job_output,
+        inputs=job_inputs,
+        stopped=job_failed,
+    )
+
+    @app.callback(
+        output=job_output,
+        inputs=job_inputs,
+        background=True,
+        running=[
+            (
+                Output(ids.GROUP_STATUS, "children"),
+                "Computing the intervals and the test in the background…",
+                "",
+            )
+        ],
+        prevent_initial_call=True,
+    )
+    def on_request(request):
+        return run_group_job(ctx, ctx.session_id(), request)

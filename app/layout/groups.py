@@ -1,0 +1,66 @@
+"""The group picker (in the controls) and the "Per group" section (below the metrics).
+
+The picker offers the first selected model's other columns
+(:func:`app.group_view.group_choices`), none by default; its options are
+filled by :mod:`app.callbacks.groups` once the page is loaded. The section is
+hidden until a column is picked. All ids come from :mod:`app.ids`.
+"""
+
+from __future__ import annotations
+
+from dash import dcc, html
+
+from .. import ids
+from ..figures.common import graph_config
+from ..settings import GROUPS_SHOWN, RawSettings
+
+GROUP_HINT = (
+    "per-group metrics and diagrams of the first selected model (columns of its file "
+    f"other than model and ids; the {GROUPS_SHOWN} worst groups drawn)"
+)
+HIDDEN = {"display": "none"}
+
+
+def group_picker(raw: RawSettings) -> html.Div:
+    """The "Group by" field: a dropdown of column names (its options come by callback)."""
+    value = raw.group if isinstance(raw.group, str) and raw.group else None
+    options = [{"label": value, "value": value}] if value else []
+    return html.Div(
+        [
+            html.Div("Group by", className="field-label"),
+            dcc.Dropdown(
+                id=ids.GROUP_SELECT,
+                options=options,
+                value=value,
+                clearable=True,
+                placeholder="no grouping",
+            ),
+            html.Div(GROUP_HINT, className="field-hint"),
+        ],
+        className="field",
+    )
+
+
+def group_graph(figure: dict) -> dcc.Graph:
+    """The groups' reliability diagrams (made anew each time: a graph drawn while hidden
+    makes Plotly warn)."""
+    return dcc.Graph(figure=figure, config=graph_config("per-group"))
+
+
+def group_section(raw: RawSettings) -> html.Section:
+    """The "Per group" section: summary, table, diagrams and the intervals' status."""
+    shown = isinstance(raw.group, str) and bool(raw.group)
+    return html.Section(
+        [
+            html.H2("Per group", className="section-title"),
+            html.Div(id=ids.GROUP_SUMMARY, className="group-summary", role="status"),
+            html.Div(id=ids.GROUP_STATUS, className="field-hint"),
+            dcc.Loading(html.Div(id=ids.GROUP_TABLE), type="dot", delay_show=400),
+            html.Div(id=ids.GROUP_GRAPH, className="group-graph"),
+            dcc.Store(id=ids.GROUP_REQUEST),
+            dcc.Store(id=ids.GROUP_DONE),
+        ],
+        id=ids.GROUP_SECTION,
+        className="group-section",
+        style={} if shown else HIDDEN,
+    )

@@ -20,6 +20,7 @@ from .callback_failures import CallbackFailures
 from .callbacks import register_callbacks
 from .callbacks.exports import register_export_route
 from .callbacks.fit import plan_fits
+from .callbacks.groups import opening_group
 from .callbacks.view import render
 from .config import MB, AppConfig, ConfigError
 from .context import AppContext
@@ -222,13 +223,14 @@ def _layout_function(ctx: AppContext):
         raw, notices = _page_settings(infos)
         try:
             raw, class_auto = _opening_class(ctx, sid, raw)
+            group_options, raw = opening_group(ctx, sid, raw)
             view = render(ctx, sid, raw)
             state, _request = plan_fits(
                 ctx, sid, raw.handles, raw.maps, raw.heldout, raw.folds, raw.fraction
             )
         except Exception:  # the page must load; the controls can redraw the view
             log.exception("drawing the initial view failed")
-            view, state, class_auto = None, None, None
+            view, state, class_auto, group_options = None, None, None, None
         summary = (state or {}).get("error") or (state or {}).get("summary") or ""
         if view is not None:
             ctx.sessions.told()  # the view's messages carried the lost-session notice, if any
@@ -236,7 +238,7 @@ def _layout_function(ctx: AppContext):
         return build_layout(
             infos, max_upload_mb=ctx.config.max_upload_mb, raw=raw, view=view,
             fit_summary=summary, address_notices=notices + time_notices, class_auto=class_auto,
-            time=time, datasets=ctx.dataset_names(),
+            time=time, datasets=ctx.dataset_names(), group_options=group_options,
         )  # fmt: skip
 
     return serve_layout

@@ -77,6 +77,7 @@ GROUP_SECTION = "group-section"  # the "Per group" section (hidden without a gro
 GROUP_SUMMARY = "group-summary"  # worst group and gap, the homogeneity test, small groups
 GROUP_TABLE = "group-table"  # the per-group metrics table
 GROUP_GRAPH = "group-graph"  # container of the groups' reliability diagrams (small multiples)
+GROUP_GATE = "group-gate"  # dcc.Store: the settings the section follows, written in the browser
 GROUP_REQUEST = "group-request"  # dcc.Store: the view whose intervals the job should compute
 GROUP_DONE = "group-done"  # dcc.Store: the job's {"nonce", "error"} record
 GROUP_STATUS = "group-status"  # "computing intervals…" while the job runs

@@ -21,6 +21,24 @@ window.dash_clientside = Object.assign({}, window.dash_clientside, {
       }
       return "";
     },
+    /* The "Per group" section's gate (app/callbacks/groups.py): its arguments are the
+       values of the settings it follows, the group column last, then the gate's last
+       value. Returns [gate, the job's request]: both while a group column is chosen, the
+       gate alone once when it is cleared (the section then hides), else nothing, so that
+       without a group column no request leaves the page. */
+    groupGate: function () {
+      var values = Array.prototype.slice.call(arguments, 0, -1);
+      var last = arguments[arguments.length - 1];
+      var noUpdate = window.dash_clientside.no_update;
+      var grouped = function (v) { return Boolean(v && v[v.length - 1]); };
+      if (grouped(values)) {
+        return [{values: values}, {values: values}];
+      }
+      if (last && grouped(last.values)) {
+        return [{values: values}, noUpdate];
+      }
+      return [noUpdate, noUpdate];
+    },
     /* The controls drawer (below 1000 px): an odd number of presses opens it.
        Returns the dock's class and the toggle's aria-expanded. */
     toggleDrawer: function (nClicks) {

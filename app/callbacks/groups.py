@@ -1,15 +1,19 @@
 """The group picker and the "Per group" section: validate -> app.group_view -> table and figure.
 
-* The picker's options follow the selected models (the first one's other columns).
-* The section follows the picker and the view's notion, binning and band: its
-  point estimates and diagrams come at once (:func:`group_section_view`).
-* The same settings go to :data:`~app.ids.GROUP_REQUEST` (:func:`group_request`),
-  which starts a background job (:func:`run_group_job`, Dash's background
-  callback manager, like the diagnostics' bootstrap) that computes and stores
-  the intervals and the homogeneity test (at once when they are stored), then
-  writes :data:`~app.ids.GROUP_DONE` so the section redraws with them. The
-  request is a callback of its own: had the section written it, the section,
-  the job and the section again would form a cycle, which Dash does not run.
+* The picker's options follow the selected models (the first one's other columns,
+  :func:`picker_options`): the model-selection callback of :mod:`app.callbacks.models`
+  and the page's layout fill them, so a selection change costs no request of its own.
+* A browser-side gate (``calibration.groupGate`` in ``assets/downloads.js``) writes
+  the settings the section follows (:data:`~app.ids.GROUP_GATE`: the picker and the
+  view's notion, binning and band) and the job's request
+  (:data:`~app.ids.GROUP_REQUEST`) only while a group column is chosen: without one,
+  no request leaves the page. The section's point estimates and diagrams come at
+  once (:func:`group_section_view`); the request starts a background job
+  (:func:`run_group_job`, Dash's background callback manager, like the diagnostics'
+  bootstrap) that computes and stores the intervals and the homogeneity test (at
+  once when they are stored), then writes :data:`~app.ids.GROUP_DONE` so the section
+  redraws with them. The request is not the section's output: the section, the job
+  and the section again would form a cycle, which Dash does not run.
 
 Bad input (a column the model does not have, more than 1,000 groups) is a
 note in the section, nothing drawn; an unexpected failure a message with the
@@ -22,7 +26,8 @@ import uuid
 from dataclasses import replace
 from typing import Any
 
-from dash import Input, Output, State, no_update
+from dash import ClientsideFunction, Input, Output, State, no_update
+from dash.exceptions import PreventUpdate
 
 from calibration_core import CalibrationInputError
 
@@ -44,7 +49,7 @@ from ..group_view import (
 from ..layout.groups import HIDDEN, group_graph
 from ..settings import RawSettings, parse_handles, parse_view
 from ..store.records import ModelInfo
-from .controls import GROUP_FIELDS, setting_inputs
+from .controls import GROUP_FIELDS, SETTING_PROPS
 from .diagnostics.wiring import note
 
 #: The section with nothing to show: hidden and empty.
@@ -68,6 +73,13 @@ def picker_options(ctx: AppContext, sid, selected, current) -> tuple:
         options.append({"label": f"{current} (too many values)", "value": current})
     value = current if isinstance(current, str) and current in extra else None
     return options, (no_update if value == current else value)
+
+
+def opening_group(ctx: AppContext, sid, raw: RawSettings) -> tuple[list[dict], RawSettings]:
+    """The group picker's options for the page's first layout, and ``raw`` with its group
+    dropped when the first selected model has no such column."""
+    options, value = picker_options(ctx, sid, raw.handles, raw.group)
+    return options, (raw if value is no_update else replace(raw, group=value))
 
 
 def first_model(ctx: AppContext, sid, raw: RawSettings) -> ModelInfo | None:
@@ -120,22 +132,25 @@ def group_section_view(ctx: AppContext, sid, raw: RawSettings, done: Any = None)
     return {}, lines, table_component(group_table(gv)), [group_graph(_figure(gv, raw))]
 
 
-def group_request(raw: RawSettings) -> Any:
-    """What the background job is asked to compute: these settings (nothing without a group)."""
-    try:
-        grouped = parse_group(raw.group) is not None
-    except CalibrationInputError:
-        grouped = False
-    return {"settings": group_settings(raw)} if grouped else no_update
+def gate_value(raw: RawSettings) -> dict:
+    """What the browser-side gate writes for ``raw``: the values of :data:`GROUP_FIELDS`."""
+    return {"values": [getattr(raw, name) for name in GROUP_FIELDS]}
+
+
+def gate_settings(gate: Any) -> RawSettings | None:
+    """The settings in a gate's or a request's data (None when it is not one)."""
+    values = gate.get("values") if isinstance(gate, dict) else None
+    if not isinstance(values, list) or len(values) != len(GROUP_FIELDS):
+        return None
+    return RawSettings(**dict(zip(GROUP_FIELDS, values, strict=True)))
 
 
 def run_group_job(ctx: AppContext, sid, request: Any) -> dict:
     """Compute and store the intervals and the test of a requested view (the job's body)."""
     state = {"nonce": uuid.uuid4().hex, "error": None, "settings": None}
-    if not isinstance(request, dict) or not isinstance(request.get("settings"), dict):
+    raw = gate_settings(request)
+    if raw is None:
         return state
-    settings = request["settings"]
-    raw = RawSettings(**{name: settings.get(name) for name in GROUP_FIELDS})
     state["settings"] = group_settings(raw)
     try:
         gv = section_view(ctx, sid, raw)
@@ -149,15 +164,13 @@ def run_group_job(ctx: AppContext, sid, request: Any) -> dict:
 def register(app, ctx: AppContext) -> None:
     """The picker's options, the section, and the background job of its intervals."""
 
-    @app.callback(
-        Output(ids.GROUP_SELECT, "options"),
-        Output(ids.GROUP_SELECT, "value"),
-        Input(ids.MODELS_STORE, "data"),
-        Input(ids.MODEL_SELECT, "value"),
-        State(ids.GROUP_SELECT, "value"),
+    app.clientside_callback(
+        ClientsideFunction(namespace="calibration", function_name="groupGate"),
+        Output(ids.GROUP_GATE, "data"),
+        Output(ids.GROUP_REQUEST, "data"),
+        *(Input(*SETTING_PROPS[name]) for name in GROUP_FIELDS),  # the group column last
+        State(ids.GROUP_GATE, "data"),
     )
-    def on_models(_models_json, selected, current):
-        return picker_options(ctx, ctx.session_id(), selected, current)
 
     output = [
         Output(ids.GROUP_SECTION, "style"),
@@ -165,7 +178,7 @@ def register(app, ctx: AppContext) -> None:
         Output(ids.GROUP_TABLE, "children"),
         Output(ids.GROUP_GRAPH, "children"),
     ]
-    inputs = {"settings": setting_inputs(GROUP_FIELDS), "done": Input(ids.GROUP_DONE, "data")}
+    inputs = {"gate": Input(ids.GROUP_GATE, "data"), "done": Input(ids.GROUP_DONE, "data")}
 
     def failed(rid: str) -> tuple:
         message = f"Something went wrong in the per-group view (request id {rid})."
@@ -173,13 +186,12 @@ def register(app, ctx: AppContext) -> None:
 
     ctx.failures.reply("per-group view", failed, output=output, inputs=inputs)
 
-    @app.callback(output=output, inputs=inputs)
-    def on_section(settings: dict, done):
-        return group_section_view(ctx, ctx.session_id(), RawSettings(**settings), done)
-
-    @app.callback(Output(ids.GROUP_REQUEST, "data"), inputs=setting_inputs(GROUP_FIELDS))
-    def on_settings(**settings):
-        return group_request(RawSettings(**settings))
+    @app.callback(output=output, inputs=inputs, prevent_initial_call=True)
+    def on_section(gate, done):
+        raw = gate_settings(gate)
+        if raw is None:
+            raise PreventUpdate
+        return group_section_view(ctx, ctx.session_id(), raw, done)
 
     job_output = Output(ids.GROUP_DONE, "data")
     job_inputs = {"request": Input(ids.GROUP_REQUEST, "data")}

@@ -26,6 +26,7 @@ from ..model_list import (
 )
 from ..options import class_choices, model_picker, notion_for_selection, selected_models
 from ..store.data_store import DataStore
+from .groups import picker_options
 
 
 def upload_messages(result, known: set[str]) -> list[tuple[str, str]]:
@@ -203,10 +204,11 @@ def register(app, ctx: AppContext) -> None:
     register_model_list(app, ctx)
 
     # One callback for everything that follows the model selection in the page:
-    # the notion switch, the class picker and the deployable map's and the
-    # Diagnostics section's model pickers. The view waits for the first two,
-    # and the server answers one request at a time: one request per selection
-    # change instead of four (BENCHMARKS.md, issue 15). NOTION is an input and an
+    # the notion switch, the class picker, the deployable map's and the
+    # Diagnostics section's model pickers and the group picker's columns. The
+    # view waits for the first two, and the server answers one request at a
+    # time: one request per selection change instead of five (BENCHMARKS.md,
+    # issue 15). NOTION is an input and an
     # output of the same callback (Dash allows that circle and does not re-run
     # it for its own output).
     @app.callback(
@@ -221,6 +223,8 @@ def register(app, ctx: AppContext) -> None:
             Output(ids.DEPLOY_MODEL, "value"),
             Output(ids.DIAG_MODEL, "options"),
             Output(ids.DIAG_MODEL, "value"),
+            Output(ids.GROUP_SELECT, "options"),
+            Output(ids.GROUP_SELECT, "value"),
         ],
         inputs={
             "models_json": Input(ids.MODELS_STORE, "data"),
@@ -235,6 +239,7 @@ def register(app, ctx: AppContext) -> None:
             "n_bins": State(ids.N_BINS, "value"),
             "deploy_model": State(ids.DEPLOY_MODEL, "value"),
             "diag_model": State(ids.DIAG_MODEL, "value"),
+            "group": State(ids.GROUP_SELECT, "value"),
         },
         prevent_initial_call=True,  # the layout starts with these values
     )
@@ -249,11 +254,15 @@ def register(app, ctx: AppContext) -> None:
         n_bins,
         deploy_model,
         diag_model,
+        group,
     ):
         if dash_ctx.triggered_prop_ids.keys() <= {f"{ids.NOTION}.value"}:
-            pickers = (no_update,) * 4  # the notion alone: the pickers stay as they are
+            pickers = (no_update,) * 6  # the notion alone: the pickers stay as they are
         else:
-            pickers = model_pickers(models_json, selected, deploy_model, diag_model)
+            pickers = (
+                *model_pickers(models_json, selected, deploy_model, diag_model),
+                *picker_options(ctx, ctx.session_id(), selected, group),
+            )
         switch, now = notion_for_selection(models_json, selected, notion, bool(was_all_binary))
         picker = class_picker(
             ctx.store,

@@ -21,10 +21,15 @@ GROUP_HINT = (
 HIDDEN = {"display": "none"}
 
 
-def group_picker(raw: RawSettings) -> html.Div:
-    """The "Group by" field: a dropdown of column names (its options come by callback)."""
+def group_picker(raw: RawSettings, options: list[dict] | None = None) -> html.Div:
+    """The "Group by" field: a dropdown of column names.
+
+    ``options``: the first selected model's columns (then the model-selection
+    callback keeps them); None offers the column of ``raw`` alone, if any.
+    """
     value = raw.group if isinstance(raw.group, str) and raw.group else None
-    options = [{"label": value, "value": value}] if value else []
+    if options is None:
+        options = [{"label": value, "value": value}] if value else []
     return html.Div(
         [
             html.Div("Group by", className="field-label"),
@@ -57,6 +62,7 @@ def group_section(raw: RawSettings) -> html.Section:
             html.Div(id=ids.GROUP_STATUS, className="field-hint"),
             dcc.Loading(html.Div(id=ids.GROUP_TABLE), type="dot", delay_show=400),
             html.Div(id=ids.GROUP_GRAPH, className="group-graph"),
+            dcc.Store(id=ids.GROUP_GATE),
             dcc.Store(id=ids.GROUP_REQUEST),
             dcc.Store(id=ids.GROUP_DONE),
         ],

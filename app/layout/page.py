@@ -300,7 +300,9 @@ def _controls_class(infos: list[ModelInfo], raw: RawSettings):
     return class_choices([i.to_json() for i in infos], raw.handles, raw.notion, None)[1]
 
 
-def _controls(infos: list[ModelInfo], raw: RawSettings) -> html.Div:
+def _controls(
+    infos: list[ModelInfo], raw: RawSettings, group_options: list[dict] | None = None
+) -> html.Div:
     class_options, class_value, class_style = class_choices(
         [i.to_json() for i in infos], raw.handles, raw.notion, raw.class_value
     )
@@ -363,7 +365,7 @@ def _controls(infos: list[ModelInfo], raw: RawSettings) -> html.Div:
                 style=class_style,
             ),
             diagram_field(raw.kind),
-            group_picker(raw),
+            group_picker(raw, group_options),
             _field(
                 "Binning",
                 named(
@@ -658,6 +660,7 @@ def build_layout(
     class_auto: str | None = None,
     time: TimeSettings | None = None,
     datasets: list[str] | None = None,
+    group_options: list[dict] | None = None,
 ) -> html.Div:
     """The whole page for a session whose usable models are ``infos``.
 
@@ -682,6 +685,9 @@ def build_layout(
     datasets : list of str, optional
         The server's datasets (``DATASETS_DIR``): a picker under the upload and
         their view above the models'; None (not configured): neither is on the page.
+    group_options : list of dict, optional
+        The group picker's options (:func:`app.callbacks.groups.picker_options`);
+        None: the column in ``raw`` alone, if any.
     """
     raw = default_settings(infos) if raw is None else raw
     empty = ([], [], [], "", "", [], [])
@@ -702,7 +708,10 @@ def build_layout(
             html.Div(
                 [
                     _controls_dock(
-                        [_upload_panel(max_upload_mb, datasets), _controls(infos, raw)],
+                        [
+                            _upload_panel(max_upload_mb, datasets),
+                            _controls(infos, raw, group_options),
+                        ],
                     ),
                     html.Main(
                         [

@@ -19,9 +19,18 @@ from app.factory import create_app
 
 from .conftest import make_config
 
-#: A selection change with every selected map fitted and the Diagnostics section closed:
-#: the planner asks for no fit, and the section's gates write nothing while it is closed.
-UNCHANGED = {f"{ids.FIT_REQUEST}.data", f"{ids.DIAG_VIEW_GATE}.data", f"{ids.DIAG_FIT_GATE}.data"}
+#: A selection change with every selected map fitted, the Diagnostics section closed and
+#: no group column chosen: the planner asks for no fit, the section's gates write nothing
+#: while it is closed, the group picker's value stays empty and the "Per group" gate
+#: (in the browser) writes nothing without a group column.
+UNCHANGED = {
+    f"{ids.FIT_REQUEST}.data",
+    f"{ids.DIAG_VIEW_GATE}.data",
+    f"{ids.DIAG_FIT_GATE}.data",
+    f"{ids.GROUP_SELECT}.value",
+    f"{ids.GROUP_GATE}.data",
+    f"{ids.GROUP_REQUEST}.data",
+}
 
 
 def dependencies(tmp_path) -> list[dict]:
@@ -93,7 +102,11 @@ def test_what_follows_the_selection_rides_on_the_requests_the_view_waits_for(tmp
     writer = {prop: d for d in deps for prop in writes(d)}
     # The pickers that follow the selection come with the class picker's answer ...
     picker = writer[f"{ids.CLASS_SELECT}.value"]
-    for prop in (f"{ids.DEPLOY_MODEL}.value", f"{ids.DIAG_MODEL}.value"):
+    for prop in (
+        f"{ids.DEPLOY_MODEL}.value",
+        f"{ids.DIAG_MODEL}.value",
+        f"{ids.GROUP_SELECT}.options",
+    ):
         assert writer[prop] is picker, prop
     # ... the page address with the view's (the group column and the "Over time" card's
     # controls, which do not change the view, write it from a callback of their own) ...
@@ -127,3 +140,18 @@ def test_the_chain_follower_counts_what_dash_would_run():
     assert writes(fired[2]) == {"d.children", "e.x"}
     assert round_trips(fired) == 2  # b, then d: c runs in the browser
     assert [d["output"] for d in set_off(deps, "a.value", {"b.data"})] == ["b.data"]
+
+
+def test_the_per_group_section_is_gated_in_the_browser(tmp_path):
+    """Without a group column no request leaves the page for the "Per group" section."""
+    from app.callbacks.controls import GROUP_FIELDS
+
+    deps = dependencies(tmp_path)
+    (gate,) = [d for d in deps if f"{ids.GROUP_GATE}.data" in writes(d)]
+    assert not on_server(gate) and writes(gate) >= {f"{ids.GROUP_REQUEST}.data"}
+    assert [i["id"] for i in gate["inputs"]][-1] == ids.GROUP_SELECT  # the JS reads it last
+    assert GROUP_FIELDS[-1] == "group"
+    for dep in deps:
+        if on_server(dep) and reads(dep) & {f"{ids.GROUP_GATE}.data", f"{ids.GROUP_REQUEST}.data"}:
+            assert reads(dep) <= {f"{ids.GROUP_GATE}.data", f"{ids.GROUP_REQUEST}.data",
+                                  f"{ids.GROUP_DONE}.data"}, dep["output"]  # fmt: skip

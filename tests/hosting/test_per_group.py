@@ -15,6 +15,7 @@ import re
 import numpy as np
 import pytest
 
+from app.callbacks.controls import GROUP_FIELDS, SETTING_PROPS
 from app.callbacks.groups import run_group_job
 from app.config import AppConfig
 from app.factory import create_app
@@ -24,6 +25,7 @@ from calibration_core.slices import group_index, slice_report
 
 SECTION = "group-section.style"
 GROUP = "group-select.value"
+GATE = "group-gate.data"
 N_ROWS = 3000
 
 
@@ -76,9 +78,17 @@ def tab(app, dash_tab, content):
     return tab
 
 
+def _gate(tab, group, **settings) -> dict:
+    """What the browser-side gate writes (``calibration.groupGate``) for the page's values
+    with these changed: the values of the settings the section follows, in order."""
+    tab.values.update({GROUP: group, **settings})
+    props = [SETTING_PROPS[name] for name in GROUP_FIELDS]
+    return {"values": [tab.values.get(f"{cid}.{prop}") for cid, prop in props]}
+
+
 def _section(tab, group, **settings) -> dict:
-    values = {GROUP: group, **settings}
-    return tab.call(SECTION, [GROUP], values)
+    gate = _gate(tab, group, **settings)
+    return tab.call(SECTION, [GATE], {GATE: gate})
 
 
 def _text(node) -> str:
@@ -147,22 +157,23 @@ def test_group_table_equals_the_core(tab, content):
     assert len(titles) == 6 and titles[0] == "west · worst"
     assert titles[-1] == "island · small, n=60"  # judged groups first, by ECE
     assert "showing all 6 groups" in json.dumps(figure["layout"]["title"])
-    # The intervals are asked of the background job.
-    request = tab.call("group-request.data", [GROUP], {GROUP: "site"})["group-request.data"]
-    assert request["settings"]["group"] == "site"
+    # The intervals are asked of the background job: the gate's values, the group last.
+    request = _gate(tab, "site")
+    assert request["values"][-1] == "site" and GROUP_FIELDS[-1] == "group"
 
 
 def test_intervals_and_test_follow_from_the_job(app, tab, content):
     """The job (its plain body here) stores the intervals; the section then shows them."""
     out = _section(tab, "site")
     assert "being computed in the background" in _text(out["group-table.children"])
-    request = tab.call("group-request.data", [GROUP], {GROUP: "site"})["group-request.data"]
+    request = _gate(tab, "site")
     ctx = app.server.extensions["calibration_dashboard"]
     cookie = f"calibration_session={tab.cookie()}"
     with app.server.test_request_context("/", headers={"Cookie": cookie}):
         state = run_group_job(ctx, ctx.session_id(), request)
-    assert state["error"] is None and state["settings"] == request["settings"]
-    out = tab.call(SECTION, ["group-done.data"], {"group-done.data": state, GROUP: "site"})
+    assert state["error"] is None
+    assert state["settings"] == dict(zip(GROUP_FIELDS, request["values"], strict=True))
+    out = tab.call(SECTION, ["group-done.data"], {"group-done.data": state, GATE: request})
     (pred,) = load_predictions(io.BytesIO(content), file_name="sites.csv")
     core = slice_report(pred, group_index(pred, ["site"]), n_resamples=200, seed=0)
     rows = {row[0]: row for row in _table(out)}

@@ -168,8 +168,6 @@ class Datasets:
         from distributed import Client
 
         try:
-            # The default client of this process (the job's own): the core's progress
-            # follows the pieces with ``as_completed``, which looks for it.
             return Client(self.address, timeout=f"{CONNECT_SECONDS}s")
         except OSError as exc:
             raise CalibrationInputError(

@@ -173,7 +173,7 @@ def _follow(client, parts: list, weights: list[int], progress: Callable[[int, in
     weight = {f.key: w for f, w in zip(futures, weights, strict=True)}
     done, total = 0, sum(weights)
     progress(0, total)
-    for f in as_completed(futures):
+    for f in as_completed(futures, loop=client.loop):  # this client, default or not
         done += weight[f.key]
         progress(done, total)
         f.release()

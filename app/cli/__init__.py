@@ -895,7 +895,6 @@ class ProgressBar:
 
 def apply_map(args: argparse.Namespace, out) -> int:
     """Run ``apply``: stream a predictions file through a deployable map."""
-    from calibration_core import __version__
     from calibration_core.deploy import apply_map_to_file, load_deployable
 
     from .distributed import apply_on_dask, check_cluster_options
@@ -911,6 +910,13 @@ def apply_map(args: argparse.Namespace, out) -> int:
     finally:
         if bar is not None:
             bar.close()
+    return write_apply_summary(args, deployable, rows, out)
+
+
+def write_apply_summary(args: argparse.Namespace, deployable, rows: int, out, **extra) -> int:
+    """Write ``apply``'s JSON summary (schema :data:`APPLY_SCHEMA`, ``extra`` fields last)."""
+    from calibration_core import __version__
+
     summary = {
         "schema": APPLY_SCHEMA,
         "version": __version__,
@@ -922,6 +928,7 @@ def apply_map(args: argparse.Namespace, out) -> int:
         "input": deployable.input,
         "n_classes": deployable.n_classes,
         "rows": rows,
+        **extra,
     }
     json.dump(summary, out, indent=2, allow_nan=False)
     out.write("\n")

@@ -445,10 +445,9 @@ def apply_on_dask(args: argparse.Namespace, deployable, out) -> int:
     """Run ``apply --engine dask``: calibrated Parquet, one task per input file, into OUT/."""
     from distributed import KilledWorker
 
-    from calibration_core import __version__
     from calibration_core.distributed import apply_map_to_dataset
 
-    from . import APPLY_SCHEMA
+    from . import write_apply_summary
 
     check_cluster_options(args)
     with dask_client(args) as client:
@@ -456,20 +455,5 @@ def apply_on_dask(args: argparse.Namespace, deployable, out) -> int:
             written = apply_map_to_dataset(deployable, args.file, args.output, client=client)
         except KilledWorker as exc:
             raise killed_error(exc) from None
-    summary = {
-        "schema": APPLY_SCHEMA,
-        "version": __version__,
-        "map_file": str(args.map_file),
-        "file": str(args.file),
-        "output": str(args.output),
-        "model": deployable.model,
-        "map": deployable.map.name,
-        "input": deployable.input,
-        "n_classes": deployable.n_classes,
-        "rows": sum(written.values()),
-        "engine": "dask",
-        "files": written,
-    }
-    json.dump(summary, out, indent=2, allow_nan=False)
-    out.write("\n")
-    return EXIT_OK
+    rows = sum(written.values())
+    return write_apply_summary(args, deployable, rows, out, engine="dask", files=written)

@@ -53,7 +53,8 @@ def group_graph(figure: dict) -> dcc.Graph:
 
 
 def group_section(raw: RawSettings) -> html.Section:
-    """The "Per group" section: summary, table, diagrams and the intervals' status."""
+    """The "Per group" section: summary, table, diagrams, the intervals' status, and the
+    global vs per-group maps."""
     shown = isinstance(raw.group, str) and bool(raw.group)
     return html.Section(
         [
@@ -62,9 +63,13 @@ def group_section(raw: RawSettings) -> html.Section:
             html.Div(id=ids.GROUP_STATUS, className="field-hint"),
             dcc.Loading(html.Div(id=ids.GROUP_TABLE), type="dot", delay_show=400),
             html.Div(id=ids.GROUP_GRAPH, className="group-graph"),
+            html.H3("Maps per group", className="group-maps-title"),
+            html.Div(id=ids.GROUP_MAPS_STATUS, className="field-hint"),
+            dcc.Loading(html.Div(id=ids.GROUP_MAPS), type="dot", delay_show=400),
             dcc.Store(id=ids.GROUP_GATE),
             dcc.Store(id=ids.GROUP_REQUEST),
             dcc.Store(id=ids.GROUP_DONE),
+            dcc.Store(id=ids.GROUP_MAPS_DONE),
         ],
         id=ids.GROUP_SECTION,
         className="group-section",

@@ -16,12 +16,12 @@ import numpy as np
 import pytest
 
 from app.callbacks.controls import GROUP_FIELDS, SETTING_PROPS
-from app.callbacks.groups import run_group_job
+from app.callbacks.groups import run_group_job, run_group_maps_job
 from app.config import AppConfig
 from app.factory import create_app
 from calibration_core import Binning
 from calibration_core.io import load_predictions
-from calibration_core.slices import group_index, slice_report
+from calibration_core.slices import group_index, group_maps, slice_report
 
 SECTION = "group-section.style"
 GROUP = "group-select.value"
@@ -200,4 +200,48 @@ def test_more_than_1000_groups_asks_for_a_coarser_column(app, dash_tab):
     out = _section(tab, "nowhere")
     assert re.search(
         r"no column 'nowhere'.*other columns are 'city'", _text(out["group-summary.children"])
+    )
+
+
+def _maps_rows(out: dict) -> list[list[str]]:
+    """The maps table's body rows as cell texts."""
+    return _table({"group-table.children": out["group-maps.children"]})
+
+
+def test_maps_per_group_equal_the_core(app, tab, content):
+    """The maps job (its plain body) stores the core's comparison; the section shows it."""
+    out = _section(tab, "site", **{"n-bins.value": 10})
+    assert "being compared in the background" in _text(out["group-maps.children"])
+    assert _maps_rows(out) == []
+    request = _gate(tab, "site", **{"n-bins.value": 10})
+    ctx = app.server.extensions["calibration_dashboard"]
+    cookie = f"calibration_session={tab.cookie()}"
+    with app.server.test_request_context("/", headers={"Cookie": cookie}):
+        state = run_group_maps_job(ctx, ctx.session_id(), request)
+    assert state["error"] is None
+    inputs = {"group-maps-done.data": state, GATE: request}
+    out = tab.call(SECTION, ["group-maps-done.data"], inputs)
+    (pred,) = load_predictions(io.BytesIO(content), file_name="sites.csv")
+    core = group_maps(pred, group_index(pred, ["site"]), folds=5, seed=0,
+                      binning=Binning("width", 10))  # fmt: skip
+    assert core.maps == ("temperature", "isotonic")
+    rows = {row[0]: row for row in _maps_rows(out)}
+    assert set(rows) == set(core.groups.labels)
+    better = {"group": "per-group map", "global": "global map"}
+    for r in core.table:
+        row = rows[r["group"]]
+        j = 3 + 3 * core.maps.index(r["map"])
+        assert row[1] == f"{int(core.groups.sizes[core.groups.labels.index(r['group'])]):,}"
+        assert float(row[2]) == pytest.approx(r["ece_uncalibrated"], abs=5e-5)
+        assert float(row[j]) == pytest.approx(r["ece_global"], abs=5e-5)
+        if r["small"]:  # the island: no map of its own, not judged
+            assert row[j + 1] == "n/a" and row[j + 2] == "small: not judged"
+        else:
+            assert float(row[j + 1]) == pytest.approx(r["ece_group"], abs=5e-5)
+            assert row[j + 2] == better[r["better"]]
+    # West (sharpened logits) is what one global map cannot fix: its own temperature is better.
+    west = next(r for r in core.table if r["group"] == "site=west" and r["map"] == "temperature")
+    assert west["better"] == "group" and west["ece_group"] < west["ece_global"]
+    assert "Does one global map calibrate every group? temperature: a map per group is better" in (
+        _text(out["group-maps.children"])
     )

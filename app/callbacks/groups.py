@@ -159,6 +159,22 @@ def group_section_view(
     return {}, lines, table_component(group_table(gv)), graph, maps
 
 
+def group_report_html(ctx: AppContext, sid, raw: RawSettings) -> str:
+    """The report's "Calibration by group" of the page's section ("" without a group column).
+
+    What the page shows: the stored intervals and maps when the jobs finished,
+    point estimates otherwise. The report module imports the core's slices
+    (pandas): imported here, when a report is asked for.
+    """
+    from ..diagnostics.slices_report import page_group_section
+
+    try:
+        gv = section_view(ctx, sid, raw)
+    except CalibrationInputError as exc:
+        return page_group_section(None, None, str(exc))
+    return "" if gv is None else page_group_section(gv, _figure(gv, raw))
+
+
 def gate_value(raw: RawSettings) -> dict:
     """What the browser-side gate writes for ``raw``: the values of :data:`GROUP_FIELDS`."""
     return {"values": [getattr(raw, name) for name in GROUP_FIELDS]}

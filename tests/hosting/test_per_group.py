@@ -245,3 +245,46 @@ def test_maps_per_group_equal_the_core(app, tab, content):
     assert "Does one global map calibrate every group? temperature: a map per group is better" in (
         _text(out["group-maps.children"])
     )
+
+
+def _report(tab) -> str:
+    """The page's HTML report (the "report-html" export) for the tab's current values."""
+    clicks = "export-report-html.n_clicks"
+    return tab.call("download.data", [clicks], {clicks: 1})["download.data"]["content"]
+
+
+def test_the_page_report_has_the_per_group_section(app, tab, content):
+    """Without a group column no section; with one, the page's numbers, then its jobs'."""
+    tab.values[GROUP] = None
+    assert "Calibration by group" not in _report(tab)
+    request = _gate(tab, "site")
+    before = _report(tab)
+    (pred,) = load_predictions(io.BytesIO(content), file_name="sites.csv")
+    groups = group_index(pred, ["site"])
+    core = slice_report(pred, groups, n_resamples=200, seed=0)
+    g = core.groups.labels.index("site=west")
+    assert before.count("Calibration by group ·") == 1
+    assert f"Worst group: site=west, ECE {core.metrics['ece'][g]:.4f}" in before
+    assert "being computed in the background" in before  # point estimates only
+    assert "still being compared when this report was made" in before
+    ctx = app.server.extensions["calibration_dashboard"]
+    cookie = f"calibration_session={tab.cookie()}"
+    with app.server.test_request_context("/", headers={"Cookie": cookie}):
+        run_group_job(ctx, ctx.session_id(), request)
+        run_group_maps_job(ctx, ctx.session_id(), request)
+    after = _report(tab)
+    lo, hi = core.intervals["ece"].lower[g], core.intervals["ece"].upper[g]
+    assert f"<td>{core.metrics['ece'][g]:.4f}<br>[{lo:.4f}, {hi:.4f}]</td>" in after
+    assert f"p = {core.homogeneity.p_value:.3g}: the groups differ" in after
+    maps = group_maps(pred, groups, folds=5, seed=0, binning=Binning())
+    west = [r for r in maps.table if r["group"] == "site=west"]
+    cells = [f"{west[0]['ece_uncalibrated']:.4f}"]
+    for r in west:
+        cells += [f"{r['ece_global']:.4f}", f"{r['ece_group']:.4f}", "per-group map"]
+    assert (
+        "<tr><td>site=west</td><td>"
+        + "</td><td>".join([f"{int(groups.sizes[g]):,}", *cells])
+        + "</td></tr>"
+        in after
+    )
+    assert "still being compared" not in after

@@ -48,6 +48,8 @@ TEST_RESAMPLES = 1000
 #: Cross-fitting folds and seed of the global vs per-group maps (the command line's).
 MAP_FOLDS = 5
 MAP_SEED = 0
+#: Largest minimum group size accepted from the page or its address.
+MAX_MIN_ROWS = 1_000_000
 #: Longest group column name accepted from the page or its address.
 MAX_COLUMN_CHARS = 200
 
@@ -64,6 +66,30 @@ def parse_group(value) -> str | None:
         return None
     if not isinstance(value, str) or len(value) > MAX_COLUMN_CHARS:
         raise SettingsError("the group column must be one of the listed columns.")
+    return value
+
+
+def parse_min_rows(value) -> int:
+    """The section's minimum group size: a whole number of at least 2 (empty: the core's).
+
+    Raises
+    ------
+    SettingsError
+        For anything else, saying what is accepted.
+    """
+    from calibration_core.slices import MIN_GROUP_ROWS
+
+    if value is None or value == "":
+        return MIN_GROUP_ROWS
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value.strip())
+    if isinstance(value, bool) or not isinstance(value, int) or not 2 <= value <= MAX_MIN_ROWS:
+        raise SettingsError(
+            f"the minimum group size must be a whole number from 2 to {MAX_MIN_ROWS:,}, "
+            f"got {str(value)[:20]!r}; groups with fewer rows are listed but not judged."
+        )
     return value
 
 
@@ -140,11 +166,15 @@ class GroupView:
     def key(self) -> tuple:
         """What the numbers depend on (the stored intervals' key)."""
         return (self.info.handle, self.column, *self.notion, self.binning.scheme,
-                self.binning.n_bins)  # fmt: skip
+                self.binning.n_bins, self.report.groups.min_rows)  # fmt: skip
 
 
-def group_view(store: DataStore, info: ModelInfo, column: str, view: ViewSettings) -> GroupView:
+def group_view(
+    store: DataStore, info: ModelInfo, column: str, view: ViewSettings, min_rows: int | None = None
+) -> GroupView:
     """The per-group point estimates, bins and test of ``info``'s model grouped by ``column``.
+
+    ``min_rows``: groups with fewer rows are flagged, not judged (None: the core's default).
 
     Raises
     ------
@@ -159,7 +189,7 @@ def group_view(store: DataStore, info: ModelInfo, column: str, view: ViewSetting
     pred = store.predictions(info.handle)
     # Not cached: 0.06-0.09 s CPU for a million rows of text, and its codes (8 bytes a
     # row) would stay in the per-process memo, which is bounded in entries, not bytes.
-    groups = group_index(pred, [column])
+    groups = group_index(pred, [column], min_rows=parse_min_rows(min_rows))
     report = slice_report(pred, groups, binning=binning, notion=notion, class_index=class_index,
                           n_resamples=0, test_resamples=0)  # fmt: skip
     sizes = groups.sizes
@@ -214,7 +244,8 @@ def compute_group_intervals(store: DataStore, gv: GroupView) -> dict:
 # ----------------------------------------------------------------------- maps
 def _maps_key(gv: GroupView) -> str:
     # Not the notion: the maps are compared on the confidence ECE whatever the view's.
-    parts = (gv.info.handle, gv.column, gv.binning.scheme, gv.binning.n_bins, MAP_FOLDS, MAP_SEED)
+    parts = (gv.info.handle, gv.column, gv.binning.scheme, gv.binning.n_bins,
+             gv.report.groups.min_rows, MAP_FOLDS, MAP_SEED)  # fmt: skip
     return "group-maps:" + ":".join(str(part) for part in parts)
 
 
@@ -439,8 +470,6 @@ def _cell(row: dict, name: str) -> str:
 
 def group_table(gv: GroupView) -> TextTable:
     """The per-group table as text (all rows first, then the groups, the worst first)."""
-    from calibration_core.slices import MIN_GROUP_ROWS
-
     short = "confidence" if gv.notion[0] == "confidence" else gv.notion[0]
     if gv.notion[1] is not None:
         short = f"class {gv.info.class_names[gv.notion[1]]}"
@@ -457,6 +486,6 @@ def group_table(gv: GroupView) -> TextTable:
         table.notes.append(f"In brackets: {shown}, {INTERVAL_RESAMPLES} resamples.")
     table.notes.append(
         f"{gv.binning.n_bins} {SCHEME_LABELS[gv.binning.scheme]} bins per "
-        f"group; groups under {MIN_GROUP_ROWS} rows are listed but never the worst."
+        f"group; groups under {gv.report.groups.min_rows} rows are listed but never the worst."
     )
     return table

@@ -102,7 +102,7 @@ def section_view(ctx: AppContext, sid, raw: RawSettings) -> GroupView | None:
     if column is None or info is None:
         return None
     view = parse_view(raw.notion, raw.class_value, raw.scheme, raw.n_bins, raw.band, raw.level)
-    gv = group_view(ctx.store, info, column, view)
+    gv = group_view(ctx.store, info, column, view, raw.group_min_rows)
     gv.intervals = stored_group_intervals(ctx.store, gv)
     gv.maps = stored_group_maps(ctx.store, gv)
     return gv

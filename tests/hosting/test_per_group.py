@@ -288,3 +288,23 @@ def test_the_page_report_has_the_per_group_section(app, tab, content):
         in after
     )
     assert "still being compared" not in after
+
+
+def test_the_minimum_group_size_is_a_validated_control(tab):
+    """50 rows judges the island (60 rows); a bad size is a note, the picker keeps its column."""
+    from app.layout.groups import MIN_GROUP_ROWS as SHOWN
+    from calibration_core.slices import MIN_GROUP_ROWS
+
+    assert SHOWN == MIN_GROUP_ROWS  # the placeholder the page shows is the core's default
+    out = _section(tab, "site", **{"group-min-rows.value": 50})
+    rows = {row[0]: row for row in _table(out)}
+    assert rows["site=island"][2] == ""  # judged now
+    assert "groups under 50 rows" in _text(out["group-table.children"])
+    assert "have fewer than" not in _text(out["group-summary.children"])
+    for bad in (1, 2.5, "many"):
+        out = _section(tab, "site", **{"group-min-rows.value": bad})
+        text = _text(out["group-summary.children"])
+        assert "minimum group size must be a whole number from 2 to 1,000,000" in text
+        assert out["group-table.children"] == [] and out[SECTION] == {}
+    out = _section(tab, "site", **{"group-min-rows.value": None})
+    assert {row[0]: row for row in _table(out)}["site=island"][2] == "small: not judged"

@@ -13,7 +13,13 @@ columns (the group picker, :func:`group_choices`) and shows, from
   groups first, at most :data:`~app.settings.GROUPS_SHOWN` (:func:`group_panels`);
 * bootstrap intervals of every number and the homogeneity test's p-value,
   computed by a background job (:func:`compute_group_intervals`) and stored,
-  then read back (:func:`stored_group_intervals`).
+  then read back (:func:`stored_group_intervals`);
+* "does one global map calibrate every group?": per group, the held-out ECE of
+  a global map against one map per group, for temperature and isotonic
+  (:func:`~calibration_core.slices.group_maps`, the call of ``evaluate
+  --group-maps``), computed by a second background job
+  (:func:`compute_group_maps`), stored and read back (:func:`stored_group_maps`),
+  shown as :func:`maps_table`.
 
 The core's slices import pandas: they are imported when a group is first
 asked for, never at server start. Nothing here draws (no Dash, no Plotly).
@@ -39,6 +45,11 @@ INTERVAL_LEVEL = 0.95
 INTERVAL_SEED = 0
 #: Null resamples of the homogeneity test.
 TEST_RESAMPLES = 1000
+#: Cross-fitting folds and seed of the global vs per-group maps (the command line's).
+MAP_FOLDS = 5
+MAP_SEED = 0
+#: Largest minimum group size accepted from the page or its address.
+MAX_MIN_ROWS = 1_000_000
 #: Longest group column name accepted from the page or its address.
 MAX_COLUMN_CHARS = 200
 
@@ -55,6 +66,30 @@ def parse_group(value) -> str | None:
         return None
     if not isinstance(value, str) or len(value) > MAX_COLUMN_CHARS:
         raise SettingsError("the group column must be one of the listed columns.")
+    return value
+
+
+def parse_min_rows(value) -> int:
+    """The section's minimum group size: a whole number of at least 2 (empty: the core's).
+
+    Raises
+    ------
+    SettingsError
+        For anything else, saying what is accepted.
+    """
+    from calibration_core.slices import MIN_GROUP_ROWS
+
+    if value is None or value == "":
+        return MIN_GROUP_ROWS
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value.strip())
+    if isinstance(value, bool) or not isinstance(value, int) or not 2 <= value <= MAX_MIN_ROWS:
+        raise SettingsError(
+            f"the minimum group size must be a whole number from 2 to {MAX_MIN_ROWS:,}, "
+            f"got {str(value)[:20]!r}; groups with fewer rows are listed but not judged."
+        )
     return value
 
 
@@ -112,6 +147,8 @@ class GroupView:
         once: ``GroupIndex`` counts them anew at each access).
     intervals : dict or None
         The stored bootstrap intervals (:func:`stored_group_intervals`), once computed.
+    maps : list of dict or None
+        The stored global vs per-group maps (:func:`stored_group_maps`), once computed.
     """
 
     info: ModelInfo
@@ -123,16 +160,21 @@ class GroupView:
     sizes: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     small: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))
     intervals: dict | None = None
+    maps: list | None = None
 
     @property
     def key(self) -> tuple:
         """What the numbers depend on (the stored intervals' key)."""
         return (self.info.handle, self.column, *self.notion, self.binning.scheme,
-                self.binning.n_bins)  # fmt: skip
+                self.binning.n_bins, self.report.groups.min_rows)  # fmt: skip
 
 
-def group_view(store: DataStore, info: ModelInfo, column: str, view: ViewSettings) -> GroupView:
+def group_view(
+    store: DataStore, info: ModelInfo, column: str, view: ViewSettings, min_rows: int | None = None
+) -> GroupView:
     """The per-group point estimates, bins and test of ``info``'s model grouped by ``column``.
+
+    ``min_rows``: groups with fewer rows are flagged, not judged (None: the core's default).
 
     Raises
     ------
@@ -147,7 +189,7 @@ def group_view(store: DataStore, info: ModelInfo, column: str, view: ViewSetting
     pred = store.predictions(info.handle)
     # Not cached: 0.06-0.09 s CPU for a million rows of text, and its codes (8 bytes a
     # row) would stay in the per-process memo, which is bounded in entries, not bytes.
-    groups = group_index(pred, [column])
+    groups = group_index(pred, [column], min_rows=parse_min_rows(min_rows))
     report = slice_report(pred, groups, binning=binning, notion=notion, class_index=class_index,
                           n_resamples=0, test_resamples=0)  # fmt: skip
     sizes = groups.sizes
@@ -197,6 +239,90 @@ def compute_group_intervals(store: DataStore, gv: GroupView) -> dict:
         out["whole"][name] = [float(whole.lower[0]), float(whole.upper[0])]
     store.cache.set(_interval_key(gv), out, expire=store.ttl, tag=store.owner(gv.info.handle))
     return out
+
+
+# ----------------------------------------------------------------------- maps
+def _maps_key(gv: GroupView) -> str:
+    # Not the notion: the maps are compared on the confidence ECE whatever the view's.
+    parts = (gv.info.handle, gv.column, gv.binning.scheme, gv.binning.n_bins,
+             gv.report.groups.min_rows, MAP_FOLDS, MAP_SEED)  # fmt: skip
+    return "group-maps:" + ":".join(str(part) for part in parts)
+
+
+def stored_group_maps(store: DataStore, gv: GroupView) -> list | None:
+    """The global vs per-group maps of this view stored by :func:`compute_group_maps`."""
+    return store.cache.get(_maps_key(gv), default=None)
+
+
+def compute_group_maps(store: DataStore, gv: GroupView) -> list:
+    """Compare, held out and per group, a global map against one map per group; store it.
+
+    The core's :func:`~calibration_core.slices.group_maps` (temperature and
+    isotonic, :data:`MAP_FOLDS` cross-fitted folds): one fit per group and map,
+    seconds on a million rows, hence a background job of its own.
+
+    Returns
+    -------
+    list of dict
+        ``GroupMaps.table``: one row per (group, map).
+    """
+    from calibration_core.slices import group_maps
+
+    found = stored_group_maps(store, gv)
+    if found is not None:
+        return found
+    pred = store.predictions(gv.info.handle)
+    result = group_maps(pred, gv.report.groups, folds=MAP_FOLDS, seed=MAP_SEED,
+                        binning=gv.binning)  # fmt: skip
+    store.cache.set(_maps_key(gv), result.table, expire=store.ttl, tag=store.owner(gv.info.handle))
+    return result.table
+
+
+def _ece_text(value) -> str:
+    return "n/a" if value is None or not np.isfinite(value) else f"{value:.4f}"
+
+
+BETTER_TEXT = {"group": "per-group map", "global": "global map", None: ""}
+
+
+def maps_table(gv: GroupView) -> TextTable | None:
+    """Per group: uncalibrated ECE, then per map the held-out ECE of the global map and of
+    the group's own map and which is better (None until :func:`compute_group_maps` ran)."""
+    if gv.maps is None:
+        return None
+    names = list(dict.fromkeys(row["map"] for row in gv.maps))
+    by_key = {(row["group"], row["map"]): row for row in gv.maps}
+    header = ["group", "rows", "ECE uncalibrated"]
+    for name in names:
+        header += [f"{name}: ECE global map", f"{name}: ECE per-group map", f"{name}: better"]
+    table = TextTable(header)
+    for g in ordered_groups(gv):
+        label = gv.report.groups.labels[g]
+        first = by_key[(label, names[0])]
+        cells = [label, f"{int(gv.sizes[g]):,}", _ece_text(first["ece_uncalibrated"])]
+        for name in names:
+            row = by_key[(label, name)]
+            better = "small: not judged" if row["small"] else BETTER_TEXT[row["better"]]
+            cells += [_ece_text(row["ece_global"]), _ece_text(row["ece_group"]), better]
+        table.rows.append(cells)
+    table.notes.append(
+        f"Held-out confidence ECE of each group's rows ({MAP_FOLDS}-fold cross-fitting): one "
+        "map fitted on all rows against one fitted on the group's rows alone; the better "
+        "one by held-out log-loss. Small groups get no map of their own."
+    )
+    return table
+
+
+def maps_line(gv: GroupView) -> str:
+    """The line above the maps table: how many judged groups a map of their own helps."""
+    if gv.maps is None:
+        return "The global and per-group maps are being compared in the background."
+    parts = []
+    for name in dict.fromkeys(row["map"] for row in gv.maps):
+        judged = [r for r in gv.maps if r["map"] == name and r["better"] is not None]
+        own = sum(r["better"] == "group" for r in judged)
+        parts.append(f"{name}: a map per group is better for {own} of {len(judged)} groups")
+    return "Does one global map calibrate every group? " + "; ".join(parts) + "."
 
 
 # ---------------------------------------------------------------------- rows
@@ -344,8 +470,6 @@ def _cell(row: dict, name: str) -> str:
 
 def group_table(gv: GroupView) -> TextTable:
     """The per-group table as text (all rows first, then the groups, the worst first)."""
-    from calibration_core.slices import MIN_GROUP_ROWS
-
     short = "confidence" if gv.notion[0] == "confidence" else gv.notion[0]
     if gv.notion[1] is not None:
         short = f"class {gv.info.class_names[gv.notion[1]]}"
@@ -362,6 +486,6 @@ def group_table(gv: GroupView) -> TextTable:
         table.notes.append(f"In brackets: {shown}, {INTERVAL_RESAMPLES} resamples.")
     table.notes.append(
         f"{gv.binning.n_bins} {SCHEME_LABELS[gv.binning.scheme]} bins per "
-        f"group; groups under {MIN_GROUP_ROWS} rows are listed but never the worst."
+        f"group; groups under {gv.report.groups.min_rows} rows are listed but never the worst."
     )
     return table

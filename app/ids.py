@@ -80,7 +80,11 @@ GROUP_GRAPH = "group-graph"  # container of the groups' reliability diagrams (sm
 GROUP_GATE = "group-gate"  # dcc.Store: the settings the section follows, written in the browser
 GROUP_REQUEST = "group-request"  # dcc.Store: the view whose intervals the job should compute
 GROUP_DONE = "group-done"  # dcc.Store: the job's {"nonce", "error"} record
+GROUP_MIN_ROWS = "group-min-rows"  # number input: groups with fewer rows are not judged
 GROUP_STATUS = "group-status"  # "computing intervals…" while the job runs
+GROUP_MAPS = "group-maps"  # the global vs per-group maps: a line and the table per group
+GROUP_MAPS_DONE = "group-maps-done"  # dcc.Store: the maps job's {"nonce", "error"} record
+GROUP_MAPS_STATUS = "group-maps-status"  # "comparing maps…" while the maps job runs
 
 # -- exports -----------------------------------------------------------------
 FIGURE_FORMAT = "figure-format"  # "png" | "svg" for the modebar camera button

@@ -274,6 +274,8 @@ class RawSettings:
     kind: object = "binned"
     #: The group picker's column (:mod:`app.group_view`); not part of :meth:`parse`.
     group: object = None
+    #: The "Per group" section's minimum group size (None: the core's default).
+    group_min_rows: object = None
 
     def parse(self):
         """Validated ``(handles, maps, heldout, view)``; raises SettingsError."""

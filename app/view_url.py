@@ -43,7 +43,7 @@ from flask import has_request_context, request
 from calibration_core.maps import MAP_NAMES
 
 from .diagnostics.over_time import TimeSettings, parse_time
-from .group_view import parse_group
+from .group_view import parse_group, parse_min_rows
 from .options import class_choices
 from .settings import (
     LEVELS,
@@ -77,6 +77,7 @@ PARAMS: dict[str, str] = {
     "parts": "score_parts",
     "diagram": "kind",
     "group": "group",
+    "min_rows": "group_min_rows",
 }
 #: Parameter of the address -> TimeSettings field (the "Over time" card).
 TIME_PARAMS: dict[str, str] = {
@@ -140,6 +141,8 @@ def encode_view(raw: RawSettings, time: TimeSettings | None = None) -> str:
     group = parse_group(raw.group)
     if group is not None:
         pairs.append(("group", group))
+        if raw.group_min_rows not in (None, ""):
+            pairs.append(("min_rows", str(parse_min_rows(raw.group_min_rows))))
     pairs += time_pairs(time or TimeSettings())
     return "?" + urlencode(pairs, safe=",", quote_via=quote)
 
@@ -312,6 +315,11 @@ def decode_view(
     if "group" in fields:
         try:
             raw = replace(raw, group=parse_group(fields["group"]))
+        except SettingsError as exc:
+            problems.append(str(exc).rstrip("."))
+    if "min_rows" in fields:
+        try:
+            raw = replace(raw, group_min_rows=parse_min_rows(fields["min_rows"]))
         except SettingsError as exc:
             problems.append(str(exc).rstrip("."))
     if raw.notion == "class":

@@ -32,12 +32,16 @@ SETTING_PROPS: dict[str, tuple[str, str]] = {
     "score_parts": (ids.SCORE_PARTS, "value"),
     "kind": (ids.DIAGRAM_KIND, "value"),
     "group": (ids.GROUP_SELECT, "value"),
+    "group_min_rows": (ids.GROUP_MIN_ROWS, "value"),
 }
-#: What the view (diagrams, metrics table) follows: every setting but the group column,
-#: which only the "Per group" section follows (:mod:`app.callbacks.groups`).
-VIEW_FIELDS = tuple(name for name in SETTING_PROPS if name != "group")
-#: What the "Per group" section follows: the model, the notion, the binning, the band, the group.
-GROUP_FIELDS = ("handles", "notion", "class_value", "scheme", "n_bins", "band", "level", "group")
+#: The settings only the "Per group" section follows (:mod:`app.callbacks.groups`).
+SECTION_FIELDS = ("group_min_rows", "group")
+#: What the view (diagrams, metrics table) follows: every setting but the section's.
+VIEW_FIELDS = tuple(name for name in SETTING_PROPS if name not in SECTION_FIELDS)
+#: What the "Per group" section follows: the model, the notion, the binning, the band, the
+#: minimum group size and the group column (last: the browser-side gate reads it there).
+GROUP_FIELDS = ("handles", "notion", "class_value", "scheme", "n_bins", "band", "level",
+                *SECTION_FIELDS)  # fmt: skip
 #: The "Over time" card's controls: argument of
 #: :func:`~app.diagnostics.over_time.parse_time` -> (component id, property).
 TIME_PROPS: dict[str, tuple[str, str]] = {

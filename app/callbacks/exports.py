@@ -40,6 +40,7 @@ from ..figures.diagram import diagram_figure
 from ..metrics_table import caption
 from ..settings import SCORE_PARTS_ON, RawSettings, ViewSettings
 from .controls import setting_states
+from .groups import group_report_html
 from .view import compute_view
 
 EXPORT_TTL_SECONDS = 600
@@ -78,7 +79,8 @@ def small_export(ctx: AppContext, sid, which: str, raw: RawSettings, sections: s
 
     Exports and the report always carry the Brier and log-loss parts, whether
     the page shows them or not. ``sections``: trusted HTML the report shows
-    before its diagnostics (the slice sections of ``report --group-by``).
+    before its diagnostics (the slice sections of ``report --group-by``); the
+    page's "Per group" section follows them when a group column is chosen.
     """
     result = compute_view(ctx, sid, replace(raw, score_parts=[SCORE_PARTS_ON]))
     if not result.models:  # e.g. the data expired: say so instead of an empty file
@@ -102,6 +104,7 @@ def small_export(ctx: AppContext, sid, which: str, raw: RawSettings, sections: s
             "filename": download_name("fitted-maps", "json"),
             "type": "application/json",
         }
+    sections += group_report_html(ctx, sid, raw)
     return {
         "content": report_html(ctx, sid, result, settings, sections),
         "filename": download_name("report", "html"),

@@ -14,6 +14,9 @@
   once when they are stored), then writes :data:`~app.ids.GROUP_DONE` so the section
   redraws with them. The request is not the section's output: the section, the job
   and the section again would form a cycle, which Dash does not run.
+* The same request starts a second job (:func:`run_group_maps_job`): the held-out
+  comparison of a global map against one map per group (seconds on a million rows,
+  so the intervals need not wait for it), which writes :data:`~app.ids.GROUP_MAPS_DONE`.
 
 Bad input (a column the model does not have, more than 1,000 groups) is a
 note in the section, nothing drawn; an unexpected failure a message with the
@@ -38,12 +41,16 @@ from ..figures.reliability import reliability_figure_dict
 from ..group_view import (
     GroupView,
     compute_group_intervals,
+    compute_group_maps,
     group_choices,
     group_panels,
     group_table,
     group_view,
+    maps_line,
+    maps_table,
     parse_group,
     stored_group_intervals,
+    stored_group_maps,
     summary,
 )
 from ..layout.groups import HIDDEN, group_graph
@@ -53,7 +60,7 @@ from .controls import GROUP_FIELDS, SETTING_PROPS
 from .diagnostics.wiring import note
 
 #: The section with nothing to show: hidden and empty.
-NOTHING = (HIDDEN, [], [], [])
+NOTHING = (HIDDEN, [], [], [], [])
 
 
 def picker_options(ctx: AppContext, sid, selected, current) -> tuple:
@@ -95,8 +102,9 @@ def section_view(ctx: AppContext, sid, raw: RawSettings) -> GroupView | None:
     if column is None or info is None:
         return None
     view = parse_view(raw.notion, raw.class_value, raw.scheme, raw.n_bins, raw.band, raw.level)
-    gv = group_view(ctx.store, info, column, view)
+    gv = group_view(ctx.store, info, column, view, raw.group_min_rows)
     gv.intervals = stored_group_intervals(ctx.store, gv)
+    gv.maps = stored_group_maps(ctx.store, gv)
     return gv
 
 
@@ -112,24 +120,59 @@ def group_settings(raw: RawSettings) -> dict:
     return {name: getattr(raw, name) for name in GROUP_FIELDS}
 
 
-def group_section_view(ctx: AppContext, sid, raw: RawSettings, done: Any = None) -> tuple:
-    """(section style, summary, table, diagrams): the plain function.
+def _job_error(done: Any, raw: RawSettings) -> str | None:
+    """The error of a job's last record when it was for these settings."""
+    # A record without settings is a job that failed or stopped before it read them.
+    mine = isinstance(done, dict) and done.get("settings") in (None, group_settings(raw))
+    return str(done["error"]) if mine and done.get("error") else None
 
-    ``done`` is the background job's last record: its error is shown when it
-    was for these settings.
+
+def maps_children(gv: GroupView, raw: RawSettings, maps_done: Any = None) -> list:
+    """The maps block: its line and table, or that they are coming, or the job's error."""
+    error = None if gv.maps is not None else _job_error(maps_done, raw)
+    if error is not None:
+        return [note(error)]
+    table = maps_table(gv)
+    return [note(maps_line(gv)), *([] if table is None else [table_component(table)])]
+
+
+def group_section_view(
+    ctx: AppContext, sid, raw: RawSettings, done: Any = None, maps_done: Any = None
+) -> tuple:
+    """(section style, summary, table, diagrams, maps): the plain function.
+
+    ``done`` and ``maps_done`` are the background jobs' last records: their
+    errors are shown when they were for these settings.
     """
     try:
         gv = section_view(ctx, sid, raw)
     except CalibrationInputError as exc:
-        return {}, [note(str(exc))], [], []
+        return {}, [note(str(exc))], [], [], []
     if gv is None:
         return NOTHING
     lines = [note(line) for line in summary(gv)]
-    # A record without settings is a job that failed or stopped before it read them.
-    mine = isinstance(done, dict) and done.get("settings") in (None, group_settings(raw))
-    if mine and gv.intervals is None and done.get("error"):
-        lines.append(note(str(done["error"])))
-    return {}, lines, table_component(group_table(gv)), [group_graph(_figure(gv, raw))]
+    error = None if gv.intervals is not None else _job_error(done, raw)
+    if error is not None:
+        lines.append(note(error))
+    graph = [group_graph(_figure(gv, raw))]
+    maps = maps_children(gv, raw, maps_done)
+    return {}, lines, table_component(group_table(gv)), graph, maps
+
+
+def group_report_html(ctx: AppContext, sid, raw: RawSettings) -> str:
+    """The report's "Calibration by group" of the page's section ("" without a group column).
+
+    What the page shows: the stored intervals and maps when the jobs finished,
+    point estimates otherwise. The report module imports the core's slices
+    (pandas): imported here, when a report is asked for.
+    """
+    from ..diagnostics.slices_report import page_group_section
+
+    try:
+        gv = section_view(ctx, sid, raw)
+    except CalibrationInputError as exc:
+        return page_group_section(None, None, str(exc))
+    return "" if gv is None else page_group_section(gv, _figure(gv, raw))
 
 
 def gate_value(raw: RawSettings) -> dict:
@@ -145,8 +188,8 @@ def gate_settings(gate: Any) -> RawSettings | None:
     return RawSettings(**dict(zip(GROUP_FIELDS, values, strict=True)))
 
 
-def run_group_job(ctx: AppContext, sid, request: Any) -> dict:
-    """Compute and store the intervals and the test of a requested view (the job's body)."""
+def _run_job(ctx: AppContext, sid, request: Any, compute) -> dict:
+    """A job's body: ``compute(store, view)`` for the requested view; its record."""
     state = {"nonce": uuid.uuid4().hex, "error": None, "settings": None}
     raw = gate_settings(request)
     if raw is None:
@@ -155,10 +198,25 @@ def run_group_job(ctx: AppContext, sid, request: Any) -> dict:
     try:
         gv = section_view(ctx, sid, raw)
         if gv is not None:
-            compute_group_intervals(ctx.store, gv)
+            compute(ctx.store, gv)
     except CalibrationInputError as exc:
         state["error"] = str(exc)
     return state
+
+
+def job_failed(message: str) -> dict:
+    """A job's record when it failed or stopped before it read its settings."""
+    return {"nonce": uuid.uuid4().hex, "error": message, "settings": None}
+
+
+def run_group_job(ctx: AppContext, sid, request: Any) -> dict:
+    """Compute and store the intervals and the test of a requested view (the job's body)."""
+    return _run_job(ctx, sid, request, compute_group_intervals)
+
+
+def run_group_maps_job(ctx: AppContext, sid, request: Any) -> dict:
+    """Compare and store the global vs per-group maps of a requested view (the job's body)."""
+    return _run_job(ctx, sid, request, compute_group_maps)
 
 
 def register(app, ctx: AppContext) -> None:
@@ -177,27 +235,29 @@ def register(app, ctx: AppContext) -> None:
         Output(ids.GROUP_SUMMARY, "children"),
         Output(ids.GROUP_TABLE, "children"),
         Output(ids.GROUP_GRAPH, "children"),
+        Output(ids.GROUP_MAPS, "children"),
     ]
-    inputs = {"gate": Input(ids.GROUP_GATE, "data"), "done": Input(ids.GROUP_DONE, "data")}
+    inputs = {
+        "gate": Input(ids.GROUP_GATE, "data"),
+        "done": Input(ids.GROUP_DONE, "data"),
+        "maps_done": Input(ids.GROUP_MAPS_DONE, "data"),
+    }
 
     def failed(rid: str) -> tuple:
         message = f"Something went wrong in the per-group view (request id {rid})."
-        return {}, [note(message)], [], []
+        return {}, [note(message)], [], [], []
 
     ctx.failures.reply("per-group view", failed, output=output, inputs=inputs)
 
     @app.callback(output=output, inputs=inputs, prevent_initial_call=True)
-    def on_section(gate, done):
+    def on_section(gate, done, maps_done):
         raw = gate_settings(gate)
         if raw is None:
             raise PreventUpdate
-        return group_section_view(ctx, ctx.session_id(), raw, done)
+        return group_section_view(ctx, ctx.session_id(), raw, done, maps_done)
 
     job_output = Output(ids.GROUP_DONE, "data")
     job_inputs = {"request": Input(ids.GROUP_REQUEST, "data")}
-
-    def job_failed(message: str) -> dict:
-        return {"nonce": uuid.uuid4().hex, "error": message, "settings": None}
 
     ctx.failures.reply(
         "per-group intervals",
@@ -222,3 +282,34 @@ def register(app, ctx: AppContext) -> None:
     )
     def on_request(request):
         return run_group_job(ctx, ctx.session_id(), request)
+
+    register_maps_job(app, ctx)
+
+
+def register_maps_job(app, ctx: AppContext) -> None:
+    """The background job of the global vs per-group maps (on the same request)."""
+    job_output = Output(ids.GROUP_MAPS_DONE, "data")
+    job_inputs = {"request": Input(ids.GROUP_REQUEST, "data")}
+    ctx.failures.reply(
+        "per-group maps",
+        lambda rid: job_failed(f"The per-group maps failed (request id {rid})."),
+        output=job_output,
+        inputs=job_inputs,
+        stopped=job_failed,
+    )
+
+    @app.callback(
+        output=job_output,
+        inputs=job_inputs,
+        background=True,
+        running=[
+            (
+                Output(ids.GROUP_MAPS_STATUS, "children"),
+                "Comparing a global map with one map per group in the background…",
+                "",
+            )
+        ],
+        prevent_initial_call=True,
+    )
+    def on_maps_request(request):
+        return run_group_maps_job(ctx, ctx.session_id(), request)

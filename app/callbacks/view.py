@@ -26,6 +26,7 @@ from ..store.data_store import EVICTED_MESSAGE
 from ..verdict import verdict_children, view_verdicts
 from ..view_url import encode_view
 from .controls import (
+    SECTION_FIELDS,
     SETTING_PROPS,
     VIEW_FIELDS,
     setting_inputs,
@@ -207,7 +208,7 @@ def register(app, ctx: AppContext) -> None:
         Output(ids.ADDRESS_NOTICE, "children"),
     ]
     inputs = {
-        "settings": {**setting_inputs(VIEW_FIELDS), **setting_states(("group",))},
+        "settings": {**setting_inputs(VIEW_FIELDS), **setting_states(SECTION_FIELDS)},
         "fit_state": Input(ids.FIT_STATE, "data"),
         "fmt": Input(ids.FIGURE_FORMAT, "value"),
         "time": time_states(),
@@ -229,7 +230,7 @@ def register(app, ctx: AppContext) -> None:
         ],
         inputs={
             "time": time_inputs(),
-            "settings": {**setting_states(VIEW_FIELDS), **setting_inputs(("group",))},
+            "settings": {**setting_states(VIEW_FIELDS), **setting_inputs(SECTION_FIELDS)},
         },
         prevent_initial_call=True,
     )

@@ -10,6 +10,11 @@ from :mod:`calibration_core.slices` (the same calls as ``evaluate
 --group-by/--window``); a problem of one model (an unknown column, values
 that are not times, too many groups) becomes a message in its section, and
 the report is always written.
+
+The page's report gets the "Calibration by group" of its "Per group" section
+instead (:func:`page_group_section`): the numbers the page shows, with the
+intervals and the global vs per-group maps its background jobs stored, point
+estimates alone when they have not finished.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from calibration_core.binning import Binning
 from calibration_core.slices import MIN_GROUP_ROWS
 
 from ..figures.slices import MAX_DIAGRAMS, drift_figure, slice_diagrams
+from ..group_view import GroupView, group_table, maps_line, maps_table, summary
 from ..settings import ViewSettings
 from ..store.records import ModelInfo
 from .report import figure_html, table_html
@@ -168,3 +174,37 @@ def slices_html(
     return (
         '<div class="diagnostics slices">' + "".join(parts) + "</div>" if parts else ""
     ), warnings
+
+
+def page_group_section(
+    gv: GroupView | None, figure: dict | None, problem: str | None = None
+) -> str:
+    """ "Calibration by group" of the page's "Per group" section (an HTML fragment).
+
+    Parameters
+    ----------
+    gv : GroupView or None
+        The section's numbers, with whatever the background jobs stored.
+    figure : dict or None
+        The section's diagrams, as the page draws them.
+    problem : str or None
+        Why the section cannot be drawn (then ``gv`` is None): written instead.
+    """
+    if gv is None:
+        return "" if problem is None else (
+            '<div class="diagnostics slices">' + _heading("Calibration by group", "page")
+            + _note(problem) + "</div>"
+        )  # fmt: skip
+    parts = [_heading("Calibration by group", gv.info.name)]
+    parts += [_note(line) for line in summary(gv)]
+    parts.append(table_html(group_table(gv)))
+    if figure is not None:
+        parts.append(figure_html(figure, static=True))
+    table = maps_table(gv)
+    if table is None:
+        pending = ("The global and per-group maps were still being compared when this report "
+                   "was made: download it again once the page shows them.")  # fmt: skip
+        parts.append(_note(pending))
+    else:
+        parts += [_note(maps_line(gv)), table_html(table)]
+    return '<div class="diagnostics slices">' + "".join(parts) + "</div>"

@@ -14,6 +14,10 @@ from .. import ids
 from ..figures.common import graph_config
 from ..settings import GROUPS_SHOWN, RawSettings
 
+#: The core's default minimum group size (calibration_core.slices.MIN_GROUP_ROWS: the
+#: slices import pandas, which the page does not load at start).
+MIN_GROUP_ROWS = 100
+
 GROUP_HINT = (
     "per-group metrics and diagrams of the first selected model (columns of its file "
     f"other than model and ids; the {GROUPS_SHOWN} worst groups drawn)"
@@ -52,19 +56,49 @@ def group_graph(figure: dict) -> dcc.Graph:
     return dcc.Graph(figure=figure, config=graph_config("per-group"))
 
 
+def min_rows_field(raw: RawSettings) -> html.Div:
+    """The section's minimum group size (empty: the core's default, 100 rows)."""
+    value = raw.group_min_rows if isinstance(raw.group_min_rows, int) else None
+    return html.Div(
+        [
+            html.Label("Minimum group size", htmlFor=ids.GROUP_MIN_ROWS, className="field-label"),
+            dcc.Input(
+                id=ids.GROUP_MIN_ROWS,
+                type="number",
+                min=2,
+                step=1,
+                value=value,
+                placeholder=f"{MIN_GROUP_ROWS} (default)",
+                debounce=True,
+            ),
+            html.Div(
+                "groups with fewer rows are listed, flagged small and not judged",
+                className="field-hint",
+            ),
+        ],
+        className="field group-min-rows",
+    )
+
+
 def group_section(raw: RawSettings) -> html.Section:
-    """The "Per group" section: summary, table, diagrams and the intervals' status."""
+    """The "Per group" section: summary, table, diagrams, the intervals' status, and the
+    global vs per-group maps."""
     shown = isinstance(raw.group, str) and bool(raw.group)
     return html.Section(
         [
             html.H2("Per group", className="section-title"),
+            min_rows_field(raw),
             html.Div(id=ids.GROUP_SUMMARY, className="group-summary", role="status"),
             html.Div(id=ids.GROUP_STATUS, className="field-hint"),
             dcc.Loading(html.Div(id=ids.GROUP_TABLE), type="dot", delay_show=400),
             html.Div(id=ids.GROUP_GRAPH, className="group-graph"),
+            html.H3("Maps per group", className="group-maps-title"),
+            html.Div(id=ids.GROUP_MAPS_STATUS, className="field-hint"),
+            dcc.Loading(html.Div(id=ids.GROUP_MAPS), type="dot", delay_show=400),
             dcc.Store(id=ids.GROUP_GATE),
             dcc.Store(id=ids.GROUP_REQUEST),
             dcc.Store(id=ids.GROUP_DONE),
+            dcc.Store(id=ids.GROUP_MAPS_DONE),
         ],
         id=ids.GROUP_SECTION,
         className="group-section",

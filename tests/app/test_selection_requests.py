@@ -108,14 +108,15 @@ def test_what_follows_the_selection_rides_on_the_requests_the_view_waits_for(tmp
         f"{ids.GROUP_SELECT}.options",
     ):
         assert writer[prop] is picker, prop
-    # ... the page address with the view's (the group column and the "Over time" card's
-    # controls, which do not change the view, write it from a callback of their own) ...
+    # ... the page address with the view's (the group column, the minimum group size and
+    # the "Over time" card's controls, which do not change the view, write it from a
+    # callback of their own) ...
     url = f"{ids.PAGE_URL}.search"
     view = writer[f"{ids.RELIABILITY_GRID}.children"]
     address_writers = [d for d in deps if url in writes(d)]
     assert any(d is view for d in address_writers)
     (time_address,) = [d for d in address_writers if d is not view]
-    side = reads(time_address) - {f"{ids.GROUP_SELECT}.value"}
+    side = reads(time_address) - {f"{ids.GROUP_SELECT}.value", f"{ids.GROUP_MIN_ROWS}.value"}
     assert all(prop.startswith("time-") for prop in side), side
     # ... and the line next to the Fit button is written in the browser.
     assert not on_server(writer[f"{ids.FIT_SUMMARY}.children"])
@@ -153,5 +154,6 @@ def test_the_per_group_section_is_gated_in_the_browser(tmp_path):
     assert GROUP_FIELDS[-1] == "group"
     for dep in deps:
         if on_server(dep) and reads(dep) & {f"{ids.GROUP_GATE}.data", f"{ids.GROUP_REQUEST}.data"}:
-            assert reads(dep) <= {f"{ids.GROUP_GATE}.data", f"{ids.GROUP_REQUEST}.data",
-                                  f"{ids.GROUP_DONE}.data"}, dep["output"]  # fmt: skip
+            allowed = {f"{ids.GROUP_GATE}.data", f"{ids.GROUP_REQUEST}.data",
+                       f"{ids.GROUP_DONE}.data", f"{ids.GROUP_MAPS_DONE}.data"}  # fmt: skip
+            assert reads(dep) <= allowed, dep["output"]

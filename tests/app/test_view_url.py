@@ -324,3 +324,17 @@ def test_the_group_column_goes_into_the_address_and_back():
     assert encode_view(decoded) == query
     decoded, (notice,) = decode_view("?group=" + "x" * 300, INFOS, DEFAULT)
     assert decoded.group is None and "group column" in notice
+
+
+def test_the_minimum_group_size_goes_into_the_address_and_back():
+    raw = RawSettings(handles=["up-m1"], group="site", group_min_rows=50)
+    query = encode_view(raw)
+    assert query.endswith("&group=site&min_rows=50")
+    assert "min_rows=" not in encode_view(replace(raw, group_min_rows=None))  # the default
+    assert "min_rows=" not in encode_view(replace(raw, group=None))  # only with a group
+    decoded, notices = decode_view(query, INFOS, DEFAULT)
+    assert notices == [] and decoded.group_min_rows == 50
+    for bad in ("1", "abc", "2000000", "-5"):
+        decoded, (notice,) = decode_view(f"?group=site&min_rows={bad}", INFOS, DEFAULT)
+        assert decoded.group_min_rows is None and decoded.group == "site"
+        assert "minimum group size must be a whole number from 2 to 1,000,000" in notice

@@ -3,7 +3,7 @@
 The file has five sites and a small one; "west" is overconfident (its
 probabilities sharpened), so it must come out as the worst group, first in
 the table and in the diagrams, with its intervals following from the
-background job. Screenshots at 1400 and 900 px wide.
+background job, and a map of its own beating the global one. Screenshots at 1400 and 900 px wide.
 """
 
 from __future__ import annotations
@@ -59,6 +59,11 @@ def test_a_planted_miscalibrated_group_is_flagged_worst(page, ui, tmp_path, scre
     # Intervals and the test follow from the background job.
     expect(first).to_contain_text("[", timeout=FIT_TIMEOUT_MS)
     expect(summary).to_contain_text(re.compile(r"p = [\d.e-]+: the groups differ"))
+    # So do the global vs per-group maps: west's own temperature beats the global one.
+    maps = page.locator("#group-maps")
+    west = maps.locator("tbody tr", has_text="site=west")
+    expect(west).to_contain_text("per-group map", timeout=FIT_TIMEOUT_MS)
+    expect(maps.locator("tbody tr", has_text="site=island")).to_contain_text("small: not judged")
     ui.wait_callbacks()
     section.scroll_into_view_if_needed()
     screenshot(f"per-group-{width}")

@@ -16,12 +16,12 @@ import numpy as np
 import pytest
 
 from app.callbacks.controls import GROUP_FIELDS, SETTING_PROPS
-from app.callbacks.groups import run_group_job
+from app.callbacks.groups import run_group_job, run_group_maps_job
 from app.config import AppConfig
 from app.factory import create_app
 from calibration_core import Binning
 from calibration_core.io import load_predictions
-from calibration_core.slices import group_index, slice_report
+from calibration_core.slices import group_index, group_maps, slice_report
 
 SECTION = "group-section.style"
 GROUP = "group-select.value"
@@ -201,3 +201,110 @@ def test_more_than_1000_groups_asks_for_a_coarser_column(app, dash_tab):
     assert re.search(
         r"no column 'nowhere'.*other columns are 'city'", _text(out["group-summary.children"])
     )
+
+
+def _maps_rows(out: dict) -> list[list[str]]:
+    """The maps table's body rows as cell texts."""
+    return _table({"group-table.children": out["group-maps.children"]})
+
+
+def test_maps_per_group_equal_the_core(app, tab, content):
+    """The maps job (its plain body) stores the core's comparison; the section shows it."""
+    out = _section(tab, "site", **{"n-bins.value": 10})
+    assert "being compared in the background" in _text(out["group-maps.children"])
+    assert _maps_rows(out) == []
+    request = _gate(tab, "site", **{"n-bins.value": 10})
+    ctx = app.server.extensions["calibration_dashboard"]
+    cookie = f"calibration_session={tab.cookie()}"
+    with app.server.test_request_context("/", headers={"Cookie": cookie}):
+        state = run_group_maps_job(ctx, ctx.session_id(), request)
+    assert state["error"] is None
+    inputs = {"group-maps-done.data": state, GATE: request}
+    out = tab.call(SECTION, ["group-maps-done.data"], inputs)
+    (pred,) = load_predictions(io.BytesIO(content), file_name="sites.csv")
+    core = group_maps(pred, group_index(pred, ["site"]), folds=5, seed=0,
+                      binning=Binning("width", 10))  # fmt: skip
+    assert core.maps == ("temperature", "isotonic")
+    rows = {row[0]: row for row in _maps_rows(out)}
+    assert set(rows) == set(core.groups.labels)
+    better = {"group": "per-group map", "global": "global map"}
+    for r in core.table:
+        row = rows[r["group"]]
+        j = 3 + 3 * core.maps.index(r["map"])
+        assert row[1] == f"{int(core.groups.sizes[core.groups.labels.index(r['group'])]):,}"
+        assert float(row[2]) == pytest.approx(r["ece_uncalibrated"], abs=5e-5)
+        assert float(row[j]) == pytest.approx(r["ece_global"], abs=5e-5)
+        if r["small"]:  # the island: no map of its own, not judged
+            assert row[j + 1] == "n/a" and row[j + 2] == "small: not judged"
+        else:
+            assert float(row[j + 1]) == pytest.approx(r["ece_group"], abs=5e-5)
+            assert row[j + 2] == better[r["better"]]
+    # West (sharpened logits) is what one global map cannot fix: its own temperature is better.
+    west = next(r for r in core.table if r["group"] == "site=west" and r["map"] == "temperature")
+    assert west["better"] == "group" and west["ece_group"] < west["ece_global"]
+    assert "Does one global map calibrate every group? temperature: a map per group is better" in (
+        _text(out["group-maps.children"])
+    )
+
+
+def _report(tab) -> str:
+    """The page's HTML report (the "report-html" export) for the tab's current values."""
+    clicks = "export-report-html.n_clicks"
+    return tab.call("download.data", [clicks], {clicks: 1})["download.data"]["content"]
+
+
+def test_the_page_report_has_the_per_group_section(app, tab, content):
+    """Without a group column no section; with one, the page's numbers, then its jobs'."""
+    tab.values[GROUP] = None
+    assert "Calibration by group" not in _report(tab)
+    request = _gate(tab, "site")
+    before = _report(tab)
+    (pred,) = load_predictions(io.BytesIO(content), file_name="sites.csv")
+    groups = group_index(pred, ["site"])
+    core = slice_report(pred, groups, n_resamples=200, seed=0)
+    g = core.groups.labels.index("site=west")
+    assert before.count("Calibration by group ·") == 1
+    assert f"Worst group: site=west, ECE {core.metrics['ece'][g]:.4f}" in before
+    assert "being computed in the background" in before  # point estimates only
+    assert "still being compared when this report was made" in before
+    ctx = app.server.extensions["calibration_dashboard"]
+    cookie = f"calibration_session={tab.cookie()}"
+    with app.server.test_request_context("/", headers={"Cookie": cookie}):
+        run_group_job(ctx, ctx.session_id(), request)
+        run_group_maps_job(ctx, ctx.session_id(), request)
+    after = _report(tab)
+    lo, hi = core.intervals["ece"].lower[g], core.intervals["ece"].upper[g]
+    assert f"<td>{core.metrics['ece'][g]:.4f}<br>[{lo:.4f}, {hi:.4f}]</td>" in after
+    assert f"p = {core.homogeneity.p_value:.3g}: the groups differ" in after
+    maps = group_maps(pred, groups, folds=5, seed=0, binning=Binning())
+    west = [r for r in maps.table if r["group"] == "site=west"]
+    cells = [f"{west[0]['ece_uncalibrated']:.4f}"]
+    for r in west:
+        cells += [f"{r['ece_global']:.4f}", f"{r['ece_group']:.4f}", "per-group map"]
+    assert (
+        "<tr><td>site=west</td><td>"
+        + "</td><td>".join([f"{int(groups.sizes[g]):,}", *cells])
+        + "</td></tr>"
+        in after
+    )
+    assert "still being compared" not in after
+
+
+def test_the_minimum_group_size_is_a_validated_control(tab):
+    """50 rows judges the island (60 rows); a bad size is a note, the picker keeps its column."""
+    from app.layout.groups import MIN_GROUP_ROWS as SHOWN
+    from calibration_core.slices import MIN_GROUP_ROWS
+
+    assert SHOWN == MIN_GROUP_ROWS  # the placeholder the page shows is the core's default
+    out = _section(tab, "site", **{"group-min-rows.value": 50})
+    rows = {row[0]: row for row in _table(out)}
+    assert rows["site=island"][2] == ""  # judged now
+    assert "groups under 50 rows" in _text(out["group-table.children"])
+    assert "have fewer than" not in _text(out["group-summary.children"])
+    for bad in (1, 2.5, "many"):
+        out = _section(tab, "site", **{"group-min-rows.value": bad})
+        text = _text(out["group-summary.children"])
+        assert "minimum group size must be a whole number from 2 to 1,000,000" in text
+        assert out["group-table.children"] == [] and out[SECTION] == {}
+    out = _section(tab, "site", **{"group-min-rows.value": None})
+    assert {row[0]: row for row in _table(out)}["site=island"][2] == "small: not judged"

@@ -35,6 +35,21 @@ Intervals (``interval=``)
     ``[q_lo, q_hi]``: for binned errors this misses the population value
     whenever the bias exceeds the noise (a calibrated model: always).
 
+``"max-of-bins"`` (the default of ``binary_mce`` and ``confidence_mce``)
+    Not from the resamples: :func:`max_gap_bounds`. The MCE is the largest of
+    several nearly tied, noisy bin gaps; the plug-in is biased upwards by the
+    noise of the maximum and the bootstrap does not reproduce its
+    distribution (the hybrid interval covered 84-90 % in half the simulated
+    cells at N >= 1000). Each non-empty bin gets a Wilson interval for its
+    mean target minus its mean score; the upper bound is the largest upper
+    bound of ``|gap|`` at the one-sided level ``(1 + level)/2`` (only the bin
+    of the true maximum must be covered), the lower bound the largest lower
+    bound of ``|gap|`` at the Bonferroni level ``1 - (1 - level)/(2 B)`` over
+    the B non-empty bins (every bin must be covered at once). Coverage
+    97-100 % in those cells, widths close to the hybrid interval's. Bins
+    empty in the sample are ignored, as by the estimate. The classwise MCE
+    keeps the hybrid interval.
+
 Every interval of a named metric is clipped to the metric's range (all of
 them are >= 0; accuracy is <= 1), so no bound is negative.
 :attr:`BootstrapResult.corrected` is the bias-corrected estimate

@@ -3,7 +3,7 @@
     python benchmarks/stats_sim.py [--quick] [--only size,power,coverage,verdict]
         [--k 2,3,10] [--n 200,1000,5000] [--reps-size 1000] [--reps-power 300]
         [--tests resampling,hl,beyond] [--measures confidence_mce,...]
-        [--first-seed 0] [--out results.md]
+        [--columns MCE,...] [--first-seed 0] [--out results.md]
 
 Not a unit test: a Monte Carlo study whose tables go to docs/statistics.md.
 
@@ -62,6 +62,7 @@ from calibration_core import Predictions, calibration_test, hosmer_lemeshow  # n
 from calibration_core.bootstrap import (  # noqa: E402
     DEFAULT_INTERVAL,
     INTERVALS,
+    MAX_GAP_INTERVAL,
     bootstrap_ci,
     interval_bounds,
 )
@@ -261,17 +262,20 @@ def population_values(name: str, k: int, seed: int = 10**6) -> dict[str, float]:
     }
 
 
-def covered(name, n, k, seed, truth, n_resamples, level) -> dict[str, bool]:
+def covered(name, n, k, seed, truth, n_resamples, level, columns=None) -> dict[str, bool]:
     """Which intervals cover the population value on one data set.
 
     ECE: every interval kind (from the same resamples, unclipped bounds then
     clipped at 0) and whether its lower bound was clipped; every other metric:
     the default interval of :func:`bootstrap_ci`, as the page computes it.
+    ``columns`` restricts the metrics (default: every column).
     """
     p, _, y = scenario(name, n, k, seed)
     rng = np.random.default_rng(procedure_seed(seed))
     out = {}
     for column, metrics in INTERVAL_METRICS.items():
+        if columns is not None and column not in columns:
+            continue
         result = bootstrap_ci(metrics[k > 2], p, y, n_resamples=n_resamples, seed=rng, level=level)
         out[column] = result.lower <= truth[column] <= result.upper
         if column != "ECE":
@@ -284,11 +288,13 @@ def covered(name, n, k, seed, truth, n_resamples, level) -> dict[str, bool]:
     return out
 
 
-def coverage(name, n, k, reps, n_resamples, level=0.95) -> dict[str, float]:
+def coverage(name, n, k, reps, n_resamples, level=0.95, columns=None) -> dict[str, float]:
     """Coverage of every interval of its population value, and the plug-in ECE's mean bias."""
     started = time.perf_counter()
     truth = population_values(name, k)
-    rows = map_blocks(lambda s: covered(name, n, k, s, truth, n_resamples, level), range(reps))
+    rows = map_blocks(
+        lambda s: covered(name, n, k, s, truth, n_resamples, level, columns), range(reps)
+    )
     progress(f"coverage {name} K={k} N={n}", started)
     out = {key: float(np.mean([r[key] for r in rows])) for key in rows[0]}
     out |= {"true ECE": truth["ECE"]} | {f"true {c}": v for c, v in truth.items()}
@@ -363,6 +369,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     )
     ap.add_argument("--tests", default=",".join(sorted(TESTS)), help="families of size/power")
     ap.add_argument("--measures", help="resampling-test measures (default: all)")
+    ap.add_argument("--columns", help="interval columns of coverage (default: all), e.g. MCE")
     ap.add_argument("--first-seed", type=int, default=0, help="seed of the first data set")
     ap.add_argument("--out", type=Path)
     args = ap.parse_args(argv)
@@ -425,12 +432,13 @@ def main(argv=None) -> None:
             columns = ["K", "N", *dict.fromkeys(c for r in rows for c in r if c not in ("K", "N"))]
             emit(table(f"Power (% rejected at alpha = 0.05, {name})", rows, columns))
     if "coverage" in parts:
+        columns = frozenset(args.columns.split(",")) if args.columns else None
         rows = []
         for name in args.coverage_scenarios.split(","):
             for k, n in cells:
                 rows.append(
                     {"scenario": name, "K": k, "N": n}
-                    | coverage(name, n, k, args.reps_power, args.resamples)
+                    | coverage(name, n, k, args.reps_power, args.resamples, columns=columns)
                 )
         columns = [
             "scenario",
@@ -454,8 +462,9 @@ def main(argv=None) -> None:
             columns += [f"true {c}", c]
         emit(
             table(
-                f"Coverage (%) of the default ({DEFAULT_INTERVAL}) 95 % interval of every "
-                "metrics-table column (K = 2: binary ECE/MCE, else confidence)",
+                f"Coverage (%) of the default 95 % interval of every metrics-table column "
+                f"(MCE: {MAX_GAP_INTERVAL}, else {DEFAULT_INTERVAL}; K = 2: binary ECE/MCE, "
+                "else confidence)",
                 rows,
                 columns,
             )

@@ -35,6 +35,21 @@ Intervals (``interval=``)
     ``[q_lo, q_hi]``: for binned errors this misses the population value
     whenever the bias exceeds the noise (a calibrated model: always).
 
+``"max-of-bins"`` (the default of ``binary_mce`` and ``confidence_mce``)
+    Not from the resamples: :func:`max_gap_bounds`. The MCE is the largest of
+    several nearly tied, noisy bin gaps; the plug-in is biased upwards by the
+    noise of the maximum and the bootstrap does not reproduce its
+    distribution (the hybrid interval covered 84-90 % in half the simulated
+    cells at N >= 1000). Each non-empty bin gets a Wilson interval for its
+    mean target minus its mean score; the upper bound is the largest upper
+    bound of ``|gap|`` at the one-sided level ``(1 + level)/2`` (only the bin
+    of the true maximum must be covered), the lower bound the largest lower
+    bound of ``|gap|`` at the Bonferroni level ``1 - (1 - level)/(2 B)`` over
+    the B non-empty bins (every bin must be covered at once). Coverage
+    97-100 % in those cells, widths close to the hybrid interval's. Bins
+    empty in the sample are ignored, as by the estimate. The classwise MCE
+    keeps the hybrid interval.
+
 Every interval of a named metric is clipped to the metric's range (all of
 them are >= 0; accuracy is <= 1), so no bound is negative.
 :attr:`BootstrapResult.corrected` is the bias-corrected estimate
@@ -77,6 +92,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from statistics import NormalDist
 
 import numpy as np
 
@@ -108,6 +124,10 @@ BLOCK_ELEMENTS = 1 << 20
 #: Interval kinds of :func:`bootstrap_ci` (module docstring); the first is the default.
 INTERVALS = ("hybrid", "basic", "percentile")
 DEFAULT_INTERVAL = INTERVALS[0]
+#: Interval of the one-column MCE metrics by default (module docstring): per-bin Wilson bounds.
+MAX_GAP_INTERVAL = "max-of-bins"
+#: Metrics whose default interval is :data:`MAX_GAP_INTERVAL`.
+MAX_GAP_METRICS = frozenset({"binary_mce", "confidence_mce"})
 #: Range of every named metric, for clipping the bounds (all are >= 0).
 METRIC_RANGE = {name: (0.0, 1.0 if name == "accuracy" else np.inf) for name in METRICS}
 
@@ -322,6 +342,100 @@ def _fast_samples(name, p, y, kwargs, blocks):
     return None
 
 
+# ------------------------------------------------------- max of bins (MCE)
+def wilson_bounds(successes, count, z: float) -> tuple[np.ndarray, np.ndarray]:
+    """Wilson score interval of binomial proportions ``successes / count`` at normal quantile z.
+
+    Unlike the Wald interval it keeps its coverage in small bins and near 0 or 1
+    (a bin of 3 rows, all hits, still gets a wide interval).
+
+    Parameters
+    ----------
+    successes, count : numpy.ndarray
+        Per-bin numbers of hits and of rows (count > 0).
+    z : float
+
+    Returns
+    -------
+    (numpy.ndarray, numpy.ndarray)
+        Lower and upper bounds, in [0, 1].
+    """
+    rate = successes / count
+    z2n = z * z / count
+    centre = (rate + z2n / 2) / (1 + z2n)
+    half = z / (1 + z2n) * np.sqrt(rate * (1 - rate) / count + z2n / (4 * count))
+    return centre - half, centre + half
+
+
+def max_gap_bounds(scores, targets, binning: Binning, level: float) -> tuple[float, float]:
+    """Interval for the population MCE from per-bin intervals (unclipped; module docstring).
+
+    The MCE is ``max_m |g_m|`` with ``g_m`` the gap of bin m. Each non-empty bin
+    gets a Wilson interval ``[a_m, b_m]`` for its mean target, minus its mean
+    score. The upper bound is ``max_m max(b_m, -a_m)`` at the one-sided level
+    ``(1 + level) / 2``: the bin holding the true maximum alone must be covered,
+    so no multiplicity adjustment. The lower bound is ``max_m max(a_m, -b_m, 0)``
+    at the Bonferroni level ``1 - (1 - level) / (2 B)`` over the B non-empty
+    bins: every bin's lower bound must hold at once.
+
+    Parameters
+    ----------
+    scores : numpy.ndarray, shape (N,)
+    targets : numpy.ndarray, shape (N,)
+        0/1 targets of the scores (one calibration notion).
+    binning : Binning
+    level : float
+
+    Returns
+    -------
+    (float, float)
+    """
+    bins = binning.assign(scores)
+    count = np.bincount(bins, minlength=binning.n_bins)
+    filled = count > 0
+    rows = count[filled]
+    hits = np.bincount(bins, weights=targets, minlength=binning.n_bins)[filled]
+    mean_score = np.bincount(bins, weights=scores, minlength=binning.n_bins)[filled] / rows
+    alpha = 1.0 - level
+    low_a, low_b = wilson_bounds(hits, rows, NormalDist().inv_cdf(1 - alpha / (2 * rows.size)))
+    high_a, high_b = wilson_bounds(hits, rows, NormalDist().inv_cdf(1 - alpha / 2))
+    lower = np.maximum(np.maximum(low_a - mean_score, mean_score - low_b), 0.0).max()
+    upper = np.maximum(high_b - mean_score, mean_score - high_a).max()
+    return float(lower), float(upper)
+
+
+def default_interval(metric: str | Callable) -> str:
+    """The interval :func:`bootstrap_ci` computes for ``metric`` unless told otherwise.
+
+    :data:`MAX_GAP_INTERVAL` for the one-column MCE metrics (the bootstrap of a
+    maximum of nearly tied gaps misses its coverage, docs/statistics.md),
+    :data:`DEFAULT_INTERVAL` for every other metric.
+    """
+    return MAX_GAP_INTERVAL if metric in MAX_GAP_METRICS else DEFAULT_INTERVAL
+
+
+def _check_interval(metric, interval: str | None) -> str:
+    """The interval to compute: ``interval``, or the metric's default; checked."""
+    interval = default_interval(metric) if interval is None else interval
+    allowed = INTERVALS + ((MAX_GAP_INTERVAL,) if metric in MAX_GAP_METRICS else ())
+    if interval not in allowed:
+        raise CalibrationInputError(
+            f"interval must be one of {', '.join(map(repr, allowed))} for this metric, "
+            f"got {interval!r}."
+        )
+    return interval
+
+
+def _bounds(name, p, y, estimate, samples, level, interval, kwargs) -> tuple[float, float]:
+    """Unclipped bounds of ``interval``: from the resamples, or per bin for the MCE."""
+    if interval != MAX_GAP_INTERVAL:
+        return interval_bounds(estimate, samples, level, interval)
+    notion = _ONE_COLUMN[name][0]
+    n_bins, scheme = check_binning_args(kwargs.get("n_bins", 15), kwargs.get("scheme", "width"))
+    scores, targets = notion_scores(p, y, notion)
+    return max_gap_bounds(scores, targets, Binning(scheme, n_bins), level)
+
+
 # ------------------------------------------------------------------- API
 def bootstrap_ci(
     metric: str | Callable,
@@ -331,7 +445,7 @@ def bootstrap_ci(
     level: float = 0.95,
     n_resamples: int = 1000,
     seed: int | None = None,
-    interval: str = DEFAULT_INTERVAL,
+    interval: str | None = None,
     **metric_kwargs,
 ) -> BootstrapResult:
     """Bootstrap interval of a metric, resampling rows with replacement.
@@ -351,10 +465,13 @@ def bootstrap_ci(
     seed : None, int or numpy.random.Generator
         Source of randomness (:func:`~calibration_core.validation.check_seed`);
         the same int gives the same samples.
-    interval : {"hybrid", "basic", "percentile"}
-        ``[2 estimate - q_hi, q_hi]`` (default), ``[2 estimate - q_hi,
-        2 estimate - q_lo]`` or ``[q_lo, q_hi]``; what each covers is in the
-        module docstring and docs/statistics.md.
+    interval : {"hybrid", "basic", "percentile", "max-of-bins"}, optional
+        ``[2 estimate - q_hi, q_hi]``, ``[2 estimate - q_hi, 2 estimate -
+        q_lo]``, ``[q_lo, q_hi]``, or (binary and confidence MCE only) the
+        per-bin interval of :func:`max_gap_bounds`. By default
+        :func:`default_interval`: "max-of-bins" for those MCE metrics, "hybrid"
+        otherwise. What each covers is in the module docstring and
+        docs/statistics.md.
     **metric_kwargs
         Passed to the metric (e.g. ``n_bins``, ``scheme``, ``notion``).
 
@@ -376,10 +493,7 @@ def bootstrap_ci(
     else:
         raise CalibrationInputError(f"metric must be a name or a function, got {metric!r}.")
     level = check_level(level)
-    if interval not in INTERVALS:
-        raise CalibrationInputError(
-            f"interval must be one of {', '.join(map(repr, INTERVALS))}, got {interval!r}."
-        )
+    interval = _check_interval(name if isinstance(metric, str) else metric, interval)
     r = check_whole_number(n_resamples, "n_resamples")
     p, y = probs_and_labels(probs, labels)
     estimate = float(function(p, y, **metric_kwargs))
@@ -395,7 +509,7 @@ def bootstrap_ci(
         method = "loop"
     else:
         samples, method = fast
-    bounds = interval_bounds(estimate, samples, level, interval)
+    bounds = _bounds(name, p, y, estimate, samples, level, interval, metric_kwargs)
     low, high = (
         METRIC_RANGE.get(name, (-np.inf, np.inf)) if isinstance(metric, str) else (-np.inf, np.inf)
     )

@@ -22,7 +22,7 @@ import numpy as np
 
 # Diagnostics come from their modules: ``calibration_core`` loads them lazily.
 from calibration_core import Predictions
-from calibration_core.bootstrap import DEFAULT_INTERVAL, bootstrap_ci
+from calibration_core.bootstrap import bootstrap_ci, default_interval
 from calibration_core.significance import CalibrationTestResult, calibration_test
 
 from ..settings import SettingsError, ViewSettings
@@ -202,7 +202,7 @@ def boot_plans(spec: NotionSpec, view: ViewSettings) -> list[BootPlan]:
 def boot_key(variant_handle: str, plan: BootPlan, level: float, n_resamples: int) -> str:
     """Disk-store key of one bootstrap interval."""
     kw = ",".join(f"{k}={v}" for k, v in plan.kwargs)
-    interval = DEFAULT_INTERVAL  # every column gets the core's default (docs/statistics.md)
+    interval = default_interval(plan.metric)  # the core's default (docs/statistics.md)
     return (
         f"diag:boot:{variant_handle}:{plan.metric}:{plan.one_vs_rest}:{kw}:{interval}:"
         f"{level}:{n_resamples}:{SEED}"

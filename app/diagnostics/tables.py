@@ -237,6 +237,9 @@ def bootstrap_notes(level: float, n_resamples: int) -> list[str]:
         "interval [2·est − q_hi, q_hi] from the resamples' quantiles q: the lower end corrects "
         "for the bias (basic bootstrap), the upper end is the percentile one; bounds are kept "
         "in the metric's range (never below 0). Coverage: see “What these numbers promise”.",
+        "MCE: not from the resamples (a maximum of nearly tied bin gaps defeats the "
+        "bootstrap): per-bin Wilson intervals of each gap; the upper end is the largest upper "
+        "bound, the lower end the largest lower bound at a Bonferroni level over the bins.",
     ]
 
 

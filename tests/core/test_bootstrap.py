@@ -181,3 +181,44 @@ def test_bad_seed_is_an_input_error(seed):
     p, y = _data(20, 3, seed=7)
     with pytest.raises(CalibrationInputError, match="seed must be"):
         bootstrap_ci("accuracy", p, y, n_resamples=5, seed=seed)
+
+
+def test_wilson_bounds_match_published_values():
+    # Wilson 95 % intervals (z = 1.96): 9/10 -> [0.596, 0.982], 2/10 -> [0.057, 0.510], 0/10
+    # -> [0, 0.278]: wide in small samples and near 0 or 1, where the Wald interval collapses.
+    lo, hi = boot.wilson_bounds(np.array([9.0, 2.0, 0.0]), np.array([10, 10, 10]), 1.959964)
+    np.testing.assert_allclose(lo, [0.5958, 0.0567, 0.0], atol=1e-4)
+    np.testing.assert_allclose(hi, [0.9821, 0.5098, 0.2775], atol=1e-4)
+
+
+def test_mce_default_interval_bounds_the_largest_gap_bin_by_bin():
+    # Two bins of 10 rows: scores 0.25 with 9 hits (gap +0.65), scores 0.75 with 2 hits (-0.55).
+    s = np.repeat([0.25, 0.75], 10)
+    y = np.array([1] * 9 + [0] + [1] * 2 + [0] * 8)
+    r = bootstrap_ci("binary_mce", s, y, n_resamples=20, seed=0)
+    assert r.interval == "max-of-bins" and r.estimate == pytest.approx(0.65)
+    # Upper: each bin at the one-sided 97.5 % level; the largest |gap| bound wins.
+    assert r.upper == pytest.approx(max(0.9821 - 0.25, 0.75 - 0.0567), abs=1e-4)
+    # Lower: Bonferroni over the 2 bins (z at 1 - 0.05 / 4), the largest lower bound of |gap|.
+    (hits_low, _), (_, misses_high) = (
+        boot.wilson_bounds(np.array([v]), np.array([10]), 2.241403) for v in (9.0, 2.0)
+    )
+    assert r.lower == pytest.approx(max(hits_low[0] - 0.25, 0.75 - misses_high[0]))
+    assert 0.0 < r.lower < r.estimate < r.upper
+    # The resamples are still drawn (histogram, corrected estimate); other kinds on request.
+    hybrid = bootstrap_ci("binary_mce", s, y, n_resamples=20, seed=0, interval="hybrid")
+    np.testing.assert_array_equal(hybrid.samples, r.samples)
+    assert hybrid.interval == "hybrid" and hybrid.upper == pytest.approx(
+        np.quantile(r.samples, 0.975)
+    )
+
+
+def test_max_of_bins_is_the_mce_default_only():
+    p, y = _data(300, 3, seed=12)
+    assert boot.default_interval("confidence_mce") == boot.default_interval("binary_mce")
+    assert boot.default_interval("confidence_mce") == boot.MAX_GAP_INTERVAL
+    assert boot.default_interval("classwise_mce") == boot.default_interval("confidence_ece")
+    r = bootstrap_ci("confidence_mce", p, y, n_resamples=30, seed=1, n_bins=10)
+    assert r.lower <= r.estimate <= r.upper and r.interval == boot.MAX_GAP_INTERVAL
+    with pytest.raises(CalibrationInputError, match="interval must be one of"):
+        bootstrap_ci("confidence_ece", p, y, n_resamples=30, interval=boot.MAX_GAP_INTERVAL)

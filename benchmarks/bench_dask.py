@@ -119,14 +119,13 @@ def dask_engine(folder: Path, workers: int, memory_limit: str, scan, repeat: int
     Returns the scan's and the engine's seconds (lists), the summary and the peak
     worker RSS.
     """
-    from distributed import Client, LocalCluster
+    from distributed import Client
 
     from calibration_core.distributed import dataset_summaries
+    from calibration_core.distributed.engine import local_cluster
 
-    cluster = LocalCluster(
-        n_workers=workers,
-        threads_per_worker=1,
-        processes=True,
+    cluster = local_cluster(
+        workers,
         memory_limit=memory_limit,
         dashboard_address=None,
         silence_logs=logging.ERROR,

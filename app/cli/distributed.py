@@ -112,12 +112,13 @@ def check_bins(args: argparse.Namespace) -> None:
 def dask_client(args: argparse.Namespace) -> Iterator[Any]:
     """A distributed Client on ``--scheduler``, or on a LocalCluster of ``--workers``."""
     from calibration_core.distributed import require_dask
+    from calibration_core.distributed.engine import local_cluster
 
     try:
         require_dask()
     except ImportError as exc:
         raise CommandError(str(exc)) from None
-    from distributed import Client, LocalCluster
+    from distributed import Client
 
     if args.scheduler is not None:
         try:
@@ -130,10 +131,8 @@ def dask_client(args: argparse.Namespace) -> Iterator[Any]:
         with client:
             yield client
         return
-    cluster = LocalCluster(
-        n_workers=args.workers,
-        threads_per_worker=1,
-        processes=True,
+    cluster = local_cluster(
+        args.workers,
         dashboard_address=None,
         silence_logs=logging.ERROR,
     )

@@ -43,6 +43,7 @@ from calibration_core.distributed.apply import (  # noqa: E402
     apply_map_to_dataset,
     dataset_deployable,
 )
+from calibration_core.distributed.engine import WORKER_MALLOC, local_cluster  # noqa: E402
 from calibration_core.distributed.frequency import frequency_statistics  # noqa: E402
 from calibration_core.distributed.platt import fit_platt_on_dataset  # noqa: E402
 from calibration_core.distributed.sample import (  # noqa: E402
@@ -60,15 +61,16 @@ BIN_COUNTS = (1, 2, 7, 15, 64, 100)
 @pytest.fixture(scope="module")
 def client():
     """A LocalCluster of 2 worker processes (1 thread each) and its client."""
-    cluster = distributed.LocalCluster(
-        n_workers=2,
-        threads_per_worker=1,
-        processes=True,
-        dashboard_address=None,
-        silence_logs=40,
-    )
+    cluster = local_cluster(2, dashboard_address=None, silence_logs=40)
     with cluster, distributed.Client(cluster) as c:
         yield c
+
+
+def test_local_workers_keep_freed_blocks_in_the_heap(client):
+    """The workers start with WORKER_MALLOC, not Dask's trim-everything default."""
+    seen = client.run(lambda: {k: os.environ.get(k) for k in WORKER_MALLOC})
+    assert len(seen) == 2
+    assert all(env == WORKER_MALLOC for env in seen.values())
 
 
 def _probs(rng, n: int, k: int) -> tuple[np.ndarray, np.ndarray]:

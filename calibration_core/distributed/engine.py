@@ -7,6 +7,8 @@ when they are missing).
 
 from __future__ import annotations
 
+import contextlib
+import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -47,15 +49,34 @@ def local_cluster(n_workers: int, **kwargs):
 
     The settings go through Dask's ``distributed.nanny.pre-spawn-environ`` (read
     before a worker process starts, as glibc reads them once); other keyword
-    arguments go to ``LocalCluster`` (default 1 thread per worker).
+    arguments go to ``LocalCluster`` (default 1 thread per worker). A nanny lets the
+    parent's environment override that setting, and every nanny writes its values
+    into the parent's ``os.environ``: after any other cluster in the same process,
+    Dask's trim-everything default would win. So the parent's variables are set to
+    :data:`WORKER_MALLOC` while the workers start and restored afterwards.
     """
     dask = require_dask()
     from distributed import LocalCluster
 
     environ = {f"distributed.nanny.pre-spawn-environ.{k}": v for k, v in WORKER_MALLOC.items()}
     kwargs.setdefault("threads_per_worker", 1)
-    with dask.config.set(environ):
+    with dask.config.set(environ), _process_environ(WORKER_MALLOC):
         return LocalCluster(n_workers=n_workers, processes=True, **kwargs)
+
+
+@contextlib.contextmanager
+def _process_environ(values: dict[str, str]):
+    """Set ``values`` in ``os.environ`` for the block, then restore what was there."""
+    before = {key: os.environ.get(key) for key in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for key, value in before.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
 
 
 def require_dask():

@@ -73,6 +73,18 @@ def test_local_workers_keep_freed_blocks_in_the_heap(client):
     assert all(env == WORKER_MALLOC for env in seen.values())
 
 
+def test_worker_malloc_wins_over_an_earlier_cluster_in_the_process(monkeypatch):
+    """A nanny copies its settings into the parent's os.environ, which later nannies
+    prefer to the config: after a default cluster (as the app tests run one first),
+    ``local_cluster`` must still start its workers with WORKER_MALLOC."""
+    monkeypatch.setenv("MALLOC_TRIM_THRESHOLD_", "65536")  # what a default nanny leaves
+    cluster = local_cluster(1, dashboard_address=None, silence_logs=40)
+    with cluster, distributed.Client(cluster) as c:
+        seen = c.run(lambda: {k: os.environ.get(k) for k in WORKER_MALLOC})
+    assert list(seen.values()) == [WORKER_MALLOC]
+    assert os.environ["MALLOC_TRIM_THRESHOLD_"] == "65536"
+
+
 def _probs(rng, n: int, k: int) -> tuple[np.ndarray, np.ndarray]:
     logits = rng.normal(size=(n, k)) * 2.0
     p = np.exp(logits - logits.max(axis=1, keepdims=True))

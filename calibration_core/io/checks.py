@@ -95,6 +95,14 @@ def row_sum_tolerance(n_classes: int) -> float:
     return n_classes * 5e-5 + ROW_SUM_TOLERANCE
 
 
+def exact_tolerance(n_classes: int) -> float:
+    """``|row sum - 1|`` up to which a row is used as it is (not divided by its sum).
+
+    ``max(1e-12, 4 K eps)``: float64 rounding of a sum of K terms.
+    """
+    return max(1e-12, 4 * n_classes * float(np.finfo(np.float64).eps))
+
+
 def silent_tolerance(n_classes: int) -> float:
     """Row-sum deviation renormalised without a notice: float32 rounding of K terms, >= 1e-6."""
     return max(ROW_SUM_TOLERANCE, n_classes * float(np.finfo(np.float32).eps))
@@ -207,7 +215,7 @@ def row_scale(
         )
     dev = np.abs(np.subtract(sums, 1.0))
     tol = row_sum_tolerance(k)
-    exact = max(1e-12, 4 * k * float(np.finfo(np.float64).eps))
+    exact = exact_tolerance(k)
     largest = float(dev.max())
     if largest <= exact:
         return None

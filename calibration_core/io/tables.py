@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import pandas as pd
 import pyarrow as pa
@@ -17,6 +19,7 @@ from .checks import (
     check_two_classes,
     labels_to_indices,
     probability_matrix,
+    row_scale,
 )
 from .columns import (
     MODEL_COLUMN,
@@ -82,6 +85,104 @@ def _check_scores(scores, desc, ctx):
         )
 
 
+@dataclass(frozen=True)
+class TableColumns:
+    """The prediction columns of a table, found and decoded (not yet checked).
+
+    Attributes
+    ----------
+    kind : {"probs", "logits", "score"}
+        What the columns hold.
+    classes : list of str
+        The class names.
+    values : list of numpy.ndarray
+        One array per prediction column, float32 or float64 as stored (other
+        numbers as float64).
+    names : list of str
+        Every column name of the table.
+    indices : list of int
+        The table's index of each prediction column.
+    label : int
+        The table's index of the label column.
+    model : int or None
+        The table's index of the model column.
+    """
+
+    kind: str
+    classes: list
+    values: list
+    names: list
+    indices: list
+    label: int
+    model: int | None
+
+    def describe(self, j: int) -> str:
+        """E.g. ``"column 'p_cat'"`` for prediction column ``j``."""
+        return f"column {self.names[self.indices[j]]!r}"
+
+
+def table_columns(
+    table: pa.Table,
+    ctx: Context,
+    label_column: str | None = None,
+    budget: DecodedBudget | None = None,
+) -> TableColumns:
+    """Find the label, model and prediction columns of a table and decode the predictions.
+
+    The checks and messages of :func:`table_to_predictions` up to the values'
+    own checks (names, duplicates, an empty table, missing or non-numeric values).
+    """
+    names = [str(n) for n in table.column_names]
+    if not names:
+        raise CalibrationInputError(f"{ctx.display} has no columns; export the predictions again.")
+    label_i = find_label_column(names, label_column, ctx)
+    models = [i for i, n in enumerate(names) if n.lower() == MODEL_COLUMN and i != label_i]
+    if len(models) > 1:
+        raise CalibrationInputError(
+            f"{ctx.display} has {len(models)} model columns ({', '.join(names[i] for i in models)}"
+            "); keep one."
+        )
+    kind, idx, classes = prediction_columns(names, {label_i, *models}, ctx)
+    n = table.num_rows
+    if n == 0:
+        raise CalibrationInputError(
+            f"{ctx.display} has a header but no data rows; export the predictions again "
+            "with one row per prediction."
+        )
+    what = _WHAT[kind]
+    if budget is not None:
+        budget.add(2 * n * len(idx) * 8, f"{n:,} rows x {len(idx):,} {what} as float64")
+    values = [numeric_column(table.column(i), f"column {names[i]!r}", ctx, what) for i in idx]
+    return TableColumns(kind, classes, values, names, idx, label_i, models[0] if models else None)
+
+
+def probability_scale(cols: TableColumns, ctx: Context, renormalize: bool) -> np.ndarray | None:
+    """The loader's checks of probability columns (finite, in range, rows summing to 1).
+
+    Raises the loader's :class:`CalibrationInputError` (or warns that rows were
+    renormalised) exactly as :func:`table_to_predictions` does; returns the
+    divisor of every row, or None when every row sums to 1
+    (:func:`~.checks.row_scale`).
+    """
+    return row_scale(
+        cols.values,
+        cols.describe,
+        ctx,
+        renormalize=renormalize,
+        logit_hint=_LOGIT_HINT,
+        finite=True,
+    )
+
+
+def table_labels(table: pa.Table, cols: TableColumns, ctx: Context) -> np.ndarray:
+    """The class index (0/1 for a score column) of every row, checked as the loader does."""
+    label_desc = f"label column {cols.names[cols.label]!r}"
+    values = label_values(table.column(cols.label), label_desc, ctx)
+    if cols.kind == "score":
+        return binary_labels(values, ctx, label_desc)
+    return labels_to_indices(values, cols.classes, ctx, label_desc)
+
+
 def table_to_predictions(
     table: pa.Table,
     ctx: Context,
@@ -117,52 +218,22 @@ def table_to_predictions(
     -------
     list of Predictions
     """
-    names = [str(n) for n in table.column_names]
-    if not names:
-        raise CalibrationInputError(f"{ctx.display} has no columns; export the predictions again.")
-    label_i = find_label_column(names, label_column, ctx)
-    models = [i for i, n in enumerate(names) if n.lower() == MODEL_COLUMN and i != label_i]
-    if len(models) > 1:
-        raise CalibrationInputError(
-            f"{ctx.display} has {len(models)} model columns ({', '.join(names[i] for i in models)}"
-            "); keep one."
-        )
-    kind, idx, classes = prediction_columns(names, {label_i, *models}, ctx)
-    n = table.num_rows
-    if n == 0:
-        raise CalibrationInputError(
-            f"{ctx.display} has a header but no data rows; export the predictions again "
-            "with one row per prediction."
-        )
-    what = _WHAT[kind]
-    if budget is not None:
-        budget.add(2 * n * len(idx) * 8, f"{n:,} rows x {len(idx):,} {what} as float64")
-    columns = [numeric_column(table.column(i), f"column {names[i]!r}", ctx, what) for i in idx]
-
-    def column(j):
-        return f"column {names[idx[j]]!r}"
-
+    cols = table_columns(table, ctx, label_column, budget)
+    kind, classes = cols.kind, cols.classes
     if kind == "probs":
         mat = probability_matrix(
-            columns, column, ctx, renormalize=renormalize, logit_hint=_LOGIT_HINT
+            cols.values, cols.describe, ctx, renormalize=renormalize, logit_hint=_LOGIT_HINT
         )
     else:
-        mat = np.column_stack(columns).astype(np.float64, copy=False)
-        check_finite(mat, column, what, ctx)
+        mat = np.column_stack(cols.values).astype(np.float64, copy=False)
+        check_finite(mat, cols.describe, _WHAT[kind], ctx)
     if kind == "score":
-        _check_scores(mat[:, 0], column(0), ctx)
+        _check_scores(mat[:, 0], cols.describe(0), ctx)
+    labels = table_labels(table, cols, ctx)
 
-    label_desc = f"label column {names[label_i]!r}"
-    values = label_values(table.column(label_i), label_desc, ctx)
-    if kind == "score":
-        labels = binary_labels(values, ctx, label_desc)
-    else:
-        labels = labels_to_indices(values, classes, ctx, label_desc)
-
-    others = other_columns(table, {label_i, *models, *idx}, budget)
+    others = other_columns(table, {cols.label, *cols.indices, cols.model} - {None}, budget)
     out = []
-    groups = model_groups(table, models[0] if models else None, ctx, name)
-    for model, rows in groups:
+    for model, rows in model_groups(table, cols.model, ctx, name):
         m, y = (mat, labels) if rows is None else (mat[rows], labels[rows])
         m.flags.writeable = False  # ours alone: Predictions keeps it without a copy
         if require_two_classes:

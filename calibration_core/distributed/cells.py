@@ -5,7 +5,8 @@ The equal-width rule puts a score ``s`` in bin ``min(floor(s * M), M - 1)``
 exact float at which that bin changes. The union of those thresholds for
 ``M = 2..MAX_CELL_BINS`` (:data:`CELL_THRESHOLDS`, 3,097 distinct floats for
 100; close to, but not equal to, the Farey fractions of order 100) cuts [0, 1]
-into cells. A score's cell is the number of thresholds at or below it, so the
+into cells. A score's cell is the number of thresholds at or below it
+(:func:`~.kernel.cell_index`, compiled with the rest of a block's work), so the
 bin of every ``M`` in 1..100 is a function of the cell alone: the statistics of
 any such ``M`` are sums of consecutive cells, and every score lands in exactly
 the bin the in-memory core gives it (bit for bit: the same thresholds). Counts
@@ -27,9 +28,9 @@ from ..errors import CalibrationInputError
 __all__ = [
     "CELL_THRESHOLDS",
     "MAX_CELL_BINS",
+    "N_CELLS",
     "CellStatistics",
     "cell_bounds",
-    "cell_index",
 ]
 
 #: Largest equal-width bin count the cells answer exactly (every M in 1..100).
@@ -47,57 +48,6 @@ def _union_thresholds(max_bins: int) -> np.ndarray:
 #: ``[T[c-1], T[c])`` with ``T[-1] = -inf`` and ``T[C] = +inf`` (C + 1 cells).
 CELL_THRESHOLDS: np.ndarray = _union_thresholds(MAX_CELL_BINS)
 N_CELLS = CELL_THRESHOLDS.shape[0] + 1
-
-
-#: Grid of the cell lookup: ``floor(s * 2**16)`` is exact (a power of two).
-GRID = 1 << 16
-
-
-def _lookup() -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
-    """Cell of every grid point, the grid steps holding a threshold, padded thresholds, steps."""
-    points = np.arange(GRID + 1, dtype=np.float64) / GRID
-    table = np.searchsorted(CELL_THRESHOLDS, points, side="right").astype(np.intp)
-    # Step g, [g / GRID, (g + 1) / GRID), holds a threshold when the next grid point's
-    # cell differs; only values in such steps (under 5 % of the grid) need a comparison.
-    near = np.append(table[1:] != table[:-1], False)
-    padded = np.append(CELL_THRESHOLDS, np.inf)
-    # A grid step holds at most this many thresholds (ulp-apart twins of one fraction
-    # count apart), so that many ``s >= T[c]`` steps give the exact cell.
-    steps = int(np.max(table[1:] - table[:-1]))
-    return table, near, padded, steps
-
-
-_TABLE, _NEAR, _PADDED, _STEPS = _lookup()
-
-
-def cell_index(values: np.ndarray) -> np.ndarray:
-    """The cell of every value: the number of :data:`CELL_THRESHOLDS` at or below it.
-
-    Equal to ``np.searchsorted(CELL_THRESHOLDS, values, side="right")``, several
-    times faster: the cell of the grid point ``floor(s * 2**16) / 2**16`` below each
-    value, then, only for values whose grid step holds a threshold, at most a few
-    exact comparisons with the next thresholds.
-
-    Parameters
-    ----------
-    values : numpy.ndarray
-        Validated scores in [0, 1], any shape.
-
-    Returns
-    -------
-    numpy.ndarray of intp, same shape, values in ``0..C``
-    """
-    grid = np.multiply(values, GRID).astype(np.intp)
-    cell = _TABLE.take(grid)
-    near = np.flatnonzero(_NEAR.take(grid))
-    if near.size:
-        flat = cell.reshape(-1)
-        exact = np.ravel(values).take(near)
-        fix = flat.take(near)
-        for _ in range(_STEPS):
-            fix += exact >= _PADDED.take(fix)
-        flat[near] = fix
-    return cell
 
 
 @lru_cache(maxsize=128)
@@ -148,25 +98,15 @@ class CellStatistics:
 
     @classmethod
     def of_scores(cls, scores: np.ndarray, targets: np.ndarray) -> CellStatistics:
-        """Statistics of one score column, shape (n,), against 0/1 targets, shape (n,)."""
-        key = cell_index(scores) * 2 + targets.astype(np.intp, copy=False)
-        both = np.bincount(key, minlength=2 * N_CELLS).reshape(N_CELLS, 2)
-        sum_score = np.bincount(key >> 1, weights=scores, minlength=N_CELLS)
-        return cls(both.sum(axis=1), sum_score, both[:, 1].copy())
+        """Statistics of one score column, shape (n,), against 0/1 targets, shape (n,).
 
-    @classmethod
-    def of_classes(cls, probs: np.ndarray, labels: np.ndarray) -> CellStatistics:
-        """Stacked one-vs-rest statistics of probability rows (n, K) and labels (n,)."""
-        n, k = probs.shape
-        key = cell_index(probs)
-        key += np.arange(k, dtype=np.intp) * N_CELLS
-        flat = key.reshape(-1)
-        size = k * N_CELLS
-        count = np.bincount(flat, minlength=size)
-        sum_score = np.bincount(flat, weights=probs.reshape(-1), minlength=size)
-        positives = np.bincount(flat.take(np.arange(n) * k + labels), minlength=size)
-        shape = (k, N_CELLS)
-        return cls(count.reshape(shape), sum_score.reshape(shape), positives.reshape(shape))
+        Compiled (:func:`~.kernel.score_cells`): needs Numba (the ``dask`` extra).
+        """
+        from .kernel import score_cells
+
+        out = cls.empty()
+        score_cells(np.ravel(scores), np.ravel(targets), *out._arrays())
+        return out
 
     def __add__(self, other: CellStatistics) -> CellStatistics:
         if not isinstance(other, CellStatistics):

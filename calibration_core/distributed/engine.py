@@ -16,11 +16,12 @@ import pyarrow as pa
 
 from ..errors import CalibrationInputError
 from ..io.checks import Context
-from .pieces import ReadOptions, dataset_name, find_pieces, read_piece_batches, table_predictions
-from .summary import Summaries, merge_summaries, summarize
+from .pieces import ReadOptions, dataset_name, find_pieces, read_piece_batches
+from .summary import Summaries, SummaryBuilder, merge_summaries
 
 __all__ = [
     "SPLIT_EVERY",
+    "SUMMARY_BATCH_ROWS",
     "WORKER_MALLOC",
     "dataset_summaries",
     "local_cluster",
@@ -84,18 +85,30 @@ def require_dask():
     try:
         import dask
         import distributed  # noqa: F401  (the scheduler the CLI and the tests use)
+        import numba  # noqa: F401  (the compiled summary of a block, .kernel)
     except ImportError as exc:
         raise ImportError(
             "the Dask engine needs the optional 'dask' extra: "
-            "pip install 'calibration-dashboard[dask]' (dask[dataframe] and distributed). "
+            "pip install 'calibration-dashboard[dask]' (dask[dataframe], distributed, numba). "
             f"({exc})"
         ) from None
     return dask
 
 
+#: Rows per batch of :func:`summarize_piece`: the compiled summary keeps no float64
+#: matrix, so a batch is the K columns as stored plus one (K, n) copy (10 MB at K = 10,
+#: float32). Batches of 2**18 rows decode in 0.06 s CPU per 1e6 x 10 row group against
+#: 0.07 s for 2**16 (BENCHMARKS.md).
+SUMMARY_BATCH_ROWS = 1 << 18
+
+
 def summarize_piece(piece, options: ReadOptions) -> Summaries:
     """Task: the summaries of one row group of one file, summarised batch by batch."""
-    return merge_summaries([summarize(batch) for batch in read_piece_batches(piece, options)])
+    builder = SummaryBuilder()
+    batches = read_piece_batches(piece, options, SUMMARY_BATCH_ROWS, use=builder.add_table)
+    for _ in batches:
+        pass
+    return builder.summaries()
 
 
 def summarize_frame(frame, index: int, options: ReadOptions) -> Summaries:
@@ -104,7 +117,9 @@ def summarize_frame(frame, index: int, options: ReadOptions) -> Summaries:
     ctx = Context(f"partition {index}", "table", 0)
     if table.num_rows == 0:
         return {}
-    return summarize(table_predictions(table, ctx, options))
+    builder = SummaryBuilder()
+    builder.add_table(table, ctx, options)
+    return builder.summaries()
 
 
 def piece_summaries(
@@ -196,6 +211,9 @@ def dataset_summaries(
     """
     parts = piece_summaries(source, label_column=label_column, renormalize=renormalize, name=name)
     total = tree_merge(parts, split_every)
+    from .kernel import warm  # Numba: the dask extra, checked by piece_summaries
+
+    warm()  # compiled here, once, so that workers sharing this disk load Numba's cache
     if client is None:
         result = total.compute()
     else:

@@ -11,9 +11,10 @@ naming the file, the row group and its row range.
 from __future__ import annotations
 
 import glob
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -22,6 +23,8 @@ from ..errors import CalibrationInputError
 from ..io.checks import Context
 from ..io.tables import table_to_predictions
 from ..predictions import Predictions
+
+T = TypeVar("T")
 
 __all__ = [
     "BATCH_ROWS",
@@ -138,13 +141,19 @@ BATCH_ROWS = 1 << 16
 
 
 def read_piece_batches(
-    piece: Piece, options: ReadOptions, batch_rows: int = BATCH_ROWS
-) -> Iterator[list[Predictions]]:
+    piece: Piece,
+    options: ReadOptions,
+    batch_rows: int = BATCH_ROWS,
+    use: Callable[[pa.Table, Context, ReadOptions], T] | None = None,
+) -> Iterator[T]:
     """The predictions of one piece, ``batch_rows`` rows at a time (one list per batch).
 
     The same checks and messages as :func:`read_piece`: every batch is validated by the
-    loader, its rows numbered from the start of the file.
+    loader, its rows numbered from the start of the file. With ``use``, what
+    ``use(table, ctx, options)`` returns for every batch instead (default
+    :func:`table_predictions`); its errors are located in the piece the same way.
     """
+    use = table_predictions if use is None else use
     offset = piece.first_row
     try:
         batches = pq.ParquetFile(piece.path).iter_batches(
@@ -154,7 +163,7 @@ def read_piece_batches(
             table = pa.Table.from_batches([batch])
             ctx = Context(repr(piece.path), "table", offset)
             try:
-                yield table_predictions(table, ctx, options)
+                yield use(table, ctx, options)
             except CalibrationInputError as exc:
                 raise CalibrationInputError(f"{piece.where}: {exc}") from None
             offset += batch.num_rows

@@ -10,18 +10,25 @@ core for every equal-width bin count in 1..100 without reading rows again.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
+import pyarrow as pa
 
-from ..binning import Binning, BinStatistics, block_rows
+from ..binning import Binning, BinStatistics
 from ..errors import CalibrationInputError
-from ..metrics import LOG_LOSS_EPS
-from ..notions import check_ece_notion, top_label_block
+from ..io.checks import Context, exact_tolerance, silent_tolerance
+from ..io.tables import model_groups, probability_scale, table_columns, table_labels
+from ..notions import check_ece_notion
 from ..predictions import Predictions
 from ..reliability import ReliabilityCurve
 from .cells import CellStatistics
+from .pieces import ReadOptions, table_predictions
 
-__all__ = ["ModelSummary", "merge_summaries", "summarize"]
+if TYPE_CHECKING:
+    from .kernel import BlockTotals
+
+__all__ = ["ModelSummary", "SummaryBuilder", "merge_summaries", "summarize"]
 
 Summaries = dict[str, "ModelSummary"]
 
@@ -60,31 +67,36 @@ class ModelSummary:
 
     @classmethod
     def of(cls, pred: Predictions) -> ModelSummary:
-        """The summary of one :class:`~calibration_core.Predictions`: one pass, in blocks.
+        """The summary of one :class:`~calibration_core.Predictions` (one compiled pass).
 
-        Every statistic of a block (top label, cells of every column, Brier and
-        log-loss terms) is taken while the block is in cache; the sums are those
-        of :func:`~calibration_core.brier_score` and
+        The sums are those of :func:`~calibration_core.brier_score` and
         :func:`~calibration_core.log_loss`, added in another order.
         """
-        probs, labels = pred.probs, pred.labels
-        n, k = probs.shape
-        conf, classes = CellStatistics.empty(), CellStatistics.empty(k)
-        hits, brier, loss = 0, 0.0, 0.0
-        step = max(block_rows(k), 1 << 14)
-        for start in range(0, n, step):
-            block = np.ascontiguousarray(probs[start : start + step], dtype=np.float64)
-            y = np.asarray(labels[start : start + step], dtype=np.intp)
-            rows = block.shape[0]
-            true = block.reshape(-1).take(y + np.arange(0, rows * k, k))
-            top, ok = top_label_block(block, y)
-            hits += int(np.count_nonzero(ok))
-            # Brier: sum_j (p_j - y_j)^2 = sum_j p_j^2 - 2 p_true + 1 per row.
-            brier += float(np.einsum("ij,ij->", block, block)) - 2.0 * float(true.sum()) + rows
-            loss -= float(np.log(np.clip(true, LOG_LOSS_EPS, 1.0, out=true), out=true).sum())
-            conf = conf + CellStatistics.of_scores(top, ok)
-            classes = classes + CellStatistics.of_classes(block, y)
-        return cls(pred.name, tuple(pred.class_names), n, hits, brier, loss, conf, classes)
+        builder = SummaryBuilder()
+        builder.add_predictions(pred)
+        return builder.summaries()[pred.name]
+
+    @classmethod
+    def of_totals(cls, name: str, class_names, totals: BlockTotals) -> ModelSummary:
+        """The summary of the rows added to a :class:`~.kernel.BlockTotals`."""
+        conf = totals.confidence
+        classes = totals.classes.reshape(totals.n_classes, -1, 2)
+        return cls(
+            name,
+            tuple(class_names),
+            totals.rows,
+            totals.hits,
+            totals.brier,
+            totals.log_loss,
+            CellStatistics(
+                conf[:, 0].astype(np.int64), conf[:, 1].copy(), conf[:, 2].astype(np.int64)
+            ),
+            CellStatistics(
+                classes[..., 0].astype(np.int64),
+                classes[..., 1].copy(),
+                totals.positives.reshape(totals.n_classes, -1),
+            ),
+        )
 
     def __add__(self, other: ModelSummary) -> ModelSummary:
         if not isinstance(other, ModelSummary):
@@ -174,9 +186,109 @@ class ModelSummary:
         }
 
 
+#: Rows of a :class:`~calibration_core.Predictions` given to the kernel at a time.
+PREDICTION_BLOCK_ROWS = 1 << 16
+
+
+class SummaryBuilder:
+    """The per-model totals of the blocks of one task (a piece or a partition).
+
+    Blocks are added by :meth:`add_table` (probability columns as stored, checked
+    as the loader checks them, never turned into :class:`Predictions`) or
+    :meth:`add_predictions`; :meth:`summaries` gives one :class:`ModelSummary`
+    per model, in the order models were first seen. Needs Numba (the compiled
+    loop of :mod:`.kernel`).
+    """
+
+    def __init__(self) -> None:
+        self._totals: dict[tuple[str, tuple[str, ...]], BlockTotals] = {}
+
+    def _model(self, name: str, class_names) -> BlockTotals:
+        from .kernel import BlockTotals
+
+        key = (name, tuple(class_names))
+        if key not in self._totals:
+            self._totals[key] = BlockTotals(len(key[1]))
+        return self._totals[key]
+
+    def add_predictions(self, pred: Predictions) -> None:
+        """Add validated predictions (their float64 rows, never divided again)."""
+        from .kernel import summarize_block
+
+        totals = self._model(pred.name, pred.class_names)
+        probs, labels = pred.probs, pred.labels
+        for start in range(0, probs.shape[0], PREDICTION_BLOCK_ROWS):
+            stop = start + PREDICTION_BLOCK_ROWS
+            check = summarize_block(probs[start:stop].T, labels[start:stop], np.inf, totals)
+            if check.bad:
+                raise CalibrationInputError(
+                    f"model {pred.name!r}{pred.where and ' of ' + pred.where}: {check.bad:,} "
+                    "rows hold NaN, negative probabilities or labels outside the classes."
+                )
+
+    def add_table(self, table: pa.Table, ctx: Context, options: ReadOptions) -> None:
+        """Add a table's rows: the loader's conventions, checks and messages.
+
+        Probability columns go to the kernel as stored (float32 stays float32),
+        which divides the rows the loader divides; a block whose values the
+        loader would reject or warn about is passed to the loader's own checks
+        (:func:`~calibration_core.io.tables.probability_scale`), which raise its
+        message. Logits and binary scores go through the loader's
+        :class:`Predictions`.
+        """
+        cols = table_columns(table, ctx, options.label_column)
+        if cols.kind != "probs":
+            for pred in table_predictions(table, ctx, options):
+                self.add_predictions(pred)
+            return
+        try:
+            labels = table_labels(table, cols, ctx)
+            groups = model_groups(table, cols.model, ctx, options.name)
+        except CalibrationInputError:
+            probability_scale(cols, ctx, options.renormalize)  # the loader checks these first
+            raise
+        self._add_probabilities(cols, labels, groups, ctx, options.renormalize)
+
+    def _add_probabilities(self, cols, labels, groups, ctx: Context, renormalize: bool) -> None:
+        from .kernel import summarize_block
+
+        k = len(cols.values)
+        values = np.stack(cols.values)  # (K, n) as stored
+        exact = exact_tolerance(k)
+        checks = []
+        for name, rows in groups:
+            block, y = (values, labels) if rows is None else (values[:, rows], labels[rows])
+            checks.append(summarize_block(block, y, exact, self._model(name, cols.classes)))
+        bad = sum(c.bad for c in checks)
+        largest = max(c.largest for c in checks)
+        if (
+            bad
+            or max(c.deviation for c in checks) > silent_tolerance(k)
+            or (largest > 1 and not renormalize)
+        ):
+            probability_scale(cols, ctx, renormalize)  # raises, or warns of renormalised rows
+        if bad:
+            raise CalibrationInputError(
+                f"{ctx.display}: {bad:,} probability rows cannot be summarised (NaN, negative "
+                "values or a zero sum); drop or fix them."
+            )
+
+    def summaries(self) -> Summaries:
+        """One :class:`ModelSummary` per model added, by name."""
+        return merge_summaries(
+            [
+                {name: ModelSummary.of_totals(name, classes, t)}
+                for (name, classes), t in self._totals.items()
+            ]
+        )
+
+
 def summarize(predictions: list[Predictions]) -> Summaries:
     """One :class:`ModelSummary` per model of a partition, by name."""
-    return merge_summaries([{p.name: ModelSummary.of(p)} for p in predictions])
+    builder = SummaryBuilder()
+    for pred in predictions:
+        builder.add_predictions(pred)
+    return builder.summaries()
 
 
 def merge_summaries(parts: list[Summaries]) -> Summaries:

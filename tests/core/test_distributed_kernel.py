@@ -1,0 +1,287 @@
+"""The compiled per-block summary (calibration_core.distributed.kernel) against NumPy.
+
+Every cell equals ``np.searchsorted(CELL_THRESHOLDS, v, side="right")`` (on the
+thresholds themselves, their float neighbours, 0 and 1), the divided values are
+the loader's bit for bit, and a block's statistics equal those of the in-memory
+core on the loader's predictions. The table path (``SummaryBuilder.add_table``)
+reports bad rows with the loader's own messages, in the loader's order. No cluster.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import warnings
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+pytest.importorskip("numba", reason="the 'dask' extra is not installed")
+
+from calibration_core import CalibrationInputError, RenormalisedRowsWarning
+from calibration_core.compare.results import score_probs
+from calibration_core.distributed.cells import CELL_THRESHOLDS, N_CELLS
+from calibration_core.distributed.kernel import (
+    BlockTotals,
+    cell_index,
+    njit_cached,
+    summarize_block,
+)
+from calibration_core.distributed.pieces import ReadOptions, table_predictions
+from calibration_core.distributed.summary import ModelSummary, SummaryBuilder
+from calibration_core.io.checks import Context, exact_tolerance
+from calibration_core.metrics import classwise_statistics, confidence_statistics
+
+TOL = 1e-12
+CTX = Context("'block.parquet'", "table", 0)
+
+
+def _edges() -> np.ndarray:
+    """Every threshold, its float64 neighbours on both sides, 0, 1 and values above 1."""
+    t = CELL_THRESHOLDS
+    grid = np.arange(1 << 16 + 1, dtype=np.float64) / (1 << 16)
+    return np.concatenate(
+        [t, np.nextafter(t, 0), np.nextafter(t, 2), grid, [0.0, 5e-324, 1.0, 1.5, 1e300]]
+    )
+
+
+def test_cell_index_equals_searchsorted_on_every_edge():
+    values = _edges()
+    np.testing.assert_array_equal(
+        cell_index(values), np.searchsorted(CELL_THRESHOLDS, values, side="right")
+    )
+    low = values[values <= 1].astype(np.float32)  # float32 values, compared as float64
+    np.testing.assert_array_equal(
+        cell_index(low), np.searchsorted(CELL_THRESHOLDS, low.astype(np.float64), side="right")
+    )
+    assert cell_index(np.array([1.0]))[0] == N_CELLS - 1
+
+
+def _rows(rng, n: int, k: int, dtype) -> tuple[np.ndarray, np.ndarray]:
+    """Softmax rows as stored (float32 rows do not sum to 1 in float64), with ties,
+    exact zeros, thresholds and rows off by more than the exact tolerance."""
+    logits = rng.normal(size=(n, k)) * 3
+    p = np.exp(logits - logits.max(axis=1, keepdims=True))
+    p /= p.sum(axis=1, keepdims=True)
+    p[0] = 1.0 / k  # a tie across every column
+    p[1, :2], p[1, 2:] = 0.5, 0.0  # a tie of the first two, zeros
+    p[2] = 0.0
+    p[2, -1] = 1.0  # the top cell, a true-class probability of 0 (clipped log-loss)
+    p[3, :2] = CELL_THRESHOLDS[[100, 2000]] / (1 if k > 2 else 2)  # values on thresholds
+    p[3, 2:] = (1 - p[3, :2].sum()) / max(k - 2, 1)
+    p[4:50] *= 1.00005  # off by 5e-5: divided, as rounded exports are
+    y = rng.integers(0, k, n)
+    y[2] = 0
+    return p.astype(dtype), y
+
+
+def _loader_values(stored: np.ndarray) -> np.ndarray:
+    """What the loader makes of stored rows: float64, rows off by more than the exact
+    tolerance divided by their float64 sums (accumulated left to right)."""
+    sums = np.zeros(stored.shape[0])
+    for j in range(stored.shape[1]):
+        sums += stored[:, j]
+    dev = np.abs(sums - 1.0)
+    scale = np.where(dev > exact_tolerance(stored.shape[1]), sums, 1.0)
+    return np.divide(stored, scale[:, None], dtype=np.float64)
+
+
+def _assert_equals_core(summary: ModelSummary, probs: np.ndarray, labels: np.ndarray) -> None:
+    for m in (1, 2, 10, 15, 100):
+        got, want = summary.metrics(m), score_probs(probs, labels, n_bins=m, scheme="width")
+        for key in want:
+            assert abs(got[key] - want[key]) <= TOL, (m, key, got[key], want[key])
+        for notion, core in (
+            ("confidence", confidence_statistics),
+            ("classwise", classwise_statistics),
+        ):
+            a, b = summary.statistics(notion, m), core(probs, labels, n_bins=m)
+            np.testing.assert_array_equal(a.count, b.count)
+            np.testing.assert_array_equal(a.sum_target, b.sum_target)
+            np.testing.assert_allclose(a.sum_score, b.sum_score, rtol=0, atol=TOL * len(labels))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("k", [2, 3, 10])
+def test_a_block_equals_the_core_on_the_loader_values(dtype, k):
+    rng = np.random.default_rng(k)
+    stored, labels = _rows(rng, 3000, k, dtype)
+    totals = BlockTotals(k)
+    check = summarize_block(np.stack(list(stored.T)), labels, exact_tolerance(k), totals)
+    assert check.bad == 0 and totals.rows == 3000
+    assert check.largest == float(stored.max())
+    assert check.deviation > 4e-5  # the rows off by 5e-5
+    probs = _loader_values(stored)
+    summary = ModelSummary.of_totals("m", [str(j) for j in range(k)], totals)
+    _assert_equals_core(summary, probs, labels)
+    # Bit for bit: every divided value lands in the cell of the loader's value.
+    classwise = summary.classwise.count
+    want = np.stack([np.bincount(cell_index(probs[:, j]), minlength=N_CELLS) for j in range(k)])
+    np.testing.assert_array_equal(classwise, want)
+
+
+def test_blocks_add_up_and_predictions_are_never_divided_again():
+    rng = np.random.default_rng(3)
+    stored, labels = _rows(rng, 5000, 4, np.float32)
+    probs = _loader_values(stored)
+    totals = BlockTotals(4)
+    for start in range(0, 5000, 1024):  # blocks of a (n, K) matrix, transposed
+        block = probs[start : start + 1024]
+        summarize_block(block.T, labels[start : start + 1024], np.inf, totals)
+    by_blocks = ModelSummary.of_totals("m", list("abcd"), totals)
+    _assert_equals_core(by_blocks, probs, labels)
+    assert by_blocks.hits == int(np.count_nonzero(probs.argmax(axis=1) == labels))
+
+
+def _tie_after_division() -> np.ndarray:
+    """A float64 row (unnormalised scores) whose two largest values are one ulp apart
+    as stored and equal once the row is divided by its sum (about 2.1)."""
+    for a in np.linspace(0.9, 0.95, 5000):
+        row = np.array([[a, np.nextafter(a, 1), 0.3]])
+        p = _loader_values(row)
+        if p[0, 0] == p[0, 1]:
+            return row
+    raise AssertionError("no such row found")
+
+
+def test_argmax_ties_after_division_go_to_the_first_column():
+    row = _tie_after_division()
+    assert row[0, 1] > row[0, 0] and _loader_values(row).argmax() == 0
+    for label, hits in ((0, 1), (1, 0)):
+        totals = BlockTotals(3)
+        summarize_block(row.T.copy(), np.array([label]), exact_tolerance(3), totals)
+        assert totals.hits == hits
+
+
+@pytest.mark.parametrize("damage", ["nan", "inf", "negative", "zero row", "label -1", "label K"])
+def test_bad_rows_are_skipped_and_counted(damage):
+    rng = np.random.default_rng(8)
+    stored, labels = _rows(rng, 200, 3, np.float64)
+    if damage == "nan":
+        stored[7, 1] = np.nan
+    elif damage == "inf":
+        stored[7, 1] = np.inf
+    elif damage == "negative":
+        stored[7] = [-0.25, 0.75, 0.5]
+    elif damage == "zero row":
+        stored[7] = 0.0
+    else:
+        labels[7] = -1 if damage == "label -1" else 3
+    totals = BlockTotals(3)
+    check = summarize_block(stored.T.copy(), labels, exact_tolerance(3), totals)
+    assert check.bad == 1 and totals.rows == 199
+    keep = np.arange(200) != 7
+    summary = ModelSummary.of_totals("m", list("abc"), totals)
+    _assert_equals_core(summary, _loader_values(stored[keep]), labels[keep])
+
+
+def test_without_a_writable_cache_the_functions_compile_uncached():
+    namespace: dict = {}
+    exec(compile("def f(x):\n    return x + 1\n", "<generated>", "exec"), namespace)
+    compiled = njit_cached(namespace["f"])  # no file: Numba has no place for a cache
+    assert compiled(41) == 42
+
+
+# --------------------------------------------------------- the table path
+def _table(probs, labels, prefix="p_", **extra) -> pa.Table:
+    cols = {f"{prefix}{j}": probs[:, j] for j in range(probs.shape[1])}
+    return pa.table({**cols, "label": labels, **extra})
+
+
+def _via_loader(table, options: ReadOptions | None = None) -> dict:
+    options = options or ReadOptions()
+    builder = SummaryBuilder()
+    for pred in table_predictions(table, CTX, options):
+        builder.add_predictions(pred)
+    return builder.summaries()
+
+
+def _same(a: ModelSummary, b: ModelSummary) -> None:
+    assert (a.n_samples, a.hits, a.class_names) == (b.n_samples, b.hits, b.class_names)
+    assert abs(a.brier_sum - b.brier_sum) <= TOL * a.n_samples
+    assert abs(a.log_loss_sum - b.log_loss_sum) <= TOL * a.n_samples
+    for x, y in ((a.confidence, b.confidence), (a.classwise, b.classwise)):
+        np.testing.assert_array_equal(x.count, y.count)
+        np.testing.assert_array_equal(x.positives, y.positives)
+        np.testing.assert_allclose(x.sum_score, y.sum_score, rtol=0, atol=TOL * a.n_samples)
+
+
+@pytest.mark.parametrize("kind", ["float32", "model column", "logits", "renormalize"])
+def test_a_table_summarised_as_stored_equals_the_loader_predictions(kind):
+    rng = np.random.default_rng(11)
+    stored, labels = _rows(rng, 4000, 4, np.float32)
+    extra, options, prefix = {}, ReadOptions(), "p_"
+    if kind == "model column":
+        extra = {"model": np.where(np.arange(4000) % 3 == 0, "a", "b")}
+    elif kind == "logits":
+        stored, prefix = np.log(stored.astype(np.float64) + 1e-3), "logit_"
+    elif kind == "renormalize":
+        stored = stored * 3.0  # unnormalised scores above 1
+        options = ReadOptions(renormalize=True)
+    table = _table(stored, labels, prefix, **extra)
+    builder = SummaryBuilder()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RenormalisedRowsWarning)
+        builder.add_table(table, CTX, options)
+        want = _via_loader(table, options)
+    got = builder.summaries()
+    assert list(got) == list(want)
+    for name in want:
+        _same(got[name], want[name])
+
+
+@pytest.mark.parametrize(
+    ("damage", "message"),
+    [
+        ("nan", "NaN or infinite probabilities at row 8 (1-based)"),
+        ("negative", "must hold probabilities in [0, 1]"),
+        ("sum", "must sum to 1"),
+        ("above one", "must hold probabilities in [0, 1]"),
+        ("label", "not among the classes"),
+        ("label and sum", "must sum to 1"),  # the loader checks probabilities first
+    ],
+)
+@pytest.mark.filterwarnings("ignore::calibration_core.RenormalisedRowsWarning")
+def test_a_bad_table_gets_the_loader_message(damage, message):
+    rng = np.random.default_rng(9)
+    stored, labels = _rows(rng, 100, 3, np.float64)
+    if damage == "nan":
+        stored[7, 1] = np.nan
+    elif damage == "negative":
+        stored[7] = [-0.25, 0.75, 0.5]
+    elif damage in ("sum", "label and sum"):
+        stored[7] = [0.5, 0.5, 0.5]
+    elif damage == "above one":
+        stored[7] = [1.5, 0.0, 0.0]
+    if damage.startswith("label"):
+        labels[7] = 5
+    table = _table(stored, labels)
+    with pytest.raises(CalibrationInputError) as fast:
+        SummaryBuilder().add_table(table, CTX, ReadOptions())
+    with pytest.raises(CalibrationInputError) as loader:
+        table_predictions(table, CTX, ReadOptions())
+    assert str(fast.value) == str(loader.value)
+    assert message in str(fast.value)
+
+
+def test_rows_rounded_when_saved_are_renormalised_with_the_loader_warning():
+    rng = np.random.default_rng(10)
+    stored, labels = _rows(rng, 500, 3, np.float64)
+    table = _table(np.round(stored, 4), labels)
+    with pytest.warns(RenormalisedRowsWarning, match="did not sum to 1") as fast:
+        builder = SummaryBuilder()
+        builder.add_table(table, CTX, ReadOptions())
+    with pytest.warns(RenormalisedRowsWarning) as loader:
+        want = _via_loader(table)
+    assert [str(w.message) for w in fast] == [str(w.message) for w in loader]
+    _same(builder.summaries()["model"], want["model"])
+
+
+def test_the_core_does_not_import_numba():
+    code = (
+        "import sys, calibration_core, calibration_core.distributed, app.cli;"
+        "app.cli.build_parser();"
+        "assert 'numba' not in sys.modules, 'imported'"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)

@@ -1,13 +1,15 @@
 """Calibration of prediction logs larger than memory, on Dask (optional extra ``dask``).
 
-Install with ``pip install 'calibration-dashboard[dask]'``. Nothing here imports
-Dask until a dataset is evaluated, and the rest of the core never needs it.
+Install with ``pip install 'calibration-dashboard[dask]'`` (Dask, distributed and
+Numba). Nothing here imports Dask or Numba until a dataset is evaluated, and the
+rest of the core never needs them.
 
 How it works
 ------------
 Each row group of each Parquet file (or each partition of a dask.dataframe) is
 read and validated with the loader's own conventions and messages, and
-summarised by counts and sums only (:class:`ModelSummary`): hits, Brier and
+summarised, one compiled loop per batch of rows (:mod:`.kernel`), by counts and
+sums only (:class:`ModelSummary`): hits, Brier and
 log-loss sums, and per-*cell* statistics of the top-label confidence and of
 every class column. Summaries merge by addition in a tree reduction
 (:func:`tree_merge`), so a worker lost mid-run costs only the recomputation of

@@ -21,7 +21,8 @@ NumPy does, so bins and sums equal the in-memory core's.
 Compilation
 -----------
 Functions are compiled on first use for each dtype and memory layout of the
-block (about 2-4 s each, BENCHMARKS.md) and cached on disk (``cache=True``):
+block (3.2 s of CPU for the variants :func:`warm` compiles, 0.4 s to load them
+from the cache; BENCHMARKS.md) and cached on disk (``cache=True``):
 in the package's ``__pycache__``, or, when that is read-only (an installed
 package owned by another user), in Numba's user-wide cache
 (``~/.cache/numba``, or ``$XDG_CACHE_HOME/numba``); ``NUMBA_CACHE_DIR``

@@ -94,7 +94,7 @@ class ModelSummary:
             CellStatistics(
                 classes[..., 0].astype(np.int64),
                 classes[..., 1].copy(),
-                totals.positives.reshape(totals.n_classes, -1),
+                totals.positives.reshape(totals.n_classes, -1).copy(),
             ),
         )
 

@@ -268,3 +268,77 @@ def test_shared_miscalibration_with_different_score_ranges_is_not_flagged():
                               seed=i)  # fmt: skip
         rejected += report.homogeneity.rejects(0.05)
     assert rejected <= stats.binom.ppf(0.995, 200, 0.05), rejected
+
+
+# ------------------------------------------------------ reference period
+
+
+def test_reference_period_in_dates_windows_and_the_first_k_agree():
+    """The same period written three ways gives the same report; the drift is still found."""
+    pred = planted(6000, np.random.default_rng(2), drift_day=7)
+    _, windows = time_windows(pred, "1d")
+    docs = [
+        drift_report(pred, windows, reference=ref, n_resamples=50).to_dict()
+        for ref in (3, "1:3", "2023-11-15:2023-11-17")
+    ]
+    assert docs[0]["windows"] == docs[1]["windows"] == docs[2]["windows"]
+    assert docs[0]["reference"] == docs[2]["reference"]
+    assert [w["reference"] for w in docs[2]["windows"]] == [True] * 3 + [False] * 7
+    assert docs[2]["reference_period"] == "2023-11-15:2023-11-17"
+    assert docs[2]["reference_description"] == "2023-11-15 to 2023-11-17"
+    assert docs[0]["reference_description"] == "the first 3 windows"
+    flagged = {w["window"] for w in docs[2]["windows"] if w["flagged"]}
+    assert flagged and flagged <= {"2023-11-22", "2023-11-23", "2023-11-24"}
+
+
+def test_reference_period_in_the_middle_open_ended_and_by_month():
+    """A later period: the windows before it are judged too; an open end runs to the data's."""
+    pred = planted(6000, np.random.default_rng(4), drift_day=7)
+    _, windows = time_windows(pred, "1d")
+    later = drift_report(pred, windows, reference="2023-11-22:", n_resamples=0)
+    assert later.in_reference.tolist() == [False] * 7 + [True] * 3
+    assert later.to_dict()["reference"]["rows"] == windows.sizes[7:].sum()
+    middle = drift_report(pred, windows, reference="4:5", n_resamples=0)
+    assert middle.in_reference.tolist() == [False] * 3 + [True] * 2 + [False] * 5
+    assert middle.period.describe() == "windows 4 to 5"
+    # A month as the end covers the whole month: here, every row but the first day's.
+    month = drift_report(pred, windows, reference="2023-11-16:2023-11", n_resamples=0)
+    assert month.in_reference.tolist() == [False] + [True] * 9
+
+
+@pytest.mark.parametrize(
+    ("reference", "message"),
+    [
+        ("2023-11-20:2023-11-16", "ends before it starts"),
+        ("5:2", "ends before it starts"),
+        ("0:2", "numbered from 1"),
+        ("2024-02-01:2024-03-01", "lies outside the data: the data's times run from 2023-11-15"),
+        (":2023-11-01", "lies outside the data"),
+        ("3:12", "needs window 12, but there are 10 windows"),
+        ("2023-11-15:", "covers all 10 windows"),
+        ("10", "covers all"),
+        ("", "is empty"),
+        ("last week", "is not understood"),
+        ("2023-11-15:soon", "'soon' of the reference period"),
+        ("2023-11-15Z:2023-11-16", "without a zone"),
+    ],
+)
+def test_reference_period_errors_say_what_and_how(reference, message):
+    pred = planted(2000, np.random.default_rng(5))
+    _, windows = time_windows(pred, "1d")
+    with pytest.raises(CalibrationInputError, match=message.replace("(", r"\(")):
+        drift_report(pred, windows, reference=reference, n_resamples=0)
+
+
+def test_reference_period_empty_in_a_gap_and_dates_on_row_windows():
+    pred = planted(2000, np.random.default_rng(6), days=10)
+    keep = np.flatnonzero((pred.extra["timestamp"] - START) // 86400 != 4)  # no 2023-11-19
+    gap = pred.subset(keep)
+    _, windows = time_windows(gap, "1d")
+    with pytest.raises(CalibrationInputError, match="holds no row"):
+        drift_report(gap, windows, reference="2023-11-19:2023-11-19", n_resamples=0)
+    rows = window_index(None, "500rows", pred.n_samples)
+    with pytest.raises(CalibrationInputError, match=r"give window numbers instead, e\.g\. 1:3"):
+        drift_report(pred, rows, reference="2023-11-15:2023-11-16", n_resamples=0)
+    report = drift_report(pred, rows, reference="2:3", n_resamples=0)
+    assert report.in_reference.tolist() == [False, True, True, False]

@@ -118,6 +118,11 @@ def test_clicking_a_window_shows_its_reliability_diagram(ctx, sid, tmp_path):
     assert widths[g] == 3 and sum(w == 3 for w in widths) == 1
 
 
+def subtitle(fig) -> str:
+    """The time chart's subtitle, on one line."""
+    return fig["layout"]["title"]["subtitle"]["text"].replace("<br>", " ")
+
+
 def test_unparsable_timestamps_are_reported_with_their_rows(ctx, sid, tmp_path):
     frame = drift_frame(400)
     frame.loc[[4, 8], "timestamp"] = ["yesterday", "not a time"]
@@ -139,7 +144,33 @@ def test_without_a_time_column_the_windows_are_rows(ctx, sid, tmp_path):
     # A reference as long as the data: the core's message, not a traceback.
     _, messages, _, style, _ = panel(ctx, sid, info.handle, window="rows", rows=250, reference=4)
     assert style == {"display": "none"}
-    assert "reference period must be between 1 and 3 windows" in messages.children
+    assert "covers all 4 windows" in messages.children
+    # Windows of rows take a window range (dates would need a time column).
+    _, _, fig, _, _ = panel(ctx, sid, info.handle, window="rows", rows=250, reference="2:3")
+    assert "reference: windows 2 to 3" in subtitle(fig)
+    _, messages, *_ = panel(ctx, sid, info.handle, window="rows", rows=250,
+                            reference="2023-11-15:2023-11-16")  # fmt: skip
+    assert "give window numbers instead" in messages.children
+
+
+def test_a_reference_period_in_dates_gives_the_cores_numbers(ctx, sid, tmp_path):
+    info, pred = upload(ctx, sid, drift_frame(), tmp_path, "dates.csv")
+    period = "2023-11-15:2023-11-17"
+    run_time_job(ctx, sid, info.handle, RAW, None, "1d", None, period, R, lambda _: None)
+    _, _, fig, _, table = panel(ctx, sid, info.handle, reference=period)
+    assert "reference: 2023-11-15 to 2023-11-17" in subtitle(fig)
+    _, windows = time_windows(pred, "1d")
+    core = drift_report(pred, windows, reference=period, binning=Binning(), n_resamples=R)
+    same = drift_report(pred, windows, reference=3, binning=Binning(), n_resamples=R)
+    assert core.to_dict()["windows"] == same.to_dict()["windows"]
+    assert "reference (2023-11-15 to 2023-11-17)" in str(table)
+    assert core.flagged.any()
+    # Problems with the period are the card's message, nothing drawn.
+    for bad, words in [("2023-11-18:2023-11-16", "ends before it starts"),
+                       ("2024-05-01:2024-06-01", "lies outside the data"),
+                       ("soon", "is not understood")]:  # fmt: skip
+        _, messages, _, style, _ = panel(ctx, sid, info.handle, reference=bad)
+        assert style == {"display": "none"} and words in str(messages), bad
 
 
 def test_the_page_report_shows_the_card_with_its_last_settings(ctx, tmp_path):

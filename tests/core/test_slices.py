@@ -253,6 +253,27 @@ def test_group_maps_per_group_temperature_beats_global_on_planted_group():
     assert row["better"] == "group" and row["ece_group"] < row["ece_global"]
 
 
+def test_group_maps_score_the_notion_asked_for():
+    """The ECE columns are the notion's (one class vs rest here), the same as slice_report's;
+    the held-out maps are the same whatever the notion (log-loss decides "better")."""
+    rng = np.random.default_rng(5)
+    n = 3000
+    z = rng.normal(0, 2, (n, 3))
+    labels = np.exp(z).cumsum(1) / np.exp(z).sum(1, keepdims=True) < rng.random(n)[:, None]
+    pred = with_extra(Predictions.from_logits(z * 1.6, labels.sum(1)), {"g": rng.integers(0, 2, n)})
+    groups = group_index(pred, ["g"])
+    conf = group_maps(pred, groups, ["temperature"], folds=2)
+    cls = group_maps(pred, groups, ["temperature"], notion="class", class_index=2, folds=2)
+    assert (cls.notion, cls.class_index, conf.notion) == ("class", 2, "confidence")
+    report = slice_report(pred, groups, notion="class", class_index=2, n_resamples=0,
+                          test_resamples=0)  # fmt: skip
+    for g, row in enumerate(r for r in cls.table):
+        assert row["ece_uncalibrated"] == pytest.approx(report.metrics["ece"][g], rel=1e-12)
+    for a, b in zip(conf.table, cls.table, strict=True):
+        assert a["ece_global"] != pytest.approx(b["ece_global"], rel=1e-3)
+        assert (a["log_loss_global"], a["better"]) == (b["log_loss_global"], b["better"])
+
+
 # ------------------------------------------------------------- real data
 @pytest.mark.realdata
 def test_densenet_cifar100_superclasses(realdata, shared_dir):

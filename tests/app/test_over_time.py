@@ -55,7 +55,13 @@ RAW = RawSettings(None, [])
 
 
 def panel(ctx, sid, handle, column=None, window="1d", rows=None, reference=3, click=None):
-    return time_panel(ctx, sid, handle, RAW, column, window, rows, reference, R, click, None)
+    time = controls(window, reference, column, rows)
+    return time_panel(ctx, sid, handle, RAW, time, R, click, None)
+
+
+def controls(window="1d", reference=3, column=None, rows=None) -> dict:
+    """The card's controls as the callbacks get them."""
+    return {"column": column, "window": window, "rows": rows, "reference": reference}
 
 
 def test_time_panel_numbers_are_the_cores_and_the_drift_is_highlighted(ctx, sid, tmp_path):
@@ -72,7 +78,7 @@ def test_time_panel_numbers_are_the_cores_and_the_drift_is_highlighted(ctx, sid,
     assert "error_y" not in ece
     # The background job stores the intervals; the panel then shows the core's numbers.
     calls = []
-    state = run_time_job(ctx, sid, info.handle, RAW, None, "1d", None, 3, R, calls.append)
+    state = run_time_job(ctx, sid, info.handle, RAW, controls(), R, calls.append)
     assert state["error"] is None and calls
     core = drift_report(pred, windows, reference=3, binning=Binning(), n_resamples=R, level=0.95,
                         seed=0).to_dict()  # fmt: skip
@@ -99,7 +105,7 @@ def test_time_panel_numbers_are_the_cores_and_the_drift_is_highlighted(ctx, sid,
 
 def test_clicking_a_window_shows_its_reliability_diagram(ctx, sid, tmp_path):
     info, pred = upload(ctx, sid, drift_frame(), tmp_path, "click.csv")
-    args = (ctx, sid, info.handle, RAW, None, "1d", None, 3)
+    args = (ctx, sid, info.handle, RAW, controls())
     fig, style = window_panel(*args, None)
     assert style == {"display": "none"}
     fig, style = window_panel(*args, {"points": [{"x": "2023-11-23", "customdata": [8, 1]}]})
@@ -156,7 +162,7 @@ def test_without_a_time_column_the_windows_are_rows(ctx, sid, tmp_path):
 def test_a_reference_period_in_dates_gives_the_cores_numbers(ctx, sid, tmp_path):
     info, pred = upload(ctx, sid, drift_frame(), tmp_path, "dates.csv")
     period = "2023-11-15:2023-11-17"
-    run_time_job(ctx, sid, info.handle, RAW, None, "1d", None, period, R, lambda _: None)
+    run_time_job(ctx, sid, info.handle, RAW, controls(reference=period), R, lambda _: None)
     _, _, fig, _, table = panel(ctx, sid, info.handle, reference=period)
     assert "reference: 2023-11-15 to 2023-11-17" in subtitle(fig)
     _, windows = time_windows(pred, "1d")
@@ -185,7 +191,7 @@ def test_the_page_report_shows_the_card_with_its_last_settings(ctx, tmp_path):
     panel(ctx, sid, info.handle)  # remembers day windows, 3 reference days
     points = small_export(ctx, sid, ids.EXPORT_REPORT_HTML, raw)["content"]
     assert "<h3>Over time</h3>" in points and "Intervals not computed" in points
-    run_time_job(ctx, sid, info.handle, RAW, None, "1d", None, 3, R, lambda _: None)
+    run_time_job(ctx, sid, info.handle, RAW, controls(), R, lambda _: None)
     report = small_export(ctx, sid, ids.EXPORT_REPORT_HTML, raw)["content"]
     section = report[report.index("<h3>Over time</h3>") :]
     assert "Intervals not computed" not in section

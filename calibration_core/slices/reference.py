@@ -9,7 +9,9 @@ The user chooses the period the windows are compared with, in one of three ways:
   (``2024-01:2024-03``), UTC as the time column's. Both ends are included, the
   end as a whole unit of its precision (a date covers its whole day, a month
   its whole month); an end may be left out (``2024-03-01:`` runs to the last
-  row, ``:2024-01-31`` from the first).
+  row, ``:2024-01-31`` from the first); one date or month alone (``2024-01``)
+  is that day or month. A period reaching beyond the data is cut to it; one
+  wholly outside the data, or in a gap of it, is refused.
 
 A window holding any row of the reference period is a reference window: it
 is not judged against the reference.
@@ -27,8 +29,8 @@ from .groups import GroupIndex
 
 _WHOLE = re.compile(r"\s*(\d+)\s*")
 HOW = (
-    "write K (the first K windows), A:B (windows A to B, numbered from 1) or two ISO dates "
-    "START:END (e.g. 2024-01-01:2024-01-31, both days included)"
+    "write K (the first K windows), A:B (windows A to B, numbered from 1), ISO dates "
+    "START:END (e.g. 2024-01-01:2024-01-31, both days included) or one date or month"
 )
 
 
@@ -53,12 +55,15 @@ class ReferencePeriod:
     text: str
 
     def describe(self) -> str:
-        """E.g. ``"the first 2 windows"``, ``"windows 3 to 5"``, ``"2024-01-01 to 2024-01-31"``."""
+        """E.g. ``"the first 2 windows"``, ``"windows 3 to 5"``, ``"2024-01-01 to 2024-01-31"``,
+        ``"2024-01"``."""
         if self.kind == "windows":
             if self.start == 1:
                 return f"the first {self.end} window{'s' if self.end != 1 else ''}"
             return f"windows {self.start} to {self.end}"
-        first, _, last = self.text.partition(":")
+        first, colon, last = self.text.partition(":")
+        if not colon:
+            return first.strip()
         return f"{first.strip() or 'the first row'} to {last.strip() or 'the last row'}"
 
 
@@ -80,8 +85,14 @@ def parse_reference(value: int | str | ReferencePeriod) -> ReferencePeriod:
     if _WHOLE.fullmatch(text):
         return _windows(text, 1, int(text))
     first, colon, last = text.partition(":")
-    if not colon:
-        raise CalibrationInputError(f"the reference period {text!r} is not understood; {HOW}.")
+    if not colon:  # one date or month alone: that day or month
+        try:
+            _date(text, text, "date")
+        except CalibrationInputError:
+            raise CalibrationInputError(
+                f"the reference period {text!r} is not understood; {HOW}."
+            ) from None
+        first = last = text
     if _WHOLE.fullmatch(first) and _WHOLE.fullmatch(last):
         return _windows(text, int(first), int(last))
     start, end = _date(first, text, "start"), _date(last, text, "end")

@@ -349,6 +349,10 @@ def test_reference_period_in_the_middle_open_ended_and_by_month():
     # A month as the end covers the whole month: here, every row but the first day's.
     month = drift_report(pred, windows, reference="2023-11-16:2023-11", n_resamples=0)
     assert month.in_reference.tolist() == [False] + [True] * 9
+    # One date alone is that day.
+    day = drift_report(pred, windows, reference="2023-11-18", n_resamples=0)
+    assert day.in_reference.tolist() == [False] * 3 + [True] + [False] * 6
+    assert day.period.describe() == "2023-11-18"
 
 
 @pytest.mark.parametrize(

@@ -11,8 +11,12 @@ statistics) and the metric row, in milliseconds and without reading the data.
 What needs the rows is not offered, and the page says so: equal-frequency bins
 (their edges are order statistics of the whole dataset: four more passes over
 the data, ``calibration-dashboard evaluate --engine dask --scheme frequency``),
-the smooth and cumulative diagrams, calibration maps (their fit) and the
-diagnostics.
+the smooth and cumulative diagrams and the diagnostics.
+
+Calibration maps are compared on a reproducible sample of each model
+(:func:`maps_view`): the core's cross-fitted comparison, whose held-out
+predictions are kept, so its diagrams and table follow every bin count
+(either scheme), notion and band the page picks, without another run.
 """
 
 from __future__ import annotations
@@ -23,7 +27,15 @@ import numpy as np
 
 from calibration_core import Binning, CalibrationInputError, ReliabilityCurve
 
-from .analysis import UNCALIBRATED, ModelView, Panel, band_of, targets, worst_classes
+from .analysis import (
+    HISTOGRAM_BINS,
+    UNCALIBRATED,
+    ModelView,
+    Panel,
+    band_of,
+    targets,
+    worst_classes,
+)
 from .settings import ALL_CLASSES, ALL_CLASSES_SHOWN, ViewSettings
 from .store.records import ModelInfo
 
@@ -50,9 +62,13 @@ KIND_NOTE = (
     "reliability diagram, computed from the cached statistics."
 )
 MAPS_NOTE = (
-    "A dataset is shown uncalibrated: calibration maps, the verdict and the diagnostics "
-    "need the rows in memory (upload a sample, or fit on the cluster with "
-    "calibration_core.distributed)."
+    "The diagrams above are the whole dataset, uncalibrated. Calibration maps are fitted on "
+    "a sample (Fit maps on a sample, below); the verdict and the diagnostics need the rows "
+    "in memory."
+)
+SAMPLE_KIND_NOTE = (
+    "The smooth and cumulative diagrams are not drawn for a dataset's maps; their binned "
+    "reliability diagrams are."
 )
 
 
@@ -157,4 +173,82 @@ def dataset_view(dataset: str, summaries: dict, view: ViewSettings) -> DatasetVi
         mv = model_panels(dataset, summary, shown)
         figures.append(reliability_figure_dict(mv, shown, WholeDataset(), side_by_side))
         rows.append(metric_row(summary, view.n_bins))
+    return DatasetView(figures, rows, notes)
+
+
+@dataclass(frozen=True)
+class SampleHeldOut:
+    """The held-out scheme of a dataset's maps, for the figures' subtitle."""
+
+    text: str
+
+    def describe(self) -> str:
+        """E.g. ``"5-fold cross-fitting on a sample of 100,000 rows"``."""
+        return self.text
+
+
+def sample_panels(info: ModelInfo, comparison, view: ViewSettings) -> ModelView:
+    """Panels of every calibrator of one model, from the comparison's held-out rows."""
+    binning = Binning(view.scheme, view.n_bins)
+    hist_binning = binning if view.scheme == "width" else Binning("width", HISTOGRAM_BINS)
+    rows = targets(info, view)
+    uncalibrated = comparison.calibrated[UNCALIBRATED]
+    shown = None
+    if view.all_classes:
+        eces = [uncalibrated.statistics(binning, "class", k).ece() for k, _ in rows]
+        keep = worst_classes(np.asarray(eces), DATASET_CLASSES_SHOWN)
+        rows, shown = [rows[k] for k in keep], (len(keep), len(rows))
+    mv = ModelView(info, n_scored=uncalibrated.n_samples, classes_shown=shown)
+    for label, pred in comparison.calibrated.items():
+        for k, class_label in rows:
+            stats = pred.statistics(binning, view.notion, k)
+            curve = ReliabilityCurve.from_statistics(stats, binning)
+            hist = (
+                stats if hist_binning is binning else pred.statistics(hist_binning, view.notion, k)
+            )
+            mv.panels.append(Panel(label, class_label, curve, band_of(stats, curve, view), hist))
+    return mv
+
+
+def sample_rows(model: str, comparison, view: ViewSettings) -> list[dict]:
+    """The comparison table of one model at the page's binning (failed maps with their error)."""
+    from calibration_core.compare.results import score_probs
+
+    rows = []
+    for row in comparison.rows():
+        pred = comparison.calibrated.get(row["map"])
+        metrics = (
+            {}
+            if pred is None
+            else score_probs(pred.probs, pred.labels, n_bins=view.n_bins, scheme=view.scheme)
+        )
+        rows.append({"model": model, "map": row["map"], "error": row["error"], **metrics})
+    return rows
+
+
+def maps_view(dataset: str, entry: dict, summaries: dict, view: ViewSettings) -> DatasetView:
+    """Figures, comparison rows and notes of the maps fitted on a dataset's samples.
+
+    ``entry``: :meth:`app.datasets.Datasets.cached_maps`; ``summaries``: the
+    dataset's (for the models' class names).
+
+    Raises
+    ------
+    CalibrationInputError
+        A notion the models do not have (binary on K != 2).
+    """
+    from .figures.reliability import reliability_figure_dict
+
+    notes = [SAMPLE_KIND_NOTE] if view.kind != "binned" else []
+    side_by_side = len(entry["models"]) > 1
+    figures, rows = [], []
+    for model, found in entry["models"].items():
+        summary = summaries[model]
+        shown, why = model_settings(summary, view)
+        notes += why
+        info = model_info(dataset, summary)
+        held = SampleHeldOut(f"{entry['heldout']} on a sample of {found['info'].rows:,} rows")
+        mv = sample_panels(info, found["comparison"], shown)
+        figures.append(reliability_figure_dict(mv, shown, held, side_by_side))
+        rows += sample_rows(model, found["comparison"], shown)
     return DatasetView(figures, rows, notes)

@@ -71,6 +71,7 @@ def compare_maps_on_sample(
     folds: int = 5,
     n_bins: int = 15,
     scheme: str = "width",
+    test_fraction: float | None = None,
     client: Any = None,
     **options,
 ) -> SampleComparison:
@@ -85,8 +86,9 @@ def compare_maps_on_sample(
     size, seed : int
         The sample (:func:`~.sample.sample_predictions`); ``seed`` also
         assigns the folds.
-    folds, n_bins, scheme
-        Of the comparison.
+    folds, n_bins, scheme, test_fraction
+        Of the comparison (``test_fraction``: one seeded train/test split
+        instead of cross-fitting).
     client : distributed.Client, optional
         When given, the comparison runs as one task on the cluster.
     **options
@@ -98,6 +100,8 @@ def compare_maps_on_sample(
     """
     sample, info = sample_predictions(source, size=size, seed=seed, client=client, **options)
     settings = {"folds": folds, "seed": seed, "n_bins": n_bins, "scheme": scheme}
+    if test_fraction is not None:
+        settings["test_fraction"] = test_fraction
     if client is None:
         comparison = compare_maps(sample, maps, **settings)
     else:

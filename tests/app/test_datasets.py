@@ -22,14 +22,19 @@ import pytest
 
 distributed = pytest.importorskip("distributed", reason="the 'dask' extra is not installed")
 
-from app.callbacks.datasets import dataset_panel, run_dataset_job  # noqa: E402
+from app.callbacks.datasets import (  # noqa: E402
+    dataset_panel,
+    maps_panel,
+    run_dataset_job,
+    run_maps_job,
+)
 from app.config import AppConfig, ConfigError  # noqa: E402
 from app.context import AppContext  # noqa: E402
 from app.dataset_view import FREQUENCY_NOTE, dataset_view, target_statistics  # noqa: E402
 from app.datasets import Datasets, scan_datasets  # noqa: E402
 from app.session import new_session_id  # noqa: E402
 from app.settings import RawSettings, parse_view  # noqa: E402
-from calibration_core import CalibrationInputError, load_predictions  # noqa: E402
+from calibration_core import CalibrationInputError, compare_maps, load_predictions  # noqa: E402
 from calibration_core.compare.results import score_probs  # noqa: E402
 from calibration_core.metrics import classwise_statistics, confidence_statistics  # noqa: E402
 
@@ -219,7 +224,7 @@ def test_views_the_cells_cannot_answer_say_so(ctx):
     frequency = dataset_panel(ctx, sid, "binary", state, RawSettings(scheme="frequency"))
     assert FREQUENCY_NOTE in str(frequency)
     smooth = str(dataset_panel(ctx, sid, "binary", state, RawSettings(kind="smooth")))
-    assert "need the rows" in smooth and "calibration maps" in smooth
+    assert "need the rows" in smooth and "Fit maps on a sample" in smooth
     binary = dataset_panel(ctx, sid, "binary", state, RawSettings(notion="binary"))
     assert "Dataset binary" in str(binary)
     # The page's class follows the model list's models: one the dataset lacks shows its worst.
@@ -229,6 +234,81 @@ def test_views_the_cells_cannot_answer_say_so(ctx):
     assert "has no class named '8'" in lacking and "showing all 2 classes" in lacking
     other = new_session_id()  # another session has to compute its own
     assert "not computed yet" in str(dataset_panel(ctx, other, "binary", None, RawSettings()))
+
+
+# ------------------------------------------------------------------- maps
+def _fit_maps(ctx, sid, name, raw):
+    progress = []
+    state = run_maps_job(ctx, sid, None, raw, name, set_progress=progress.append)
+    return state, progress
+
+
+def test_maps_on_a_dataset_sample_are_the_in_memory_comparison(ctx, datasets_dir):
+    """The sample (100,000 rows at most) holds every row of these models, so the held-out
+    table is the in-memory comparison's with the same folds, for any bins, either scheme."""
+    sid = new_session_id()
+    fit = RawSettings(maps=["temperature", "isotonic"], folds=3, handles=[])
+    state, progress = _fit_maps(ctx, sid, "logs", fit)  # computes the statistics first
+    assert state["error"] is None, state
+    assert ctx.datasets.cached(sid, "logs") is not None
+    assert "cross-fitting isotonic, temperature on the cluster" in progress[-2][2]
+    assert progress[-1][2] == "maps fitted"
+    entry = ctx.datasets.cached_maps(sid, "logs")
+    assert entry["maps"] == ("isotonic", "temperature") and list(entry["models"]) == [
+        "logs",
+        "main",
+        "other",
+    ]
+    reference = _reference(sorted(str(p) for p in (datasets_dir / "logs").glob("*.parquet")))
+    for m, scheme in ((15, "width"), (7, "frequency")):
+        raw = RawSettings(maps=["temperature", "isotonic"], n_bins=m, scheme=scheme, handles=[])
+        shown = str(maps_panel(ctx, sid, "logs", state, raw))
+        assert "calibration maps on a sample" in shown and "3-fold cross-fitting" in shown
+        assert "not fitted" not in shown
+        stats = ctx.datasets.cached(sid, "logs")["summaries"]
+        view = maps_view_of(entry, stats, raw)
+        assert len(view.figures) == 3 and len(view.rows) == 9
+        for row in view.rows:
+            probs, labels = reference[row["model"]]
+            memory = compare_maps(
+                load_predictions_of(probs, labels, row["model"]),
+                ["temperature", "isotonic"],
+                folds=3,
+                seed=0,
+            )
+            pred = memory.calibrated[row["map"]]
+            want = score_probs(pred.probs, pred.labels, n_bins=m, scheme=scheme)
+            for key, value in want.items():
+                assert abs(row[key] - value) <= 1e-9, (row["model"], row["map"], key)
+    # Other maps picked since: the last fit is shown, and says so.
+    stale = str(maps_panel(ctx, sid, "logs", state, RawSettings(maps=["platt"], handles=[])))
+    assert "the maps of the last fit (isotonic, temperature)" in stale
+
+
+def maps_view_of(entry, summaries, raw):
+    from app.dataset_view import maps_view
+
+    return maps_view("logs", entry, summaries, raw.parse()[3])
+
+
+def load_predictions_of(probs, labels, name):
+    from calibration_core import Predictions
+
+    return Predictions.from_probs(probs, labels, class_names=("0", "1", "2", "3"), name=name)
+
+
+def test_maps_of_a_dataset_say_what_is_missing(ctx):
+    sid = new_session_id()
+    before = str(maps_panel(ctx, sid, "binary", None, RawSettings(maps=["platt"])))
+    assert "no maps fitted yet" in before
+    state, _ = _fit_maps(ctx, sid, "binary", RawSettings(maps=[], handles=[]))
+    assert "no calibration map is picked" in state["error"]
+    state, _ = _fit_maps(ctx, sid, None, RawSettings(maps=["platt"], handles=[]))
+    assert state["error"] == "pick a dataset first."
+    state, _ = _fit_maps(ctx, sid, "../etc", RawSettings(maps=["platt"], handles=[]))
+    assert "this server has no dataset named" in state["error"]
+    state, _ = _fit_maps(ctx, sid, "bad", RawSettings(maps=["platt"], handles=[]))
+    assert "'bad/part-1.parquet' rows 501-1,000" in state["error"]  # the statistics' check
 
 
 def test_bad_rows_are_reported_with_file_and_rows_without_a_traceback(ctx, datasets_dir):

@@ -206,7 +206,8 @@ def sample_panels(info: ModelInfo, comparison, view: ViewSettings) -> ModelView:
             hist = (
                 stats if hist_binning is binning else pred.statistics(hist_binning, view.notion, k)
             )
-            mv.panels.append(Panel(label, class_label, curve, band_of(stats, curve, view), hist))
+            band = band_of(stats, curve, view)
+            mv.panels.append(Panel(label, class_label, curve, band, histogram=hist))
     return mv
 
 

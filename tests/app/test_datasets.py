@@ -22,6 +22,7 @@ import pytest
 
 distributed = pytest.importorskip("distributed", reason="the 'dask' extra is not installed")
 
+from app.analysis import HISTOGRAM_BINS  # noqa: E402
 from app.callbacks.datasets import (  # noqa: E402
     dataset_panel,
     maps_panel,
@@ -30,7 +31,13 @@ from app.callbacks.datasets import (  # noqa: E402
 )
 from app.config import AppConfig, ConfigError  # noqa: E402
 from app.context import AppContext  # noqa: E402
-from app.dataset_view import FREQUENCY_NOTE, dataset_view, target_statistics  # noqa: E402
+from app.dataset_view import (  # noqa: E402
+    FREQUENCY_NOTE,
+    dataset_view,
+    model_info,
+    sample_panels,
+    target_statistics,
+)
 from app.datasets import Datasets, scan_datasets  # noqa: E402
 from app.session import new_session_id  # noqa: E402
 from app.settings import RawSettings, parse_view  # noqa: E402
@@ -280,6 +287,14 @@ def test_maps_on_a_dataset_sample_are_the_in_memory_comparison(ctx, datasets_dir
             want = score_probs(pred.probs, pred.labels, n_bins=m, scheme=scheme)
             for key, value in want.items():
                 assert abs(row[key] - value) <= 1e-9, (row["model"], row["map"], key)
+    # Equal-frequency diagrams keep an equal-width score histogram, as for uploads.
+    frequency = parse_view("class", None, "frequency", 7, "wilson", 0.95)
+    found = entry["models"]["main"]
+    panels = sample_panels(model_info("logs", stats["main"]), found["comparison"], frequency)
+    assert len(panels.panels) == 3 * 4 and panels.classes_shown == (4, 4)
+    for panel in panels.panels:
+        assert panel.message is None and len(panel.curve.stats.count) == 7
+        assert len(panel.histogram.count) == HISTOGRAM_BINS
     # Other maps picked since: the last fit is shown, and says so.
     stale = str(maps_panel(ctx, sid, "logs", state, RawSettings(maps=["platt"], handles=[])))
     assert "the maps of the last fit (isotonic, temperature)" in stale

@@ -8,9 +8,10 @@ notion (confidence, one class vs rest (one class or the worst ones), binary)
 with its band (binomial intervals or the consistency band, both from bin
 statistics) and the metric row, in milliseconds and without reading the data.
 
-What needs the rows is not offered, and the page says so: equal-frequency bins
-(their edges are order statistics of the whole dataset: four more passes over
-the data, ``calibration-dashboard evaluate --engine dask --scheme frequency``),
+Equal-frequency bins are computed on demand (their edges are order statistics
+of the whole dataset: four more passes over the data on the cluster, per bin
+count; :func:`~calibration_core.distributed.frequency_statistics`, exact) and
+kept per bin count. What needs the rows is not offered, and the page says so:
 the smooth and cumulative diagrams and the diagnostics.
 
 Calibration maps are compared on a reproducible sample of each model
@@ -52,10 +53,10 @@ DATASET_METRICS = {
 #: Classes drawn in the "all classes" view of a dataset model (its worst by ECE).
 DATASET_CLASSES_SHOWN = ALL_CLASSES_SHOWN
 FREQUENCY_NOTE = (
-    "Equal-frequency bins are not drawn from a dataset's cached statistics: their edges "
-    "are order statistics of the whole dataset, which takes four more passes over the data "
-    "(calibration-dashboard evaluate --engine dask --scheme frequency computes them exactly). "
-    "Choose equal-width bins (any count 1..100) to see the dataset."
+    "Equal-frequency bins of a dataset are not in its cached statistics: their edges are "
+    "order statistics of the whole dataset, found exactly in four more passes over the data "
+    "on the cluster, for each bin count. Press Compute to compute {n_bins} equal-frequency "
+    "bins, or choose equal-width bins (any count 1..100), drawn at once."
 )
 KIND_NOTE = (
     "The smooth and cumulative diagrams need the rows; a dataset shows its binned "
@@ -103,31 +104,48 @@ def model_info(dataset: str, summary) -> ModelInfo:
     )
 
 
-def target_statistics(summary, view: ViewSettings, k: int | None):
-    """Equal-width bin statistics of one panel: the notion's column, or class ``k``."""
+def target_statistics(summary, view: ViewSettings, k: int | None, frequency=None):
+    """Bin statistics of one panel: the notion's column, or class ``k``.
+
+    ``frequency``: the model's equal-frequency statistics (``{"confidence",
+    "classwise"}``) when the view's scheme is ``"frequency"``; else equal-width
+    bins from the cells.
+    """
+    if frequency is not None:
+        if k is None and view.notion != "binary":
+            return frequency["confidence"]
+        return frequency["classwise"][1 if k is None else k]
     if k is not None:
         return summary.statistics("classwise", view.n_bins)[k]
     notion = "binary" if view.notion == "binary" else "confidence"
     return summary.statistics(notion, view.n_bins)
 
 
-def panel_of(summary, view: ViewSettings, k: int | None, label: str | None) -> Panel:
+def panel_of(summary, view: ViewSettings, k, label: str | None, frequency=None) -> Panel:
     """One uncalibrated reliability panel, with its band and its histogram."""
-    stats = target_statistics(summary, view, k)
-    curve = ReliabilityCurve.from_statistics(stats, Binning("width", view.n_bins))
-    return Panel(UNCALIBRATED, label, curve, band_of(stats, curve, view), histogram=stats)
+    stats = target_statistics(summary, view, k, frequency)
+    curve = ReliabilityCurve.from_statistics(stats, Binning(view.scheme, view.n_bins))
+    hist = stats
+    if frequency is not None:  # equal-width histogram from the cells, as for uploads
+        hist = target_statistics(summary, replace(view, n_bins=HISTOGRAM_BINS), k)
+    return Panel(UNCALIBRATED, label, curve, band_of(stats, curve, view), histogram=hist)
 
 
-def model_panels(dataset: str, summary, view: ViewSettings) -> ModelView:
+def model_panels(dataset: str, summary, view: ViewSettings, frequency=None) -> ModelView:
     """The panels of one model (the worst classes first in "all classes")."""
     info = model_info(dataset, summary)
     rows = targets(info, view)
     shown = None
     if view.all_classes:
-        eces = np.asarray(summary.statistics("classwise", view.n_bins).ece())
+        classwise = (
+            summary.statistics("classwise", view.n_bins)
+            if frequency is None
+            else frequency["classwise"]
+        )
+        eces = np.asarray(classwise.ece())
         keep = worst_classes(eces, DATASET_CLASSES_SHOWN)
         rows, shown = [rows[k] for k in keep], (len(keep), len(rows))
-    panels = [panel_of(summary, view, k, label) for k, label in rows]
+    panels = [panel_of(summary, view, k, label, frequency) for k, label in rows]
     return ModelView(info, panels, n_scored=summary.n_samples, classes_shown=shown)
 
 
@@ -146,33 +164,43 @@ def model_settings(summary, view: ViewSettings) -> tuple[ViewSettings, list[str]
     return replace(view, class_name=ALL_CLASSES), [note]
 
 
-def metric_row(summary, n_bins: int) -> dict:
-    """The model's metrics at ``n_bins`` equal-width bins (the summary's own rules)."""
-    return {"model": summary.name, "n_samples": summary.n_samples, **summary.metrics(n_bins)}
+def metric_row(summary, n_bins: int, frequency=None) -> dict:
+    """The model's metrics at ``n_bins`` bins (equal-frequency when ``frequency`` is given)."""
+    metrics = summary.metrics(n_bins, frequency)
+    return {"model": summary.name, "n_samples": summary.n_samples, **metrics}
 
 
-def dataset_view(dataset: str, summaries: dict, view: ViewSettings) -> DatasetView:
+def dataset_view(
+    dataset: str, summaries: dict, view: ViewSettings, frequency: dict | None = None
+) -> DatasetView:
     """Figures, metric rows and notes of a dataset for the page's view.
+
+    ``frequency``: the dataset's equal-frequency statistics at ``view.n_bins``
+    (:func:`~calibration_core.distributed.frequency_statistics`), needed when
+    the view's scheme is ``"frequency"``.
 
     Raises
     ------
     CalibrationInputError
-        Equal-frequency bins (not served from the cells), or a notion the models
-        do not have (binary on K != 2, an unknown class).
+        Equal-frequency bins not computed yet, or a notion the models do not
+        have (binary on K != 2, an unknown class).
     """
     from .figures.reliability import reliability_figure_dict
 
-    if view.scheme != "width":
-        raise CalibrationInputError(FREQUENCY_NOTE)
+    if view.scheme != "width" and frequency is None:
+        raise CalibrationInputError(FREQUENCY_NOTE.format(n_bins=view.n_bins))
+    if view.scheme == "width":
+        frequency = None
     notes = [MAPS_NOTE] + ([KIND_NOTE] if view.kind != "binned" else [])
     side_by_side = len(summaries) > 1
     figures, rows = [], []
     for summary in summaries.values():
         shown, why = model_settings(summary, view)
         notes += why
-        mv = model_panels(dataset, summary, shown)
+        own = None if frequency is None else frequency[summary.name]
+        mv = model_panels(dataset, summary, shown, own)
         figures.append(reliability_figure_dict(mv, shown, WholeDataset(), side_by_side))
-        rows.append(metric_row(summary, view.n_bins))
+        rows.append(metric_row(summary, view.n_bins, own))
     return DatasetView(figures, rows, notes)
 
 

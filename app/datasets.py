@@ -156,6 +156,43 @@ class Datasets:
             except KilledWorker as exc:
                 raise killed_error(exc) from None
 
+    # ------------------------------------------------------------ equal-frequency bins
+    def cached_frequency(self, sid: str | None, name: object, n_bins: int) -> dict | None:
+        """The equal-frequency statistics of ``name`` at ``n_bins`` for ``sid``, or None.
+
+        ``{model: {"confidence": BinStatistics, "classwise": BinStatistics}}``.
+        """
+        if sid is None or not isinstance(name, str):
+            return None
+        return self.results.get((sid, name, "frequency", int(n_bins)))
+
+    def compute_frequency(
+        self, sid: str | None, name: object, n_bins: int, progress: Progress
+    ) -> None:
+        """Exact equal-frequency bins of ``name`` at ``n_bins`` on the cluster (four passes).
+
+        The dataset's statistics must be kept (their row counts fix the ranks).
+        """
+        entry = self.cached(sid, name)
+        if entry is None or self.cached_frequency(sid, name, n_bins) is not None:
+            return
+        from distributed import KilledWorker
+
+        from calibration_core.distributed import frequency_statistics
+
+        path = self.resolve(name)
+        progress(0, 1, f"{n_bins} equal-frequency bins: four passes over the data on the cluster")
+        with self.client() as client:
+            try:
+                found = frequency_statistics(str(path), entry["summaries"], n_bins, client=client)
+            except KilledWorker as exc:
+                raise killed_error(exc) from None
+            except CalibrationInputError as exc:
+                raise CalibrationInputError(self.relative(str(exc))) from None
+        progress(1, 1, f"{n_bins} equal-frequency bins computed")
+        key = (sid, str(name), "frequency", int(n_bins))
+        self.results.set(key, found, expire=self.ttl_seconds)
+
     # ------------------------------------------------------------ maps
     def cached_maps(self, sid: str | None, name: object) -> dict | None:
         """The last maps' comparison of ``name`` for ``sid``, or None.

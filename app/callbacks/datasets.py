@@ -41,13 +41,21 @@ NOT_COMPUTED = (
 
 
 def run_dataset_job(
-    ctx: AppContext, sid: str | None, _handle, _raw, name: Any, set_progress
+    ctx: AppContext, sid: str | None, _handle, raw, name: Any, set_progress
 ) -> dict:
-    """Summarise the picked dataset on the cluster, once per session (the job's body)."""
+    """Summarise the picked dataset on the cluster, once per session (the job's body).
+
+    With equal-frequency bins picked, their exact statistics at the page's bin
+    count are computed too (four more passes, once per bin count).
+    """
 
     def work(progress) -> None:
-        if name is not None:
-            ctx.datasets.compute(sid, name, progress)
+        if name is None:
+            return
+        ctx.datasets.compute(sid, name, progress)
+        view = None if raw is None else frequency_view(raw)
+        if view is not None:
+            ctx.datasets.compute_frequency(sid, name, view.n_bins, progress)
 
     return run_job(work, set_progress)
 
@@ -155,6 +163,15 @@ def maps_panel(ctx: AppContext, sid: str | None, name: Any, done: Any, raw: RawS
     ]
 
 
+def frequency_view(raw: RawSettings):
+    """The page's view when it asks for equal-frequency bins, else None (or bad settings)."""
+    try:
+        view = raw.parse()[3]
+    except SettingsError:
+        return None
+    return view if view.scheme == "frequency" else None
+
+
 def metrics_table(rows: list[dict]) -> html.Table:
     """One row of metrics per model of the dataset (4 decimals; rows with separators)."""
     head = html.Tr([html.Th("model"), *(html.Th(h) for h in DATASET_METRICS.values())])
@@ -201,7 +218,10 @@ def dataset_panel(ctx: AppContext, sid: str | None, name: Any, done: Any, raw: R
             return [*errors, note(NOT_COMPUTED.format(name=name))]
         start = time.perf_counter()
         view = raw.parse()[3]
-        shown = dataset_view(name, entry["summaries"], view)
+        frequency = None
+        if view.scheme == "frequency":
+            frequency = ctx.datasets.cached_frequency(sid, name, view.n_bins)
+        shown = dataset_view(name, entry["summaries"], view, frequency)
         seconds = time.perf_counter() - start
     except CalibrationInputError as exc:
         return [*errors, note(str(exc))]

@@ -229,7 +229,7 @@ def test_views_the_cells_cannot_answer_say_so(ctx):
     state, _ = _run(ctx, sid, "binary")
     assert state["error"] is None
     frequency = dataset_panel(ctx, sid, "binary", state, RawSettings(scheme="frequency"))
-    assert FREQUENCY_NOTE in str(frequency)
+    assert FREQUENCY_NOTE.format(n_bins=15) in str(frequency)
     smooth = str(dataset_panel(ctx, sid, "binary", state, RawSettings(kind="smooth")))
     assert "need the rows" in smooth and "Fit maps on a sample" in smooth
     binary = dataset_panel(ctx, sid, "binary", state, RawSettings(notion="binary"))
@@ -324,6 +324,43 @@ def test_maps_of_a_dataset_say_what_is_missing(ctx):
     assert "this server has no dataset named" in state["error"]
     state, _ = _fit_maps(ctx, sid, "bad", RawSettings(maps=["platt"], handles=[]))
     assert "'bad/part-1.parquet' rows 501-1,000" in state["error"]  # the statistics' check
+
+
+def test_equal_frequency_bins_of_a_dataset_are_the_in_memory_core_once_computed(ctx, datasets_dir):
+    sid = new_session_id()
+    raw = RawSettings(scheme="frequency", n_bins=7, handles=[])
+    state, progress = _run_with(ctx, sid, "logs", raw)
+    assert state["error"] is None and progress[-1][2] == "7 equal-frequency bins computed"
+    assert ctx.datasets.cached_frequency(sid, "logs", 8) is None  # per bin count
+    assert "Press Compute to compute 8" in str(
+        dataset_panel(ctx, sid, "logs", state, RawSettings(scheme="frequency", n_bins=8))
+    )
+    reference = _reference(sorted(str(p) for p in (datasets_dir / "logs").glob("*.parquet")))
+    shown = str(dataset_panel(ctx, sid, "logs", state, raw))
+    assert "7 equal-frequency bins" in shown and "Press Compute" not in shown
+    summaries = ctx.datasets.cached(sid, "logs")["summaries"]
+    frequency = ctx.datasets.cached_frequency(sid, "logs", 7)
+    for notion, value in (("confidence", None), ("class", "2"), ("class", None)):
+        view = parse_view(notion, value, "frequency", 7, "wilson", 0.95)
+        result = dataset_view("logs", summaries, view, frequency)
+        for row in result.rows:
+            probs, labels = reference[row["model"]]
+            want = score_probs(probs, labels, n_bins=7, scheme="frequency")
+            for key, number in want.items():
+                assert abs(row[key] - number) <= TOL, (key, row[key], number)
+        got = target_statistics(summaries["main"], view, 2, frequency["main"])
+        want = classwise_statistics(*reference["main"], n_bins=7, scheme="frequency")
+        np.testing.assert_array_equal(got.count, want.count[2])
+        np.testing.assert_array_equal(got.edges, want.edges[2])
+    # Asking again does not run anything on the cluster.
+    state, progress = _run_with(ctx, sid, "logs", raw)
+    assert state["error"] is None and progress == []
+
+
+def _run_with(ctx, sid, name, raw):
+    progress = []
+    state = run_dataset_job(ctx, sid, None, raw, name, set_progress=progress.append)
+    return state, progress
 
 
 def test_bad_rows_are_reported_with_file_and_rows_without_a_traceback(ctx, datasets_dir):

@@ -418,3 +418,38 @@ def test_a_cancelled_job_leaves_no_result_and_the_cluster_idle(ctx, datasets_dir
     assert "not computed yet" in str(dataset_panel(ctx, sid, "big", None, RawSettings()))
     state, _ = _run(ctx, sid, "big")  # the page is usable: computing again works
     assert state["error"] is None and ctx.datasets.cached(sid, "big")["rows"] == 24_000
+
+
+def _maps_job_in_child(datasets, sid, name) -> None:
+    from app.settings import HeldOut
+
+    datasets.fit_maps(sid, name, ("isotonic",), HeldOut(), lambda *_: None)
+
+
+def test_a_cancelled_maps_job_keeps_nothing_and_lets_go_of_the_cluster(ctx, tmp_path):
+    """The maps' job is killed (the job manager's cancel) while its tasks wait on a
+    scheduler without workers: the scheduler forgets them and nothing is kept."""
+    sid = new_session_id()
+    state, _ = _run(ctx, sid, "binary")  # the statistics, kept
+    assert state["error"] is None
+    idle = distributed.LocalCluster(
+        n_workers=0, processes=True, dashboard_address=None, silence_logs=40
+    )
+    with idle:
+        # The same kept statistics, on a scheduler whose tasks cannot start.
+        stalled = Datasets(ctx.datasets.root, idle.scheduler_address, tmp_path / "datasets", 3600)
+        assert stalled.cached(sid, "binary") is not None
+        child = multiprocessing.get_context("fork").Process(
+            target=_maps_job_in_child, args=(stalled, sid, "binary")
+        )
+        child.start()
+        _wait(lambda: len(idle.scheduler.tasks) > 0)  # the sample's graph is submitted
+        os.kill(child.pid, signal.SIGKILL)
+        child.join()
+        _wait(lambda: len(idle.scheduler.tasks) == 0)
+    assert ctx.datasets.cached_maps(sid, "binary") is None
+    assert "no maps fitted yet" in str(
+        maps_panel(ctx, sid, "binary", None, RawSettings(maps=["isotonic"]))
+    )
+    state, _ = _fit_maps(ctx, sid, "binary", RawSettings(maps=["isotonic"], handles=[]))
+    assert state["error"] is None and ctx.datasets.cached_maps(sid, "binary") is not None

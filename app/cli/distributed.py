@@ -339,23 +339,18 @@ def _fit_model(summaries, wanted: str | None, file: str):
 
 def fit_dataset_map(args: argparse.Namespace, map_name: str, client, summary):
     """The map fitted on the dataset: exactly (temperature, Platt) or on a sample."""
-    from calibration_core.distributed import (
-        fit_map_on_sample,
-        fit_platt_on_dataset,
-        fit_temperature_on_dataset,
-    )
+    from calibration_core.distributed.select import fit_map_on_dataset
 
-    read = {
-        "label_column": args.label_column,
-        "renormalize": args.renormalize,
-        "model": summary.name,
-        "client": client,
-    }
-    if map_name == "temperature":
-        return fit_temperature_on_dataset(args.file, **read)
-    if map_name == "platt":
-        return fit_platt_on_dataset(args.file, **read)
-    return fit_map_on_sample(args.file, map_name, size=sample_rows(args), seed=args.seed, **read)
+    return fit_map_on_dataset(
+        args.file,
+        map_name,
+        size=sample_rows(args),
+        seed=args.seed,
+        client=client,
+        label_column=args.label_column,
+        renormalize=args.renormalize,
+        model=summary.name,
+    )
 
 
 def sample_rows(args: argparse.Namespace) -> int:

@@ -9,7 +9,8 @@ every map is scored on sample rows it was not fitted on, and
 :func:`~calibration_core.deploy.best_map` picks the winner. The winner is then
 refitted as ``fit --engine dask --map`` fits it: temperature and Platt exactly
 on every row of the dataset (distributed Newton fits), any other map on the
-whole sample, its size and seed recorded as ``"fit_sample"``.
+whole sample, its size and seed recorded as ``"fit_sample"``
+(:func:`fit_map_on_dataset`, also what ``fit --engine dask --map`` runs).
 
 When a client is given, the comparison itself runs as one task on the
 cluster (the sample is bounded, default 1e6 rows), so the caller only holds
@@ -24,18 +25,23 @@ from typing import Any
 from ..compare import Comparison, compare_maps
 from ..deploy import DeployableMap, best_map
 from ..deploy.document import held_out_estimate
-from ..maps.registry import make_map
 from ..predictions import Predictions
 from .apply import dataset_deployable
 from .platt import fit_platt_on_dataset
-from .sample import DEFAULT_SAMPLE_ROWS, SampleInfo, sample_predictions
+from .sample import (
+    DEFAULT_SAMPLE_ROWS,
+    SampleInfo,
+    fit_map_on_sample,
+    fit_on_sample,
+    sample_predictions,
+)
 from .temperature import fit_temperature_on_dataset
 
 __all__ = [
     "EXACT_MAPS",
     "SampleComparison",
     "compare_maps_on_sample",
-    "fit_chosen_map",
+    "fit_map_on_dataset",
     "select_map_on_dataset",
 ]
 
@@ -109,20 +115,29 @@ def compare_maps_on_sample(
     return SampleComparison(comparison, sample, info)
 
 
-def fit_chosen_map(
-    source, map_name: str, found: SampleComparison, *, client: Any = None, **options
+def fit_map_on_dataset(
+    source,
+    map_name: str,
+    *,
+    size: int = DEFAULT_SAMPLE_ROWS,
+    seed: int = 0,
+    drawn: SampleComparison | None = None,
+    client: Any = None,
+    **options,
 ):
-    """``map_name`` fitted for deployment: exactly on every row, or on the whole sample.
+    """``map_name`` fitted for deployment: exactly on every row, or on a sample.
 
     Parameters
     ----------
     source : str or list
     map_name : str
-    found : SampleComparison
-        Its sample is reused (not drawn again) for maps other than :data:`EXACT_MAPS`.
+    size, seed : int
+        The sample of maps other than :data:`EXACT_MAPS` (:func:`~.sample.fit_map_on_sample`).
+    drawn : SampleComparison, optional
+        Its sample is reused (not drawn again) instead.
     client : distributed.Client, optional
     **options
-        ``model``, ``label_column``, ``renormalize`` (as the sample's).
+        ``model``, ``label_column``, ``renormalize``.
 
     Returns
     -------
@@ -133,11 +148,9 @@ def fit_chosen_map(
         return fit_temperature_on_dataset(source, client=client, **options)
     if map_name == "platt":
         return fit_platt_on_dataset(source, client=client, **options)
-    sample = found.sample
-    fitted = make_map(map_name, input="probs" if sample.logits is None else "logits")
-    fitted.fit(sample, None)
-    fitted.fit_sample_ = asdict(found.info)
-    return fitted
+    if drawn is not None:
+        return fit_on_sample(map_name, drawn.sample, drawn.info)
+    return fit_map_on_sample(source, map_name, size=size, seed=seed, client=client, **options)
 
 
 def select_map_on_dataset(
@@ -169,7 +182,7 @@ def select_map_on_dataset(
     read = {k: settings.pop(k) for k in ("label_column", "renormalize") if k in settings}
     found = compare_maps_on_sample(source, maps, model=model, client=client, **read, **settings)
     chosen = best_map(found.comparison)
-    fitted = fit_chosen_map(source, chosen, found, client=client, model=model, **read)
+    fitted = fit_map_on_dataset(source, chosen, drawn=found, client=client, model=model, **read)
     rows = n_rows if chosen in EXACT_MAPS else found.info.rows
     deployable = dataset_deployable(fitted, model, class_names, rows)
     deployable.held_out = {

@@ -30,6 +30,7 @@ DATASET_PROGRESS = "dataset-progress"
 DATASET_STATUS = "dataset-status"
 DATASET_DONE = "dataset-done"  # dcc.Store: bumped when the cluster job ends ({nonce, error})
 DATASET_VIEW = "dataset-view"  # the dataset's diagrams, metrics and notes
+DATASET_MAPS = "dataset-maps"  # the maps' controls, shown once a dataset is picked
 DATASET_MAPS_RUN = "dataset-maps-run"  # "Fit maps on a sample": the maps' cluster job
 DATASET_MAPS_CANCEL = "dataset-maps-cancel"
 DATASET_MAPS_PROGRESS = "dataset-maps-progress"

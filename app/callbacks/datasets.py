@@ -276,8 +276,17 @@ def register(app, ctx: AppContext) -> None:
     register_maps(app, ctx)
 
 
+#: Browser-side: the maps' controls are hidden until a dataset is picked.
+SHOW_MAPS = "function (name) { return !name; }"
+
+
 def register_maps(app, ctx: AppContext) -> None:
-    """The maps' cluster job of a picked dataset and its view."""
+    """The maps' cluster job of a picked dataset, its controls' visibility and its view."""
+    app.clientside_callback(
+        SHOW_MAPS,
+        Output(ids.DATASET_MAPS, "hidden"),
+        Input(ids.DATASET_SELECT, "value"),
+    )
     register_job(
         app,
         ctx,

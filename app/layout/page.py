@@ -670,7 +670,9 @@ def _dataset_maps_controls() -> html.Div:
             html.Span(id=ids.DATASET_MAPS_STATUS, className="diag-status", role="status"),
             dcc.Store(id=ids.DATASET_MAPS_DONE),
         ],
+        id=ids.DATASET_MAPS,
         className="dataset-maps-controls",
+        hidden=True,
     )
 
 

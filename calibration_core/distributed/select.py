@@ -111,7 +111,8 @@ def compare_maps_on_sample(
     if client is None:
         comparison = compare_maps(sample, maps, **settings)
     else:
-        comparison = client.submit(compare_maps, sample, maps, pure=False, **settings).result()
+        rows = client.scatter(sample)  # data, not a large task graph
+        comparison = client.submit(compare_maps, rows, maps, pure=False, **settings).result()
     return SampleComparison(comparison, sample, info)
 
 

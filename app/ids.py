@@ -30,6 +30,13 @@ DATASET_PROGRESS = "dataset-progress"
 DATASET_STATUS = "dataset-status"
 DATASET_DONE = "dataset-done"  # dcc.Store: bumped when the cluster job ends ({nonce, error})
 DATASET_VIEW = "dataset-view"  # the dataset's diagrams, metrics and notes
+DATASET_MAPS = "dataset-maps"  # the maps' controls, shown once a dataset is picked
+DATASET_MAPS_RUN = "dataset-maps-run"  # "Fit maps on a sample": the maps' cluster job
+DATASET_MAPS_CANCEL = "dataset-maps-cancel"
+DATASET_MAPS_PROGRESS = "dataset-maps-progress"
+DATASET_MAPS_STATUS = "dataset-maps-status"
+DATASET_MAPS_DONE = "dataset-maps-done"  # dcc.Store: bumped when the maps' job ends
+DATASET_MAPS_VIEW = "dataset-maps-view"  # the maps' held-out table and diagrams
 
 # -- controls ----------------------------------------------------------------
 CONTROLS_DOCK = "controls-dock"  # the controls (upload, models, settings) and their toggle bar

@@ -661,6 +661,46 @@ def _controls_dock(panels: list) -> html.Aside:
     )
 
 
+def _dataset_maps_controls() -> html.Div:
+    """ "Fit maps on a sample" of a picked dataset: its cluster job's buttons and progress."""
+    return html.Div(
+        [
+            html.P(
+                "Calibration maps on the dataset: the maps picked under Calibration maps are "
+                "cross-fitted on a reproducible sample of each model (another job on the "
+                "cluster) and scored on held-out sample rows.",
+                className="caption",
+            ),
+            html.Div(
+                [
+                    html.Button(
+                        "Fit maps on a sample",
+                        id=ids.DATASET_MAPS_RUN,
+                        className="button",
+                        n_clicks=0,
+                    ),
+                    html.Button(
+                        "Cancel",
+                        id=ids.DATASET_MAPS_CANCEL,
+                        className="button secondary",
+                        n_clicks=0,
+                        disabled=True,
+                    ),
+                    html.Progress(
+                        id=ids.DATASET_MAPS_PROGRESS, value="0", max="1", className="progress idle"
+                    ),
+                ],
+                className="diag-controls",
+            ),
+            html.Span(id=ids.DATASET_MAPS_STATUS, className="diag-status", role="status"),
+            dcc.Store(id=ids.DATASET_MAPS_DONE),
+        ],
+        id=ids.DATASET_MAPS,
+        className="dataset-maps-controls",
+        hidden=True,
+    )
+
+
 def _dataset_section(datasets) -> list:
     """Where a picked dataset's view goes (filled by app.callbacks.datasets); None: nothing."""
     if datasets is None:
@@ -670,7 +710,13 @@ def _dataset_section(datasets) -> list:
             html.Section(id=ids.DATASET_VIEW, className="dataset-view"),
             type="dot",
             delay_show=400,
-        )
+        ),
+        _dataset_maps_controls(),
+        dcc.Loading(
+            html.Section(id=ids.DATASET_MAPS_VIEW, className="dataset-view"),
+            type="dot",
+            delay_show=400,
+        ),
     ]
 
 

@@ -8,11 +8,16 @@ notion (confidence, one class vs rest (one class or the worst ones), binary)
 with its band (binomial intervals or the consistency band, both from bin
 statistics) and the metric row, in milliseconds and without reading the data.
 
-What needs the rows is not offered, and the page says so: equal-frequency bins
-(their edges are order statistics of the whole dataset: four more passes over
-the data, ``calibration-dashboard evaluate --engine dask --scheme frequency``),
-the smooth and cumulative diagrams, calibration maps (their fit) and the
-diagnostics.
+Equal-frequency bins are computed on demand (their edges are order statistics
+of the whole dataset: four more passes over the data on the cluster, per bin
+count; :func:`~calibration_core.distributed.frequency_statistics`, exact) and
+kept per bin count. What needs the rows is not offered, and the page says so:
+the smooth and cumulative diagrams and the diagnostics.
+
+Calibration maps are compared on a reproducible sample of each model
+(:func:`maps_view`): the core's cross-fitted comparison, whose held-out
+predictions are kept, so its diagrams and table follow every bin count
+(either scheme), notion and band the page picks, without another run.
 """
 
 from __future__ import annotations
@@ -23,7 +28,15 @@ import numpy as np
 
 from calibration_core import Binning, CalibrationInputError, ReliabilityCurve
 
-from .analysis import UNCALIBRATED, ModelView, Panel, band_of, targets, worst_classes
+from .analysis import (
+    HISTOGRAM_BINS,
+    UNCALIBRATED,
+    ModelView,
+    Panel,
+    band_of,
+    targets,
+    worst_classes,
+)
 from .settings import ALL_CLASSES, ALL_CLASSES_SHOWN, ViewSettings
 from .store.records import ModelInfo
 
@@ -40,19 +53,23 @@ DATASET_METRICS = {
 #: Classes drawn in the "all classes" view of a dataset model (its worst by ECE).
 DATASET_CLASSES_SHOWN = ALL_CLASSES_SHOWN
 FREQUENCY_NOTE = (
-    "Equal-frequency bins are not drawn from a dataset's cached statistics: their edges "
-    "are order statistics of the whole dataset, which takes four more passes over the data "
-    "(calibration-dashboard evaluate --engine dask --scheme frequency computes them exactly). "
-    "Choose equal-width bins (any count 1..100) to see the dataset."
+    "Equal-frequency bins of a dataset are not in its cached statistics: their edges are "
+    "order statistics of the whole dataset, found exactly in four more passes over the data "
+    "on the cluster, for each bin count. Press Compute to compute {n_bins} equal-frequency "
+    "bins, or choose equal-width bins (any count 1..100), drawn at once."
 )
 KIND_NOTE = (
     "The smooth and cumulative diagrams need the rows; a dataset shows its binned "
     "reliability diagram, computed from the cached statistics."
 )
 MAPS_NOTE = (
-    "A dataset is shown uncalibrated: calibration maps, the verdict and the diagnostics "
-    "need the rows in memory (upload a sample, or fit on the cluster with "
-    "calibration_core.distributed)."
+    "The diagrams above are the whole dataset, uncalibrated. Calibration maps are fitted on "
+    "a sample (Fit maps on a sample, below); the verdict and the diagnostics need the rows "
+    "in memory."
+)
+SAMPLE_KIND_NOTE = (
+    "The smooth and cumulative diagrams are not drawn for a dataset's maps; their binned "
+    "reliability diagrams are."
 )
 
 
@@ -87,31 +104,48 @@ def model_info(dataset: str, summary) -> ModelInfo:
     )
 
 
-def target_statistics(summary, view: ViewSettings, k: int | None):
-    """Equal-width bin statistics of one panel: the notion's column, or class ``k``."""
+def target_statistics(summary, view: ViewSettings, k: int | None, frequency=None):
+    """Bin statistics of one panel: the notion's column, or class ``k``.
+
+    ``frequency``: the model's equal-frequency statistics (``{"confidence",
+    "classwise"}``) when the view's scheme is ``"frequency"``; else equal-width
+    bins from the cells.
+    """
+    if frequency is not None:
+        if k is None and view.notion != "binary":
+            return frequency["confidence"]
+        return frequency["classwise"][1 if k is None else k]
     if k is not None:
         return summary.statistics("classwise", view.n_bins)[k]
     notion = "binary" if view.notion == "binary" else "confidence"
     return summary.statistics(notion, view.n_bins)
 
 
-def panel_of(summary, view: ViewSettings, k: int | None, label: str | None) -> Panel:
+def panel_of(summary, view: ViewSettings, k, label: str | None, frequency=None) -> Panel:
     """One uncalibrated reliability panel, with its band and its histogram."""
-    stats = target_statistics(summary, view, k)
-    curve = ReliabilityCurve.from_statistics(stats, Binning("width", view.n_bins))
-    return Panel(UNCALIBRATED, label, curve, band_of(stats, curve, view), histogram=stats)
+    stats = target_statistics(summary, view, k, frequency)
+    curve = ReliabilityCurve.from_statistics(stats, Binning(view.scheme, view.n_bins))
+    hist = stats
+    if frequency is not None:  # equal-width histogram from the cells, as for uploads
+        hist = target_statistics(summary, replace(view, n_bins=HISTOGRAM_BINS), k)
+    return Panel(UNCALIBRATED, label, curve, band_of(stats, curve, view), histogram=hist)
 
 
-def model_panels(dataset: str, summary, view: ViewSettings) -> ModelView:
+def model_panels(dataset: str, summary, view: ViewSettings, frequency=None) -> ModelView:
     """The panels of one model (the worst classes first in "all classes")."""
     info = model_info(dataset, summary)
     rows = targets(info, view)
     shown = None
     if view.all_classes:
-        eces = np.asarray(summary.statistics("classwise", view.n_bins).ece())
+        classwise = (
+            summary.statistics("classwise", view.n_bins)
+            if frequency is None
+            else frequency["classwise"]
+        )
+        eces = np.asarray(classwise.ece())
         keep = worst_classes(eces, DATASET_CLASSES_SHOWN)
         rows, shown = [rows[k] for k in keep], (len(keep), len(rows))
-    panels = [panel_of(summary, view, k, label) for k, label in rows]
+    panels = [panel_of(summary, view, k, label, frequency) for k, label in rows]
     return ModelView(info, panels, n_scored=summary.n_samples, classes_shown=shown)
 
 
@@ -130,31 +164,120 @@ def model_settings(summary, view: ViewSettings) -> tuple[ViewSettings, list[str]
     return replace(view, class_name=ALL_CLASSES), [note]
 
 
-def metric_row(summary, n_bins: int) -> dict:
-    """The model's metrics at ``n_bins`` equal-width bins (the summary's own rules)."""
-    return {"model": summary.name, "n_samples": summary.n_samples, **summary.metrics(n_bins)}
+def metric_row(summary, n_bins: int, frequency=None) -> dict:
+    """The model's metrics at ``n_bins`` bins (equal-frequency when ``frequency`` is given)."""
+    metrics = summary.metrics(n_bins, frequency)
+    return {"model": summary.name, "n_samples": summary.n_samples, **metrics}
 
 
-def dataset_view(dataset: str, summaries: dict, view: ViewSettings) -> DatasetView:
+def dataset_view(
+    dataset: str, summaries: dict, view: ViewSettings, frequency: dict | None = None
+) -> DatasetView:
     """Figures, metric rows and notes of a dataset for the page's view.
+
+    ``frequency``: the dataset's equal-frequency statistics at ``view.n_bins``
+    (:func:`~calibration_core.distributed.frequency_statistics`), needed when
+    the view's scheme is ``"frequency"``.
 
     Raises
     ------
     CalibrationInputError
-        Equal-frequency bins (not served from the cells), or a notion the models
-        do not have (binary on K != 2, an unknown class).
+        Equal-frequency bins not computed yet, or a notion the models do not
+        have (binary on K != 2, an unknown class).
     """
     from .figures.reliability import reliability_figure_dict
 
-    if view.scheme != "width":
-        raise CalibrationInputError(FREQUENCY_NOTE)
+    if view.scheme != "width" and frequency is None:
+        raise CalibrationInputError(FREQUENCY_NOTE.format(n_bins=view.n_bins))
+    if view.scheme == "width":
+        frequency = None
     notes = [MAPS_NOTE] + ([KIND_NOTE] if view.kind != "binned" else [])
     side_by_side = len(summaries) > 1
     figures, rows = [], []
     for summary in summaries.values():
         shown, why = model_settings(summary, view)
         notes += why
-        mv = model_panels(dataset, summary, shown)
+        own = None if frequency is None else frequency[summary.name]
+        mv = model_panels(dataset, summary, shown, own)
         figures.append(reliability_figure_dict(mv, shown, WholeDataset(), side_by_side))
-        rows.append(metric_row(summary, view.n_bins))
+        rows.append(metric_row(summary, view.n_bins, own))
+    return DatasetView(figures, rows, notes)
+
+
+@dataclass(frozen=True)
+class SampleHeldOut:
+    """The held-out scheme of a dataset's maps, for the figures' subtitle."""
+
+    text: str
+
+    def describe(self) -> str:
+        """E.g. ``"5-fold cross-fitting on a sample of 100,000 rows"``."""
+        return self.text
+
+
+def sample_panels(info: ModelInfo, comparison, view: ViewSettings) -> ModelView:
+    """Panels of every calibrator of one model, from the comparison's held-out rows."""
+    binning = Binning(view.scheme, view.n_bins)
+    hist_binning = binning if view.scheme == "width" else Binning("width", HISTOGRAM_BINS)
+    rows = targets(info, view)
+    uncalibrated = comparison.calibrated[UNCALIBRATED]
+    shown = None
+    if view.all_classes:
+        eces = [uncalibrated.statistics(binning, "class", k).ece() for k, _ in rows]
+        keep = worst_classes(np.asarray(eces), DATASET_CLASSES_SHOWN)
+        rows, shown = [rows[k] for k in keep], (len(keep), len(rows))
+    mv = ModelView(info, n_scored=uncalibrated.n_samples, classes_shown=shown)
+    for label, pred in comparison.calibrated.items():
+        for k, class_label in rows:
+            stats = pred.statistics(binning, view.notion, k)
+            curve = ReliabilityCurve.from_statistics(stats, binning)
+            hist = (
+                stats if hist_binning is binning else pred.statistics(hist_binning, view.notion, k)
+            )
+            band = band_of(stats, curve, view)
+            mv.panels.append(Panel(label, class_label, curve, band, histogram=hist))
+    return mv
+
+
+def sample_rows(model: str, comparison, view: ViewSettings) -> list[dict]:
+    """The comparison table of one model at the page's binning (failed maps with their error)."""
+    from calibration_core.compare.results import score_probs
+
+    rows = []
+    for row in comparison.rows():
+        pred = comparison.calibrated.get(row["map"])
+        metrics = (
+            {}
+            if pred is None
+            else score_probs(pred.probs, pred.labels, n_bins=view.n_bins, scheme=view.scheme)
+        )
+        rows.append({"model": model, "map": row["map"], "error": row["error"], **metrics})
+    return rows
+
+
+def maps_view(dataset: str, entry: dict, summaries: dict, view: ViewSettings) -> DatasetView:
+    """Figures, comparison rows and notes of the maps fitted on a dataset's samples.
+
+    ``entry``: :meth:`app.datasets.Datasets.cached_maps`; ``summaries``: the
+    dataset's (for the models' class names).
+
+    Raises
+    ------
+    CalibrationInputError
+        A notion the models do not have (binary on K != 2).
+    """
+    from .figures.reliability import reliability_figure_dict
+
+    notes = [SAMPLE_KIND_NOTE] if view.kind != "binned" else []
+    side_by_side = len(entry["models"]) > 1
+    figures, rows = [], []
+    for model, found in entry["models"].items():
+        summary = summaries[model]
+        shown, why = model_settings(summary, view)
+        notes += why
+        info = model_info(dataset, summary)
+        held = SampleHeldOut(f"{entry['heldout']} on a sample of {found['info'].rows:,} rows")
+        mv = sample_panels(info, found["comparison"], shown)
+        figures.append(reliability_figure_dict(mv, shown, held, side_by_side))
+        rows += sample_rows(model, found["comparison"], shown)
     return DatasetView(figures, rows, notes)

@@ -39,6 +39,9 @@ Progress = Callable[[int, int, str], None]
 CONNECT_SECONDS = 20
 #: Size bound of the cached statistics (about 0.25 MB per model and class).
 RESULTS_LIMIT_MB = 1024
+#: Rows of the reproducible sample (per model) the page cross-fits maps on: the held-out
+#: predictions of every map are kept, about 8 bytes x classes x (maps + 1) per row.
+MAPS_SAMPLE_ROWS = 100_000
 
 
 def scan_datasets(root: Path) -> dict[str, Path]:
@@ -151,11 +154,117 @@ class Datasets:
             try:
                 return dataset_summaries(str(path), client=client, progress=report)
             except KilledWorker as exc:
-                raise CalibrationInputError(
-                    f"the cluster's workers died repeatedly while computing {exc.task!r} (out "
-                    "of memory, or killed); ask the operator for more worker memory or smaller "
-                    "row groups."
-                ) from None
+                raise killed_error(exc) from None
+
+    # ------------------------------------------------------------ equal-frequency bins
+    def cached_frequency(self, sid: str | None, name: object, n_bins: int) -> dict | None:
+        """The equal-frequency statistics of ``name`` at ``n_bins`` for ``sid``, or None.
+
+        ``{model: {"confidence": BinStatistics, "classwise": BinStatistics}}``.
+        """
+        if sid is None or not isinstance(name, str):
+            return None
+        return self.results.get((sid, name, "frequency", int(n_bins)))
+
+    def compute_frequency(
+        self, sid: str | None, name: object, n_bins: int, progress: Progress
+    ) -> None:
+        """Exact equal-frequency bins of ``name`` at ``n_bins`` on the cluster (four passes).
+
+        The dataset's statistics must be kept (their row counts fix the ranks).
+        """
+        entry = self.cached(sid, name)
+        if entry is None or self.cached_frequency(sid, name, n_bins) is not None:
+            return
+        from distributed import KilledWorker
+
+        from calibration_core.distributed import frequency_statistics
+
+        path = self.resolve(name)
+        progress(0, 1, f"{n_bins} equal-frequency bins: four passes over the data on the cluster")
+        with self.client() as client:
+            try:
+                found = frequency_statistics(str(path), entry["summaries"], n_bins, client=client)
+            except KilledWorker as exc:
+                raise killed_error(exc) from None
+            except CalibrationInputError as exc:
+                raise CalibrationInputError(self.relative(str(exc))) from None
+        progress(1, 1, f"{n_bins} equal-frequency bins computed")
+        key = (sid, str(name), "frequency", int(n_bins))
+        self.results.set(key, found, expire=self.ttl_seconds)
+
+    # ------------------------------------------------------------ maps
+    def cached_maps(self, sid: str | None, name: object) -> dict | None:
+        """The last maps' comparison of ``name`` for ``sid``, or None.
+
+        A dict: ``maps`` (names), ``heldout`` (its description), ``models``
+        (model name -> ``{"comparison", "info"}``: the core's Comparison on the
+        sample and its SampleInfo) and ``seconds``.
+        """
+        if sid is None or not isinstance(name, str):
+            return None
+        return self.results.get((sid, name, "maps"))
+
+    def fit_maps(
+        self, sid: str | None, name: object, maps: tuple, heldout, progress: Progress
+    ) -> None:
+        """Cross-fit ``maps`` on a sample of every model of ``name`` on the cluster (a job).
+
+        The dataset's statistics are computed first when they are not kept.
+        ``heldout``: the page's :class:`~app.settings.HeldOut` (folds or a split).
+        """
+        if not maps:
+            raise CalibrationInputError(
+                "no calibration map is picked: choose maps under Calibration maps, then press "
+                "Fit maps on a sample."
+            )
+        self.compute(sid, name, progress)
+        entry = self.cached(sid, name)
+        if entry is None:
+            return
+        start = time.perf_counter()
+        try:
+            path, models = self.resolve(name), list(entry["summaries"])
+            models = self.compare_models(path, models, maps, heldout, progress)
+        except CalibrationInputError as exc:
+            raise CalibrationInputError(self.relative(str(exc))) from None
+        kept = {
+            "maps": tuple(maps),
+            "heldout": heldout.describe(),
+            "models": models,
+            "seconds": time.perf_counter() - start,
+        }
+        self.results.set((sid, str(name), "maps"), kept, expire=self.ttl_seconds)
+
+    def compare_models(self, path: Path, models: list, maps, heldout, progress: Progress) -> dict:
+        """``{model: {"comparison", "info"}}``: the maps cross-fitted on each model's sample."""
+        from distributed import KilledWorker
+
+        from calibration_core.distributed import compare_maps_on_sample
+
+        done = {}
+        with self.client() as client:
+            for i, model in enumerate(models):
+                progress(
+                    i,
+                    len(models),
+                    f"{model}: sampling up to {MAPS_SAMPLE_ROWS:,} rows and cross-fitting "
+                    f"{', '.join(maps)} on the cluster",
+                )
+                try:
+                    found = compare_maps_on_sample(
+                        str(path),
+                        list(maps),
+                        size=MAPS_SAMPLE_ROWS,
+                        model=model,
+                        client=client,
+                        **heldout.compare_kwargs(),
+                    )
+                except KilledWorker as exc:
+                    raise killed_error(exc) from None
+                done[model] = {"comparison": found.comparison, "info": found.info}
+        progress(len(models), len(models), "maps fitted")
+        return done
 
     def client(self):
         """A ``distributed.Client`` of the scheduler (the page is told when it is out of reach)."""
@@ -178,6 +287,15 @@ class Datasets:
     def relative(self, message: str) -> str:
         """``message`` with file paths shown relative to ``DATASETS_DIR``."""
         return message.replace(str(self.root) + os.sep, "")
+
+
+def killed_error(exc) -> CalibrationInputError:
+    """The page's message when the cluster's workers kept dying on a task."""
+    return CalibrationInputError(
+        f"the cluster's workers died repeatedly while computing {exc.task!r} (out "
+        "of memory, or killed); ask the operator for more worker memory or smaller "
+        "row groups."
+    )
 
 
 def rows_progress(progress: Progress) -> Callable[[int, int], None]:

@@ -243,8 +243,7 @@ def compute_group_intervals(store: DataStore, gv: GroupView) -> dict:
 
 # ----------------------------------------------------------------------- maps
 def _maps_key(gv: GroupView) -> str:
-    # Not the notion: the maps are compared on the confidence ECE whatever the view's.
-    parts = (gv.info.handle, gv.column, gv.binning.scheme, gv.binning.n_bins,
+    parts = (gv.info.handle, gv.column, *gv.notion, gv.binning.scheme, gv.binning.n_bins,
              gv.report.groups.min_rows, MAP_FOLDS, MAP_SEED)  # fmt: skip
     return "group-maps:" + ":".join(str(part) for part in parts)
 
@@ -258,8 +257,9 @@ def compute_group_maps(store: DataStore, gv: GroupView) -> list:
     """Compare, held out and per group, a global map against one map per group; store it.
 
     The core's :func:`~calibration_core.slices.group_maps` (temperature and
-    isotonic, :data:`MAP_FOLDS` cross-fitted folds): one fit per group and map,
-    seconds on a million rows, hence a background job of its own.
+    isotonic, :data:`MAP_FOLDS` cross-fitted folds) on the ECE of the section's
+    notion: one fit per group and map, seconds on a million rows, hence a
+    background job of its own.
 
     Returns
     -------
@@ -272,8 +272,9 @@ def compute_group_maps(store: DataStore, gv: GroupView) -> list:
     if found is not None:
         return found
     pred = store.predictions(gv.info.handle)
-    result = group_maps(pred, gv.report.groups, folds=MAP_FOLDS, seed=MAP_SEED,
-                        binning=gv.binning)  # fmt: skip
+    notion, class_index = gv.notion
+    result = group_maps(pred, gv.report.groups, notion=notion, class_index=class_index,
+                        folds=MAP_FOLDS, seed=MAP_SEED, binning=gv.binning)  # fmt: skip
     store.cache.set(_maps_key(gv), result.table, expire=store.ttl, tag=store.owner(gv.info.handle))
     return result.table
 
@@ -292,9 +293,10 @@ def maps_table(gv: GroupView) -> TextTable | None:
         return None
     names = list(dict.fromkeys(row["map"] for row in gv.maps))
     by_key = {(row["group"], row["map"]): row for row in gv.maps}
-    header = ["group", "rows", "ECE uncalibrated"]
+    ece = f"ECE ({notion_name(gv)})"
+    header = ["group", "rows", f"{ece} uncalibrated"]
     for name in names:
-        header += [f"{name}: ECE global map", f"{name}: ECE per-group map", f"{name}: better"]
+        header += [f"{name}: {ece} global map", f"{name}: {ece} per-group map", f"{name}: better"]
     table = TextTable(header)
     for g in ordered_groups(gv):
         label = gv.report.groups.labels[g]
@@ -306,9 +308,9 @@ def maps_table(gv: GroupView) -> TextTable | None:
             cells += [_ece_text(row["ece_global"]), _ece_text(row["ece_group"]), better]
         table.rows.append(cells)
     table.notes.append(
-        f"Held-out confidence ECE of each group's rows ({MAP_FOLDS}-fold cross-fitting): one "
-        "map fitted on all rows against one fitted on the group's rows alone; the better "
-        "one by held-out log-loss. Small groups get no map of their own."
+        f"Held-out {notion_name(gv)} ECE of each group's rows ({MAP_FOLDS}-fold "
+        "cross-fitting): one map fitted on all rows against one fitted on the group's rows "
+        "alone; the better one by held-out log-loss. Small groups get no map of their own."
     )
     return table
 
@@ -468,11 +470,15 @@ def _cell(row: dict, name: str) -> str:
     return f"{value:.4f}\n[{bounds[0]:.4f}, {bounds[1]:.4f}]"  # the table keeps line breaks
 
 
+def notion_name(gv: GroupView) -> str:
+    """The section's notion in a header: ``confidence``, ``binary`` or ``class cat``."""
+    notion, class_index = gv.notion
+    return notion if class_index is None else f"class {gv.info.class_names[class_index]}"
+
+
 def group_table(gv: GroupView) -> TextTable:
     """The per-group table as text (all rows first, then the groups, the worst first)."""
-    short = "confidence" if gv.notion[0] == "confidence" else gv.notion[0]
-    if gv.notion[1] is not None:
-        short = f"class {gv.info.class_names[gv.notion[1]]}"
+    short = notion_name(gv)
     header = ["group", "rows", "", *(f"{h} ({short})" if m in ("ece", "mce") else h
                                      for m, h in TABLE_METRICS)]  # fmt: skip
     table = TextTable(header)

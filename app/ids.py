@@ -30,6 +30,13 @@ DATASET_PROGRESS = "dataset-progress"
 DATASET_STATUS = "dataset-status"
 DATASET_DONE = "dataset-done"  # dcc.Store: bumped when the cluster job ends ({nonce, error})
 DATASET_VIEW = "dataset-view"  # the dataset's diagrams, metrics and notes
+DATASET_MAPS = "dataset-maps"  # the maps' controls, shown once a dataset is picked
+DATASET_MAPS_RUN = "dataset-maps-run"  # "Fit maps on a sample": the maps' cluster job
+DATASET_MAPS_CANCEL = "dataset-maps-cancel"
+DATASET_MAPS_PROGRESS = "dataset-maps-progress"
+DATASET_MAPS_STATUS = "dataset-maps-status"
+DATASET_MAPS_DONE = "dataset-maps-done"  # dcc.Store: bumped when the maps' job ends
+DATASET_MAPS_VIEW = "dataset-maps-view"  # the maps' held-out table and diagrams
 
 # -- controls ----------------------------------------------------------------
 CONTROLS_DOCK = "controls-dock"  # the controls (upload, models, settings) and their toggle bar
@@ -154,7 +161,7 @@ SCORE_PARTS = "score-parts"  # checklist: show the Brier/log-loss calibration + 
 TIME_COLUMN = "time-column"  # dropdown: the time column of the "Over time" panel (None: found)
 TIME_WINDOW = "time-window"  # dropdown: day, week, month or every N rows
 TIME_ROWS = "time-rows"  # number: N of "every N rows" (empty: a tenth of the rows)
-TIME_REFERENCE = "time-reference"  # number: the first K windows are the reference period
+TIME_REFERENCE = "time-reference"  # text: the reference period (K, A:B or START:END)
 TIME_RUN = "time-run"  # button: compute the windows' intervals in the background
 TIME_CANCEL = "time-cancel"
 TIME_PROGRESS = "time-progress"

@@ -76,16 +76,35 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def write_gate(tab: DashSession) -> None:
+    """Write what the browser-side gate (``calibration.groupGate``) writes for the tab's values:
+    the section's settings, and the same as the jobs' request."""
+    from app.callbacks.controls import GROUP_FIELDS, SETTING_PROPS
+
+    gate = {"values": [tab.values.get("{}.{}".format(*SETTING_PROPS[f])) for f in GROUP_FIELDS]}
+    tab.values["group-gate.data"] = gate
+    tab.values["group-request.data"] = gate
+
+
 def median_call(tab: DashSession, writes: str, changed: list[str], repeats: int, vary=None):
-    """Median round trip and median server CPU seconds of ``repeats`` calls, and every trip."""
+    """Median round trip and median server CPU seconds of ``repeats`` calls, and every trip.
+
+    Calls of the section (``group-section.style``) go through the gate and must
+    answer with a table (not a note, nor nothing).
+    """
     times, cpu = [], []
     for i in range(repeats):
         if vary is not None:
             vary(i)
+        if writes == "group-section.style":
+            write_gate(tab)
+            changed = ["group-gate.data"]
         before = cpu_seconds(tab.server_pid)
-        _, seconds = tab.call(writes, changed)
+        out, seconds = tab.call(writes, changed)
         cpu.append(cpu_seconds(tab.server_pid) - before)
         times.append(seconds)
+        if writes == "group-section.style" and not out.get("group-table.children"):
+            raise RuntimeError(f"the section drew no table: {out}")
     return statistics.median(times), statistics.median(cpu), times
 
 
@@ -138,7 +157,7 @@ def run(args, data: bytes, cache: str, pid: int) -> None:
         print(f"| {name} | {median:.3f} | {cpu:.3f} | {', '.join(f'{s:.2f}' for s in all_s)} |")
     if args.job:
         tab.values["n-bins.value"] = 15
-        tab.call("group-request.data", ["group-select.value"])
+        write_gate(tab)
         _, job_s, _ = tab.call_background("group-done.data", ["group-request.data"])
         print(f"| intervals job (200 resamples + test), start to answer | {job_s:.1f} | | |")
 

@@ -9,6 +9,10 @@
   record and the view's settings, and draws from the kept statistics only
   (:mod:`app.dataset_view`): a change of bin count, notion or band never
   touches the data.
+* "Fit maps on a sample" (:func:`run_maps_job`, another cluster job) cross-fits
+  the page's calibration maps on a reproducible sample of each model; its view
+  (:func:`maps_panel`) draws the kept held-out predictions for the page's
+  binning (either scheme), notion and band.
 """
 
 from __future__ import annotations
@@ -16,15 +20,15 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from dash import Input, Output, dcc, html
+from dash import Input, Output, State, dcc, html
 
 from calibration_core import CalibrationInputError
 
 from .. import ids
 from ..context import AppContext
-from ..dataset_view import DATASET_METRICS, dataset_view
+from ..dataset_view import DATASET_METRICS, dataset_view, maps_view
 from ..figures.common import graph_config
-from ..settings import RawSettings
+from ..settings import RawSettings, SettingsError
 from .controls import setting_inputs
 from .diagnostics.wiring import JobIds, failure_message, note, register_job, run_job
 
@@ -37,15 +41,135 @@ NOT_COMPUTED = (
 
 
 def run_dataset_job(
-    ctx: AppContext, sid: str | None, _handle, _raw, name: Any, set_progress
+    ctx: AppContext, sid: str | None, _handle, raw, name: Any, set_progress
 ) -> dict:
-    """Summarise the picked dataset on the cluster, once per session (the job's body)."""
+    """Summarise the picked dataset on the cluster, once per session (the job's body).
+
+    With equal-frequency bins picked, their exact statistics at the page's bin
+    count are computed too (four more passes, once per bin count).
+    """
 
     def work(progress) -> None:
-        if name is not None:
-            ctx.datasets.compute(sid, name, progress)
+        if name is None:
+            return
+        ctx.datasets.compute(sid, name, progress)
+        view = None if raw is None else frequency_view(raw)
+        if view is not None:
+            ctx.datasets.compute_frequency(sid, name, view.n_bins, progress)
 
     return run_job(work, set_progress)
+
+
+#: Columns of a dataset's maps table, with their headers.
+MAPS_COLUMNS = {
+    "accuracy": "accuracy",
+    "confidence_ece": "confidence ECE",
+    "classwise_ece": "classwise ECE",
+    "brier_score": "Brier",
+    "log_loss": "log-loss",
+}
+NO_MAPS = (
+    "Dataset {name}: no maps fitted yet. Pick maps under Calibration maps and press Fit maps "
+    "on a sample: they are cross-fitted on a reproducible sample of each model on the cluster."
+)
+
+
+def run_maps_job(ctx: AppContext, sid: str | None, _handle, raw, name: Any, set_progress) -> dict:
+    """Cross-fit the page's maps on a sample of the picked dataset (the job's body)."""
+
+    def work(progress) -> None:
+        if name is None:
+            raise CalibrationInputError("pick a dataset first.")
+        try:
+            _, maps, heldout, _ = raw.parse()
+        except SettingsError as exc:
+            raise CalibrationInputError(str(exc)) from None
+        ctx.datasets.fit_maps(sid, name, maps, heldout, progress)
+
+    return run_job(work, set_progress)
+
+
+def maps_table(rows: list[dict]) -> html.Table:
+    """One row per model and map: held-out metrics on the sample, or the map's error."""
+    head = html.Tr([html.Th("model"), html.Th("map"), *(html.Th(h) for h in MAPS_COLUMNS.values())])
+    body = []
+    for row in rows:
+        cells = (
+            [html.Td(f"not fitted: {row['error']}", colSpan=len(MAPS_COLUMNS))]
+            if row["error"]
+            else [html.Td(f"{row[c]:.4f}") for c in MAPS_COLUMNS]
+        )
+        body.append(html.Tr([html.Td(row["model"]), html.Td(row["map"]), *cells]))
+    return html.Table([html.Thead(head), html.Tbody(body)], className="dataset-metrics")
+
+
+def maps_heading(name: str, entry: dict, shown: list) -> html.Div:
+    """What was fitted on which sample, how long it took, and how stale it is."""
+    samples = ", ".join(
+        f"{model}: {found['info'].rows:,} of {found['info'].dataset_rows:,} rows"
+        for model, found in entry["models"].items()
+    )
+    return html.Div(
+        [
+            html.H2(f"Dataset {name}: calibration maps on a sample", className="section-title"),
+            html.P(
+                f"{', '.join(entry['maps'])} fitted with {entry['heldout']} on a reproducible "
+                f"uniform sample (seed 0; {samples}) on the Dask cluster in "
+                f"{entry['seconds']:.1f} s; every row is scored by maps fitted without it. The "
+                "table and diagrams follow the page's bins, notion and band.",
+                className="caption",
+            ),
+            *shown,
+        ]
+    )
+
+
+def maps_panel(ctx: AppContext, sid: str | None, name: Any, done: Any, raw: RawSettings):
+    """The children of the dataset's maps section for the picked ``name`` and the settings."""
+    if name is None:
+        return []
+    error = done.get("error") if isinstance(done, dict) else None
+    errors = [note(error)] if isinstance(error, str) else []
+    try:
+        entry = ctx.datasets.cached_maps(sid, name)
+        stats = ctx.datasets.cached(sid, name)
+        if entry is None or stats is None:
+            ctx.datasets.resolve(name)
+            return [*errors, note(NO_MAPS.format(name=name))]
+        _, maps, _, view = raw.parse()
+        shown = maps_view(name, entry, stats["summaries"], view)
+    except CalibrationInputError as exc:
+        return [*errors, note(str(exc))]
+    stale = []
+    if maps != entry["maps"]:
+        stale = [
+            note(
+                f"Shown: the maps of the last fit ({', '.join(entry['maps'])}); press Fit maps "
+                "on a sample to fit the maps picked now."
+            )
+        ]
+    graphs = [
+        dcc.Graph(
+            figure=fig, config=graph_config(f"{name}-maps-{i}"), className="reliability-graph"
+        )
+        for i, fig in enumerate(shown.figures)
+    ]
+    return [
+        maps_heading(name, entry, stale),
+        *errors,
+        *(note(n) for n in shown.notes),
+        maps_table(shown.rows),
+        html.Div(graphs, className="reliability-grid"),
+    ]
+
+
+def frequency_view(raw: RawSettings):
+    """The page's view when it asks for equal-frequency bins, else None (or bad settings)."""
+    try:
+        view = raw.parse()[3]
+    except SettingsError:
+        return None
+    return view if view.scheme == "frequency" else None
 
 
 def metrics_table(rows: list[dict]) -> html.Table:
@@ -94,7 +218,10 @@ def dataset_panel(ctx: AppContext, sid: str | None, name: Any, done: Any, raw: R
             return [*errors, note(NOT_COMPUTED.format(name=name))]
         start = time.perf_counter()
         view = raw.parse()[3]
-        shown = dataset_view(name, entry["summaries"], view)
+        frequency = None
+        if view.scheme == "frequency":
+            frequency = ctx.datasets.cached_frequency(sid, name, view.n_bins)
+        shown = dataset_view(name, entry["summaries"], view, frequency)
         seconds = time.perf_counter() - start
     except CalibrationInputError as exc:
         return [*errors, note(str(exc))]
@@ -145,3 +272,49 @@ def register(app, ctx: AppContext) -> None:
     @app.callback(output=output, inputs=inputs, prevent_initial_call=True)
     def update_dataset(name, done, settings: dict):
         return dataset_panel(ctx, ctx.session_id(), name, done, RawSettings(**settings))
+
+    register_maps(app, ctx)
+
+
+#: Browser-side: the maps' controls are hidden until a dataset is picked.
+SHOW_MAPS = "function (name) { return !name; }"
+
+
+def register_maps(app, ctx: AppContext) -> None:
+    """The maps' cluster job of a picked dataset, its controls' visibility and its view."""
+    app.clientside_callback(
+        SHOW_MAPS,
+        Output(ids.DATASET_MAPS, "hidden"),
+        Input(ids.DATASET_SELECT, "value"),
+    )
+    register_job(
+        app,
+        ctx,
+        JobIds(
+            done=ids.DATASET_MAPS_DONE,
+            run=ids.DATASET_MAPS_RUN,
+            cancel=ids.DATASET_MAPS_CANCEL,
+            progress=ids.DATASET_MAPS_PROGRESS,
+            status=ids.DATASET_MAPS_STATUS,
+        ),
+        {},
+        {"name": State(ids.DATASET_SELECT, "value")},
+        "maps of a dataset",
+        run_maps_job,
+        cluster=True,
+    )
+    output = Output(ids.DATASET_MAPS_VIEW, "children")
+    inputs = {
+        "name": Input(ids.DATASET_SELECT, "value"),
+        "done": Input(ids.DATASET_MAPS_DONE, "data"),
+        "stats_done": Input(ids.DATASET_DONE, "data"),
+        "settings": setting_inputs(("maps", *DATASET_FIELDS)),
+    }
+    what = "maps of a dataset"
+    ctx.failures.reply(
+        what, lambda rid: note(failure_message(what, rid)), output=output, inputs=inputs
+    )
+
+    @app.callback(output=output, inputs=inputs, prevent_initial_call=True)
+    def update_dataset_maps(name, done, stats_done, settings: dict):
+        return maps_panel(ctx, ctx.session_id(), name, done, RawSettings(**settings))

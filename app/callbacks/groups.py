@@ -26,7 +26,8 @@ request id (:class:`~app.callback_failures.CallbackFailures`), never a traceback
 from __future__ import annotations
 
 import uuid
-from dataclasses import replace
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from typing import Any
 
 from dash import ClientsideFunction, Input, Output, State, no_update
@@ -220,7 +221,7 @@ def run_group_maps_job(ctx: AppContext, sid, request: Any) -> dict:
 
 
 def register(app, ctx: AppContext) -> None:
-    """The picker's options, the section, and the background job of its intervals."""
+    """The picker's options, the section, and its background jobs (:data:`GROUP_JOBS`)."""
 
     app.clientside_callback(
         ClientsideFunction(namespace="calibration", function_name="groupGate"),
@@ -256,12 +257,51 @@ def register(app, ctx: AppContext) -> None:
             raise PreventUpdate
         return group_section_view(ctx, ctx.session_id(), raw, done, maps_done)
 
-    job_output = Output(ids.GROUP_DONE, "data")
-    job_inputs = {"request": Input(ids.GROUP_REQUEST, "data")}
+    for job in GROUP_JOBS:
+        register_group_job(app, ctx, job)
 
-    ctx.failures.reply(
+
+@dataclass(frozen=True)
+class GroupJob:
+    """One background job on the section's request (:data:`~app.ids.GROUP_REQUEST`)."""
+
+    #: Its name in failure messages ("The per-group maps failed …").
+    what: str
+    #: The ``dcc.Store`` its record goes to.
+    done: str
+    #: The status line it writes ``running`` to while it runs.
+    status: str
+    running: str
+    #: The plain body: ``run(ctx, sid, request)`` -> the record.
+    run: Callable[[AppContext, Any, Any], dict]
+
+
+#: The section's jobs: its intervals and test, and the global vs per-group maps.
+GROUP_JOBS = (
+    GroupJob(
         "per-group intervals",
-        lambda rid: job_failed(f"The per-group intervals failed (request id {rid})."),
+        ids.GROUP_DONE,
+        ids.GROUP_STATUS,
+        "Computing the intervals and the test in the background…",
+        run_group_job,
+    ),
+    GroupJob(
+        "per-group maps",
+        ids.GROUP_MAPS_DONE,
+        ids.GROUP_MAPS_STATUS,
+        "Comparing a global map with one map per group in the background…",
+        run_group_maps_job,
+    ),
+)
+
+
+def register_group_job(app, ctx: AppContext, job: GroupJob) -> None:
+    """A background callback running ``job`` on each request, its failures as records."""
+    job_output = Output(job.done, "data")
+    job_inputs = {"request": Input(ids.GROUP_REQUEST, "data")}
+    ctx.failures.reply(
+        job.what,
+        lambda rid: job_failed(f"The {job.what} failed (request id {rid})."),
         output=job_output,
         inputs=job_inputs,
         stopped=job_failed,
@@ -271,45 +311,8 @@ def register(app, ctx: AppContext) -> None:
         output=job_output,
         inputs=job_inputs,
         background=True,
-        running=[
-            (
-                Output(ids.GROUP_STATUS, "children"),
-                "Computing the intervals and the test in the background…",
-                "",
-            )
-        ],
+        running=[(Output(job.status, "children"), job.running, "")],
         prevent_initial_call=True,
     )
     def on_request(request):
-        return run_group_job(ctx, ctx.session_id(), request)
-
-    register_maps_job(app, ctx)
-
-
-def register_maps_job(app, ctx: AppContext) -> None:
-    """The background job of the global vs per-group maps (on the same request)."""
-    job_output = Output(ids.GROUP_MAPS_DONE, "data")
-    job_inputs = {"request": Input(ids.GROUP_REQUEST, "data")}
-    ctx.failures.reply(
-        "per-group maps",
-        lambda rid: job_failed(f"The per-group maps failed (request id {rid})."),
-        output=job_output,
-        inputs=job_inputs,
-        stopped=job_failed,
-    )
-
-    @app.callback(
-        output=job_output,
-        inputs=job_inputs,
-        background=True,
-        running=[
-            (
-                Output(ids.GROUP_MAPS_STATUS, "children"),
-                "Comparing a global map with one map per group in the background…",
-                "",
-            )
-        ],
-        prevent_initial_call=True,
-    )
-    def on_maps_request(request):
-        return run_group_maps_job(ctx, ctx.session_id(), request)
+        return job.run(ctx, ctx.session_id(), request)

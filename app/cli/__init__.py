@@ -775,7 +775,8 @@ def _add_deploy_commands(sub) -> None:
     add_engine_arguments(
         ft,
         "fit --map on a Parquet file, folder or quoted glob larger than memory, on Dask: "
-        "temperature and platt exactly on every row, other maps on a sample",
+        "temperature and platt exactly on every row, other maps on a sample (--select best: "
+        "maps compared on the sample)",
     )
     add_sample_argument(ft)
 
@@ -821,13 +822,15 @@ def fit_map(args: argparse.Namespace, out) -> int:
     from calibration_core import compare_maps
     from calibration_core.deploy import best_map, deployable_map
 
-    from .distributed import check_fit_options, fit_on_dask
+    from .distributed import check_fit_options, fit_on_dask, select_on_dask
 
     maps = parse_maps(args.map or "all")
     if args.select is None and (args.map is None or maps == "all" or len(maps) != 1):
         raise UsageError("name one map with --map NAME, or choose among maps with --select best")
     map_name = check_fit_options(args, maps)
     if args.engine == "dask":
+        if args.select is not None:
+            return select_on_dask(args, maps, out)
         return fit_on_dask(args, map_name, out)
     path = input_path(args.file)
     models = load_models(path, args)

@@ -11,7 +11,9 @@ null and the verdict has a single candidate. A progress bar (rows summarised)
 is drawn on stderr when it is a terminal.
 
 ``fit FILES --engine dask --map NAME`` fits temperature and Platt exactly on
-every row and other maps on a recorded sample, and writes the deployable map;
+every row and other maps on a recorded sample, and writes the deployable map
+(``--select best``: the maps are cross-fitted on the sample and the best one
+is refitted so);
 ``apply MAP FILES --engine dask -o DIR`` writes one calibrated Parquet file per
 input file (docs/dask.md).
 """
@@ -294,10 +296,6 @@ def write_dask_tables(models: list[dict[str, Any]], args: argparse.Namespace, ou
 
 
 # ------------------------------------------------------------ fit, apply
-#: Maps fitted exactly on every row by the Dask engine; the others on a sample.
-EXACT_MAPS = ("temperature", "platt")
-
-
 def add_sample_argument(parser: argparse.ArgumentParser) -> None:
     """``--sample-rows`` of ``fit``."""
     from calibration_core.distributed.sample import DEFAULT_SAMPLE_ROWS
@@ -314,22 +312,16 @@ def add_sample_argument(parser: argparse.ArgumentParser) -> None:
 
 
 def check_fit_options(args: argparse.Namespace, maps) -> str:
-    """The one map ``fit --engine dask`` deploys; refuses what that engine does not do."""
+    """The one map ``fit --engine dask`` deploys ("" with ``--select best``); checks options."""
     check_cluster_options(args)
     if args.engine != "dask":
         if args.sample_rows is not None:
             raise CommandError("--sample-rows needs --engine dask.")
         return ""
-    if args.select is not None:
-        raise CommandError(
-            "--select best: not supported with --engine dask (choosing needs the held-out "
-            "comparison in memory); name one map with --map NAME, or compare maps with "
-            "--engine memory on a sample of the files."
-        )
     if args.sample_rows is not None and args.sample_rows < 1:
         raise CommandError(f"--sample-rows must be at least 1, got {args.sample_rows}.")
     check_bins(args)
-    return maps[0]
+    return "" if args.select is not None else maps[0]
 
 
 def _fit_model(summaries, wanted: str | None, file: str):
@@ -347,25 +339,25 @@ def _fit_model(summaries, wanted: str | None, file: str):
 
 def fit_dataset_map(args: argparse.Namespace, map_name: str, client, summary):
     """The map fitted on the dataset: exactly (temperature, Platt) or on a sample."""
-    from calibration_core.distributed import (
-        fit_map_on_sample,
-        fit_platt_on_dataset,
-        fit_temperature_on_dataset,
+    from calibration_core.distributed.select import fit_map_on_dataset
+
+    return fit_map_on_dataset(
+        args.file,
+        map_name,
+        size=sample_rows(args),
+        seed=args.seed,
+        client=client,
+        label_column=args.label_column,
+        renormalize=args.renormalize,
+        model=summary.name,
     )
+
+
+def sample_rows(args: argparse.Namespace) -> int:
+    """``--sample-rows``, or the core's default sample size."""
     from calibration_core.distributed.sample import DEFAULT_SAMPLE_ROWS
 
-    read = {
-        "label_column": args.label_column,
-        "renormalize": args.renormalize,
-        "model": summary.name,
-        "client": client,
-    }
-    if map_name == "temperature":
-        return fit_temperature_on_dataset(args.file, **read)
-    if map_name == "platt":
-        return fit_platt_on_dataset(args.file, **read)
-    size = DEFAULT_SAMPLE_ROWS if args.sample_rows is None else args.sample_rows
-    return fit_map_on_sample(args.file, map_name, size=size, seed=args.seed, **read)
+    return DEFAULT_SAMPLE_ROWS if args.sample_rows is None else args.sample_rows
 
 
 def fit_on_dask(args: argparse.Namespace, map_name: str, out) -> int:
@@ -384,6 +376,7 @@ def fit_on_dask(args: argparse.Namespace, map_name: str, out) -> int:
         dataset_summaries,
         frequency_statistics,
     )
+    from calibration_core.distributed.select import EXACT_MAPS
     from calibration_core.maps import make_map
 
     from . import FIT_SCHEMA
@@ -456,3 +449,69 @@ def apply_on_dask(args: argparse.Namespace, deployable, out) -> int:
             raise killed_error(exc) from None
     rows = sum(written.values())
     return write_apply_summary(args, deployable, rows, out, engine="dask", files=written)
+
+
+def select_on_dask(args: argparse.Namespace, maps, out) -> int:
+    """Run ``fit --select best --engine dask``: choose on the sample, refit, write the map.
+
+    The maps are cross-fitted on the reproducible sample (``--sample-rows``,
+    ``--seed``) as the in-memory ``fit --select best`` cross-fits them on all
+    rows; the winner (lowest held-out log-loss) is refitted as ``fit --map``
+    fits it on this engine. ``comparison`` and ``verdict`` are the sample's;
+    ``held_out`` records the sample under ``"sample"``.
+    """
+    from distributed import KilledWorker
+
+    from calibration_core import __version__
+    from calibration_core.distributed import dataset_summaries, select_map_on_dataset
+    from calibration_core.distributed.select import EXACT_MAPS
+
+    from . import FIT_SCHEMA
+
+    read = {"label_column": args.label_column, "renormalize": args.renormalize}
+    settings = {"folds": args.folds, "seed": args.seed, "n_bins": args.bins, "scheme": args.scheme}
+    with dask_client(args) as client:
+        try:
+            summary = _fit_model(
+                dataset_summaries(args.file, client=client, **read), args.model, args.file
+            )
+            deployable, found = select_map_on_dataset(
+                args.file,
+                maps,
+                model=summary.name,
+                class_names=summary.class_names,
+                n_rows=summary.n_samples,
+                client=client,
+                size=sample_rows(args),
+                **settings,
+                **read,
+            )
+        except KilledWorker as exc:
+            raise killed_error(exc) from None
+    deployable.save(args.output)
+    chosen = deployable.map.to_dict()["map"]
+    rows = found.comparison.rows()
+    doc = {
+        "schema": FIT_SCHEMA,
+        "version": __version__,
+        "file": str(args.file),
+        "output": str(args.output),
+        "model": summary.name,
+        "map": chosen,
+        "selected": "best",
+        "settings": {
+            "maps": [r["map"] for r in rows][1:],
+            **settings,
+            "engine": "dask",
+            "fitted_on": "all rows" if chosen in EXACT_MAPS else "sample",
+        },
+        "input": deployable.input,
+        "n_rows": deployable.n_rows,
+        "n_classes": deployable.n_classes,
+        "held_out": deployable.held_out,
+        "comparison": rows,
+        "verdict": found.comparison.verdict().to_dict(),
+    }
+    json.dump(doc, out, indent=2, allow_nan=False)
+    out.write("\n")
+    return EXIT_OK

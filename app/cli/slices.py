@@ -4,7 +4,8 @@
 bootstrap intervals, the worst group and the homogeneity test) and
 ``--group-maps`` the held-out global vs per-group maps; ``--window 1w`` (with
 the time column found or named by ``--time-column``) adds the windows against
-the reference period. ``check --per-group`` bounds every judged group.
+the reference period (``--reference``: the first K windows, windows A:B or dates
+START:END; ``--reference-windows K`` is kept). ``check --per-group`` bounds every judged group.
 """
 
 from __future__ import annotations
@@ -62,11 +63,19 @@ def add_group_arguments(
         help="calibration over time per window: 1d, 1w, 1m or 5000rows",
     )
     parser.add_argument(
+        "--reference",
+        default=None,
+        metavar="PERIOD",
+        help="the reference period of --window: K (the first K windows), A:B (windows A to B, "
+        "from 1) or START:END (ISO dates, both included, e.g. 2024-01-01:2024-01-31; an end "
+        "may be left out); default: the first window",
+    )
+    parser.add_argument(
         "--reference-windows",
         type=int,
-        default=1,
+        default=None,
         metavar="K",
-        help="the first K windows are the reference period (1)",
+        help="the first K windows are the reference period (same as --reference K)",
     )
     parser.add_argument(
         "--slice-resamples",
@@ -82,6 +91,19 @@ def group_columns(text: str | None) -> list[str]:
     return [c.strip() for c in (text or "").split(",") if c.strip()]
 
 
+def reference_argument(args: argparse.Namespace) -> str:
+    """The reference period of ``--reference`` or ``--reference-windows`` (default: ``"1"``)."""
+    from calibration_core import CalibrationInputError
+
+    if args.reference is not None and args.reference_windows is not None:
+        raise CalibrationInputError(
+            "give the reference period once: --reference or --reference-windows, not both."
+        )
+    if args.reference_windows is not None:
+        return str(args.reference_windows)
+    return "1" if args.reference is None else args.reference
+
+
 def slice_settings(args: argparse.Namespace):
     """The report's :class:`~app.diagnostics.slices_report.SliceSettings` from its arguments."""
     from app.diagnostics.slices_report import SliceSettings
@@ -91,7 +113,7 @@ def slice_settings(args: argparse.Namespace):
         min_group_rows=args.min_group_rows,
         time_column=args.time_column,
         window=args.window,
-        reference_windows=args.reference_windows,
+        reference=reference_argument(args),
         n_resamples=args.slice_resamples,
     )
 
@@ -124,7 +146,7 @@ def model_windows(model, args: argparse.Namespace, binning) -> dict[str, Any]:
     from calibration_core.slices import drift_report, time_windows
 
     column, windows = time_windows(model, args.window, args.time_column)
-    report = drift_report(model, windows, reference=args.reference_windows, binning=binning,
+    report = drift_report(model, windows, reference=reference_argument(args), binning=binning,
                           n_resamples=max(args.slice_resamples, 1), level=args.level,
                           seed=args.seed)  # fmt: skip
     return {"time_column": column, "window": args.window, **report.to_dict()}
@@ -164,7 +186,7 @@ def slice_lines(name: str, doc: dict[str, Any]) -> list[str]:
     t = doc.get("time")
     if t is not None:
         lines.append(f"{name}: per {t['window']} window ({t['time_column'] or 'row order'}); "
-                     f"reference: first {t['reference_windows']} window(s), ECE "
+                     f"reference: {t['reference_description']}, ECE "
                      f"{_cell(t['reference'], 'ece')}")  # fmt: skip
         for row in t["windows"]:
             flag = "  ABOVE REFERENCE" if row["flagged"] else ""

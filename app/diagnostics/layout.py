@@ -16,7 +16,7 @@ from ..options import model_picker, selected_infos
 from ..statistics_page import STATISTICS_PATH
 from ..store.records import ModelInfo
 from .beyond import BEYOND_TITLE
-from .over_time import WINDOW_CHOICES, TimeSettings
+from .over_time import MAX_REFERENCE_CHARS, WINDOW_CHOICES, TimeSettings
 from .resampling import SEED
 from .tables import TextTable
 from .target import (
@@ -208,8 +208,16 @@ def over_time_card(time: TimeSettings) -> html.Div:
         ),
         _label(
             "Reference",
-            _number_input(ids.TIME_REFERENCE, time.reference, min=1, step=1),
-            "the first K windows",
+            dcc.Input(
+                id=ids.TIME_REFERENCE,
+                type="text",
+                value=time.reference,
+                debounce=True,
+                placeholder="1",
+                maxLength=MAX_REFERENCE_CHARS,
+                className="diag-number diag-period",
+            ),
+            "K: the first K windows; A:B: windows A to B; or dates 2024-01-01:2024-01-31",
         ),
     ]
     return _card(

@@ -3,7 +3,8 @@
 * settings (:class:`TimeSettings`, :func:`parse_time`): the time column (None:
   ``timestamp``, ``time`` or ``date`` when the file has one), the window (a
   day, an ISO week, a month, or every N rows) and the reference period (the
-  first K windows);
+  first K windows, windows A:B, or dates START:END:
+  :func:`calibration_core.slices.parse_reference`);
 * the target (:func:`time_target`, of a
   :class:`~app.diagnostics.target.DiagTarget`): the model's uncalibrated predictions with
   their other columns, its windows (without a time column, windows of rows,
@@ -43,6 +44,8 @@ DEFAULT_WINDOW = "1w"
 DEFAULT_ROW_WINDOWS = 10
 MAX_ROWS = 10**9
 MAX_COLUMN_CHARS = 200
+#: Longest reference period read (two ISO dates and a colon take 21 characters).
+MAX_REFERENCE_CHARS = 60
 #: Level of the windows' intervals.
 LEVEL = 0.95
 #: The windows' bootstrap uses the section's resamples, at most this many: it resamples
@@ -64,14 +67,15 @@ class TimeSettings:
         A key of :data:`WINDOW_CHOICES`.
     rows : int or None
         N of "every N rows"; None: a tenth of the rows.
-    reference : int
-        The first ``reference`` windows form the reference period.
+    reference : str
+        The reference period as the user wrote it: ``"K"`` (the first K windows),
+        ``"A:B"`` (windows A to B) or ``"START:END"`` (ISO dates).
     """
 
     column: str | None = None
     window: str = DEFAULT_WINDOW
     rows: int | None = None
-    reference: int = 1
+    reference: str = "1"
 
     def row_window(self, n_rows: int) -> str:
         """The window in rows, e.g. ``"5000rows"``."""
@@ -96,8 +100,33 @@ def parse_time(column: Any, window: Any, rows: Any, reference: Any) -> TimeSetti
     if window not in WINDOW_CHOICES:
         raise SettingsError(f"the window must be one of {', '.join(WINDOW_CHOICES.values())}.")
     n = None if rows in (None, "") else _whole(rows, "the rows per window", 1, MAX_ROWS)
-    ref = _whole(reference, "the number of reference windows", 1, MAX_ROWS)
-    return TimeSettings(column, window, n, ref)
+    return TimeSettings(column, window, n, parse_reference_text(reference))
+
+
+def parse_reference_text(value: Any) -> str:
+    """The reference period's text, checked for its form (not yet against the data).
+
+    A number K (the control's old form, and ``ref=K`` addresses) is read here; any
+    other text by :func:`calibration_core.slices.parse_reference`, imported then
+    (it loads pandas, which the page does not need to start).
+    """
+    if value in (None, ""):
+        return TimeSettings.reference
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value.strip()) if len(value.strip()) <= 10 else value
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return str(_whole(value, "the number of reference windows", 1, MAX_ROWS))
+    if not isinstance(value, str) or len(value) > MAX_REFERENCE_CHARS:
+        raise SettingsError(
+            "the reference period must be K (the first K windows), A:B (windows A to B) or "
+            "START:END (ISO dates, e.g. 2024-01-01:2024-01-31)."
+        )
+    from calibration_core.slices import parse_reference
+
+    try:
+        return parse_reference(value).text
+    except CalibrationInputError as exc:
+        raise SettingsError(str(exc)) from None
 
 
 @dataclass
@@ -125,12 +154,14 @@ class TimeTarget:
 
     def describe(self) -> str:
         """E.g. ``"windows of 1w (time column 'timestamp') · reference: the first 2 windows"``."""
+        from calibration_core.slices import parse_reference
+
         source = f"time column {self.column!r}" if self.column else "row order"
-        k = self.settings.reference
+        period = parse_reference(self.settings.reference).describe()
         return (
             f"{self.windows.n_groups} windows of {self.window} ({source}) · ECE of the "
-            f"{self.notion_label} notion · {self.view.describe_binning()} · reference: the first "
-            f"{k} window{'s' if k > 1 else ''} · uncalibrated predictions"
+            f"{self.notion_label} notion · {self.view.describe_binning()} · reference: "
+            f"{period} · uncalibrated predictions"
         )
 
 
@@ -183,7 +214,7 @@ def time_key(t: TimeTarget, n_resamples: int) -> str:
     """Store key of one target's windows with intervals."""
     v = t.view
     return (
-        f"diag:time:{t.info.handle}:{t.column}:{t.window}:{t.settings.reference}:{t.notion}:"
+        f"diag:time2:{t.info.handle}:{t.column}:{t.window}:{t.settings.reference}:{t.notion}:"
         f"{t.class_index}:{v.scheme}:{v.n_bins}:{n_resamples}:{LEVEL}:{SEED}"
     )
 

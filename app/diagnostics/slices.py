@@ -113,12 +113,12 @@ def drift_table(doc: dict, n_resamples: int) -> TextTable:
         The reference period first; ``highlight`` lists the flagged windows' rows.
     """
     table = TextTable(["window", "rows", *WINDOW_COLUMNS.values(), "note"])
-    ref, k = doc["reference"], doc["reference_windows"]
-    ref_name = f"reference (first {k} window{'s' if k > 1 else ''})"
+    ref = doc["reference"]
+    ref_name = f"reference ({doc['reference_description']})"
     ref_cells = [interval_cell(ref, m) for m in WINDOW_COLUMNS]
     table.rows.append([ref_name, f"{ref['rows']:,}", *ref_cells, ""])
-    for i, row in enumerate(doc["windows"]):
-        note = ABOVE_REFERENCE if row["flagged"] else ("reference" if i < k else "")
+    for row in doc["windows"]:
+        note = ABOVE_REFERENCE if row["flagged"] else ("reference" if row["reference"] else "")
         cells = [interval_cell(row, m) for m in WINDOW_COLUMNS]
         table.rows.append([row["window"], f"{row['rows']:,}", *cells, note])
         if row["flagged"]:

@@ -49,8 +49,9 @@ class SliceSettings:
         The time column (None: ``timestamp``, ``time`` or ``date`` when present).
     window : str or None
         ``1d``, ``1w``, ``1m`` or ``5000rows`` (None: no "over time" section).
-    reference_windows : int
-        Leading windows forming the reference period.
+    reference : str
+        The reference period (:func:`calibration_core.slices.parse_reference`:
+        ``"K"``, the first K windows; ``"A:B"``; ``"START:END"`` in dates).
     n_resamples, level, seed
         The bootstrap of the intervals.
     """
@@ -59,7 +60,7 @@ class SliceSettings:
     min_group_rows: int = MIN_GROUP_ROWS
     time_column: str | None = None
     window: str | None = None
-    reference_windows: int = 1
+    reference: str = "1"
     n_resamples: int = 200
     level: float = 0.95
     seed: int = 0
@@ -125,13 +126,13 @@ def time_section(pred: Predictions, info: ModelInfo, view: ViewSettings, s: Slic
     notion, k, label = _notion(info, view)
     column, windows = time_windows(pred, s.window, s.time_column)
     report = drift_report(
-        pred, windows, reference=s.reference_windows, binning=Binning(view.scheme, view.n_bins),
+        pred, windows, reference=s.reference, binning=Binning(view.scheme, view.n_bins),
         notion=notion, class_index=k, n_resamples=max(s.n_resamples, 1), level=s.level,
         seed=s.seed,
     )  # fmt: skip
     source = f"time column {column!r}" if column else "row order"
     what = f"Windows of {s.window} ({source}) · ECE of the {label} notion · " + (
-        f"{view.describe_binning()} · reference: the first {report.n_reference} window(s)"
+        f"{view.describe_binning()} · reference: {report.period.describe()}"
     )
     doc = report.to_dict()
     fig = drift_figure(doc, title=f"{info.name}: calibration over time", subtitle=what)

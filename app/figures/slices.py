@@ -33,11 +33,11 @@ MAX_DIAGRAMS = 24
 
 def _colours(doc: dict) -> list[str]:
     colours = []
-    for i, row in enumerate(doc["windows"]):
+    for row in doc["windows"]:
         if row.get("flagged"):
             colours.append(UNCALIBRATED_COLOUR)
         else:
-            colours.append(REFERENCE_COLOUR if i < doc["reference_windows"] else CALIBRATED_COLOUR)
+            colours.append(REFERENCE_COLOUR if row["reference"] else CALIBRATED_COLOUR)
     return colours
 
 

@@ -303,178 +303,203 @@ def _controls_class(infos: list[ModelInfo], raw: RawSettings):
 def _controls(
     infos: list[ModelInfo], raw: RawSettings, group_options: list[dict] | None = None
 ) -> html.Div:
+    """The settings panel: models, notion, class, diagram, group, bins, band, maps, held-out."""
+    return html.Div(
+        [
+            _models_field(infos, raw),
+            _notion_field(raw),
+            _class_field(infos, raw),
+            diagram_field(raw.kind),
+            group_picker(raw, group_options),
+            _binning_field(raw),
+            _band_field(raw),
+            _maps_field(raw),
+            _heldout_field(raw),
+        ],
+        className="panel",
+    )
+
+
+def _models_field(infos: list[ModelInfo], raw: RawSettings) -> html.Div:
+    """The model search box and checklist (the models shown side by side)."""
+    return _field(
+        "Models",
+        html.Div(
+            [
+                dcc.Input(
+                    id=ids.MODEL_SEARCH,
+                    type="search",
+                    placeholder="Search models by name or file",
+                    className="model-search",
+                ),
+                named(
+                    "Models",
+                    dcc.Checklist(
+                        id=ids.MODEL_SELECT,
+                        options=model_options(infos),
+                        value=list(raw.handles or []),
+                        className="checklist models",
+                    ),
+                ),
+                html.Div(id=ids.MODEL_LIST_NOTE, className="model-list-note", role="status"),
+            ],
+            className="model-list",
+        ),
+        hint=f"shown side by side; at most {MAX_SELECTED_MODELS} at a time",
+    )
+
+
+def _notion_field(raw: RawSettings) -> html.Div:
+    """Confidence, one class vs rest, or binary."""
+    return _field(
+        "Calibration notion",
+        named(
+            "Calibration notion",
+            dcc.RadioItems(
+                id=ids.NOTION,
+                options=[
+                    {"label": "confidence (top label)", "value": "confidence"},
+                    {"label": "one class vs rest", "value": "class"},
+                    {"label": "binary (K = 2)", "value": "binary"},
+                ],
+                value=raw.notion,
+                className="radio",
+            ),
+        ),
+    )
+
+
+def _class_field(infos: list[ModelInfo], raw: RawSettings) -> html.Div:
+    """The class picker of the one-class-vs-rest notion (hidden for the others)."""
     class_options, class_value, class_style = class_choices(
         [i.to_json() for i in infos], raw.handles, raw.notion, raw.class_value
     )
-    map_options = [{"label": MAP_LABELS.get(n, n), "value": n} for n in MAP_NAMES]
-    return html.Div(
-        [
-            _field(
-                "Models",
-                html.Div(
-                    [
-                        dcc.Input(
-                            id=ids.MODEL_SEARCH,
-                            type="search",
-                            placeholder="Search models by name or file",
-                            className="model-search",
-                        ),
-                        named(
-                            "Models",
-                            dcc.Checklist(
-                                id=ids.MODEL_SELECT,
-                                options=model_options(infos),
-                                value=list(raw.handles or []),
-                                className="checklist models",
-                            ),
-                        ),
-                        html.Div(
-                            id=ids.MODEL_LIST_NOTE, className="model-list-note", role="status"
-                        ),
-                    ],
-                    className="model-list",
-                ),
-                hint=f"shown side by side; at most {MAX_SELECTED_MODELS} at a time",
+    return _field(
+        "Class",
+        dcc.Dropdown(
+            id=ids.CLASS_SELECT, options=class_options, value=class_value, clearable=False
+        ),
+        field_id=ids.CLASS_FIELD,
+        hint=f"opens on the worst class; “all classes”: at most {ALL_CLASSES_SHOWN} worst.",
+        style=class_style,
+    )
+
+
+def _binning_field(raw: RawSettings) -> html.Div:
+    """The binning scheme and the number of bins."""
+    return _field(
+        "Binning",
+        named(
+            "Binning scheme",
+            dcc.RadioItems(
+                id=ids.SCHEME,
+                options=[
+                    {"label": "equal width", "value": "width"},
+                    {"label": "equal frequency", "value": "frequency"},
+                ],
+                value=raw.scheme,
+                className="radio inline",
             ),
-            _field(
-                "Calibration notion",
-                named(
-                    "Calibration notion",
-                    dcc.RadioItems(
-                        id=ids.NOTION,
-                        options=[
-                            {"label": "confidence (top label)", "value": "confidence"},
-                            {"label": "one class vs rest", "value": "class"},
-                            {"label": "binary (K = 2)", "value": "binary"},
-                        ],
-                        value=raw.notion,
-                        className="radio",
-                    ),
-                ),
+        ),
+        named(
+            "Number of bins",
+            dcc.Slider(
+                id=ids.N_BINS,
+                min=MIN_BINS,
+                max=MAX_BINS,
+                step=1,
+                value=raw.n_bins,
+                marks={v: str(v) for v in (2, 25, 50, 75, 100)},
             ),
-            _field(
-                "Class",
+        ),
+        hint=f"number of bins, {MIN_BINS} to {MAX_BINS}",
+    )
+
+
+def _band_field(raw: RawSettings) -> html.Div:
+    """The reliability band's kind and level."""
+    return _field(
+        "Band",
+        html.Div(
+            [
                 dcc.Dropdown(
-                    id=ids.CLASS_SELECT,
-                    options=class_options,
-                    value=class_value,
+                    id=ids.BAND,
+                    options=[{"label": v, "value": k} for k, v in BAND_LABELS.items()],
+                    value=raw.band,
                     clearable=False,
+                    className="grow",
                 ),
-                field_id=ids.CLASS_FIELD,
-                hint=f"opens on the worst class; “all classes”: at most {ALL_CLASSES_SHOWN} worst.",
-                style=class_style,
+                dcc.Dropdown(
+                    id=ids.BAND_LEVEL,
+                    options=[{"label": f"{v:.0%}", "value": v} for v in LEVELS],
+                    value=raw.level,
+                    clearable=False,
+                    className="level",
+                ),
+            ],
+            className="row",
+        ),
+    )
+
+
+def _maps_field(raw: RawSettings) -> html.Div:
+    """The calibration maps to fit and compare."""
+    return _field(
+        "Calibration maps",
+        named(
+            "Calibration maps",
+            dcc.Checklist(
+                id=ids.MAPS,
+                options=[{"label": MAP_LABELS.get(n, n), "value": n} for n in MAP_NAMES],
+                value=list(raw.maps or []),
+                className="checklist",
             ),
-            diagram_field(raw.kind),
-            group_picker(raw, group_options),
-            _field(
-                "Binning",
-                named(
-                    "Binning scheme",
-                    dcc.RadioItems(
-                        id=ids.SCHEME,
-                        options=[
-                            {"label": "equal width", "value": "width"},
-                            {"label": "equal frequency", "value": "frequency"},
-                        ],
-                        value=raw.scheme,
-                        className="radio inline",
-                    ),
-                ),
-                named(
-                    "Number of bins",
-                    dcc.Slider(
-                        id=ids.N_BINS,
-                        min=MIN_BINS,
-                        max=MAX_BINS,
-                        step=1,
-                        value=raw.n_bins,
-                        marks={v: str(v) for v in (2, 25, 50, 75, 100)},
-                    ),
-                ),
-                hint=f"number of bins, {MIN_BINS} to {MAX_BINS}",
+        ),
+        hint=SAME_MODEL_HINT,
+    )
+
+
+def _heldout_field(raw: RawSettings) -> html.Div:
+    """k-fold cross-fitting (number of folds) or a train/test split (test fraction)."""
+    folds = named(
+        "Number of folds",
+        dcc.Slider(
+            id=ids.FOLDS,
+            min=MIN_FOLDS,
+            max=MAX_FOLDS,
+            step=1,
+            value=raw.folds,
+            marks={v: str(v) for v in (2, 5, 10, 20)},
+        ),
+    )
+    fraction = named(
+        "Test fraction",
+        dcc.Slider(
+            id=ids.TEST_FRACTION,
+            min=MIN_TEST_FRACTION,
+            max=MAX_TEST_FRACTION,
+            step=0.05,
+            value=raw.fraction,
+            marks={0.1: "10%", 0.5: "50%", 0.9: "90%"},
+        ),
+    )
+    return _field(
+        "Held-out scheme",
+        named(
+            "Held-out scheme",
+            dcc.RadioItems(
+                id=ids.HELDOUT,
+                options=[
+                    {"label": "k-fold cross-fitting", "value": "folds"},
+                    {"label": "train/test split", "value": "split"},
+                ],
+                value=raw.heldout,
+                className="radio",
             ),
-            _field(
-                "Band",
-                html.Div(
-                    [
-                        dcc.Dropdown(
-                            id=ids.BAND,
-                            options=[{"label": v, "value": k} for k, v in BAND_LABELS.items()],
-                            value=raw.band,
-                            clearable=False,
-                            className="grow",
-                        ),
-                        dcc.Dropdown(
-                            id=ids.BAND_LEVEL,
-                            options=[{"label": f"{v:.0%}", "value": v} for v in LEVELS],
-                            value=raw.level,
-                            clearable=False,
-                            className="level",
-                        ),
-                    ],
-                    className="row",
-                ),
-            ),
-            _field(
-                "Calibration maps",
-                named(
-                    "Calibration maps",
-                    dcc.Checklist(
-                        id=ids.MAPS,
-                        options=map_options,
-                        value=list(raw.maps or []),
-                        className="checklist",
-                    ),
-                ),
-                hint=SAME_MODEL_HINT,
-            ),
-            _field(
-                "Held-out scheme",
-                named(
-                    "Held-out scheme",
-                    dcc.RadioItems(
-                        id=ids.HELDOUT,
-                        options=[
-                            {"label": "k-fold cross-fitting", "value": "folds"},
-                            {"label": "train/test split", "value": "split"},
-                        ],
-                        value=raw.heldout,
-                        className="radio",
-                    ),
-                ),
-                html.Div(
-                    named(
-                        "Number of folds",
-                        dcc.Slider(
-                            id=ids.FOLDS,
-                            min=MIN_FOLDS,
-                            max=MAX_FOLDS,
-                            step=1,
-                            value=raw.folds,
-                            marks={v: str(v) for v in (2, 5, 10, 20)},
-                        ),
-                    ),
-                    id=ids.FOLDS_FIELD,
-                ),
-                html.Div(
-                    named(
-                        "Test fraction",
-                        dcc.Slider(
-                            id=ids.TEST_FRACTION,
-                            min=MIN_TEST_FRACTION,
-                            max=MAX_TEST_FRACTION,
-                            step=0.05,
-                            value=raw.fraction,
-                            marks={0.1: "10%", 0.5: "50%", 0.9: "90%"},
-                        ),
-                    ),
-                    id=ids.SPLIT_FIELD,
-                    style={"display": "none"},
-                ),
-                hint="maps are always scored on rows they were not fitted on",
-            ),
-        ],
-        className="panel",
+        ),
+        html.Div(folds, id=ids.FOLDS_FIELD),
+        html.Div(fraction, id=ids.SPLIT_FIELD, style={"display": "none"}),
+        hint="maps are always scored on rows they were not fitted on",
     )
 
 
@@ -636,6 +661,46 @@ def _controls_dock(panels: list) -> html.Aside:
     )
 
 
+def _dataset_maps_controls() -> html.Div:
+    """ "Fit maps on a sample" of a picked dataset: its cluster job's buttons and progress."""
+    return html.Div(
+        [
+            html.P(
+                "Calibration maps on the dataset: the maps picked under Calibration maps are "
+                "cross-fitted on a reproducible sample of each model (another job on the "
+                "cluster) and scored on held-out sample rows.",
+                className="caption",
+            ),
+            html.Div(
+                [
+                    html.Button(
+                        "Fit maps on a sample",
+                        id=ids.DATASET_MAPS_RUN,
+                        className="button",
+                        n_clicks=0,
+                    ),
+                    html.Button(
+                        "Cancel",
+                        id=ids.DATASET_MAPS_CANCEL,
+                        className="button secondary",
+                        n_clicks=0,
+                        disabled=True,
+                    ),
+                    html.Progress(
+                        id=ids.DATASET_MAPS_PROGRESS, value="0", max="1", className="progress idle"
+                    ),
+                ],
+                className="diag-controls",
+            ),
+            html.Span(id=ids.DATASET_MAPS_STATUS, className="diag-status", role="status"),
+            dcc.Store(id=ids.DATASET_MAPS_DONE),
+        ],
+        id=ids.DATASET_MAPS,
+        className="dataset-maps-controls",
+        hidden=True,
+    )
+
+
 def _dataset_section(datasets) -> list:
     """Where a picked dataset's view goes (filled by app.callbacks.datasets); None: nothing."""
     if datasets is None:
@@ -645,7 +710,13 @@ def _dataset_section(datasets) -> list:
             html.Section(id=ids.DATASET_VIEW, className="dataset-view"),
             type="dot",
             delay_show=400,
-        )
+        ),
+        _dataset_maps_controls(),
+        dcc.Loading(
+            html.Section(id=ids.DATASET_MAPS_VIEW, className="dataset-view"),
+            type="dot",
+            delay_show=400,
+        ),
     ]
 
 
@@ -690,21 +761,10 @@ def build_layout(
         None: the column in ``raw`` alone, if any.
     """
     raw = default_settings(infos) if raw is None else raw
-    empty = ([], [], [], "", "", [], [])
-    grid, rows, cols, table_caption, title, messages, verdict = view or empty
+    results = _results(infos, raw, view, fit_summary, address_notices, time, datasets)
     return html.Div(
         [
-            html.Header(
-                [
-                    html.H1("Calibration dashboard"),
-                    html.P(
-                        "How far can you trust your classifier's probabilities? Reliability "
-                        "diagrams, calibration errors and post-hoc calibration maps, side by side.",
-                        className="tagline",
-                    ),
-                ],
-                className="app-header",
-            ),
+            _header(),
             html.Div(
                 [
                     _controls_dock(
@@ -713,40 +773,7 @@ def build_layout(
                             _controls(infos, raw, group_options),
                         ],
                     ),
-                    html.Main(
-                        [
-                            *_dataset_section(datasets),
-                            _fit_bar(fit_summary),
-                            html.Div(
-                                [html.Div(m, className="message-line") for m in address_notices],
-                                id=ids.ADDRESS_NOTICE,
-                                className="message address-notice",
-                                role="status",
-                            ),
-                            html.Div(
-                                [html.Div(m, className="message-line") for m in messages],
-                                id=ids.MESSAGE,
-                                className="message",
-                                role="alert",
-                            ),
-                            html.H2(title, id=ids.VIEW_TITLE, className="view-title"),
-                            dcc.Loading(
-                                html.Div(
-                                    grid, id=ids.RELIABILITY_GRID, className="reliability-grid"
-                                ),
-                                type="dot",
-                                delay_show=400,
-                            ),
-                            html.Section(verdict, id=ids.VERDICT, className="verdict-section"),
-                            html.H2("Metrics", className="section-title"),
-                            html.P(table_caption, id=ids.METRICS_CAPTION, className="caption"),
-                            _score_parts_toggle(raw),
-                            metrics_grid(rows, cols),
-                            group_section(raw),
-                            diagnostics_section(infos, raw.handles, time),
-                        ],
-                        className="results",
-                    ),
+                    results,
                     # After the results in the DOM (Fit comes before Export in the tab
                     # order); the stylesheet puts it under the controls on wide screens.
                     html.Aside(
@@ -757,14 +784,82 @@ def build_layout(
                 ],
                 className="app-body",
             ),
-            # The address follows the view without reloading the page (app.view_url).
-            dcc.Location(id=ids.PAGE_URL, refresh=False),
-            dcc.Store(id=ids.MODELS_STORE, data=[i.to_json() for i in infos]),
-            dcc.Store(id=ids.ALL_BINARY_STORE, data=all_binary(infos, raw.handles)),
-            # The class the page starts with is its own pick, not the user's.
-            dcc.Store(id=ids.CLASS_AUTO, data=class_auto or _controls_class(infos, raw)),
-            dcc.Store(id=ids.FIT_STATE),
-            dcc.Store(id=ids.FIT_REQUEST),
+            *_page_state(infos, raw, class_auto),
         ],
         className="app",
     )
+
+
+def _header() -> html.Header:
+    """The title and the tagline."""
+    return html.Header(
+        [
+            html.H1("Calibration dashboard"),
+            html.P(
+                "How far can you trust your classifier's probabilities? Reliability "
+                "diagrams, calibration errors and post-hoc calibration maps, side by side.",
+                className="tagline",
+            ),
+        ],
+        className="app-header",
+    )
+
+
+def _results(
+    infos: list[ModelInfo],
+    raw: RawSettings,
+    view: tuple | None,
+    fit_summary: str,
+    address_notices: list[str] | tuple[str, ...],
+    time: TimeSettings | None,
+    datasets: list[str] | None,
+) -> html.Main:
+    """The results column: messages, diagrams, verdict, metrics, groups, diagnostics."""
+    empty = ([], [], [], "", "", [], [])
+    grid, rows, cols, table_caption, title, messages, verdict = view or empty
+    return html.Main(
+        [
+            *_dataset_section(datasets),
+            _fit_bar(fit_summary),
+            html.Div(
+                [html.Div(m, className="message-line") for m in address_notices],
+                id=ids.ADDRESS_NOTICE,
+                className="message address-notice",
+                role="status",
+            ),
+            html.Div(
+                [html.Div(m, className="message-line") for m in messages],
+                id=ids.MESSAGE,
+                className="message",
+                role="alert",
+            ),
+            html.H2(title, id=ids.VIEW_TITLE, className="view-title"),
+            dcc.Loading(
+                html.Div(grid, id=ids.RELIABILITY_GRID, className="reliability-grid"),
+                type="dot",
+                delay_show=400,
+            ),
+            html.Section(verdict, id=ids.VERDICT, className="verdict-section"),
+            html.H2("Metrics", className="section-title"),
+            html.P(table_caption, id=ids.METRICS_CAPTION, className="caption"),
+            _score_parts_toggle(raw),
+            metrics_grid(rows, cols),
+            group_section(raw),
+            diagnostics_section(infos, raw.handles, time),
+        ],
+        className="results",
+    )
+
+
+def _page_state(infos: list[ModelInfo], raw: RawSettings, class_auto: str | None) -> list:
+    """The page address and the browser-side stores (model list, class pick, fit state)."""
+    return [
+        # The address follows the view without reloading the page (app.view_url).
+        dcc.Location(id=ids.PAGE_URL, refresh=False),
+        dcc.Store(id=ids.MODELS_STORE, data=[i.to_json() for i in infos]),
+        dcc.Store(id=ids.ALL_BINARY_STORE, data=all_binary(infos, raw.handles)),
+        # The class the page starts with is its own pick, not the user's.
+        dcc.Store(id=ids.CLASS_AUTO, data=class_auto or _controls_class(infos, raw)),
+        dcc.Store(id=ids.FIT_STATE),
+        dcc.Store(id=ids.FIT_REQUEST),
+    ]

@@ -43,7 +43,10 @@ targets' sums); the coefficients equal the in-memory fit's to about 1e-12.
 
 Any other map is fitted on a reproducible uniform sample
 (:func:`~.sample.fit_map_on_sample`, default up to 1e6 rows), its size and
-seed recorded in the exported map (``"fit_sample"``).
+seed recorded in the exported map (``"fit_sample"``). Choosing among maps
+(:func:`~.select.select_map_on_dataset`) cross-fits them on that sample
+(the core's ``compare_maps``, one task on the cluster) and refits the one
+with the lowest held-out log-loss.
 
 A fitted map is applied to a whole dataset file by file
 (:func:`~.apply.apply_map_to_dataset`: the core's streaming ``apply`` in one
@@ -68,6 +71,7 @@ from .frequency import frequency_statistics
 from .pieces import Piece, ReadOptions, find_pieces
 from .platt import fit_platt_on_dataset
 from .sample import SampleInfo, fit_map_on_sample, sample_predictions
+from .select import SampleComparison, compare_maps_on_sample, select_map_on_dataset
 from .summary import ModelSummary, merge_summaries, summarize
 from .temperature import fit_temperature_on_dataset
 
@@ -78,8 +82,10 @@ __all__ = [
     "ModelSummary",
     "Piece",
     "ReadOptions",
+    "SampleComparison",
     "SampleInfo",
     "apply_map_to_dataset",
+    "compare_maps_on_sample",
     "dataset_deployable",
     "dataset_summaries",
     "find_pieces",
@@ -91,6 +97,7 @@ __all__ = [
     "piece_summaries",
     "require_dask",
     "sample_predictions",
+    "select_map_on_dataset",
     "summarize",
     "tree_merge",
 ]

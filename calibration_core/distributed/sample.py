@@ -22,7 +22,13 @@ from ..predictions import Predictions
 from .engine import require_dask
 from .pieces import ReadOptions, dataset_name, find_pieces, read_piece
 
-__all__ = ["DEFAULT_SAMPLE_ROWS", "SampleInfo", "fit_map_on_sample", "sample_predictions"]
+__all__ = [
+    "DEFAULT_SAMPLE_ROWS",
+    "SampleInfo",
+    "fit_map_on_sample",
+    "fit_on_sample",
+    "sample_predictions",
+]
 
 #: Rows of the sample by default.
 DEFAULT_SAMPLE_ROWS = 1_000_000
@@ -140,8 +146,13 @@ def fit_map_on_sample(
         exports it as ``"fit_sample"``.
     """
     pred, info = sample_predictions(source, size=size, seed=seed, **options)
+    return fit_on_sample(map_name, pred, info)
+
+
+def fit_on_sample(map_name: str, sample: Predictions, info: SampleInfo):
+    """A map of the registry fitted on a drawn sample, which it records (``fit_sample_``)."""
     # Logits when the files have them, as deploy.deployable_map fits a map.
-    fitted = make_map(map_name, input="probs" if pred.logits is None else "logits")
-    fitted.fit(pred, None)
+    fitted = make_map(map_name, input="probs" if sample.logits is None else "logits")
+    fitted.fit(sample, None)
     fitted.fit_sample_ = asdict(info)
     return fitted

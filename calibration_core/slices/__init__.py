@@ -8,6 +8,8 @@
 - :mod:`~calibration_core.slices.homogeneity`: the test of "the same calibration
   in every group".
 - :mod:`~calibration_core.slices.report`: :func:`slice_report`, the per-group table.
+- :mod:`~calibration_core.slices.reference`: the reference period chosen by the
+  user (the first K windows, windows A to B, or dates START:END).
 - :mod:`~calibration_core.slices.drift`: :func:`drift_report`, windows against a
   reference period.
 - :mod:`~calibration_core.slices.maps`: :func:`group_maps`, one global map vs one
@@ -19,6 +21,7 @@ from .grouped import GROUP_METRICS, GroupedPass, grouped_bootstrap, row_values
 from .groups import MAX_GROUPS, MIN_GROUP_ROWS, GroupIndex, group_candidates, group_index
 from .homogeneity import HomogeneityResult, homogeneity_test
 from .maps import DEFAULT_GROUP_MAPS, GroupMaps, group_maps
+from .reference import ReferencePeriod, parse_reference, reference_rows
 from .report import SliceReport, slice_report, worst_group
 from .times import (
     TIME_CANDIDATES,
@@ -40,6 +43,7 @@ __all__ = [
     "GroupMaps",
     "GroupedPass",
     "HomogeneityResult",
+    "ReferencePeriod",
     "SliceReport",
     "drift_report",
     "find_time_column",
@@ -48,7 +52,9 @@ __all__ = [
     "group_maps",
     "grouped_bootstrap",
     "homogeneity_test",
+    "parse_reference",
     "parse_window",
+    "reference_rows",
     "row_values",
     "slice_report",
     "time_values",

@@ -3,9 +3,12 @@
 Windows (days, weeks, months, or every N rows) are groups
 (:func:`~calibration_core.slices.times.window_index`), so their ECE, accuracy
 and mean confidence come from the same grouped pass and bootstrap as slices.
-The reference period is the first ``reference`` windows (default 1), measured
-as one block with its own interval; a window is flagged when the lower bound
-of its ECE interval lies above the upper bound of the reference's.
+The reference period is chosen by the user
+(:func:`~calibration_core.slices.reference.parse_reference`: the first K
+windows, the default K = 1; windows A to B; or dates START:END), measured as
+one block with its own interval. The windows holding any of its rows are
+reference windows; any other window is flagged when the lower bound of its ECE
+interval lies above the upper bound of the reference's.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from ..binning import Binning
 from ..errors import CalibrationInputError
 from ..predictions import Predictions
 from .groups import GroupIndex
+from .reference import ReferencePeriod, parse_reference, reference_rows
 from .report import SliceReport, slice_report
 
 
@@ -31,16 +35,24 @@ class DriftReport:
         One group per window, in time order (no homogeneity test).
     reference : SliceReport
         The reference period as a single group.
-    n_reference : int
-        Number of leading windows in the reference.
+    period : ReferencePeriod
+        The reference period as chosen.
+    in_reference : numpy.ndarray of bool, shape (W,)
+        Reference windows (holding rows of the period): not judged.
     flagged : numpy.ndarray of bool, shape (W,)
-        Windows whose ECE interval lies above the reference's upper bound.
+        Other windows whose ECE interval lies above the reference's upper bound.
     """
 
     windows: SliceReport
     reference: SliceReport
-    n_reference: int
+    period: ReferencePeriod
+    in_reference: np.ndarray
     flagged: np.ndarray
+
+    @property
+    def n_reference(self) -> int:
+        """Number of reference windows."""
+        return int(self.in_reference.sum())
 
     @property
     def reference_upper(self) -> float:
@@ -52,10 +64,13 @@ class DriftReport:
     def to_dict(self) -> dict:
         """The ``time`` object of the evaluate JSON (docs/evaluate-json-schema.md)."""
         rows = self.windows.rows()
-        for row, flag in zip(rows, self.flagged, strict=True):
+        for row, flag, ref in zip(rows, self.flagged, self.in_reference, strict=True):
             row["window"] = row.pop("group")
             row["flagged"] = bool(flag)
+            row["reference"] = bool(ref)
         return {
+            "reference_period": self.period.text,
+            "reference_description": self.period.describe(),
             "reference_windows": self.n_reference,
             "reference": self.reference.rows()[0] | {"window": None},
             "level": self.windows.level,
@@ -67,7 +82,7 @@ def drift_report(
     pred: Predictions,
     windows: GroupIndex,
     *,
-    reference: int = 1,
+    reference: int | str | ReferencePeriod = 1,
     binning: Binning | None = None,
     notion: str = "confidence",
     class_index: int | None = None,
@@ -81,9 +96,13 @@ def drift_report(
     ----------
     pred : Predictions
     windows : GroupIndex
-        Windows in time order (:func:`~calibration_core.slices.window_index`).
-    reference : int
-        How many leading windows form the reference period.
+        Windows in time order (:func:`~calibration_core.slices.window_index`;
+        a period in dates needs its ``times``).
+    reference : int, str or ReferencePeriod
+        The reference period (:func:`~calibration_core.slices.parse_reference`):
+        K, the first K windows; ``"A:B"``, windows A to B (from 1, both
+        included); ``"2024-01-01:2024-01-31"``, the rows of those dates (both
+        days included; an end may be left out).
     binning : Binning, optional
     notion : {"confidence", "binary", "class"}
         The notion of the ECE (``class_index`` for "class"), as :func:`slice_report`.
@@ -98,21 +117,23 @@ def drift_report(
     -------
     DriftReport
     """
-    if not 1 <= int(reference) < windows.n_groups:
+    period = parse_reference(reference)
+    in_period = reference_rows(period, windows)
+    in_reference = np.bincount(windows.codes[in_period], minlength=windows.n_groups) > 0
+    if in_reference.all():
         raise CalibrationInputError(
-            f"the reference period must be between 1 and {windows.n_groups - 1} windows (there "
-            f"are {windows.n_groups}), got {reference}; choose a shorter window or reference."
+            f"the reference period {period.text!r} ({period.describe()}) covers all "
+            f"{windows.n_groups} windows, leaving none to compare with it; choose a shorter "
+            "period or shorter windows."
         )
     common = {"binning": binning, "notion": notion, "class_index": class_index, "seed": seed,
               "n_resamples": n_resamples, "level": level, "bootstrap_whole": False}  # fmt: skip
     per_window = slice_report(pred, windows, test_resamples=0, **common)
-    in_reference = windows.codes < int(reference)
-    ref_rows = np.flatnonzero(in_reference)
+    ref_rows = np.flatnonzero(in_period)
     block = GroupIndex(np.zeros(ref_rows.size, np.intp), ("reference",), ("time",), 0)
     ref = slice_report(pred.subset(ref_rows), block, test_resamples=0, **common)
-    if not n_resamples:
-        return DriftReport(per_window, ref, int(reference), np.zeros(windows.n_groups, bool))
-    upper = ref.intervals["ece"].upper[0]
-    lower = per_window.intervals["ece"].lower
-    flagged = (lower > upper) & (np.arange(windows.n_groups) >= int(reference))
-    return DriftReport(per_window, ref, int(reference), flagged)
+    flagged = np.zeros(windows.n_groups, bool)
+    if n_resamples:
+        upper = ref.intervals["ece"].upper[0]
+        flagged = (per_window.intervals["ece"].lower > upper) & ~in_reference
+    return DriftReport(per_window, ref, period, in_reference, flagged)

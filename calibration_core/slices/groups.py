@@ -38,12 +38,16 @@ class GroupIndex:
         The columns the groups come from.
     min_rows : int
         Groups with fewer rows are flagged, not judged.
+    times : numpy.ndarray of datetime64[s], shape (N,), or None
+        The rows' times, for windows of a time column (a reference period in
+        dates needs them); None otherwise.
     """
 
     codes: np.ndarray
     labels: tuple[str, ...]
     columns: tuple[str, ...]
     min_rows: int = MIN_GROUP_ROWS
+    times: np.ndarray | None = None
 
     @property
     def n_groups(self) -> int:

@@ -3,8 +3,10 @@
 For each map, two held-out versions of every row are compared per group: the
 global map cross-fitted on all rows (:func:`~calibration_core.compare.compare_maps`)
 and one map per group, cross-fitted on that group's rows alone. Both are
-scored per group with the grouped pass. Groups under the minimum size get no
-map of their own (too few rows to fit and hold out) and are not judged.
+scored per group with the grouped pass, on the ECE of the notion asked for
+(confidence, binary, or one class against the rest, as :func:`slice_report`).
+Groups under the minimum size get no map of their own (too few rows to fit
+and hold out) and are not judged.
 """
 
 from __future__ import annotations
@@ -34,11 +36,17 @@ class GroupMaps:
         One row per (group, map): ``ece_uncalibrated``, ``ece_global``,
         ``ece_group``, ``log_loss_global``, ``log_loss_group`` (None for a
         small group), ``better`` ("group", "global" by held-out log-loss, or None).
+    notion : str
+        The notion of the ECE columns ("confidence", "binary" or "class").
+    class_index : int or None
+        The class of the "class" notion.
     """
 
     groups: GroupIndex
     maps: tuple[str, ...]
     table: list
+    notion: str = "confidence"
+    class_index: int | None = None
 
 
 def _calibrated(pred: Predictions, name: str, folds: int, seed, binning) -> np.ndarray | None:
@@ -49,10 +57,11 @@ def _calibrated(pred: Predictions, name: str, folds: int, seed, binning) -> np.n
     return None if cal is None or result.errors.get(label) else cal.probs
 
 
-def _scores(pred: Predictions, probs: np.ndarray, groups: GroupIndex, binning) -> dict:
+def _scores(pred: Predictions, probs: np.ndarray, groups: GroupIndex, binning, notion) -> dict:
     cal = Predictions.from_probs(probs, pred.labels, class_names=pred.class_names,
                                  renormalize=True)  # fmt: skip
-    grouped = GroupedPass.build(row_values(cal), groups.codes, groups.n_groups, binning)
+    rows = row_values(cal, *notion)
+    grouped = GroupedPass.build(rows, groups.codes, groups.n_groups, binning)
     return grouped.metrics()
 
 
@@ -61,6 +70,8 @@ def group_maps(
     groups: GroupIndex,
     maps=DEFAULT_GROUP_MAPS,
     *,
+    notion: str = "confidence",
+    class_index: int | None = None,
     folds: int = 5,
     seed=0,
     binning: Binning | None = None,
@@ -73,6 +84,10 @@ def group_maps(
     groups : GroupIndex
     maps : sequence of str
         Registry names.
+    notion : {"confidence", "binary", "class"}
+        The notion of the ECE columns (``class_index`` for "class"), as
+        :func:`slice_report`: the page compares the maps on its own notion.
+    class_index : int, optional
     folds : int
     seed : int or None
     binning : Binning, optional
@@ -82,7 +97,8 @@ def group_maps(
     GroupMaps
     """
     binning = binning or Binning()
-    base = _scores(pred, pred.probs, groups, binning)
+    scored = (notion, class_index)
+    base = _scores(pred, pred.probs, groups, binning, scored)
     judged = np.flatnonzero(~groups.small)
     table = []
     for name in maps:
@@ -94,10 +110,11 @@ def group_maps(
             probs = _calibrated(pred.subset(rows), name, folds, seed, binning)
             if probs is not None:
                 per_group[rows], fitted[g] = probs, True
-        glob = None if global_probs is None else _scores(pred, global_probs, groups, binning)
-        own = _scores(pred, per_group, groups, binning)
+        glob = None if global_probs is None else _scores(pred, global_probs, groups, binning,
+                                                         scored)  # fmt: skip
+        own = _scores(pred, per_group, groups, binning, scored)
         table.extend(_rows(name, groups, base, glob, own, fitted))
-    return GroupMaps(groups, tuple(maps), table)
+    return GroupMaps(groups, tuple(maps), table, notion, class_index)
 
 
 def _rows(name, groups, base, glob, own, fitted) -> list:

@@ -109,7 +109,8 @@ def window_index(times: np.ndarray | None, window: str, n_rows: int) -> GroupInd
     Returns
     -------
     GroupIndex
-        Labels are the window's first day (``2024-03-04``) or first row (``rows 1-5000``).
+        Labels are the window's first day (``2024-03-04``) or first row (``rows 1-5000``);
+        ``times`` are ``times``.
     """
     unit, count = parse_window(window)
     if unit == "rows":
@@ -134,7 +135,7 @@ def window_index(times: np.ndarray | None, window: str, n_rows: int) -> GroupInd
         start = start.astype(np.int64)
     codes, uniques = pd.factorize(start, sort=True)
     labels = tuple(str(np.datetime64(int(u), "D")) for u in uniques)
-    return GroupIndex(codes.astype(np.intp), labels, ("time",), 0)
+    return GroupIndex(codes.astype(np.intp), labels, ("time",), 0, times)
 
 
 def time_windows(

@@ -193,3 +193,47 @@ def test_report_section_problem_is_a_message_not_a_failure(slices_csv, tmp_path,
     text = out.read_text()
     assert "Calibration over time · " in text and "not times" in text
     assert "Diagnostics · " in text  # the rest of the report is written
+
+
+# ------------------------------------------------------ reference period
+
+
+def test_reference_period_in_dates_same_as_the_first_windows(slices_csv, capsys):
+    base = ["evaluate", str(slices_csv), "--maps", "temperature", "--format", "json",
+            "--window", "1d", "--slice-resamples", "30"]  # fmt: skip
+    docs = []
+    for extra in (["--reference-windows", "3"], ["--reference", "2023-11-15:2023-11-17"]):
+        code, out, err = run([*base, *extra], capsys)
+        assert code == 0, err
+        docs.append(json.loads(out)["models"][0]["time"])
+    assert docs[0]["windows"] == docs[1]["windows"]
+    assert docs[1]["reference_period"] == "2023-11-15:2023-11-17"
+    assert docs[1]["reference_windows"] == 3
+    argv = ["evaluate", str(slices_csv), "--maps", "temperature", "--window", "1d",
+            "--slice-resamples", "5", "--reference", "8:10"]  # fmt: skip
+    code, out, err = run(argv, capsys)
+    assert code == 0, err
+    assert "reference: windows 8 to 10, ECE" in out
+
+
+def test_reference_period_problems_are_clear_errors(slices_csv, capsys):
+    base = ["evaluate", str(slices_csv), "--maps", "temperature", "--window", "1d",
+            "--slice-resamples", "5"]  # fmt: skip
+    code, _, err = run([*base, "--reference", "2023-11-20:2023-11-16"], capsys)
+    assert code == 1 and "ends before it starts" in err
+    code, _, err = run([*base, "--reference", "2025-01-01:2025-02-01"], capsys)
+    assert code == 1 and "lies outside the data" in err and "2023-11-15" in err
+    code, _, err = run([*base, "--reference", "2", "--reference-windows", "2"], capsys)
+    assert code == 1 and "not both" in err
+
+
+def test_report_names_the_chosen_reference_period(slices_csv, tmp_path, capsys):
+    out = tmp_path / "report.html"
+    argv = ["report", str(slices_csv), "--maps", "temperature", "--folds", "2", "--window",
+            "1d", "--reference", "2023-11-16:2023-11-18", "--slice-resamples", "5",
+            "-o", str(out)]  # fmt: skip
+    code, _, err = run(argv, capsys)
+    assert code == 0, err
+    text = out.read_text()
+    assert "reference: 2023-11-16 to 2023-11-18" in text
+    assert "reference (2023-11-16 to 2023-11-18)" in text

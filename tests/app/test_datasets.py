@@ -22,14 +22,26 @@ import pytest
 
 distributed = pytest.importorskip("distributed", reason="the 'dask' extra is not installed")
 
-from app.callbacks.datasets import dataset_panel, run_dataset_job  # noqa: E402
+from app.analysis import HISTOGRAM_BINS  # noqa: E402
+from app.callbacks.datasets import (  # noqa: E402
+    dataset_panel,
+    maps_panel,
+    run_dataset_job,
+    run_maps_job,
+)
 from app.config import AppConfig, ConfigError  # noqa: E402
 from app.context import AppContext  # noqa: E402
-from app.dataset_view import FREQUENCY_NOTE, dataset_view, target_statistics  # noqa: E402
+from app.dataset_view import (  # noqa: E402
+    FREQUENCY_NOTE,
+    dataset_view,
+    model_info,
+    sample_panels,
+    target_statistics,
+)
 from app.datasets import Datasets, scan_datasets  # noqa: E402
 from app.session import new_session_id  # noqa: E402
 from app.settings import RawSettings, parse_view  # noqa: E402
-from calibration_core import CalibrationInputError, load_predictions  # noqa: E402
+from calibration_core import CalibrationInputError, compare_maps, load_predictions  # noqa: E402
 from calibration_core.compare.results import score_probs  # noqa: E402
 from calibration_core.metrics import classwise_statistics, confidence_statistics  # noqa: E402
 
@@ -217,9 +229,9 @@ def test_views_the_cells_cannot_answer_say_so(ctx):
     state, _ = _run(ctx, sid, "binary")
     assert state["error"] is None
     frequency = dataset_panel(ctx, sid, "binary", state, RawSettings(scheme="frequency"))
-    assert FREQUENCY_NOTE in str(frequency)
+    assert FREQUENCY_NOTE.format(n_bins=15) in str(frequency)
     smooth = str(dataset_panel(ctx, sid, "binary", state, RawSettings(kind="smooth")))
-    assert "need the rows" in smooth and "calibration maps" in smooth
+    assert "need the rows" in smooth and "Fit maps on a sample" in smooth
     binary = dataset_panel(ctx, sid, "binary", state, RawSettings(notion="binary"))
     assert "Dataset binary" in str(binary)
     # The page's class follows the model list's models: one the dataset lacks shows its worst.
@@ -229,6 +241,126 @@ def test_views_the_cells_cannot_answer_say_so(ctx):
     assert "has no class named '8'" in lacking and "showing all 2 classes" in lacking
     other = new_session_id()  # another session has to compute its own
     assert "not computed yet" in str(dataset_panel(ctx, other, "binary", None, RawSettings()))
+
+
+# ------------------------------------------------------------------- maps
+def _fit_maps(ctx, sid, name, raw):
+    progress = []
+    state = run_maps_job(ctx, sid, None, raw, name, set_progress=progress.append)
+    return state, progress
+
+
+def test_maps_on_a_dataset_sample_are_the_in_memory_comparison(ctx, datasets_dir):
+    """The sample (100,000 rows at most) holds every row of these models, so the held-out
+    table is the in-memory comparison's with the same folds, for any bins, either scheme."""
+    sid = new_session_id()
+    fit = RawSettings(maps=["temperature", "isotonic"], folds=3, handles=[])
+    state, progress = _fit_maps(ctx, sid, "logs", fit)  # computes the statistics first
+    assert state["error"] is None, state
+    assert ctx.datasets.cached(sid, "logs") is not None
+    assert "cross-fitting isotonic, temperature on the cluster" in progress[-2][2]
+    assert progress[-1][2] == "maps fitted"
+    entry = ctx.datasets.cached_maps(sid, "logs")
+    assert entry["maps"] == ("isotonic", "temperature") and list(entry["models"]) == [
+        "logs",
+        "main",
+        "other",
+    ]
+    reference = _reference(sorted(str(p) for p in (datasets_dir / "logs").glob("*.parquet")))
+    for m, scheme in ((15, "width"), (7, "frequency")):
+        raw = RawSettings(maps=["temperature", "isotonic"], n_bins=m, scheme=scheme, handles=[])
+        shown = str(maps_panel(ctx, sid, "logs", state, raw))
+        assert "calibration maps on a sample" in shown and "3-fold cross-fitting" in shown
+        assert "not fitted" not in shown
+        stats = ctx.datasets.cached(sid, "logs")["summaries"]
+        view = maps_view_of(entry, stats, raw)
+        assert len(view.figures) == 3 and len(view.rows) == 9
+        for row in view.rows:
+            probs, labels = reference[row["model"]]
+            memory = compare_maps(
+                load_predictions_of(probs, labels, row["model"]),
+                ["temperature", "isotonic"],
+                folds=3,
+                seed=0,
+            )
+            pred = memory.calibrated[row["map"]]
+            want = score_probs(pred.probs, pred.labels, n_bins=m, scheme=scheme)
+            for key, value in want.items():
+                assert abs(row[key] - value) <= 1e-9, (row["model"], row["map"], key)
+    # Equal-frequency diagrams keep an equal-width score histogram, as for uploads.
+    frequency = parse_view("class", None, "frequency", 7, "wilson", 0.95)
+    found = entry["models"]["main"]
+    panels = sample_panels(model_info("logs", stats["main"]), found["comparison"], frequency)
+    assert len(panels.panels) == 3 * 4 and panels.classes_shown == (4, 4)
+    for panel in panels.panels:
+        assert panel.message is None and len(panel.curve.stats.count) == 7
+        assert len(panel.histogram.count) == HISTOGRAM_BINS
+    # Other maps picked since: the last fit is shown, and says so.
+    stale = str(maps_panel(ctx, sid, "logs", state, RawSettings(maps=["platt"], handles=[])))
+    assert "the maps of the last fit (isotonic, temperature)" in stale
+
+
+def maps_view_of(entry, summaries, raw):
+    from app.dataset_view import maps_view
+
+    return maps_view("logs", entry, summaries, raw.parse()[3])
+
+
+def load_predictions_of(probs, labels, name):
+    from calibration_core import Predictions
+
+    return Predictions.from_probs(probs, labels, class_names=("0", "1", "2", "3"), name=name)
+
+
+def test_maps_of_a_dataset_say_what_is_missing(ctx):
+    sid = new_session_id()
+    before = str(maps_panel(ctx, sid, "binary", None, RawSettings(maps=["platt"])))
+    assert "no maps fitted yet" in before
+    state, _ = _fit_maps(ctx, sid, "binary", RawSettings(maps=[], handles=[]))
+    assert "no calibration map is picked" in state["error"]
+    state, _ = _fit_maps(ctx, sid, None, RawSettings(maps=["platt"], handles=[]))
+    assert state["error"] == "pick a dataset first."
+    state, _ = _fit_maps(ctx, sid, "../etc", RawSettings(maps=["platt"], handles=[]))
+    assert "this server has no dataset named" in state["error"]
+    state, _ = _fit_maps(ctx, sid, "bad", RawSettings(maps=["platt"], handles=[]))
+    assert "'bad/part-1.parquet' rows 501-1,000" in state["error"]  # the statistics' check
+
+
+def test_equal_frequency_bins_of_a_dataset_are_the_in_memory_core_once_computed(ctx, datasets_dir):
+    sid = new_session_id()
+    raw = RawSettings(scheme="frequency", n_bins=7, handles=[])
+    state, progress = _run_with(ctx, sid, "logs", raw)
+    assert state["error"] is None and progress[-1][2] == "7 equal-frequency bins computed"
+    assert ctx.datasets.cached_frequency(sid, "logs", 8) is None  # per bin count
+    assert "Press Compute to compute 8" in str(
+        dataset_panel(ctx, sid, "logs", state, RawSettings(scheme="frequency", n_bins=8))
+    )
+    reference = _reference(sorted(str(p) for p in (datasets_dir / "logs").glob("*.parquet")))
+    shown = str(dataset_panel(ctx, sid, "logs", state, raw))
+    assert "7 equal-frequency bins" in shown and "Press Compute" not in shown
+    summaries = ctx.datasets.cached(sid, "logs")["summaries"]
+    frequency = ctx.datasets.cached_frequency(sid, "logs", 7)
+    for notion, value in (("confidence", None), ("class", "2"), ("class", None)):
+        view = parse_view(notion, value, "frequency", 7, "wilson", 0.95)
+        result = dataset_view("logs", summaries, view, frequency)
+        for row in result.rows:
+            probs, labels = reference[row["model"]]
+            want = score_probs(probs, labels, n_bins=7, scheme="frequency")
+            for key, number in want.items():
+                assert abs(row[key] - number) <= TOL, (key, row[key], number)
+        got = target_statistics(summaries["main"], view, 2, frequency["main"])
+        want = classwise_statistics(*reference["main"], n_bins=7, scheme="frequency")
+        np.testing.assert_array_equal(got.count, want.count[2])
+        np.testing.assert_array_equal(got.edges, want.edges[2])
+    # Asking again does not run anything on the cluster.
+    state, progress = _run_with(ctx, sid, "logs", raw)
+    assert state["error"] is None and progress == []
+
+
+def _run_with(ctx, sid, name, raw):
+    progress = []
+    state = run_dataset_job(ctx, sid, None, raw, name, set_progress=progress.append)
+    return state, progress
 
 
 def test_bad_rows_are_reported_with_file_and_rows_without_a_traceback(ctx, datasets_dir):
@@ -286,3 +418,38 @@ def test_a_cancelled_job_leaves_no_result_and_the_cluster_idle(ctx, datasets_dir
     assert "not computed yet" in str(dataset_panel(ctx, sid, "big", None, RawSettings()))
     state, _ = _run(ctx, sid, "big")  # the page is usable: computing again works
     assert state["error"] is None and ctx.datasets.cached(sid, "big")["rows"] == 24_000
+
+
+def _maps_job_in_child(datasets, sid, name) -> None:
+    from app.settings import HeldOut
+
+    datasets.fit_maps(sid, name, ("isotonic",), HeldOut(), lambda *_: None)
+
+
+def test_a_cancelled_maps_job_keeps_nothing_and_lets_go_of_the_cluster(ctx, tmp_path):
+    """The maps' job is killed (the job manager's cancel) while its tasks wait on a
+    scheduler without workers: the scheduler forgets them and nothing is kept."""
+    sid = new_session_id()
+    state, _ = _run(ctx, sid, "binary")  # the statistics, kept
+    assert state["error"] is None
+    idle = distributed.LocalCluster(
+        n_workers=0, processes=True, dashboard_address=None, silence_logs=40
+    )
+    with idle:
+        # The same kept statistics, on a scheduler whose tasks cannot start.
+        stalled = Datasets(ctx.datasets.root, idle.scheduler_address, tmp_path / "datasets", 3600)
+        assert stalled.cached(sid, "binary") is not None
+        child = multiprocessing.get_context("fork").Process(
+            target=_maps_job_in_child, args=(stalled, sid, "binary")
+        )
+        child.start()
+        _wait(lambda: len(idle.scheduler.tasks) > 0)  # the sample's graph is submitted
+        os.kill(child.pid, signal.SIGKILL)
+        child.join()
+        _wait(lambda: len(idle.scheduler.tasks) == 0)
+    assert ctx.datasets.cached_maps(sid, "binary") is None
+    assert "no maps fitted yet" in str(
+        maps_panel(ctx, sid, "binary", None, RawSettings(maps=["isotonic"]))
+    )
+    state, _ = _fit_maps(ctx, sid, "binary", RawSettings(maps=["isotonic"], handles=[]))
+    assert state["error"] is None and ctx.datasets.cached_maps(sid, "binary") is not None

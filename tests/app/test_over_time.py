@@ -55,7 +55,13 @@ RAW = RawSettings(None, [])
 
 
 def panel(ctx, sid, handle, column=None, window="1d", rows=None, reference=3, click=None):
-    return time_panel(ctx, sid, handle, RAW, column, window, rows, reference, R, click, None)
+    time = controls(window, reference, column, rows)
+    return time_panel(ctx, sid, handle, RAW, time, R, click, None)
+
+
+def controls(window="1d", reference=3, column=None, rows=None) -> dict:
+    """The card's controls as the callbacks get them."""
+    return {"column": column, "window": window, "rows": rows, "reference": reference}
 
 
 def test_time_panel_numbers_are_the_cores_and_the_drift_is_highlighted(ctx, sid, tmp_path):
@@ -72,7 +78,7 @@ def test_time_panel_numbers_are_the_cores_and_the_drift_is_highlighted(ctx, sid,
     assert "error_y" not in ece
     # The background job stores the intervals; the panel then shows the core's numbers.
     calls = []
-    state = run_time_job(ctx, sid, info.handle, RAW, None, "1d", None, 3, R, calls.append)
+    state = run_time_job(ctx, sid, info.handle, RAW, controls(), R, calls.append)
     assert state["error"] is None and calls
     core = drift_report(pred, windows, reference=3, binning=Binning(), n_resamples=R, level=0.95,
                         seed=0).to_dict()  # fmt: skip
@@ -99,7 +105,7 @@ def test_time_panel_numbers_are_the_cores_and_the_drift_is_highlighted(ctx, sid,
 
 def test_clicking_a_window_shows_its_reliability_diagram(ctx, sid, tmp_path):
     info, pred = upload(ctx, sid, drift_frame(), tmp_path, "click.csv")
-    args = (ctx, sid, info.handle, RAW, None, "1d", None, 3)
+    args = (ctx, sid, info.handle, RAW, controls())
     fig, style = window_panel(*args, None)
     assert style == {"display": "none"}
     fig, style = window_panel(*args, {"points": [{"x": "2023-11-23", "customdata": [8, 1]}]})
@@ -116,6 +122,11 @@ def test_clicking_a_window_shows_its_reliability_diagram(ctx, sid, tmp_path):
     *_, chart, _, _ = panel(ctx, sid, info.handle, click={"points": [{"x": "2023-11-23"}]})
     widths = chart["data"][0]["marker"]["line"]["width"]
     assert widths[g] == 3 and sum(w == 3 for w in widths) == 1
+
+
+def subtitle(fig) -> str:
+    """The time chart's subtitle, on one line."""
+    return fig["layout"]["title"]["subtitle"]["text"].replace("<br>", " ")
 
 
 def test_unparsable_timestamps_are_reported_with_their_rows(ctx, sid, tmp_path):
@@ -139,7 +150,33 @@ def test_without_a_time_column_the_windows_are_rows(ctx, sid, tmp_path):
     # A reference as long as the data: the core's message, not a traceback.
     _, messages, _, style, _ = panel(ctx, sid, info.handle, window="rows", rows=250, reference=4)
     assert style == {"display": "none"}
-    assert "reference period must be between 1 and 3 windows" in messages.children
+    assert "covers all 4 windows" in messages.children
+    # Windows of rows take a window range (dates would need a time column).
+    _, _, fig, _, _ = panel(ctx, sid, info.handle, window="rows", rows=250, reference="2:3")
+    assert "reference: windows 2 to 3" in subtitle(fig)
+    _, messages, *_ = panel(ctx, sid, info.handle, window="rows", rows=250,
+                            reference="2023-11-15:2023-11-16")  # fmt: skip
+    assert "give window numbers instead" in messages.children
+
+
+def test_a_reference_period_in_dates_gives_the_cores_numbers(ctx, sid, tmp_path):
+    info, pred = upload(ctx, sid, drift_frame(), tmp_path, "dates.csv")
+    period = "2023-11-15:2023-11-17"
+    run_time_job(ctx, sid, info.handle, RAW, controls(reference=period), R, lambda _: None)
+    _, _, fig, _, table = panel(ctx, sid, info.handle, reference=period)
+    assert "reference: 2023-11-15 to 2023-11-17" in subtitle(fig)
+    _, windows = time_windows(pred, "1d")
+    core = drift_report(pred, windows, reference=period, binning=Binning(), n_resamples=R)
+    same = drift_report(pred, windows, reference=3, binning=Binning(), n_resamples=R)
+    assert core.to_dict()["windows"] == same.to_dict()["windows"]
+    assert "reference (2023-11-15 to 2023-11-17)" in str(table)
+    assert core.flagged.any()
+    # Problems with the period are the card's message, nothing drawn.
+    for bad, words in [("2023-11-18:2023-11-16", "ends before it starts"),
+                       ("2024-05-01:2024-06-01", "lies outside the data"),
+                       ("soon", "is not understood")]:  # fmt: skip
+        _, messages, _, style, _ = panel(ctx, sid, info.handle, reference=bad)
+        assert style == {"display": "none"} and words in str(messages), bad
 
 
 def test_the_page_report_shows_the_card_with_its_last_settings(ctx, tmp_path):
@@ -154,7 +191,7 @@ def test_the_page_report_shows_the_card_with_its_last_settings(ctx, tmp_path):
     panel(ctx, sid, info.handle)  # remembers day windows, 3 reference days
     points = small_export(ctx, sid, ids.EXPORT_REPORT_HTML, raw)["content"]
     assert "<h3>Over time</h3>" in points and "Intervals not computed" in points
-    run_time_job(ctx, sid, info.handle, RAW, None, "1d", None, 3, R, lambda _: None)
+    run_time_job(ctx, sid, info.handle, RAW, controls(), R, lambda _: None)
     report = small_export(ctx, sid, ids.EXPORT_REPORT_HTML, raw)["content"]
     section = report[report.index("<h3>Over time</h3>") :]
     assert "Intervals not computed" not in section

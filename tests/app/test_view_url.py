@@ -275,7 +275,7 @@ def test_the_over_time_settings_round_trip_and_only_changes_are_written():
     from app.view_url import decode_time
 
     assert "time=" not in encode_view(RawSettings()) and "ref=" not in encode_view(RawSettings())
-    time = TimeSettings(column="event time", window="rows", rows=250, reference=3)
+    time = TimeSettings(column="event time", window="rows", rows=250, reference="3")
     query = encode_view(RawSettings(), time)
     assert query.endswith("&time=event%20time&window=rows&rows=250&ref=3")
     assert decode_time(query) == (time, [])
@@ -287,6 +287,12 @@ def test_the_over_time_settings_round_trip_and_only_changes_are_written():
     assert address_search(RawSettings(), controls).endswith("&window=1m&ref=2")
     bad = address_search(RawSettings(), {**controls, "reference": 0})
     assert "ref=" not in bad and "window=" not in bad
+    # A period in dates travels as written (its colon kept readable).
+    dated = address_search(RawSettings(), {**controls, "reference": "2024-01-01:2024-01-31"})
+    assert dated.endswith("&window=1m&ref=2024-01-01%3A2024-01-31")
+    assert decode_time(dated)[0].reference == "2024-01-01:2024-01-31"
+    reversed_ = address_search(RawSettings(), {**controls, "reference": "2024-02-01:2024-01-01"})
+    assert "ref=" not in reversed_
 
 
 def test_bad_over_time_parameters_keep_their_defaults_with_a_notice():
@@ -294,11 +300,13 @@ def test_bad_over_time_parameters_keep_their_defaults_with_a_notice():
     from app.view_url import decode_time
 
     time, notices = decode_time("?window=fortnight&rows=-5&ref=2&time=" + "x" * 300)
-    assert time == TimeSettings(reference=2)
+    assert time == TimeSettings(reference="2")
     (notice,) = notices
     assert notice.startswith(NOTICE_PREFIX)
     assert "window must be one of" in notice and "rows per window" in notice
     assert "time column" in notice
+    time, notices = decode_time("?ref=2024-03-01:2024-02-01")
+    assert time == TimeSettings() and "ends before it starts" in notices[0]
 
 
 def test_the_page_opens_the_over_time_card_on_its_address(tmp_path):
@@ -309,7 +317,7 @@ def test_the_page_opens_the_over_time_card_on_its_address(tmp_path):
     layout = client.get("/_dash-layout", headers={"Referer": address}).get_json()
     assert _find(layout, ids.TIME_WINDOW)["value"] == "rows"
     assert _find(layout, ids.TIME_ROWS)["value"] == 300
-    assert _find(layout, ids.TIME_REFERENCE)["value"] == 2
+    assert _find(layout, ids.TIME_REFERENCE)["value"] == "2"
     assert _find(layout, ids.TIME_COLUMN)["value"] == "timestamp"
     assert _find(layout, ids.ADDRESS_NOTICE)["children"] == []
 

@@ -4,7 +4,8 @@ A gunicorn server of its own (production settings, local job manager) lists two
 datasets; a LocalCluster of 2 worker processes computes them. The server's
 per-job limits are tiny (1 s, 64 MB): the dataset job, which only waits on the
 cluster, is exempt, so it finishes all the same. Changing the bin count redraws
-from the cached statistics; a dataset with a bad row shows the core's message.
+from the cached statistics; maps fitted on a sample show their table and
+diagrams; a dataset with a bad row shows the core's message.
 """
 
 from __future__ import annotations
@@ -144,6 +145,17 @@ def test_pick_a_dataset_see_its_diagram_and_rebin_from_the_cache(tab):
     ui.wait_callbacks()
     SCREENS.mkdir(parents=True, exist_ok=True)
     ui.page.screenshot(path=str(SCREENS / "dataset-picked.png"), full_page=True)
+    # Maps on a sample: another cluster job (exempt from the tiny web-job limits too).
+    ui.map_checkbox("temperature scaling").check()
+    ui.page.locator("#dataset-maps-run").click()
+    maps = ui.page.locator("#dataset-maps-view")
+    expect(maps.locator(".section-title")).to_have_text(
+        "Dataset requests: calibration maps on a sample", timeout=120_000
+    )
+    expect(maps.locator("table")).to_contain_text("temperature")
+    expect(maps.locator(".reliability-graph .main-svg").first).to_be_visible()
+    ui.wait_callbacks()
+    ui.page.screenshot(path=str(SCREENS / "dataset-maps.png"), full_page=True)
     ui.watch.assert_clean()
 
 

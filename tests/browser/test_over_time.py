@@ -86,6 +86,19 @@ def test_over_time_flags_the_drift_and_draws_a_clicked_window(
     expect(
         diagram.locator(".annotation-text", has_text=re.compile(r"^ECE 0\.\d{4}$"))
     ).to_have_count(1)
+    # A reference period in dates: a reversed one is refused in words, then the same three
+    # days as dates give the same windows above it.
+    reference = card.locator("#time-reference")
+    reference.fill("2023-11-17:2023-11-15")
+    reference.press("Enter")
+    expect(card.locator("#time-message")).to_contain_text("ends before it starts")
+    reference.fill("2023-11-15:2023-11-17")
+    reference.press("Enter")
+    expect(page).to_have_url(re.compile(r"&ref=2023-11-15%3A2023-11-17$"))
+    card.locator("#time-run").click()
+    expect(card.locator("#time-table")).to_contain_text("reference (2023-11-15 to 2023-11-17)")
+    expect(rows).to_have_count(3)
+    assert [r.split("\t")[0] for r in rows.all_inner_texts()] == FLAGGED
     ui.wait_callbacks()
     card.scroll_into_view_if_needed()
     shot = screenshot("diagnostics-over-time")

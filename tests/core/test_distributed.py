@@ -575,12 +575,85 @@ def test_cli_apply_on_dask_writes_what_apply_writes(client, synthetic, tmp_path,
         assert pq.read_table(out / Path(path).name).equals(pq.read_table(memory))
 
 
+@pytest.mark.parametrize("maps", ["temperature,isotonic,histogram", "isotonic,histogram"])
+def test_cli_select_best_on_dask_chooses_as_in_memory_on_the_sample(
+    client, synthetic, tmp_path, capsys, maps
+):
+    """With a sample of every row, ``--select best`` on Dask compares the maps as the
+    in-memory command does (same folds, same table), deploys the same winner and
+    records the sample; the refit is exact (temperature) or on the sample."""
+    import json
+
+    from calibration_core.deploy import load_deployable
+
+    _, paths = synthetic
+    where = ["--engine", "dask", "--scheduler", client.scheduler.address]
+    common = ["fit", paths[0], "--select", "best", "--maps", maps, "--seed", "3"]
+    dask_map, memory_map = tmp_path / "dask.json", tmp_path / "memory.json"
+    assert main([*common, "-o", str(dask_map), *where, "--sample-rows", "5000"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert main([*common, "-o", str(memory_map)]) == 0
+    memory = json.loads(capsys.readouterr().out)
+    assert doc["selected"] == memory["selected"] == "best"
+    assert doc["map"] == memory["map"] and doc["map"] in maps.split(",")
+    assert [r["map"] for r in doc["comparison"]] == [r["map"] for r in memory["comparison"]]
+    for a, b in zip(doc["comparison"], memory["comparison"], strict=True):
+        assert abs(a["log_loss"] - b["log_loss"]) <= 1e-9, (a["map"], a["log_loss"], b["log_loss"])
+    assert doc["verdict"]["winner"] == memory["verdict"]["winner"]
+    sample = {"rows": 2000, "seed": 3, "fraction": 1.0, "dataset_rows": 2000}
+    assert doc["held_out"]["sample"] == sample
+    assert doc["held_out"]["calibrated"] == pytest.approx(memory["held_out"]["calibrated"])
+    exact = doc["map"] == "temperature"
+    assert doc["settings"]["fitted_on"] == ("all rows" if exact else "sample")
+    assert doc["settings"]["engine"] == "dask" and doc["n_rows"] == 2000
+    a, b = load_deployable(dask_map), load_deployable(memory_map)
+    assert a.held_out["sample"] == sample and (a.model, a.n_rows) == (b.model, b.n_rows)
+    assert (a.map.to_dict().get("fit_sample") is None) == exact
+    probs = load_predictions(paths[0])[0].probs
+    np.testing.assert_allclose(
+        a.map.predict_proba(probs), b.map.predict_proba(probs), rtol=0, atol=1e-9
+    )
+
+
+def test_select_best_on_a_sample_records_it_and_fits_on_it(client, synthetic):
+    """A sample smaller than the model (every row drawn with probability 3000 / 6100,
+    the dataset's rows): the comparison scores the sample's rows, the winner (not
+    exact) is fitted on that same sample, which the map records."""
+    from calibration_core.distributed import select_map_on_dataset
+
+    folder, _ = synthetic
+    deployable, found = select_map_on_dataset(
+        str(folder),
+        ["histogram", "isotonic"],
+        model="other",
+        class_names=("0", "1", "2", "3"),
+        n_rows=1733,
+        client=client,
+        size=3000,
+        seed=5,
+    )
+    info = found.info
+    assert 0 < info.rows < 1733 and info.seed == 5 and info.dataset_rows == 6100
+    assert found.sample.n_samples == info.rows and found.sample.name == "other"
+    assert found.comparison.settings["n_scored"] == info.rows
+    assert deployable.n_rows == info.rows and deployable.model == "other"
+    assert deployable.map.to_dict()["fit_sample"] == deployable.held_out["sample"]
+    again, _ = select_map_on_dataset(
+        str(folder),
+        ["histogram", "isotonic"],
+        model="other",
+        class_names=("0", "1", "2", "3"),
+        n_rows=1733,
+        client=client,
+        size=3000,
+        seed=5,
+    )
+    assert again.held_out == deployable.held_out  # the same rows, folds and numbers
+
+
 def test_cli_fit_and_apply_refuse_what_the_dask_engine_cannot_do(synthetic, tmp_path, capsys):
     folder, _ = synthetic
     out = str(tmp_path / "m.json")
-    code = main(["fit", str(folder), "--select", "best", "-o", out, "--engine", "dask"])
-    assert code == 1
-    assert "--select best: not supported with --engine dask" in capsys.readouterr().err
     assert main(["fit", str(folder), "--map", "platt", "-o", out, "--sample-rows", "9"]) == 1
     assert "--sample-rows needs --engine dask" in capsys.readouterr().err
     assert main(["apply", out, str(folder), "-o", out, "--workers", "2"]) == 1

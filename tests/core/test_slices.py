@@ -167,21 +167,45 @@ def test_planted_group_found_with_intervals():
     assert '"worst": "site=s3"' in doc
 
 
+SITES = np.array([f"s{i}" for i in range(5)], dtype=object)
+
+
+def null_replications(reps: int, n: int, days: int, seed: int):
+    """``reps`` calibrated data sets (no planted group, no drift), drawn in one go."""
+    rng = np.random.default_rng(seed)
+    conf = rng.uniform(0.5, 1.0, (reps, n))
+    wrong = (rng.random((reps, n)) >= conf).astype(np.intp)  # label 0 with probability conf
+    site = SITES[rng.integers(0, SITES.size, (reps, n))]
+    t = START + np.sort(rng.integers(0, days * 86400, (reps, n)), axis=1)
+    for i in range(reps):
+        pred = Predictions.from_probs(np.column_stack([conf[i], 1 - conf[i]]), wrong[i])
+        yield with_extra(pred, {"site": site[i], "timestamp": t[i]})
+
+
 def test_homogeneity_size_and_drift_false_flags_within_binomial_range():
-    """200 replications without a planted group or drift: rejections at most nominal 5 %."""
+    """200 replications without a planted group or drift (the issue's size check).
+
+    The homogeneity test has the nominal size: its rejections must lie in the
+    two-sided 99 % binomial range of 200 draws at 5 % (3 to 19), so a test that
+    never rejects fails as well as one that rejects too often. The drift flags
+    (a window's ECE interval entirely above the reference's) are conservative by
+    construction, two 95 % intervals not overlapping: their claim is "at most
+    the nominal 5 %", the range's upper end; flagging against the reference's
+    lower bound instead would flag about half of these replications, and the
+    planted-drift test below fails if nothing is ever flagged. 600 rows over 3
+    days and 30 resamples per replication keep the 400 reports to a few seconds.
+    """
+    low, high = stats.binom.ppf([0.005, 0.995], 200, 0.05)  # 3 and 19
     rejected = flagged = 0
-    for i in range(200):
-        pred = planted(1500, np.random.default_rng(1000 + i), days=4)
+    for i, pred in enumerate(null_replications(200, 600, days=3, seed=1000)):
         test = slice_report(
             pred, group_index(pred, ["site"]), n_resamples=0, test_resamples=300, seed=i
         ).homogeneity
         rejected += test.rejects(0.05)
-        if i < 50:  # drift flags need intervals: fewer replications
-            windows = window_index(time_values(pred, "timestamp"), "1d", pred.n_samples)
-            flagged += drift_report(pred, windows, n_resamples=60, seed=i).flagged.any()
-    high = stats.binom.ppf(0.995, 200, 0.05)  # 19: the upper end of the binomial range
-    assert rejected <= high, rejected
-    assert flagged <= stats.binom.ppf(0.995, 50, 0.05), flagged
+        windows = window_index(time_values(pred, "timestamp"), "1d", pred.n_samples)
+        flagged += drift_report(pred, windows, n_resamples=30, seed=i).flagged.any()
+    assert low <= rejected <= high, rejected
+    assert flagged <= high, flagged
 
 
 def test_planted_drift_found_in_the_right_windows():
@@ -229,6 +253,27 @@ def test_group_maps_per_group_temperature_beats_global_on_planted_group():
     assert row["better"] == "group" and row["ece_group"] < row["ece_global"]
 
 
+def test_group_maps_score_the_notion_asked_for():
+    """The ECE columns are the notion's (one class vs rest here), the same as slice_report's;
+    the held-out maps are the same whatever the notion (log-loss decides "better")."""
+    rng = np.random.default_rng(5)
+    n = 3000
+    z = rng.normal(0, 2, (n, 3))
+    labels = np.exp(z).cumsum(1) / np.exp(z).sum(1, keepdims=True) < rng.random(n)[:, None]
+    pred = with_extra(Predictions.from_logits(z * 1.6, labels.sum(1)), {"g": rng.integers(0, 2, n)})
+    groups = group_index(pred, ["g"])
+    conf = group_maps(pred, groups, ["temperature"], folds=2)
+    cls = group_maps(pred, groups, ["temperature"], notion="class", class_index=2, folds=2)
+    assert (cls.notion, cls.class_index, conf.notion) == ("class", 2, "confidence")
+    report = slice_report(pred, groups, notion="class", class_index=2, n_resamples=0,
+                          test_resamples=0)  # fmt: skip
+    for g, row in enumerate(r for r in cls.table):
+        assert row["ece_uncalibrated"] == pytest.approx(report.metrics["ece"][g], rel=1e-12)
+    for a, b in zip(conf.table, cls.table, strict=True):
+        assert a["ece_global"] != pytest.approx(b["ece_global"], rel=1e-3)
+        assert (a["log_loss_global"], a["better"]) == (b["log_loss_global"], b["better"])
+
+
 # ------------------------------------------------------------- real data
 @pytest.mark.realdata
 def test_densenet_cifar100_superclasses(realdata, shared_dir):
@@ -268,3 +313,81 @@ def test_shared_miscalibration_with_different_score_ranges_is_not_flagged():
                               seed=i)  # fmt: skip
         rejected += report.homogeneity.rejects(0.05)
     assert rejected <= stats.binom.ppf(0.995, 200, 0.05), rejected
+
+
+# ------------------------------------------------------ reference period
+
+
+def test_reference_period_in_dates_windows_and_the_first_k_agree():
+    """The same period written three ways gives the same report; the drift is still found."""
+    pred = planted(6000, np.random.default_rng(2), drift_day=7)
+    _, windows = time_windows(pred, "1d")
+    docs = [
+        drift_report(pred, windows, reference=ref, n_resamples=50).to_dict()
+        for ref in (3, "1:3", "2023-11-15:2023-11-17")
+    ]
+    assert docs[0]["windows"] == docs[1]["windows"] == docs[2]["windows"]
+    assert docs[0]["reference"] == docs[2]["reference"]
+    assert [w["reference"] for w in docs[2]["windows"]] == [True] * 3 + [False] * 7
+    assert docs[2]["reference_period"] == "2023-11-15:2023-11-17"
+    assert docs[2]["reference_description"] == "2023-11-15 to 2023-11-17"
+    assert docs[0]["reference_description"] == "the first 3 windows"
+    flagged = {w["window"] for w in docs[2]["windows"] if w["flagged"]}
+    assert flagged and flagged <= {"2023-11-22", "2023-11-23", "2023-11-24"}
+
+
+def test_reference_period_in_the_middle_open_ended_and_by_month():
+    """A later period: the windows before it are judged too; an open end runs to the data's."""
+    pred = planted(6000, np.random.default_rng(4), drift_day=7)
+    _, windows = time_windows(pred, "1d")
+    later = drift_report(pred, windows, reference="2023-11-22:", n_resamples=0)
+    assert later.in_reference.tolist() == [False] * 7 + [True] * 3
+    assert later.to_dict()["reference"]["rows"] == windows.sizes[7:].sum()
+    middle = drift_report(pred, windows, reference="4:5", n_resamples=0)
+    assert middle.in_reference.tolist() == [False] * 3 + [True] * 2 + [False] * 5
+    assert middle.period.describe() == "windows 4 to 5"
+    # A month as the end covers the whole month: here, every row but the first day's.
+    month = drift_report(pred, windows, reference="2023-11-16:2023-11", n_resamples=0)
+    assert month.in_reference.tolist() == [False] + [True] * 9
+    # One date alone is that day.
+    day = drift_report(pred, windows, reference="2023-11-18", n_resamples=0)
+    assert day.in_reference.tolist() == [False] * 3 + [True] + [False] * 6
+    assert day.period.describe() == "2023-11-18"
+
+
+@pytest.mark.parametrize(
+    ("reference", "message"),
+    [
+        ("2023-11-20:2023-11-16", "ends before it starts"),
+        ("5:2", "ends before it starts"),
+        ("0:2", "numbered from 1"),
+        ("2024-02-01:2024-03-01", "lies outside the data: the data's times run from 2023-11-15"),
+        (":2023-11-01", "lies outside the data"),
+        ("3:12", "needs window 12, but there are 10 windows"),
+        ("2023-11-15:", "covers all 10 windows"),
+        ("10", "covers all"),
+        ("", "is empty"),
+        ("last week", "is not understood"),
+        ("2023-11-15:soon", "'soon' of the reference period"),
+        ("2023-11-15Z:2023-11-16", "without a zone"),
+    ],
+)
+def test_reference_period_errors_say_what_and_how(reference, message):
+    pred = planted(2000, np.random.default_rng(5))
+    _, windows = time_windows(pred, "1d")
+    with pytest.raises(CalibrationInputError, match=message.replace("(", r"\(")):
+        drift_report(pred, windows, reference=reference, n_resamples=0)
+
+
+def test_reference_period_empty_in_a_gap_and_dates_on_row_windows():
+    pred = planted(2000, np.random.default_rng(6), days=10)
+    keep = np.flatnonzero((pred.extra["timestamp"] - START) // 86400 != 4)  # no 2023-11-19
+    gap = pred.subset(keep)
+    _, windows = time_windows(gap, "1d")
+    with pytest.raises(CalibrationInputError, match="holds no row"):
+        drift_report(gap, windows, reference="2023-11-19:2023-11-19", n_resamples=0)
+    rows = window_index(None, "500rows", pred.n_samples)
+    with pytest.raises(CalibrationInputError, match=r"give window numbers instead, e\.g\. 1:3"):
+        drift_report(pred, rows, reference="2023-11-15:2023-11-16", n_resamples=0)
+    report = drift_report(pred, rows, reference="2:3", n_resamples=0)
+    assert report.in_reference.tolist() == [False, True, True, False]

@@ -208,12 +208,18 @@ def _maps_rows(out: dict) -> list[list[str]]:
     return _table({"group-table.children": out["group-maps.children"]})
 
 
-def test_maps_per_group_equal_the_core(app, tab, content):
-    """The maps job (its plain body) stores the core's comparison; the section shows it."""
-    out = _section(tab, "site", **{"n-bins.value": 10})
+@pytest.mark.parametrize(
+    ("notion", "class_value", "class_index", "name"),
+    [("confidence", None, None, "confidence"), ("class", "b", 1, "class b")],
+)
+def test_maps_per_group_equal_the_core(app, tab, content, notion, class_value, class_index, name):
+    """The maps job (its plain body) stores the core's comparison on the view's notion; the
+    section shows it under that notion's name."""
+    settings = {"n-bins.value": 10, "notion.value": notion, "class-select.value": class_value}
+    out = _section(tab, "site", **settings)
     assert "being compared in the background" in _text(out["group-maps.children"])
     assert _maps_rows(out) == []
-    request = _gate(tab, "site", **{"n-bins.value": 10})
+    request = _gate(tab, "site", **settings)
     ctx = app.server.extensions["calibration_dashboard"]
     cookie = f"calibration_session={tab.cookie()}"
     with app.server.test_request_context("/", headers={"Cookie": cookie}):
@@ -222,9 +228,11 @@ def test_maps_per_group_equal_the_core(app, tab, content):
     inputs = {"group-maps-done.data": state, GATE: request}
     out = tab.call(SECTION, ["group-maps-done.data"], inputs)
     (pred,) = load_predictions(io.BytesIO(content), file_name="sites.csv")
-    core = group_maps(pred, group_index(pred, ["site"]), folds=5, seed=0,
-                      binning=Binning("width", 10))  # fmt: skip
+    core = group_maps(pred, group_index(pred, ["site"]), notion=notion, class_index=class_index,
+                      folds=5, seed=0, binning=Binning("width", 10))  # fmt: skip
     assert core.maps == ("temperature", "isotonic")
+    shown = _text(out["group-maps.children"])
+    assert f"ECE ({name}) uncalibrated" in shown and f"Held-out {name} ECE" in shown
     rows = {row[0]: row for row in _maps_rows(out)}
     assert set(rows) == set(core.groups.labels)
     better = {"group": "per-group map", "global": "global map"}

@@ -7,8 +7,11 @@
   and storing the windows' bootstrap intervals;
 * :func:`window_panel`: the reliability diagram of the window clicked on the chart.
 
-The work is in :mod:`app.diagnostics.over_time`; problems (a column that is not
-a time, with its rows; too few windows for the reference) become messages.
+Each takes the card's controls as one dict, ``time`` (:data:`~app.callbacks.controls.TIME_PROPS`:
+``column``, ``window``, ``rows``, ``reference``; Dash passes them grouped), read by
+:func:`~app.diagnostics.over_time.parse_time`. The work is in
+:mod:`app.diagnostics.over_time`; problems (a column that is not a time, with its
+rows; a reference period the data does not have) become messages.
 """
 
 from __future__ import annotations
@@ -65,17 +68,14 @@ def time_panel(
     sid: str | None,
     handle: str | None,
     raw: RawSettings,
-    column: Any,
-    window: Any,
-    rows: Any,
-    reference: Any,
+    time: dict[str, Any],
     resamples: Any,
     click: Any = None,
     done: Any = None,
 ) -> tuple:
     """(time column choices, messages, chart, chart style, table) of the model's windows."""
     try:
-        settings = parse_time(column, window, rows, reference)
+        settings = parse_time(**time)
         n_resamples = time_resamples(resamples)
         target = diag_target(ctx.store, sid, handle, raw)
         options = column_choices(ctx.store.predictions(target.info.handle))
@@ -103,17 +103,14 @@ def run_time_job(
     sid: str | None,
     handle: str | None,
     raw: RawSettings,
-    column: Any,
-    window: Any,
-    rows: Any,
-    reference: Any,
+    time: dict[str, Any],
     resamples: Any,
     set_progress,
 ) -> dict:
     """Compute (and store) the windows' intervals: the plain function behind the job."""
 
     def work(progress: Progress) -> None:
-        settings = parse_time(column, window, rows, reference)
+        settings = parse_time(**time)
         n_resamples = time_resamples(resamples)
         t = time_target(ctx.store, diag_target(ctx.store, sid, handle, raw), settings)
         progress(0, 1, f"bootstrap of {t.windows.n_groups} windows ({n_resamples:,} resamples) …")
@@ -128,10 +125,7 @@ def window_panel(
     sid: str | None,
     handle: str | None,
     raw: RawSettings,
-    column: Any,
-    window: Any,
-    rows: Any,
-    reference: Any,
+    time: dict[str, Any],
     click: Any = None,
 ) -> tuple:
     """(figure, style): the reliability diagram of the clicked window, hidden before a click."""
@@ -139,7 +133,7 @@ def window_panel(
     if label is None:
         return message_figure(""), HIDDEN
     try:
-        settings = parse_time(column, window, rows, reference)
+        settings = parse_time(**time)
         t = time_target(ctx.store, diag_target(ctx.store, sid, handle, raw), settings)
         stats = window_statistics(t, label)
     except CalibrationInputError as exc:
@@ -153,7 +147,7 @@ def window_panel(
 
 def register(app, ctx: AppContext) -> None:
     """The card's panel, its background job and the clicked window's diagram."""
-    controls = time_inputs()
+    controls = time_inputs()  # grouped: the panels get them as one dict, ``time``
     register_panel(
         app,
         ctx,
@@ -165,7 +159,7 @@ def register(app, ctx: AppContext) -> None:
             Output(ids.TIME_TABLE, "children"),
         ],
         {
-            **controls,
+            "time": controls,
             "resamples": Input(ids.DIAG_RESAMPLES, "value"),
             "click": Input(ids.TIME_GRAPH, "clickData"),
             "done": Input(ids.TIME_DONE, "data"),
@@ -186,10 +180,7 @@ def register(app, ctx: AppContext) -> None:
             status=ids.TIME_STATUS,
         ),
         {},
-        {
-            **time_states(),
-            "resamples": State(ids.DIAG_RESAMPLES, "value"),
-        },
+        {"time": time_states(), "resamples": State(ids.DIAG_RESAMPLES, "value")},
         "interval job of the windows",
         run_time_job,
     )
@@ -197,7 +188,7 @@ def register(app, ctx: AppContext) -> None:
         app,
         ctx,
         [Output(ids.TIME_DIAGRAM, "figure"), Output(ids.TIME_DIAGRAM, "style")],
-        {**controls, "click": Input(ids.TIME_GRAPH, "clickData")},
+        {"time": controls, "click": Input(ids.TIME_GRAPH, "clickData")},
         "window's diagram",
         lambda message: (message_figure(message), {}),
         window_panel,

@@ -35,6 +35,7 @@ from ..settings import (
     RawSettings,
 )
 from ..store.records import ModelInfo
+from ..view_update import grid_slots
 from .groups import group_picker, group_section
 from .results import metrics_grid
 
@@ -691,7 +692,8 @@ def build_layout(
     """
     raw = default_settings(infos) if raw is None else raw
     empty = ([], [], [], "", "", [], [])
-    grid, rows, cols, table_caption, title, messages, verdict = view or empty
+    _grid, rows, cols, table_caption, title, messages, verdict = view or empty
+    slots, shown = grid_slots(ids.GRAPH_SLOT, view or empty)
     return html.Div(
         [
             html.Header(
@@ -732,7 +734,7 @@ def build_layout(
                             html.H2(title, id=ids.VIEW_TITLE, className="view-title"),
                             dcc.Loading(
                                 html.Div(
-                                    grid, id=ids.RELIABILITY_GRID, className="reliability-grid"
+                                    slots, id=ids.RELIABILITY_GRID, className="reliability-grid"
                                 ),
                                 type="dot",
                                 delay_show=400,
@@ -760,6 +762,7 @@ def build_layout(
             # The address follows the view without reloading the page (app.view_url).
             dcc.Location(id=ids.PAGE_URL, refresh=False),
             dcc.Store(id=ids.MODELS_STORE, data=[i.to_json() for i in infos]),
+            dcc.Store(id=ids.VIEW_KEYS, data=shown),
             dcc.Store(id=ids.ALL_BINARY_STORE, data=all_binary(infos, raw.handles)),
             # The class the page starts with is its own pick, not the user's.
             dcc.Store(id=ids.CLASS_AUTO, data=class_auto or _controls_class(infos, raw)),

@@ -231,3 +231,38 @@ def test_names_render_as_text(page, ui, watch, tmp_path, screenshot):
     assert watch.dialogs == []
     screenshot("06-names-as-text")
     watch.assert_clean()
+
+
+def test_a_selection_change_redraws_only_the_diagram_it_adds_or_removes(page, ui, watch):
+    """The diagrams of the models that stay are the same elements, not drawn again
+    (app.view_update; issue 15: a selection change <= 0.5 s)."""
+    ui.open()
+    ui.wait_fit_idle()
+    ui.wait_callbacks()
+    expect(ui.graphs()).to_have_count(len(DEMO_MODELS))
+    mark = "els => els.forEach(el => { el.__kept = el.querySelector('.gtitle').textContent; })"
+    kept = "els => els.filter(el => el.__kept).map(el => el.__kept)"
+    ui.graphs().evaluate_all(mark)
+    extra = ui.model_checkbox("digits · logistic regression (1,797 × 10)")
+    extra.check()
+    expect(ui.graphs()).to_have_count(len(DEMO_MODELS) + 1)
+    expect(ui.graph_of("digits · logistic regression").locator(".main-svg").first).to_be_visible()
+    ui.wait_callbacks()
+    assert sorted(ui.graphs().evaluate_all(kept)) == sorted(DEMO_MODELS)
+    extra.uncheck()
+    expect(ui.graphs()).to_have_count(len(DEMO_MODELS))
+    ui.wait_callbacks()
+    assert sorted(ui.graphs().evaluate_all(kept)) == sorted(DEMO_MODELS)
+    # Deselected and selected again, the first model is drawn anew and shown first again.
+    first = ui.model_checkbox(f"{DEMO_MODELS[0]} (1,797 × 10)")
+    first.uncheck()
+    expect(ui.graphs()).to_have_count(len(DEMO_MODELS) - 1)
+    first.check()
+    expect(ui.graph_of(DEMO_MODELS[0]).locator(".main-svg").first).to_be_visible()
+    ui.wait_callbacks()
+    assert ui.graphs().evaluate_all(kept) == [DEMO_MODELS[1]]
+    boxes = ui.graphs().evaluate_all(
+        "els => els.map(el => [el.getBoundingClientRect().top, el.getBoundingClientRect().left,"
+        " el.querySelector('.gtitle').textContent])"
+    )
+    assert [title for *_, title in sorted(boxes)] == list(DEMO_MODELS)

@@ -242,27 +242,37 @@ def test_a_selection_change_redraws_only_the_diagram_it_adds_or_removes(page, ui
     expect(ui.graphs()).to_have_count(len(DEMO_MODELS))
     mark = "els => els.forEach(el => { el.__kept = el.querySelector('.gtitle').textContent; })"
     kept = "els => els.filter(el => el.__kept).map(el => el.__kept)"
+    extra_name = "digits · logistic regression"
+    everyone = [*DEMO_MODELS, extra_name]
     ui.graphs().evaluate_all(mark)
-    extra = ui.model_checkbox("digits · logistic regression (1,797 × 10)")
+    extra = ui.model_checkbox(f"{extra_name} (1,797 × 10)")
     extra.check()
-    expect(ui.graphs()).to_have_count(len(DEMO_MODELS) + 1)
-    expect(ui.graph_of("digits · logistic regression").locator(".main-svg").first).to_be_visible()
+    expect(ui.graphs()).to_have_count(3)
+    expect(ui.graph_of(extra_name).locator(".main-svg").first).to_be_visible()
+    # Its maps are fitted in the background, and its diagram is drawn again with them.
+    for calibrator in DEFAULT_CALIBRATORS:
+        expect(ui.cell(extra_name, calibrator, "status")).to_have_text("ok", timeout=60_000)
+    ui.wait_fit_idle()
     ui.wait_callbacks()
     assert sorted(ui.graphs().evaluate_all(kept)) == sorted(DEMO_MODELS)
-    extra.uncheck()
-    expect(ui.graphs()).to_have_count(len(DEMO_MODELS))
-    ui.wait_callbacks()
-    assert sorted(ui.graphs().evaluate_all(kept)) == sorted(DEMO_MODELS)
-    # Deselected and selected again, the first model is drawn anew and shown first again.
+    # With three models side by side, the first one deselected and selected again:
+    # the other two stay as they are drawn.
+    ui.graphs().evaluate_all(mark)
     first = ui.model_checkbox(f"{DEMO_MODELS[0]} (1,797 × 10)")
     first.uncheck()
-    expect(ui.graphs()).to_have_count(len(DEMO_MODELS) - 1)
+    expect(ui.graphs()).to_have_count(2)
+    ui.wait_callbacks()
+    assert sorted(ui.graphs().evaluate_all(kept)) == sorted(everyone[1:])
     first.check()
+    expect(ui.graphs()).to_have_count(3)
     expect(ui.graph_of(DEMO_MODELS[0]).locator(".main-svg").first).to_be_visible()
     ui.wait_callbacks()
-    assert ui.graphs().evaluate_all(kept) == [DEMO_MODELS[1]]
+    assert sorted(ui.graphs().evaluate_all(kept)) == sorted(everyone[1:])
+    # On the screen the diagrams are in the table's order of models.
     boxes = ui.graphs().evaluate_all(
         "els => els.map(el => [el.getBoundingClientRect().top, el.getBoundingClientRect().left,"
         " el.querySelector('.gtitle').textContent])"
     )
-    assert [title for *_, title in sorted(boxes)] == list(DEMO_MODELS)
+    table = list(dict.fromkeys(row["model"] for row in ui.table_rows()))
+    assert sorted(table) == sorted(everyone)
+    assert [title for *_, title in sorted(boxes)] == table

@@ -10,8 +10,8 @@ that property is written (a ``dash.Patch`` of the list included). On three
 BENCHMARKS.md, issue 15), redrawing the diagrams of the models that stayed.
 
 So the diagrams live in :data:`SLOTS` fixed slots (``html.Div``, one diagram
-each, their order on the screen set by CSS ``order``), and a model keeps its
-slot while it stays selected: the view writes only the slots whose diagram
+each, in screen order), and a model keeps its slot while it stays selected
+(:func:`assign_slots`): the view writes only the slots whose diagram
 changed. The page keeps a digest of each slot and of each other output of
 the view (``VIEW_KEYS`` store, :func:`view_update`); an output whose digest
 did not change is answered with ``dash.no_update``.
@@ -54,12 +54,30 @@ def assign_slots(before: list, keys: list[str]) -> list[int]:
     """The slot of each diagram: the one it had (``before[s][0]`` is its key), or a free one.
 
     ``before``: per slot ``[key, digest, order]`` or None (empty); ``keys``
-    (at most :data:`SLOTS`, unique): the diagrams to show, in order.
+    (at most :data:`SLOTS`, unique): the diagrams to show, in order. Slots
+    follow the screen order, so that the page's order (what a screen reader
+    reads) is the order on the screen: a new diagram takes the first free
+    slot between its neighbours' slots. When there is none, or the diagrams
+    kept changed order, every diagram takes the slot of its place (those
+    that move are drawn again).
     """
     had = {entry[0]: s for s, entry in enumerate(before) if entry}
-    taken = {had[k] for k in keys if k in had}
-    free = iter(s for s in range(SLOTS) if s not in taken)
-    return [had[k] if k in had else next(free) for k in keys]
+    kept = [had[k] for k in keys if k in had]
+    in_place = list(range(len(keys)))
+    if kept != sorted(kept):
+        return in_place
+    taken, out, low = set(kept), [], -1
+    for i, key in enumerate(keys):
+        slot = had.get(key)
+        if slot is None:
+            high = next((had[k] for k in keys[i + 1 :] if k in had), SLOTS)
+            slot = next((s for s in range(low + 1, high) if s not in taken), None)
+            if slot is None:
+                return in_place
+            taken.add(slot)
+        out.append(slot)
+        low = slot
+    return out
 
 
 def known_slots(before) -> list:

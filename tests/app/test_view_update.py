@@ -37,11 +37,20 @@ def _view(*graphs, rows=("r",)) -> tuple:
     return (list(graphs), list(rows), [], "caption", "title", [], [])
 
 
-def test_a_model_keeps_its_slot_and_a_new_one_takes_the_first_free_slot():
+def test_a_model_keeps_its_slot_and_a_new_one_takes_a_free_slot_in_screen_order():
     before = [["a", "d", 0], ["b", "d", 1], ["c", "d", 2]] + [None] * (SLOTS - 3)
     assert assign_slots(before, ["a", "c"]) == [0, 2]
-    assert assign_slots(before, ["c", "x", "a"]) == [2, 1, 0]
+    assert assign_slots(before, ["a", "x", "c"]) == [0, 1, 2]
+    assert assign_slots(before, ["b", "c", "x"]) == [1, 2, 3]
     assert assign_slots([None] * SLOTS, ["x", "y"]) == [0, 1]
+    # Only slot 0 is free, before b: a new model after c would read first.
+    after_c = [None, ["b", "d", 0], ["c", "d", 1]] + [["z", "d", 9]] * (SLOTS - 3)
+    assert assign_slots(after_c, ["x", "b", "c"]) == [0, 1, 2]
+    assert assign_slots(after_c[:3] + [None] * (SLOTS - 3), ["b", "c", "x"]) == [1, 2, 3]
+    full = [None] + [[k, "d", 0] for k in "bcdefgh"]
+    assert assign_slots(full, list("bcdefghx")) == list(range(SLOTS))  # no room after h
+    # Kept models in another order: every model takes the slot of its place.
+    assert assign_slots(before, ["c", "x", "a"]) == [0, 1, 2]
 
 
 def test_deselecting_a_model_empties_its_slot_and_moves_no_diagram():

@@ -276,3 +276,5 @@ def test_a_selection_change_redraws_only_the_diagram_it_adds_or_removes(page, ui
     table = list(dict.fromkeys(row["model"] for row in ui.table_rows()))
     assert sorted(table) == sorted(everyone)
     assert [title for *_, title in sorted(boxes)] == table
+    # ... and in the page's order (what a screen reader reads).
+    assert [title for *_, title in boxes] == table

@@ -24,7 +24,7 @@ from ..session import SESSION_LOST_MESSAGE
 from ..settings import RawSettings, SettingsError
 from ..store.data_store import EVICTED_MESSAGE
 from ..verdict import verdict_children, view_verdicts
-from ..view_update import EMPTY_SLOT, SLOTS, slot_id, view_update
+from ..view_update import EMPTY_SLOT, PART_NAMES, SLOTS, slot_id, view_update
 from ..view_url import encode_view
 from .controls import (
     SECTION_FIELDS,
@@ -198,7 +198,8 @@ def register(app, ctx: AppContext) -> None:
     stays as it is, and so does the notice of what it asked for in vain,
     until the view changes. The group column and the "Over time" card's
     controls, which do not change the view, move the address with a callback
-    of their own.
+    of their own. The diagrams go to fixed slots, and only what the page does
+    not show yet is sent (:mod:`app.view_update`).
     """
     output = [
         [Output(slot_id(ids.GRAPH_SLOT, s), "children") for s in range(SLOTS)],
@@ -228,8 +229,9 @@ def register(app, ctx: AppContext) -> None:
         raw = RawSettings(**settings)
         view = render(ctx, ctx.session_id(), raw, fit_state, fmt)
         children, styles, parts, keys = view_update(shown, view)
-        if parts[4] is not no_update:
-            parts[4] = message_children(parts[4])
+        messages = PART_NAMES.index("messages")
+        if parts[messages] is not no_update:
+            parts[messages] = message_children(parts[messages])
         address = address_update(raw, dash_ctx.triggered_prop_ids, time)
         return (children, styles, *parts, keys, *address)
 

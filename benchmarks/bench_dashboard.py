@@ -31,7 +31,10 @@ page
     model-selection changes and each export, on the demo and then on three real
     CIFAR-100 models (``../shared/realdata``, skipped when absent). Targets
     (issue 15): a model-selection change <= 0.5 s, any view on three 100-class
-    models <= 1 s.
+    models <= 1 s. ``--steps TEXT``: only the steps whose name contains TEXT
+    (e.g. ``model`` for the selection changes), no exports; ``--tree PATH``:
+    the server runs from that source tree (run it alternately with the
+    default for an A/B of a change).
 """
 
 from __future__ import annotations
@@ -588,8 +591,12 @@ CIFAR100_FILES = (
 REALDATA = REPO.parent / "shared" / "realdata"
 
 
-def bench_page(port: int, repeats: int) -> None:
-    """Page-side timings (issue 15): interactions and exports, timed in Chromium."""
+def bench_page(port: int, repeats: int, steps: str | None = None, repo: Path = REPO) -> None:
+    """Page-side timings (issue 15): interactions and exports, timed in Chromium.
+
+    ``steps``: only the interactions whose name contains it, and no exports;
+    ``repo``: the source tree the server runs from.
+    """
     from playwright.sync_api import sync_playwright
 
     print("\n== page-side timings: input event to settled view, in Chromium ==")
@@ -598,7 +605,8 @@ def bench_page(port: int, repeats: int) -> None:
         f"{repeats}; targets: model selection <= 0.5 s, any view on three 100-class models <= 1 s)"
     )
     cache = Path(tempfile.mkdtemp(prefix="bench-page-"))
-    proc = start_server(cache, port, {"MAX_UPLOAD_MB": "200"})
+    print(f"server from {repo}")
+    proc = start_server(cache, port, {"MAX_UPLOAD_MB": "200"}, repo)
     results: dict[str, list[float]] = {}
     try:
         wait_healthy(port)
@@ -614,8 +622,8 @@ def bench_page(port: int, repeats: int) -> None:
                     "() => (window.__firstDiagramPainted - performance.timeOrigin) / 1000"
                 )
                 results.setdefault("open: first diagram painted", []).append(opened)
-            run_steps(page, "demo", repeats, results)
-            for button in EXPORT_BUTTONS:
+            run_steps(page, "demo", repeats, results, steps)
+            for button in EXPORT_BUTTONS if steps is None else ():
                 for _ in range(repeats):
                     wait_fit_idle(page)
                     results.setdefault(f"export {button[7:]} (demo)", []).append(
@@ -623,8 +631,8 @@ def bench_page(port: int, repeats: int) -> None:
                     )
             upload_cifar100(page, results)
             if "upload" in results:
-                run_steps(page, "3 x CIFAR-100", repeats, results)
-                for _ in range(repeats):
+                run_steps(page, "3 x CIFAR-100", repeats, results, steps)
+                for _ in range(repeats if steps is None else 0):
                     results.setdefault("export calibrated-csv (3 x CIFAR-100)", []).append(
                         export_seconds(page, "export-calibrated-csv")
                     )
@@ -635,9 +643,12 @@ def bench_page(port: int, repeats: int) -> None:
     print_page_results(results)
 
 
-def run_steps(page, label: str, repeats: int, results: dict) -> None:
+def run_steps(page, label: str, repeats: int, results: dict, steps: str | None = None) -> None:
+    """Time each step of :func:`page_steps` (those whose name contains ``steps``)."""
     for _ in range(repeats):
         for name, action in page_steps(page, label).items():
+            if steps is not None and steps not in name:
+                continue
             results.setdefault(name, []).append(timed(page, action))
 
 
@@ -694,6 +705,12 @@ def main(argv=None) -> None:
         nargs="+",
         help="paint only: warm runs of these source trees, interleaved (the first is the A)",
     )
+    parser.add_argument(
+        "--steps", help="page only: the steps whose name contains this text, no exports"
+    )
+    parser.add_argument(
+        "--tree", type=Path, default=REPO, help="page only: run the server from this source tree"
+    )
     args = parser.parse_args(argv)
     only = set(args.only or ("interactions", "upload", "paint", "page"))
     print(
@@ -707,7 +724,7 @@ def main(argv=None) -> None:
     elif "paint" in only:
         bench_paint(args.port, args.paint_repeats, args.cold_repeats)
     if "page" in only:
-        bench_page(args.port, args.repeats)
+        bench_page(args.port, args.repeats, args.steps, args.tree.resolve())
     if "upload" in only:
         bench_upload(args.port, args.rows, args.classes)
 

@@ -179,8 +179,38 @@ def register_model_list(app, context: AppContext) -> None:
         return group_action(context.store, context.session_id(), trigger, selected)
 
 
-def register(app, ctx: AppContext) -> None:
-    """Upload follow-up, class picker and held-out field callbacks."""
+def after_selection(ctx: AppContext, triggers, models_json, selected, notion, state: dict) -> tuple:
+    """Everything that follows a selection or notion change (the callback's outputs).
+
+    ``triggers``: the ``"id.property"`` that changed; a notion change alone
+    leaves the model and group pickers as they are. ``state``: the
+    callback's states by name (see :func:`register_selection`).
+    """
+    if set(triggers) <= {f"{ids.NOTION}.value"}:
+        pickers = (no_update,) * 6
+    else:
+        pickers = (
+            *model_pickers(models_json, selected, state["deploy_model"], state["diag_model"]),
+            *picker_options(ctx, ctx.session_id(), selected, state["group"]),
+        )
+    was_all_binary = bool(state["was_all_binary"])
+    switch, now = notion_for_selection(models_json, selected, notion, was_all_binary)
+    picker = class_picker(
+        ctx.store,
+        ctx.session_id(),
+        models_json,
+        selected,
+        switch or notion,
+        state["current"],
+        state["auto"],
+        state["scheme"],
+        state["n_bins"],
+    )
+    return (switch or no_update, now, *picker, *pickers)
+
+
+def register_upload(app, ctx: AppContext) -> None:
+    """What follows an upload: the models store, the list, the message, the label picker."""
 
     @app.callback(
         output=[
@@ -201,16 +231,18 @@ def register(app, ctx: AppContext) -> None:
     def on_upload(result, selected, query):
         return after_upload(ctx.store, ctx.session_id(), result, selected, query)
 
-    register_model_list(app, ctx)
 
-    # One callback for everything that follows the model selection in the page:
-    # the notion switch, the class picker, the deployable map's and the
-    # Diagnostics section's model pickers and the group picker's columns. The
-    # view waits for the first two, and the server answers one request at a
-    # time: one request per selection change instead of five (BENCHMARKS.md,
-    # issue 15). NOTION is an input and an
-    # output of the same callback (Dash allows that circle and does not re-run
-    # it for its own output).
+def register_selection(app, ctx: AppContext) -> None:
+    """One callback for everything that follows the model selection in the page.
+
+    The notion switch, the class picker, the deployable map's and the
+    Diagnostics section's model pickers and the group picker's columns. The
+    view waits for the first two, and the server answers one request at a
+    time: one request per selection change instead of five (BENCHMARKS.md,
+    issue 15). NOTION is an input and an output of the same callback (Dash
+    allows that circle and does not re-run it for its own output).
+    """
+
     @app.callback(
         output=[
             Output(ids.NOTION, "value"),
@@ -232,51 +264,26 @@ def register(app, ctx: AppContext) -> None:
             "notion": Input(ids.NOTION, "value"),
         },
         state={
-            "was_all_binary": State(ids.ALL_BINARY_STORE, "data"),
-            "current": State(ids.CLASS_SELECT, "value"),
-            "auto": State(ids.CLASS_AUTO, "data"),
-            "scheme": State(ids.SCHEME, "value"),
-            "n_bins": State(ids.N_BINS, "value"),
-            "deploy_model": State(ids.DEPLOY_MODEL, "value"),
-            "diag_model": State(ids.DIAG_MODEL, "value"),
-            "group": State(ids.GROUP_SELECT, "value"),
+            "state": {
+                "was_all_binary": State(ids.ALL_BINARY_STORE, "data"),
+                "current": State(ids.CLASS_SELECT, "value"),
+                "auto": State(ids.CLASS_AUTO, "data"),
+                "scheme": State(ids.SCHEME, "value"),
+                "n_bins": State(ids.N_BINS, "value"),
+                "deploy_model": State(ids.DEPLOY_MODEL, "value"),
+                "diag_model": State(ids.DIAG_MODEL, "value"),
+                "group": State(ids.GROUP_SELECT, "value"),
+            }
         },
         prevent_initial_call=True,  # the layout starts with these values
     )
-    def on_models_or_notion(
-        models_json,
-        selected,
-        notion,
-        was_all_binary,
-        current,
-        auto,
-        scheme,
-        n_bins,
-        deploy_model,
-        diag_model,
-        group,
-    ):
-        if dash_ctx.triggered_prop_ids.keys() <= {f"{ids.NOTION}.value"}:
-            pickers = (no_update,) * 6  # the notion alone: the pickers stay as they are
-        else:
-            pickers = (
-                *model_pickers(models_json, selected, deploy_model, diag_model),
-                *picker_options(ctx, ctx.session_id(), selected, group),
-            )
-        switch, now = notion_for_selection(models_json, selected, notion, bool(was_all_binary))
-        picker = class_picker(
-            ctx.store,
-            ctx.session_id(),
-            models_json,
-            selected,
-            switch or notion,
-            current,
-            auto,
-            scheme,
-            n_bins,
-        )
-        return (switch or no_update, now, *picker, *pickers)
+    def on_models_or_notion(models_json, selected, notion, state: dict):
+        triggers = dash_ctx.triggered_prop_ids
+        return after_selection(ctx, triggers, models_json, selected, notion, state)
 
+
+def register_fields(app) -> None:
+    """The line next to the Fit button (in the browser) and the held-out fields."""
     # In the browser: the fit state is already there, and a request of its own
     # would wait behind the view's in the server's queue.
     app.clientside_callback(
@@ -293,3 +300,11 @@ def register(app, ctx: AppContext) -> None:
     def on_heldout(mode):
         hidden = {"display": "none"}
         return ({}, hidden) if mode != "split" else (hidden, {})
+
+
+def register(app, ctx: AppContext) -> None:
+    """Upload follow-up, model list, selection, class picker and held-out field callbacks."""
+    register_upload(app, ctx)
+    register_model_list(app, ctx)
+    register_selection(app, ctx)
+    register_fields(app)

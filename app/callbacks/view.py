@@ -8,7 +8,7 @@ the fit-state store, which triggers this callback again.
 
 from __future__ import annotations
 
-from dash import Input, Output, dcc, html, no_update
+from dash import Input, Output, State, dcc, html, no_update
 from dash import ctx as dash_ctx
 
 from calibration_core import CalibrationInputError
@@ -24,6 +24,7 @@ from ..session import SESSION_LOST_MESSAGE
 from ..settings import RawSettings, SettingsError
 from ..store.data_store import EVICTED_MESSAGE
 from ..verdict import verdict_children, view_verdicts
+from ..view_update import EMPTY_SLOT, PART_NAMES, SLOTS, slot_id, view_update
 from ..view_url import encode_view
 from .controls import (
     SECTION_FIELDS,
@@ -43,7 +44,7 @@ def compute_view(ctx: AppContext, sid, raw: RawSettings, pending: str = PENDING)
 
 
 def graphs(ctx: AppContext, result: ViewResult, fmt: str = "png", pending: str = PENDING) -> list:
-    """One ``dcc.Graph`` per model (pattern id ``{"type": GRAPH_TYPE, "index": i}``).
+    """One ``dcc.Graph`` per model (pattern id ``{"type": GRAPH_TYPE, "model": handle}``).
 
     The diagram is the view's kind (:func:`app.figures.diagram.diagram_figure_dict`).
     With several models the figures get fewer panel columns, and the
@@ -51,10 +52,12 @@ def graphs(ctx: AppContext, result: ViewResult, fmt: str = "png", pending: str =
     """
     side_by_side = len(result.models) > 1
     out = []
-    for i, mv in enumerate(result.models):
+    for mv in result.models:
         out.append(
             dcc.Graph(
-                id={"type": ids.GRAPH_TYPE, "index": i},
+                # One id per model, not per position: a graph that stays keeps its
+                # React component when others come or go (app.view_update).
+                id={"type": ids.GRAPH_TYPE, "model": mv.info.handle},
                 figure=diagram_figure_dict(ctx.store, result, mv, pending, side_by_side),
                 config=graph_config(mv.info.name, fmt),
                 className="reliability-graph",
@@ -149,7 +152,8 @@ def failed_view(rid: str) -> tuple:
     The page address stays as it was.
     """
     msg = f"Something went wrong while drawing this view (request id {rid})."
-    return [], [], [], "", "", message_children([msg]), [], no_update, no_update
+    slots = [[]] * SLOTS, [EMPTY_SLOT] * SLOTS
+    return *slots, [], [], "", "", message_children([msg]), [], {}, no_update, no_update
 
 
 def address_search(raw: RawSettings, time: dict | None = None):
@@ -194,16 +198,19 @@ def register(app, ctx: AppContext) -> None:
     stays as it is, and so does the notice of what it asked for in vain,
     until the view changes. The group column and the "Over time" card's
     controls, which do not change the view, move the address with a callback
-    of their own.
+    of their own. The diagrams go to fixed slots, and only what the page does
+    not show yet is sent (:mod:`app.view_update`).
     """
     output = [
-        Output(ids.RELIABILITY_GRID, "children"),
+        [Output(slot_id(ids.GRAPH_SLOT, s), "children") for s in range(SLOTS)],
+        [Output(slot_id(ids.GRAPH_SLOT, s), "style") for s in range(SLOTS)],
         Output(ids.METRICS_GRID, "rowData"),
         Output(ids.METRICS_GRID, "columnDefs"),
         Output(ids.METRICS_CAPTION, "children"),
         Output(ids.VIEW_TITLE, "children"),
         Output(ids.MESSAGE, "children"),
         Output(ids.VERDICT, "children"),
+        Output(ids.VIEW_KEYS, "data"),
         Output(ids.PAGE_URL, "search"),
         Output(ids.ADDRESS_NOTICE, "children"),
     ]
@@ -212,16 +219,21 @@ def register(app, ctx: AppContext) -> None:
         "fit_state": Input(ids.FIT_STATE, "data"),
         "fmt": Input(ids.FIGURE_FORMAT, "value"),
         "time": time_states(),
+        "shown": State(ids.VIEW_KEYS, "data"),
     }
     ctx.failures.reply("drawing the view", failed_view, output=output, inputs=inputs)
 
     # The page arrives with the initial view drawn (app.factory.serve_layout).
     @app.callback(output=output, inputs=inputs, prevent_initial_call=True)
-    def update_view(settings: dict, fit_state, fmt, time: dict):
+    def update_view(settings: dict, fit_state, fmt, time: dict, shown):
         raw = RawSettings(**settings)
-        out = render(ctx, ctx.session_id(), raw, fit_state, fmt)
+        view = render(ctx, ctx.session_id(), raw, fit_state, fmt)
+        children, styles, parts, keys = view_update(shown, view)
+        messages = PART_NAMES.index("messages")
+        if parts[messages] is not no_update:
+            parts[messages] = message_children(parts[messages])
         address = address_update(raw, dash_ctx.triggered_prop_ids, time)
-        return (*out[:5], message_children(out[5]), out[6], *address)
+        return (children, styles, *parts, keys, *address)
 
     @app.callback(
         output=[

@@ -35,6 +35,7 @@ from ..settings import (
     RawSettings,
 )
 from ..store.records import ModelInfo
+from ..view_update import grid_slots
 from .groups import group_picker, group_section
 from .results import metrics_grid
 
@@ -761,7 +762,11 @@ def build_layout(
         None: the column in ``raw`` alone, if any.
     """
     raw = default_settings(infos) if raw is None else raw
-    results = _results(infos, raw, view, fit_summary, address_notices, time, datasets)
+    empty = ([], [], [], "", "", [], [])
+    slots, shown = grid_slots(ids.GRAPH_SLOT, view or empty)
+    results = _results(
+        raw, view or empty, slots, infos, fit_summary, address_notices, time, datasets
+    )
     return html.Div(
         [
             _header(),
@@ -784,7 +789,7 @@ def build_layout(
                 ],
                 className="app-body",
             ),
-            *_page_state(infos, raw, class_auto),
+            *_page_state(infos, raw, class_auto, shown),
         ],
         className="app",
     )
@@ -806,17 +811,17 @@ def _header() -> html.Header:
 
 
 def _results(
-    infos: list[ModelInfo],
     raw: RawSettings,
-    view: tuple | None,
+    view: tuple,
+    slots: list,
+    infos: list[ModelInfo],
     fit_summary: str,
     address_notices: list[str] | tuple[str, ...],
     time: TimeSettings | None,
     datasets: list[str] | None,
 ) -> html.Main:
-    """The results column: messages, diagrams, verdict, metrics, groups, diagnostics."""
-    empty = ([], [], [], "", "", [], [])
-    grid, rows, cols, table_caption, title, messages, verdict = view or empty
+    """The results column: messages, diagram slots, verdict, metrics, groups, diagnostics."""
+    _grid, rows, cols, table_caption, title, messages, verdict = view
     return html.Main(
         [
             *_dataset_section(datasets),
@@ -835,7 +840,7 @@ def _results(
             ),
             html.H2(title, id=ids.VIEW_TITLE, className="view-title"),
             dcc.Loading(
-                html.Div(grid, id=ids.RELIABILITY_GRID, className="reliability-grid"),
+                html.Div(slots, id=ids.RELIABILITY_GRID, className="reliability-grid"),
                 type="dot",
                 delay_show=400,
             ),
@@ -851,12 +856,15 @@ def _results(
     )
 
 
-def _page_state(infos: list[ModelInfo], raw: RawSettings, class_auto: str | None) -> list:
-    """The page address and the browser-side stores (model list, class pick, fit state)."""
+def _page_state(
+    infos: list[ModelInfo], raw: RawSettings, class_auto: str | None, shown: dict
+) -> list:
+    """The page address and the browser-side stores (model list, shown diagrams, class, fit)."""
     return [
         # The address follows the view without reloading the page (app.view_url).
         dcc.Location(id=ids.PAGE_URL, refresh=False),
         dcc.Store(id=ids.MODELS_STORE, data=[i.to_json() for i in infos]),
+        dcc.Store(id=ids.VIEW_KEYS, data=shown),
         dcc.Store(id=ids.ALL_BINARY_STORE, data=all_binary(infos, raw.handles)),
         # The class the page starts with is its own pick, not the user's.
         dcc.Store(id=ids.CLASS_AUTO, data=class_auto or _controls_class(infos, raw)),

@@ -88,7 +88,7 @@ def test_a_model_selection_change_sets_off_three_requests_in_two_rounds(tmp_path
     found = {
         "class picker": f"{ids.CLASS_SELECT}.value",
         "fit planner": f"{ids.FIT_STATE}.data",
-        "view": f"{ids.RELIABILITY_GRID}.children",
+        "view": f"{ids.METRICS_GRID}.rowData",
     }
     assert {name for name, prop in found.items() for d in requests if prop in writes(d)} == set(
         found
@@ -112,7 +112,7 @@ def test_what_follows_the_selection_rides_on_the_requests_the_view_waits_for(tmp
     # the "Over time" card's controls, which do not change the view, write it from a
     # callback of their own) ...
     url = f"{ids.PAGE_URL}.search"
-    view = writer[f"{ids.RELIABILITY_GRID}.children"]
+    view = writer[f"{ids.METRICS_GRID}.rowData"]
     address_writers = [d for d in deps if url in writes(d)]
     assert any(d is view for d in address_writers)
     (time_address,) = [d for d in address_writers if d is not view]

@@ -231,3 +231,50 @@ def test_names_render_as_text(page, ui, watch, tmp_path, screenshot):
     assert watch.dialogs == []
     screenshot("06-names-as-text")
     watch.assert_clean()
+
+
+def test_a_selection_change_redraws_only_the_diagram_it_adds_or_removes(page, ui, watch):
+    """The diagrams of the models that stay are the same elements, not drawn again
+    (app.view_update; issue 15: a selection change <= 0.5 s)."""
+    ui.open()
+    ui.wait_fit_idle()
+    ui.wait_callbacks()
+    expect(ui.graphs()).to_have_count(len(DEMO_MODELS))
+    mark = "els => els.forEach(el => { el.__kept = el.querySelector('.gtitle').textContent; })"
+    kept = "els => els.filter(el => el.__kept).map(el => el.__kept)"
+    extra_name = "digits · logistic regression"
+    everyone = [*DEMO_MODELS, extra_name]
+    ui.graphs().evaluate_all(mark)
+    extra = ui.model_checkbox(f"{extra_name} (1,797 × 10)")
+    extra.check()
+    expect(ui.graphs()).to_have_count(3)
+    expect(ui.graph_of(extra_name).locator(".main-svg").first).to_be_visible()
+    # Its maps are fitted in the background, and its diagram is drawn again with them.
+    for calibrator in DEFAULT_CALIBRATORS:
+        expect(ui.cell(extra_name, calibrator, "status")).to_have_text("ok", timeout=60_000)
+    ui.wait_fit_idle()
+    ui.wait_callbacks()
+    assert sorted(ui.graphs().evaluate_all(kept)) == sorted(DEMO_MODELS)
+    # With three models side by side, the first one deselected and selected again:
+    # the other two stay as they are drawn.
+    ui.graphs().evaluate_all(mark)
+    first = ui.model_checkbox(f"{DEMO_MODELS[0]} (1,797 × 10)")
+    first.uncheck()
+    expect(ui.graphs()).to_have_count(2)
+    ui.wait_callbacks()
+    assert sorted(ui.graphs().evaluate_all(kept)) == sorted(everyone[1:])
+    first.check()
+    expect(ui.graphs()).to_have_count(3)
+    expect(ui.graph_of(DEMO_MODELS[0]).locator(".main-svg").first).to_be_visible()
+    ui.wait_callbacks()
+    assert sorted(ui.graphs().evaluate_all(kept)) == sorted(everyone[1:])
+    # On the screen the diagrams are in the table's order of models.
+    boxes = ui.graphs().evaluate_all(
+        "els => els.map(el => [el.getBoundingClientRect().top, el.getBoundingClientRect().left,"
+        " el.querySelector('.gtitle').textContent])"
+    )
+    table = list(dict.fromkeys(row["model"] for row in ui.table_rows()))
+    assert sorted(table) == sorted(everyone)
+    assert [title for *_, title in sorted(boxes)] == table
+    # ... and in the page's order (what a screen reader reads).
+    assert [title for *_, title in boxes] == table

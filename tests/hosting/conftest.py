@@ -32,7 +32,12 @@ CONFIG_PATTERN = re.compile(
     r'<script id="_dash-config" type="application/json">(.*?)</script>', re.S
 )
 UPDATE = "/_dash-update-component"
-VIEW = "reliability-grid.children"
+#: An output of the view callback (the one that finds it among the page's callbacks).
+VIEW = "metrics-grid.rowData"
+#: Not an output: the diagrams the view's slots show, in screen order
+#: (:func:`shown_graphs`), added to every view answer of :meth:`DashTab.call`.
+GRAPHS = "reliability-grid.children"
+GRAPH_SLOT = "graph-slot-"
 MODELS = "models-store.data"
 DOWNLOAD = "download.data"
 CALIBRATED = "download-url.data"
@@ -51,6 +56,16 @@ SETTINGS = {
 }
 
 
+def shown_graphs(values: dict) -> list:
+    """The diagrams of the view's slots (app.view_update) in screen order (CSS ``order``)."""
+    shown = []
+    for key, children in values.items():
+        if key.startswith(GRAPH_SLOT) and key.endswith(".children") and children:
+            style = values.get(key.replace(".children", ".style")) or {}
+            shown.append((style.get("order", 0), children))
+    return [graph for _, children in sorted(shown, key=lambda s: s[0]) for graph in children]
+
+
 def _collect(node, out: dict) -> None:
     if isinstance(node, list):
         for item in node:
@@ -63,7 +78,8 @@ def _collect(node, out: dict) -> None:
         cid = props.get("id")
         if isinstance(cid, str):
             for key, value in props.items():
-                if key != "children" or not isinstance(value, (dict, list)):
+                slot = cid.startswith(GRAPH_SLOT)  # a diagram slot's children: its diagram
+                if key != "children" or slot or not isinstance(value, (dict, list)):
                     out[f"{cid}.{key}"] = value
         for value in props.values():
             _collect(value, out)
@@ -202,6 +218,8 @@ class DashTab:
             for prop, value in props.items():
                 out[f"{cid}.{prop}"] = value
         self.values.update(out)
+        if writes == VIEW:  # what the page shows, the diagrams it kept included
+            out[GRAPHS] = shown_graphs(self.values)
         return out
 
     def view(self, handles, **settings) -> dict:

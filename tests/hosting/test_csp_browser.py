@@ -92,7 +92,7 @@ class StaleViewAnswers:
     def route(self, route) -> None:
         payload = route.request.post_data_json or {}
         bins = [i.get("value") for i in payload.get("inputs") or [] if i.get("id") == "n-bins"]
-        is_view = "reliability-grid.children" in str(payload.get("output"))
+        is_view = "metrics-grid.rowData" in str(payload.get("output"))
         if is_view and bins and bins[0] != self.final_bins:
             self.held.append(route)
         else:

@@ -198,3 +198,27 @@ def test_one_failing_calibrator_fails_only_its_panel(
     out = tab.view([handle], maps=[broken, working], folds=3, band="none")
     rows = {r["map"]: r for r in out["metrics-grid.rowData"]}
     assert rows[working]["ece"] is not None and "numerical trouble" in rows[broken]["status"]
+
+
+def test_an_unexpected_failure_of_the_view_empties_the_diagram_slots(
+    tmp_path, hosting_config, dash_tab, monkeypatch
+):
+    """The view's failure reply fits its outputs (diagram slots, keys): a message, no 500."""
+    import app.callbacks.view as view_module
+
+    dash_app = create_app(hosting_config())
+    tab = dash_tab(flask_client=dash_app.server.test_client()).load()
+    handles = tab.values["model-select.value"]
+    assert tab.view(handles, n_bins=9)["reliability-grid.children"]
+
+    def explode(*args, **kwargs):
+        raise RuntimeError("a bug in drawing")
+
+    monkeypatch.setattr(view_module, "render", explode)
+    out = tab.view(handles, n_bins=11)
+    assert out["reliability-grid.children"] == []
+    assert out["view-keys.data"] == {}  # the next view writes every slot again
+    (line,) = out["message.children"]
+    assert "Something went wrong while drawing this view (request id" in line["props"]["children"]
+    monkeypatch.undo()
+    assert tab.view(handles, n_bins=12)["reliability-grid.children"]

@@ -240,7 +240,7 @@ def test_crafted_payloads_are_refused_by_the_server(server, dash_tab, setting, v
     tab = dash_tab(server.url).load()
     handles = tab.values["model-select.value"]
     out = tab.call(
-        "reliability-grid.children", [setting], {setting: value, "model-select.value": handles}
+        "metrics-grid.rowData", [setting], {setting: value, "model-select.value": handles}
     )
     assert needle in messages(out)
     assert not out["metrics-grid.rowData"]

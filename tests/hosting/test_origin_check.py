@@ -85,7 +85,7 @@ def test_a_cross_site_post_without_a_cookie_creates_no_session(dash_app, dash_ta
 
 def test_a_cross_origin_callback_is_refused_in_plain_text(dash_app, dash_tab, make_csv):
     tab, cookie, _ = _victim(dash_app, dash_tab, make_csv)
-    body = json.dumps(tab.payload("reliability-grid.children", ["model-select.value"], {}))
+    body = json.dumps(tab.payload("metrics-grid.rowData", ["model-select.value"], {}))
     status, headers, answer = tab.request(
         "POST",
         "/_dash-update-component",

@@ -85,7 +85,7 @@ def test_session_data_is_never_cached(tab):
     for method, path in [("GET", "/"), ("GET", "/_dash-layout"), ("POST", "/api/upload")]:
         _, headers, _ = tab.request(method, path)
         assert headers["Cache-Control"] == "no-store", path
-    status, headers, _ = tab.call_raw("reliability-grid.children", ["n-bins.value"])
+    status, headers, _ = tab.call_raw("metrics-grid.rowData", ["n-bins.value"])
     assert status == 200 and headers["Cache-Control"] == "no-store"
 
 
@@ -112,7 +112,7 @@ def test_unexpected_errors_in_the_view_show_only_a_request_id(tab, monkeypatch, 
 
     monkeypatch.setattr(view_callbacks, "compute_view", boom)
     with caplog.at_level(logging.ERROR):
-        status, _, body = tab.call_raw("reliability-grid.children", ["n-bins.value"])
+        status, _, body = tab.call_raw("metrics-grid.rowData", ["n-bins.value"])
     assert status == 200
     text = body.decode()
     (rid,) = re.findall(r"request id ([0-9a-f]{12})", text)
@@ -146,7 +146,7 @@ def test_the_request_id_a_user_sees_is_the_response_header_and_the_log_line(
     monkeypatch.setattr(exports_callbacks, "small_export", boom)
     monkeypatch.setattr(_upload_parser(dash_app), "parse", boom)
     calls = {
-        "view": lambda: tab.call_raw("reliability-grid.children", ["n-bins.value"]),
+        "view": lambda: tab.call_raw("metrics-grid.rowData", ["n-bins.value"]),
         "export": lambda: tab.call_raw("download.data", ["export-metrics-csv.n_clicks"]),
         "upload": lambda: tab.request(
             "POST", "/api/upload", files=[("x.csv", b"p_a,p_b,label\n0.5,0.5,a\n")]

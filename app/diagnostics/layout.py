@@ -12,6 +12,7 @@ from dash import dcc, html
 
 from .. import ids
 from ..figures.common import MODEBAR_CONFIG
+from ..layout.jobs import job_controls
 from ..options import model_picker, selected_infos
 from ..statistics_page import STATISTICS_PATH
 from ..store.records import ModelInfo
@@ -75,13 +76,6 @@ def _label(text: str, control, hint: str | None = None) -> html.Label:
     return html.Label(kids, className="diag-control")
 
 
-def _progress(progress_id: str, status_id: str) -> list:
-    return [
-        html.Progress(id=progress_id, value="0", max="1", className="progress idle"),
-        html.Span(id=status_id, className="diag-status", role="status"),
-    ]
-
-
 def _loading(child) -> dcc.Loading:
     """A spinner over results that take a second or more on a million rows."""
     return dcc.Loading(child, type="dot", delay_show=400)
@@ -90,21 +84,6 @@ def _loading(child) -> dcc.Loading:
 def _number_input(id_: str, value, **kw) -> dcc.Input:
     return dcc.Input(
         id=id_, type="number", value=value, debounce=True, className="diag-number", **kw
-    )
-
-
-def _job_controls(run_text: str, run_id: str, cancel_id: str, progress: tuple, *extra) -> html.Div:
-    """A background job's controls: ``extra`` inputs, run and cancel, progress and status."""
-    return html.Div(
-        [
-            *extra,
-            html.Button(run_text, id=run_id, className="button", n_clicks=0),
-            html.Button(
-                "Cancel", id=cancel_id, className="button secondary", n_clicks=0, disabled=True
-            ),
-            *_progress(*progress),
-        ],
-        className="diag-controls",
     )
 
 
@@ -136,11 +115,12 @@ def _test_card() -> html.Div:
     )
     return _card(
         "Resampling test of calibration",
-        _job_controls(
+        job_controls(
             "Run test",
             ids.DIAG_TEST_RUN,
             ids.DIAG_TEST_CANCEL,
-            (ids.DIAG_TEST_PROGRESS, ids.DIAG_TEST_STATUS),
+            ids.DIAG_TEST_PROGRESS,
+            ids.DIAG_TEST_STATUS,
             measure,
         ),
         html.Div(id=ids.DIAG_TEST_TABLE),
@@ -157,11 +137,12 @@ def _boot_card() -> html.Div:
     )
     return _card(
         "Bootstrap confidence intervals of the metrics table",
-        _job_controls(
+        job_controls(
             "Compute intervals for every metric",
             ids.DIAG_BOOT_RUN,
             ids.DIAG_BOOT_CANCEL,
-            (ids.DIAG_BOOT_PROGRESS, ids.DIAG_BOOT_STATUS),
+            ids.DIAG_BOOT_PROGRESS,
+            ids.DIAG_BOOT_STATUS,
             level,
         ),
         html.Div(id=ids.DIAG_BOOT_TABLE),
@@ -173,11 +154,12 @@ def _boot_card() -> html.Div:
 def _beyond_card() -> html.Div:
     return _card(
         BEYOND_TITLE,
-        _job_controls(
+        job_controls(
             "Compute measures",
             ids.DIAG_BEYOND_RUN,
             ids.DIAG_BEYOND_CANCEL,
-            (ids.DIAG_BEYOND_PROGRESS, ids.DIAG_BEYOND_STATUS),
+            ids.DIAG_BEYOND_PROGRESS,
+            ids.DIAG_BEYOND_STATUS,
         ),
         html.Div(id=ids.DIAG_BEYOND_TABLE),
         card_id="diag-beyond-card",
@@ -222,11 +204,12 @@ def over_time_card(time: TimeSettings) -> html.Div:
     ]
     return _card(
         "Over time",
-        _job_controls(
+        job_controls(
             "Compute intervals",
             ids.TIME_RUN,
             ids.TIME_CANCEL,
-            (ids.TIME_PROGRESS, ids.TIME_STATUS),
+            ids.TIME_PROGRESS,
+            ids.TIME_STATUS,
             *settings,
         ),
         html.Div(id=ids.TIME_MESSAGE),

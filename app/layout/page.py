@@ -37,6 +37,7 @@ from ..settings import (
 from ..store.records import ModelInfo
 from ..view_update import grid_slots
 from .groups import group_picker, group_section
+from .jobs import job_controls
 from .results import metrics_grid
 
 DEFAULT_MAPS = ("temperature", "isotonic")
@@ -214,23 +215,13 @@ def _dataset_picker(datasets: list[str] | None) -> list:
                     else "No dataset on this server yet",
                     className="dataset-select",
                 ),
-                html.Div(
-                    [
-                        html.Button("Compute", id=ids.DATASET_RUN, className="button", n_clicks=0),
-                        html.Button(
-                            "Cancel",
-                            id=ids.DATASET_CANCEL,
-                            className="button secondary",
-                            n_clicks=0,
-                            disabled=True,
-                        ),
-                        html.Progress(
-                            id=ids.DATASET_PROGRESS, value="0", max="1", className="progress idle"
-                        ),
-                    ],
-                    className="diag-controls",
+                job_controls(
+                    "Compute",
+                    ids.DATASET_RUN,
+                    ids.DATASET_CANCEL,
+                    ids.DATASET_PROGRESS,
+                    ids.DATASET_STATUS,
                 ),
-                html.Span(id=ids.DATASET_STATUS, className="diag-status", role="status"),
                 dcc.Store(id=ids.DATASET_DONE),
             ],
             className="dataset-picker",
@@ -672,28 +663,13 @@ def _dataset_maps_controls() -> html.Div:
                 "cluster) and scored on held-out sample rows.",
                 className="caption",
             ),
-            html.Div(
-                [
-                    html.Button(
-                        "Fit maps on a sample",
-                        id=ids.DATASET_MAPS_RUN,
-                        className="button",
-                        n_clicks=0,
-                    ),
-                    html.Button(
-                        "Cancel",
-                        id=ids.DATASET_MAPS_CANCEL,
-                        className="button secondary",
-                        n_clicks=0,
-                        disabled=True,
-                    ),
-                    html.Progress(
-                        id=ids.DATASET_MAPS_PROGRESS, value="0", max="1", className="progress idle"
-                    ),
-                ],
-                className="diag-controls",
+            job_controls(
+                "Fit maps on a sample",
+                ids.DATASET_MAPS_RUN,
+                ids.DATASET_MAPS_CANCEL,
+                ids.DATASET_MAPS_PROGRESS,
+                ids.DATASET_MAPS_STATUS,
             ),
-            html.Span(id=ids.DATASET_MAPS_STATUS, className="diag-status", role="status"),
             dcc.Store(id=ids.DATASET_MAPS_DONE),
         ],
         id=ids.DATASET_MAPS,

@@ -818,7 +818,6 @@ def _one_model(models, wanted: str | None, file: str):
 
 def fit_map(args: argparse.Namespace, out) -> int:
     """Run ``fit``: compare, refit the chosen map on all rows, write the document."""
-    import calibration_core
     from calibration_core import compare_maps
     from calibration_core.deploy import best_map, deployable_map
 
@@ -841,27 +840,61 @@ def fit_map(args: argparse.Namespace, out) -> int:
     chosen = maps[0] if args.select is None else best_map(comparison)
     deployable = deployable_map(model, chosen, comparison)
     deployable.save(args.output)
+    settings = {
+        "maps": [r["map"] for r in comparison.rows()][1:],
+        "folds": args.folds,
+        "seed": args.seed,
+        "n_bins": args.bins,
+        "scheme": args.scheme,
+    }
+    return write_fit_summary(
+        args,
+        deployable,
+        out,
+        model=model.name,
+        map_name=chosen,
+        settings=settings,
+        comparison=comparison.rows(),
+        verdict=comparison.verdict().to_dict(),
+    )
+
+
+def write_fit_summary(
+    args: argparse.Namespace,
+    deployable,
+    out,
+    *,
+    model: str,
+    map_name: str,
+    settings: dict,
+    comparison: list[dict],
+    verdict: dict,
+    n_rows: int | None = None,
+    held_out: dict | str | None = "deployable",
+) -> int:
+    """Write ``fit``'s JSON summary (schema :data:`FIT_SCHEMA`) for either engine.
+
+    ``n_rows`` and ``held_out`` default to the deployable map's own (``held_out``
+    ``"deployable"``); a map fitted on a whole dataset passes its row count and
+    None (no rows were held out).
+    """
+    from calibration_core import __version__
+
     summary = {
         "schema": FIT_SCHEMA,
-        "version": calibration_core.__version__,
+        "version": __version__,
         "file": str(args.file),
         "output": str(args.output),
-        "model": model.name,
-        "map": chosen,
+        "model": model,
+        "map": map_name,
         "selected": args.select or "given",
-        "settings": {
-            "maps": [r["map"] for r in comparison.rows()][1:],
-            "folds": args.folds,
-            "seed": args.seed,
-            "n_bins": args.bins,
-            "scheme": args.scheme,
-        },
+        "settings": settings,
         "input": deployable.input,
-        "n_rows": deployable.n_rows,
+        "n_rows": deployable.n_rows if n_rows is None else n_rows,
         "n_classes": deployable.n_classes,
-        "held_out": deployable.held_out,
-        "comparison": comparison.rows(),
-        "verdict": comparison.verdict().to_dict(),
+        "held_out": deployable.held_out if held_out == "deployable" else held_out,
+        "comparison": comparison,
+        "verdict": verdict,
     }
     json.dump(summary, out, indent=2, allow_nan=False)
     out.write("\n")

@@ -370,7 +370,6 @@ def fit_on_dask(args: argparse.Namespace, map_name: str, out) -> int:
     """
     from distributed import KilledWorker
 
-    from calibration_core import __version__
     from calibration_core.distributed import (
         dataset_deployable,
         dataset_summaries,
@@ -379,7 +378,7 @@ def fit_on_dask(args: argparse.Namespace, map_name: str, out) -> int:
     from calibration_core.distributed.select import EXACT_MAPS
     from calibration_core.maps import make_map
 
-    from . import FIT_SCHEMA
+    from . import write_fit_summary
 
     make_map(map_name)  # an unknown name fails before any work on the cluster
     with dask_client(args) as client:
@@ -404,33 +403,28 @@ def fit_on_dask(args: argparse.Namespace, map_name: str, out) -> int:
     row = uncalibrated_row(summary, args.bins, frequency)
     for part in NULL_PARTS:  # fit's comparison rows have no parts (as in memory)
         del row[part]
-    doc = {
-        "schema": FIT_SCHEMA,
-        "version": __version__,
-        "file": str(args.file),
-        "output": str(args.output),
-        "model": summary.name,
-        "map": map_name,
-        "selected": "given",
-        "settings": {
-            "maps": [map_name],
-            "folds": args.folds,
-            "seed": args.seed,
-            "n_bins": args.bins,
-            "scheme": args.scheme,
-            "engine": "dask",
-            "fitted_on": "all rows" if exact else "sample",
-        },
-        "input": deployable.input,
-        "n_rows": n_rows,
-        "n_classes": deployable.n_classes,
-        "held_out": None,
-        "comparison": [row],
-        "verdict": single_verdict(summary, row, 0.95, 1000, args.seed).to_dict(),
+    settings = {
+        "maps": [map_name],
+        "folds": args.folds,
+        "seed": args.seed,
+        "n_bins": args.bins,
+        "scheme": args.scheme,
+        "engine": "dask",
+        "fitted_on": "all rows" if exact else "sample",
     }
-    json.dump(doc, out, indent=2, allow_nan=False)
-    out.write("\n")
-    return EXIT_OK
+    verdict = single_verdict(summary, row, 0.95, 1000, args.seed).to_dict()
+    return write_fit_summary(
+        args,
+        deployable,
+        out,
+        model=summary.name,
+        map_name=map_name,
+        settings=settings,
+        comparison=[row],
+        verdict=verdict,
+        n_rows=n_rows,
+        held_out=None,
+    )
 
 
 def apply_on_dask(args: argparse.Namespace, deployable, out) -> int:
@@ -462,11 +456,10 @@ def select_on_dask(args: argparse.Namespace, maps, out) -> int:
     """
     from distributed import KilledWorker
 
-    from calibration_core import __version__
     from calibration_core.distributed import dataset_summaries, select_map_on_dataset
     from calibration_core.distributed.select import EXACT_MAPS
 
-    from . import FIT_SCHEMA
+    from . import write_fit_summary
 
     read = {"label_column": args.label_column, "renormalize": args.renormalize}
     settings = {"folds": args.folds, "seed": args.seed, "n_bins": args.bins, "scheme": args.scheme}
@@ -491,27 +484,19 @@ def select_on_dask(args: argparse.Namespace, maps, out) -> int:
     deployable.save(args.output)
     chosen = deployable.map.to_dict()["map"]
     rows = found.comparison.rows()
-    doc = {
-        "schema": FIT_SCHEMA,
-        "version": __version__,
-        "file": str(args.file),
-        "output": str(args.output),
-        "model": summary.name,
-        "map": chosen,
-        "selected": "best",
-        "settings": {
-            "maps": [r["map"] for r in rows][1:],
-            **settings,
-            "engine": "dask",
-            "fitted_on": "all rows" if chosen in EXACT_MAPS else "sample",
-        },
-        "input": deployable.input,
-        "n_rows": deployable.n_rows,
-        "n_classes": deployable.n_classes,
-        "held_out": deployable.held_out,
-        "comparison": rows,
-        "verdict": found.comparison.verdict().to_dict(),
+    settings = {
+        "maps": [r["map"] for r in rows][1:],
+        **settings,
+        "engine": "dask",
+        "fitted_on": "all rows" if chosen in EXACT_MAPS else "sample",
     }
-    json.dump(doc, out, indent=2, allow_nan=False)
-    out.write("\n")
-    return EXIT_OK
+    return write_fit_summary(
+        args,
+        deployable,
+        out,
+        model=summary.name,
+        map_name=chosen,
+        settings=settings,
+        comparison=rows,
+        verdict=found.comparison.verdict().to_dict(),
+    )

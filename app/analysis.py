@@ -214,6 +214,27 @@ def band_of(stats, curve: ReliabilityCurve, view: ViewSettings):
     return None
 
 
+def binned_panel(
+    pred: Predictions,
+    calibrator: str,
+    k: int | None,
+    class_label: str | None,
+    binning: Binning,
+    hist_binning: Binning,
+    view: ViewSettings,
+) -> tuple[Panel, BinStatistics]:
+    """One diagram of ``pred`` (class ``k`` under the view's notion) and its statistics.
+
+    The curve and the band are of ``binning``; the score histogram is of
+    ``hist_binning`` (the same statistics when they are the same binning).
+    """
+    stats = pred.statistics(binning, view.notion, k)
+    curve = ReliabilityCurve.from_statistics(stats, binning)
+    hist = stats if hist_binning is binning else pred.statistics(hist_binning, view.notion, k)
+    band = band_of(stats, curve, view)
+    return Panel(calibrator, class_label, curve, band, histogram=hist), stats
+
+
 def scoring_rules(store: DataStore, variant: Variant) -> dict[str, float]:
     """Accuracy, Brier score and log-loss of a variant (binning-free, cached)."""
     pred = variant.pred
@@ -379,13 +400,10 @@ def model_view(
             mv.n_scored = pred.n_samples
         eces, mces = [], []
         for k, label in rows_of_classes:
-            stats = pred.statistics(binning, view.notion, k)
-            curve = ReliabilityCurve.from_statistics(stats, binning)
-            hist = (
-                stats if hist_binning is binning else pred.statistics(hist_binning, view.notion, k)
+            panel, stats = binned_panel(
+                pred, variant.calibrator, k, label, binning, hist_binning, view
             )
-            band = band_of(stats, curve, view)
-            mv.panels.append(Panel(variant.calibrator, label, curve, band, histogram=hist))
+            mv.panels.append(panel)
             eces.append(stats.ece())
             mces.append(stats.mce())
         if view.all_classes:  # the row covers every class, not only those drawn

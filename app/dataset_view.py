@@ -34,6 +34,7 @@ from .analysis import (
     ModelView,
     Panel,
     band_of,
+    binned_panel,
     targets,
     worst_classes,
 )
@@ -229,13 +230,8 @@ def sample_panels(info: ModelInfo, comparison, view: ViewSettings) -> ModelView:
     mv = ModelView(info, n_scored=uncalibrated.n_samples, classes_shown=shown)
     for label, pred in comparison.calibrated.items():
         for k, class_label in rows:
-            stats = pred.statistics(binning, view.notion, k)
-            curve = ReliabilityCurve.from_statistics(stats, binning)
-            hist = (
-                stats if hist_binning is binning else pred.statistics(hist_binning, view.notion, k)
-            )
-            band = band_of(stats, curve, view)
-            mv.panels.append(Panel(label, class_label, curve, band, histogram=hist))
+            panel, _stats = binned_panel(pred, label, k, class_label, binning, hist_binning, view)
+            mv.panels.append(panel)
     return mv
 
 

@@ -121,13 +121,19 @@ class SessionRunner(threading.Thread):
                 self.iso.foreign_names.append(str(name))
 
     def check_view(self, out: dict, kind: str, allow_pending: bool) -> None:
+        """Check the page after the view answered ``out``.
+
+        The view leaves outputs that did not change out of its answer (``no_update``,
+        :mod:`app.view_update`), so the table, caption and messages are read from the
+        session's current values, which the answer has updated.
+        """
         v = self.s.values
-        rows = out.get("metrics-grid.rowData")
-        messages = text_of(out.get("message.children"))
+        rows = v.get("metrics-grid.rowData")
+        messages = text_of(v.get("message.children"))
         if messages:
             self.err(f"{kind}: messages in the page: {messages[:2]}")
         if not isinstance(rows, list):
-            self.err(f"{kind}: no rowData in the answer (keys {sorted(out)[:8]})")
+            self.err(f"{kind}: no table in the page (answer keys {sorted(out)[:8]})")
             return
         self.iso.views_checked += 1
         maps = tuple(v.get("maps.value") or ())
@@ -137,7 +143,7 @@ class SessionRunner(threading.Thread):
             self.err(f"{kind}: rows for {seen_maps}, expected {wanted}")
         scheme, bins = v["scheme.value"], v["n-bins.value"]
         notion, class_value = v["notion.value"], v.get("class-select.value")
-        caption = " ".join(text_of(out.get("metrics-caption.children")))
+        caption = " ".join(text_of(v.get("metrics-caption.children")))
         if f"{bins} {SCHEME_WORDS[scheme]} bins" not in caption:
             self.err(f"{kind}: caption {caption[:80]!r} does not state {bins} {scheme} bins")
         for row in rows:

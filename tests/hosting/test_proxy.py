@@ -150,6 +150,18 @@ def test_body_and_header_timeouts_cut_slow_clients(stack, strict_proxy):
     assert " 408 " in strict_proxy.access_log.read_text()
 
 
+def test_the_same_origin_check_sees_the_address_the_browser_used(stack, make_csv):
+    # Through the proxy the app sees the browser's Host (nginx passes $http_host), so the
+    # page's own uploads and callbacks pass the cross-site check and another origin does not.
+    _, proxy = stack
+    tab = _signed_in_tab(proxy.url).load()
+    handle = uploaded(tab, make_csv, seed=14)
+    assert tab.view([handle], n_bins=10).get("reliability-grid.children")
+    other_port = proxy.url.rsplit(":", 1)[0] + ":1"
+    status, body = _signed_in_tab(proxy.url, origin=other_port).upload("x.csv", b"label\n")
+    assert status == 403 and "origin" in body["error"].lower()
+
+
 def test_a_spoofed_x_forwarded_for_does_not_dodge_the_sign_in_limit(stack):
     """Runs last: it spends this address's failed sign-ins in both workers."""
     _, proxy = stack
@@ -165,15 +177,3 @@ def test_a_spoofed_x_forwarded_for_does_not_dodge_the_sign_in_limit(stack):
         statuses.append(r.status_code)
     assert set(statuses) <= {401, 429} and 429 in statuses, statuses
     assert requests.get(proxy.url + "/healthz", timeout=60).status_code == 200
-
-
-def test_the_same_origin_check_sees_the_address_the_browser_used(stack, make_csv):
-    # Through the proxy the app sees the browser's Host (nginx passes $http_host), so the
-    # page's own uploads and callbacks pass the cross-site check and another origin does not.
-    _, proxy = stack
-    tab = _signed_in_tab(proxy.url).load()
-    handle = uploaded(tab, make_csv, seed=14)
-    assert tab.view([handle], n_bins=10).get("reliability-grid.children")
-    other_port = proxy.url.rsplit(":", 1)[0] + ":1"
-    status, body = _signed_in_tab(proxy.url, origin=other_port).upload("x.csv", b"label\n")
-    assert status == 403 and "origin" in body["error"].lower()

@@ -28,10 +28,12 @@ T = TypeVar("T")
 
 __all__ = [
     "BATCH_ROWS",
+    "READ_BUFFER_BYTES",
     "Piece",
     "ReadOptions",
     "dataset_name",
     "find_pieces",
+    "piece_batches",
     "read_piece",
     "read_piece_batches",
 ]
@@ -139,6 +141,25 @@ def dataset_name(source) -> str:
 #: and stay near the cache, large enough that per-batch overhead does not show.
 BATCH_ROWS = 1 << 16
 
+#: Bytes of a column chunk :func:`read_piece_batches` reads from the file at a time (per
+#: column). pyarrow's default (``pre_buffer=True``, or ``buffer_size=0``) reads every
+#: column chunk of the row group whole before the first batch, so a task held the row
+#: group's compressed size (458 MB for 1e6 rows x 100 float32 columns) whatever the batch.
+#: Streamed in pieces of 256 KiB, the decode takes the same CPU (BENCHMARKS.md, issue 18).
+READ_BUFFER_BYTES = 1 << 18
+
+
+def piece_batches(piece: Piece, batch_rows: int) -> Iterator[pa.RecordBatch]:
+    """The record batches of one piece as decoded, ``batch_rows`` rows each (the last fewer).
+
+    Memory follows the batch, not the row group: column chunks are read
+    :data:`READ_BUFFER_BYTES` at a time and decoded in this thread (a worker's
+    thread is its share of the machine; Arrow's own threads only add CPU for the
+    same work). Arrow errors are the caller's to locate.
+    """
+    file = pq.ParquetFile(piece.path, pre_buffer=False, buffer_size=READ_BUFFER_BYTES)
+    return file.iter_batches(batch_size=batch_rows, row_groups=[piece.row_group], use_threads=False)
+
 
 def read_piece_batches(
     piece: Piece,
@@ -152,21 +173,21 @@ def read_piece_batches(
     loader, its rows numbered from the start of the file. With ``use``, what
     ``use(table, ctx, options)`` returns for every batch instead (default
     :func:`table_predictions`); its errors are located in the piece the same way.
+    Batches are read by :func:`piece_batches`, each released before the next is decoded.
     """
     use = table_predictions if use is None else use
     offset = piece.first_row
     try:
-        batches = pq.ParquetFile(piece.path).iter_batches(
-            batch_size=batch_rows, row_groups=[piece.row_group]
-        )
-        for batch in batches:
+        for batch in piece_batches(piece, batch_rows):
+            n_rows = batch.num_rows
             table = pa.Table.from_batches([batch])
             ctx = Context(repr(piece.path), "table", offset)
             try:
                 yield use(table, ctx, options)
             except CalibrationInputError as exc:
                 raise CalibrationInputError(f"{piece.where}: {exc}") from None
-            offset += batch.num_rows
+            del batch, table  # freed before the next batch is decoded, not after
+            offset += n_rows
     except (pa.ArrowException, OSError):
         raise CalibrationInputError(
             f"{piece.where} cannot be read: its data pages are damaged; export the file again."

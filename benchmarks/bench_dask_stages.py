@@ -7,13 +7,13 @@ Usage::
 
 Writes one row group of ``--rows`` x K float32 softmax rows (as ``bench_dask.py`` does),
 then reads it as ``summarize_piece`` does and times, with ``time.process_time`` (CPU
-time of this process: far less sensitive than wall time to a shared machine's load),
-the stages of every batch: Parquet decode, the columns (found, decoded, labels
-checked, stacked as stored) and the compiled summary (``kernel.summarize_block``:
-row sums and division as the loader, cells of every column, hits, Brier,
-log-loss). Prints the minimum over ``--repeat`` runs of each stage, and the plain
-pyarrow scan of the row group (read + ``to_numpy``) for the ratio. The kernel is
-compiled (or loaded from Numba's cache) before the clock starts; the time that
+time of this process: far less sensitive than wall time to a shared machine's load), the
+stages of every batch: Parquet decode (``pieces.piece_batches``), the columns (found,
+decoded, labels checked, stacked as stored into a reused buffer) and the compiled
+summary (``kernel.summarize_block``: row sums and division as the loader, cells of every
+column, hits, Brier, log-loss). Prints the minimum over ``--repeat`` runs of each stage,
+and the plain pyarrow scan of the row group (read + ``to_numpy``) for the ratio. The
+kernel is compiled (or loaded from Numba's cache) before the clock starts; the time that
 takes is printed too.
 """
 
@@ -24,17 +24,21 @@ import tempfile
 import time
 from pathlib import Path
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 from bench_dask import write_dataset
 
 from calibration_core.distributed.engine import SUMMARY_BATCH_ROWS
 from calibration_core.distributed.kernel import BlockTotals, summarize_block, warm
-from calibration_core.distributed.pieces import ReadOptions, find_pieces, read_piece_batches
+from calibration_core.distributed.pieces import (
+    ReadOptions,
+    find_pieces,
+    piece_batches,
+    read_piece_batches,
+)
 from calibration_core.distributed.summary import SummaryBuilder
 from calibration_core.io.checks import Context, exact_tolerance
-from calibration_core.io.tables import table_columns, table_labels
+from calibration_core.io.tables import index_labels, table_columns, table_labels
 
 
 def scan_seconds(path: str) -> float:
@@ -52,14 +56,15 @@ def stage_seconds(path: str, batch_rows: int) -> dict[str, float]:
     of valid rows (it then skips the loader's second look at the values).
     """
     spent = {"decode": 0.0, "columns": 0.0, "kernel": 0.0}
-    ctx, totals = Context(repr(path), "table", 0), None
+    ctx, totals, builder = Context(repr(path), "table", 0), None, SummaryBuilder()
     clock = time.process_time()
-    for batch in pq.ParquetFile(path).iter_batches(batch_size=batch_rows, row_groups=[0]):
+    for batch in piece_batches(find_pieces(path)[0], batch_rows):
         table = pa.Table.from_batches([batch])
         decoded = time.process_time()
         cols = table_columns(table, ctx)
-        labels = table_labels(table, cols, ctx)
-        values = np.stack(cols.values)
+        labels = index_labels(table, cols)
+        labels = table_labels(table, cols, ctx) if labels is None else labels
+        values = builder.stacked(cols.values)
         stacked = time.process_time()
         totals = totals or BlockTotals(len(cols.values))
         summarize_block(values, labels, exact_tolerance(len(cols.values)), totals)

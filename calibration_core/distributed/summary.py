@@ -18,7 +18,13 @@ import pyarrow as pa
 from ..binning import Binning, BinStatistics
 from ..errors import CalibrationInputError
 from ..io.checks import Context, exact_tolerance, silent_tolerance
-from ..io.tables import model_groups, probability_scale, table_columns, table_labels
+from ..io.tables import (
+    index_labels,
+    model_groups,
+    probability_scale,
+    table_columns,
+    table_labels,
+)
 from ..notions import check_ece_notion
 from ..predictions import Predictions
 from ..reliability import ReliabilityCurve
@@ -202,6 +208,7 @@ class SummaryBuilder:
 
     def __init__(self) -> None:
         self._totals: dict[tuple[str, tuple[str, ...]], BlockTotals] = {}
+        self._buffer: np.ndarray | None = None  # the stacked columns of the last table
 
     def _model(self, name: str, class_names) -> BlockTotals:
         from .kernel import BlockTotals
@@ -232,28 +239,56 @@ class SummaryBuilder:
         Probability columns go to the kernel as stored (float32 stays float32),
         which divides the rows the loader divides; a block whose values the
         loader would reject or warn about is passed to the loader's own checks
-        (:func:`~calibration_core.io.tables.probability_scale`), which raise its
-        message. Logits and binary scores go through the loader's
-        :class:`Predictions`.
+        (:func:`~calibration_core.io.tables.probability_scale`, then
+        :func:`~calibration_core.io.tables.table_labels`: the loader's order),
+        which raise its message. Integer class indices go to the kernel unchecked
+        (:func:`~calibration_core.io.tables.index_labels`): it skips and counts
+        those outside the classes. Logits and binary scores go through the
+        loader's :class:`Predictions`.
         """
         cols = table_columns(table, ctx, options.label_column)
         if cols.kind != "probs":
             for pred in table_predictions(table, ctx, options):
                 self.add_predictions(pred)
             return
+        labels = index_labels(table, cols)
         try:
-            labels = table_labels(table, cols, ctx)
+            if labels is None:
+                labels = table_labels(table, cols, ctx)
             groups = model_groups(table, cols.model, ctx, options.name)
         except CalibrationInputError:
-            probability_scale(cols, ctx, options.renormalize)  # the loader checks these first
+            self._loader_checks(table, cols, ctx, options.renormalize)
             raise
-        self._add_probabilities(cols, labels, groups, ctx, options.renormalize)
+        self._add_probabilities(table, cols, labels, groups, ctx, options.renormalize)
 
-    def _add_probabilities(self, cols, labels, groups, ctx: Context, renormalize: bool) -> None:
+    @staticmethod
+    def _loader_checks(table: pa.Table, cols, ctx: Context, renormalize: bool) -> None:
+        """The loader's checks of values, then of labels, in its order: raise its first error."""
+        probability_scale(cols, ctx, renormalize)
+        table_labels(table, cols, ctx)
+
+    def stacked(self, values: list[np.ndarray]) -> np.ndarray:
+        """The columns stacked as stored into this builder's reused buffer.
+
+        Returns
+        -------
+        numpy.ndarray, shape (K, n), C-contiguous, dtype ``np.result_type(*values)``
+            A view of a buffer kept from batch to batch (a fresh multi-MB array
+            per batch costs its page faults); valid until the next call.
+        """
+        shape, dtype = (len(values), len(values[0])), np.result_type(*values)
+        size = shape[0] * shape[1]
+        if self._buffer is None or self._buffer.dtype != dtype or self._buffer.size < size:
+            self._buffer = np.empty(size, dtype)
+        return np.stack(values, out=self._buffer[:size].reshape(shape))
+
+    def _add_probabilities(
+        self, table: pa.Table, cols, labels, groups, ctx: Context, renormalize: bool
+    ) -> None:
         from .kernel import summarize_block
 
         k = len(cols.values)
-        values = np.stack(cols.values)  # (K, n) as stored
+        values = self.stacked(cols.values)
         exact = exact_tolerance(k)
         checks = []
         for name, rows in groups:
@@ -261,17 +296,16 @@ class SummaryBuilder:
             checks.append(summarize_block(block, y, exact, self._model(name, cols.classes)))
         bad = sum(c.bad for c in checks)
         largest = max(c.largest for c in checks)
-        if (
-            bad
-            or max(c.deviation for c in checks) > silent_tolerance(k)
-            or (largest > 1 and not renormalize)
-        ):
-            probability_scale(cols, ctx, renormalize)  # raises, or warns of renormalised rows
         if bad:
+            self._loader_checks(table, cols, ctx, renormalize)  # raises, or warns
             raise CalibrationInputError(
                 f"{ctx.display}: {bad:,} probability rows cannot be summarised (NaN, negative "
                 "values or a zero sum); drop or fix them."
             )
+        if max(c.deviation for c in checks) > silent_tolerance(k) or (
+            largest > 1 and not renormalize
+        ):
+            probability_scale(cols, ctx, renormalize)  # raises, or warns of renormalised rows
 
     def summaries(self) -> Summaries:
         """One :class:`ModelSummary` per model added, by name."""

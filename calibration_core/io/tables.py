@@ -183,6 +183,31 @@ def table_labels(table: pa.Table, cols: TableColumns, ctx: Context) -> np.ndarra
     return labels_to_indices(values, cols.classes, ctx, label_desc)
 
 
+def index_labels(table: pa.Table, cols: TableColumns) -> np.ndarray | None:
+    """The labels as class indices, unchecked and uncopied, where the loader uses them as such.
+
+    For integer labels without missing values and classes named ``"0".."K-1"``,
+    :func:`table_labels` returns the labels themselves after checking them; this
+    returns them without the check (and, for int64, without a copy), for a caller
+    that skips labels outside ``0..K-1`` itself and then calls :func:`table_labels`
+    for the loader's message. None for any other labels: call :func:`table_labels`.
+
+    Returns
+    -------
+    numpy.ndarray of int64, shape (n,), read-only, or None
+    """
+    col = table.column(cols.label)
+    k = len(cols.classes)
+    if (
+        cols.kind != "probs"
+        or not pa.types.is_integer(col.type)
+        or col.null_count
+        or [str(c) for c in cols.classes] != [str(j) for j in range(k)]
+    ):
+        return None
+    return col.to_numpy().astype(np.int64, copy=False)  # as label_values casts them
+
+
 def table_to_predictions(
     table: pa.Table,
     ctx: Context,

@@ -31,6 +31,7 @@ from calibration_core.distributed.kernel import (
 from calibration_core.distributed.pieces import ReadOptions, table_predictions
 from calibration_core.distributed.summary import ModelSummary, SummaryBuilder
 from calibration_core.io.checks import Context, exact_tolerance
+from calibration_core.io.tables import index_labels, table_columns, table_labels
 from calibration_core.metrics import classwise_statistics, confidence_statistics
 
 TOL = 1e-12
@@ -263,6 +264,58 @@ def test_a_bad_table_gets_the_loader_message(damage, message):
         table_predictions(table, CTX, ReadOptions())
     assert str(fast.value) == str(loader.value)
     assert message in str(fast.value)
+
+
+@pytest.mark.parametrize(
+    ("damage", "message"),
+    [
+        ("negative", "not among the classes"),
+        ("one past the classes", "not among the classes"),
+        ("int32", "not among the classes"),
+        ("uint64 above int64", "not among the classes"),
+        ("label and blank model", "not among the classes"),  # labels before the model column
+        ("blank model", "model column 'model'"),
+    ],
+)
+@pytest.mark.filterwarnings("ignore::calibration_core.RenormalisedRowsWarning")
+def test_labels_the_kernel_skips_get_the_loader_message(damage, message):
+    rng = np.random.default_rng(12)
+    stored, labels = _rows(rng, 100, 3, np.float32)
+    labels = labels.astype(np.int64)
+    model = np.full(100, "a", dtype=object)
+    if damage == "negative":
+        labels[7] = -1
+    elif damage in ("one past the classes", "label and blank model"):
+        labels[7] = 3
+    elif damage == "int32":
+        labels = labels.astype(np.int32)
+        labels[7] = 5
+    elif damage == "uint64 above int64":
+        labels = labels.astype(np.uint64)
+        labels[7] = 2**63 + 3
+    if damage.endswith("blank model"):
+        model[3] = " "
+    table = _table(stored, labels, **({"model": model} if "model" in damage else {}))
+    with pytest.raises(CalibrationInputError) as fast:
+        SummaryBuilder().add_table(table, CTX, ReadOptions())
+    with pytest.raises(CalibrationInputError) as loader:
+        table_predictions(table, CTX, ReadOptions())
+    assert str(fast.value) == str(loader.value)
+    assert message in str(fast.value)
+
+
+def test_integer_class_indices_reach_the_kernel_without_a_copy():
+    rng = np.random.default_rng(13)
+    stored, labels = _rows(rng, 50, 3, np.float32)
+    table = _table(stored, labels.astype(np.int64))
+    cols = table_columns(table, CTX)
+    fast = index_labels(table, cols)
+    assert np.shares_memory(fast, table.column("label").chunk(0).to_numpy())
+    np.testing.assert_array_equal(fast, table_labels(table, cols, CTX))
+    named = _table(stored, np.array(["0", "1", "2"])[labels])  # names: the loader maps them
+    assert index_labels(named, table_columns(named, CTX)) is None
+    other = pa.table({"p_1": stored[:, 0], "p_2": stored[:, 1], "p_3": stored[:, 2], "y": labels})
+    assert index_labels(other, table_columns(other, CTX)) is None  # classes 1..3, not indices
 
 
 def test_rows_rounded_when_saved_are_renormalised_with_the_loader_warning():

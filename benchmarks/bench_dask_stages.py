@@ -3,7 +3,7 @@
 Usage::
 
     python benchmarks/bench_dask_stages.py [--rows 1e6] [--classes 10] [--repeat 7]
-        [--batch-rows 262144]
+        [--batch-rows N (default: the engine's, summary_batch_rows)]
 
 Writes one row group of ``--rows`` x K float32 softmax rows (as ``bench_dask.py`` does),
 then reads it as ``summarize_piece`` does and times, with ``time.process_time`` (CPU
@@ -28,7 +28,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from bench_dask import write_dataset
 
-from calibration_core.distributed.engine import SUMMARY_BATCH_ROWS
+from calibration_core.distributed.engine import summary_batch_rows
 from calibration_core.distributed.kernel import BlockTotals, summarize_block, warm
 from calibration_core.distributed.pieces import (
     ReadOptions,
@@ -92,7 +92,7 @@ def main() -> None:
     parser.add_argument("--rows", type=float, default=1e6)
     parser.add_argument("--classes", type=int, default=10)
     parser.add_argument("--repeat", type=int, default=7)
-    parser.add_argument("--batch-rows", type=int, default=SUMMARY_BATCH_ROWS)
+    parser.add_argument("--batch-rows", type=int, default=None, help="default: the engine's")
     args = parser.parse_args()
     rows = int(args.rows)
     start = time.perf_counter()
@@ -100,15 +100,20 @@ def main() -> None:
     print(f"kernel compiled or loaded from the cache in {time.perf_counter() - start:.2f} s")
     with tempfile.TemporaryDirectory(prefix="bench_stages_") as folder:
         (path,) = write_dataset(Path(folder), rows, args.classes, rows, rows)
-        assert find_pieces(str(path))[0].n_rows == rows
+        piece = find_pieces(str(path))[0]
+        assert piece.n_rows == rows
+        batch_rows = args.batch_rows or summary_batch_rows(piece)
         scans, stages, tasks = [], [], []
         for _ in range(args.repeat):
             scans.append(scan_seconds(str(path)))
-            stages.append(stage_seconds(str(path), args.batch_rows))
-            tasks.append(task_seconds(str(path), args.batch_rows))
+            stages.append(stage_seconds(str(path), batch_rows))
+            tasks.append(task_seconds(str(path), batch_rows))
     scan, task = min(scans), min(tasks)
     best = {k: min(s[k] for s in stages) for k in stages[0]}
-    print(f"{rows:,} rows x K={args.classes}, CPU seconds (min of {args.repeat}):")
+    print(
+        f"{rows:,} rows x K={args.classes}, batches of {batch_rows:,} rows, "
+        f"CPU seconds (min of {args.repeat}):"
+    )
     print(f"  pyarrow scan {scan:.3f}")
     print("  stages: " + ", ".join(f"{k} {v:.3f}" for k, v in best.items()))
     print(f"  task (summarize_piece's work) {task:.3f}")

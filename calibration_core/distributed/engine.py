@@ -16,17 +16,19 @@ import pyarrow as pa
 
 from ..errors import CalibrationInputError
 from ..io.checks import Context
-from .pieces import ReadOptions, dataset_name, find_pieces, read_piece_batches
+from .pieces import Piece, ReadOptions, dataset_name, find_pieces, read_piece_batches
 from .summary import Summaries, SummaryBuilder, merge_summaries
 
 __all__ = [
     "SPLIT_EVERY",
+    "SUMMARY_BATCH_BYTES",
     "SUMMARY_BATCH_ROWS",
     "WORKER_MALLOC",
     "dataset_summaries",
     "local_cluster",
     "piece_summaries",
     "require_dask",
+    "summary_batch_rows",
     "tree_merge",
 ]
 
@@ -95,18 +97,35 @@ def require_dask():
     return dask
 
 
-#: Rows per batch of :func:`summarize_piece`: the compiled summary keeps no float64
-#: matrix, so a batch is the K columns as stored plus one (K, n) copy (10 MB at K = 10,
-#: float32). Batches of 2**18 rows decode in 0.06 s CPU per 1e6 x 10 row group against
-#: 0.07 s for 2**16 (BENCHMARKS.md).
+#: Rows per batch of :func:`summarize_piece` (at most; see :func:`summary_batch_rows`): the
+#: compiled summary keeps no float64 matrix, so a batch is the K columns as stored plus one
+#: (K, n) copy (10 MB at K = 10, float32). Batches of 2**18 rows decode in 0.06 s CPU per
+#: 1e6 x 10 row group against 0.07 s for 2**16 (BENCHMARKS.md).
 SUMMARY_BATCH_ROWS = 1 << 18
 
+#: Decoded bytes of a batch of :func:`summarize_piece`, counted as 8 per value of every column
+#: of the file: files of up to 24 columns are read :data:`SUMMARY_BATCH_ROWS` rows at a time,
+#: wider ones in fewer rows, so that a task's memory does not grow with K (at K = 100 a batch
+#: of 2**18 rows was 105 MB, and 1e6-row groups killed 1 GB workers). Not less: batches of
+#: 31,000 rows at K = 100 cost 10-15 % more kernel CPU than 62,000 (BENCHMARKS.md).
+SUMMARY_BATCH_BYTES = 48 << 20
 
-def summarize_piece(piece, options: ReadOptions) -> Summaries:
+
+def summary_batch_rows(piece: Piece) -> int:
+    """Rows per batch of a piece: :data:`SUMMARY_BATCH_ROWS` within :data:`SUMMARY_BATCH_BYTES`.
+
+    At least 1,024 rows (the budget is exceeded only beyond 6,000 columns).
+    """
+    if not piece.n_columns:
+        return SUMMARY_BATCH_ROWS
+    return max(1024, min(SUMMARY_BATCH_ROWS, SUMMARY_BATCH_BYTES // (8 * piece.n_columns)))
+
+
+def summarize_piece(piece: Piece, options: ReadOptions) -> Summaries:
     """Task: the summaries of one row group of one file, summarised batch by batch."""
     builder = SummaryBuilder()
-    batches = read_piece_batches(piece, options, SUMMARY_BATCH_ROWS, use=builder.add_table)
-    for _ in batches:
+    rows = summary_batch_rows(piece)
+    for _ in read_piece_batches(piece, options, rows, use=builder.add_table):
         pass
     return builder.summaries()
 

@@ -72,12 +72,15 @@ class Piece:
         0-based index, in the file, of the row group's first row.
     n_rows : int
         Rows in the row group.
+    n_columns : int
+        Columns of the file (leaf columns of its schema); 0 when not known.
     """
 
     path: str
     row_group: int
     first_row: int
     n_rows: int
+    n_columns: int = 0
 
     @property
     def where(self) -> str:
@@ -123,7 +126,7 @@ def find_pieces(source) -> list[Piece]:
         for i in range(meta.num_row_groups):
             n = meta.row_group(i).num_rows
             if n:
-                pieces.append(Piece(path, i, first, n))
+                pieces.append(Piece(path, i, first, n, meta.num_columns))
             first += n
     return pieces
 

@@ -13,6 +13,7 @@ import os
 import signal
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -36,6 +37,7 @@ from calibration_core.distributed import (  # noqa: E402
     CELL_THRESHOLDS,
     CellStatistics,
     dataset_summaries,
+    engine,
     piece_summaries,
     tree_merge,
 )
@@ -43,8 +45,15 @@ from calibration_core.distributed.apply import (  # noqa: E402
     apply_map_to_dataset,
     dataset_deployable,
 )
-from calibration_core.distributed.engine import WORKER_MALLOC, local_cluster  # noqa: E402
+from calibration_core.distributed.engine import (  # noqa: E402
+    SUMMARY_BATCH_BYTES,
+    SUMMARY_BATCH_ROWS,
+    WORKER_MALLOC,
+    local_cluster,
+    summary_batch_rows,
+)
 from calibration_core.distributed.frequency import frequency_statistics  # noqa: E402
+from calibration_core.distributed.pieces import ReadOptions, find_pieces  # noqa: E402
 from calibration_core.distributed.platt import fit_platt_on_dataset  # noqa: E402
 from calibration_core.distributed.sample import (  # noqa: E402
     fit_map_on_sample,
@@ -454,6 +463,28 @@ def test_files_with_different_classes_do_not_merge(client, tmp_path):
     _write(tmp_path / "b.parquet", *_probs(rng, 300, 4), row_group_size=300)
     with pytest.raises(CalibrationInputError, match="same prediction columns"):
         dataset_summaries(str(tmp_path / "*.parquet"), client=client)
+
+
+def test_wide_files_are_summarised_in_batches_of_fewer_rows(tmp_path, monkeypatch):
+    rng = np.random.default_rng(14)
+    probs, labels = _probs(rng, 5000, 30)
+    _write(tmp_path / "wide.parquet", probs, labels, row_group_size=5000)
+    (piece,) = find_pieces(str(tmp_path / "wide.parquet"))
+    assert piece.n_columns == 31
+    assert summary_batch_rows(piece) == SUMMARY_BATCH_BYTES // (8 * 31) < SUMMARY_BATCH_ROWS
+    assert summary_batch_rows(replace(piece, n_columns=11)) == SUMMARY_BATCH_ROWS
+    assert summary_batch_rows(replace(piece, n_columns=10**6)) == 1024
+    monkeypatch.setattr(engine, "SUMMARY_BATCH_BYTES", 8 * 31 * 1500)
+    read, batch_rows = engine.read_piece_batches, []
+
+    def spy(piece, options, rows, use):
+        batch_rows.append(rows)
+        return read(piece, options, rows, use)
+
+    monkeypatch.setattr(engine, "read_piece_batches", spy)
+    summary = engine.summarize_piece(piece, ReadOptions(name="data"))["data"]
+    assert batch_rows == [1500]  # four batches, the last of 500 rows
+    _assert_same(summary, *_reference([tmp_path / "wide.parquet"])["data"])
 
 
 def test_no_matching_file_is_a_clear_error(tmp_path):

@@ -325,12 +325,17 @@ def summarize_block(
 
 def warm() -> None:
     """Compile (or load from the cache) the variants the engine calls: float32 and
-    float64 blocks, contiguous or a transposed matrix, and the cell index."""
+    float64 blocks with writeable or read-only labels (Arrow's own, from
+    :func:`~calibration_core.io.tables.index_labels`), a transposed matrix, and the
+    cell index."""
     labels = np.zeros(1, dtype=np.intp)
+    stored = labels.copy()
+    stored.flags.writeable = False  # Numba compiles read-only arrays apart
     totals = BlockTotals(2)
     for dtype in (np.float32, np.float64):
         block = np.array([[0.25], [0.75]], dtype=dtype)
-        summarize_block(block, labels, 1e-12, totals)
+        for y in (labels, stored):
+            summarize_block(block, y, 1e-12, totals)
     matrix = np.array([[0.25, 0.75], [0.5, 0.5]])  # (n, K) rows of a Predictions
     summarize_block(matrix.T, np.zeros(2, dtype=np.intp), np.inf, totals)
     cell_index(np.zeros(1))

@@ -9,6 +9,7 @@ reports bad rows with the loader's own messages, in the loader's order. No clust
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import warnings
@@ -182,6 +183,41 @@ def test_without_a_writable_cache_the_functions_compile_uncached():
     exec(compile("def f(x):\n    return x + 1\n", "<generated>", "exec"), namespace)
     compiled = njit_cached(namespace["f"])  # no file: Numba has no place for a cache
     assert compiled(41) == 42
+
+
+_TASK_AFTER_WARM = """
+import sys
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+from numba.core.event import install_recorder
+from calibration_core.distributed.engine import summarize_piece
+from calibration_core.distributed.kernel import warm
+from calibration_core.distributed.pieces import ReadOptions, find_pieces
+
+path = sys.argv[1]
+for dtype in (np.float32, np.float64):
+    p = np.full((100, 2), 0.5, dtype=dtype)
+    pq.write_table(pa.table({"p_0": p[:, 0], "p_1": p[:, 1], "label": np.arange(100) % 2}), path)
+    warm()
+    with install_recorder("numba:compile") as compiled:
+        summarize_piece(find_pieces(path)[0], ReadOptions())
+    print(len(compiled.buffer))
+"""
+
+
+def test_warm_compiles_every_variant_a_parquet_task_calls(tmp_path):
+    # A fresh cache, another process: nothing compiled before warm() (labels read from
+    # Parquet are read-only, a variant of their own).
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "numba")}
+    done = subprocess.run(
+        [sys.executable, "-c", _TASK_AFTER_WARM, str(tmp_path / "t.parquet")],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert done.stdout.split() == ["0", "0"]
 
 
 # --------------------------------------------------------- the table path

@@ -22,7 +22,7 @@ predictions are kept, so its diagrams and table follow every bin count
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -38,6 +38,7 @@ from .analysis import (
     targets,
     worst_classes,
 )
+from .metrics_table import METRICS
 from .settings import ALL_CLASSES, ALL_CLASSES_SHOWN, ViewSettings
 from .store.records import ModelInfo
 
@@ -50,6 +51,12 @@ DATASET_METRICS = {
     "classwise_ece": "classwise ECE",
     "brier_score": "Brier",
     "log_loss": "log-loss",
+}
+#: The Brier and log-loss parts after their score when the page's parts box is ticked
+#: (the columns and headers of the models' table).
+DATASET_PARTS = {
+    "brier_score": ("brier_calibration", "brier_refinement"),
+    "log_loss": ("log_loss_calibration", "log_loss_refinement"),
 }
 #: Classes drawn in the "all classes" view of a dataset model (its worst by ECE).
 DATASET_CLASSES_SHOWN = ALL_CLASSES_SHOWN
@@ -68,6 +75,10 @@ MAPS_NOTE = (
     "a sample (Fit maps on a sample, below); the verdict and the diagnostics need the rows "
     "in memory."
 )
+LOG_LOSS_PARTS_NOTE = (
+    "The log-loss parts of {models} are not given: {why}. The Brier parts are exact for "
+    "every number of classes."
+)
 SAMPLE_KIND_NOTE = (
     "The smooth and cumulative diagrams are not drawn for a dataset's maps; their binned "
     "reliability diagrams are."
@@ -85,11 +96,37 @@ class WholeDataset:
 
 @dataclass
 class DatasetView:
-    """What the page draws for a dataset: one figure per model, metric rows, notes."""
+    """What the page draws for a dataset: one figure per model, metric rows, notes.
+
+    ``columns``: the metric columns of the rows, with their headers.
+    """
 
     figures: list[dict]
     rows: list[dict]
     notes: list[str]
+    columns: dict[str, str] = field(default_factory=lambda: dict(DATASET_METRICS))
+
+
+def dataset_columns(view: ViewSettings) -> dict[str, str]:
+    """The metric columns of a dataset's table, with the parts when the box is ticked."""
+    if not view.score_parts:
+        return dict(DATASET_METRICS)
+    columns = {}
+    for key, header in DATASET_METRICS.items():
+        columns[key] = header
+        for part in DATASET_PARTS.get(key, ()):
+            columns[part] = METRICS[part][0]
+    return columns
+
+
+def part_notes(summaries: dict, view: ViewSettings) -> list[str]:
+    """Why a dataset model's log-loss parts are empty (K > 2), when the parts are shown."""
+    from calibration_core.distributed.parts import LOG_LOSS_PARTS_K2
+
+    wide = [s.name for s in summaries.values() if s.n_classes != 2]
+    if not view.score_parts or not wide:
+        return []
+    return [LOG_LOSS_PARTS_NOTE.format(models=", ".join(wide), why=LOG_LOSS_PARTS_K2)]
 
 
 def model_info(dataset: str, summary) -> ModelInfo:
@@ -165,9 +202,15 @@ def model_settings(summary, view: ViewSettings) -> tuple[ViewSettings, list[str]
     return replace(view, class_name=ALL_CLASSES), [note]
 
 
-def metric_row(summary, n_bins: int, frequency=None) -> dict:
-    """The model's metrics at ``n_bins`` bins (equal-frequency when ``frequency`` is given)."""
+def metric_row(summary, n_bins: int, frequency=None, parts: bool = False) -> dict:
+    """The model's metrics at ``n_bins`` bins (equal-frequency when ``frequency`` is given).
+
+    ``parts``: with the Brier and log-loss parts (:meth:`ModelSummary.score_parts
+    <calibration_core.distributed.ModelSummary.score_parts>`; None where not given).
+    """
     metrics = summary.metrics(n_bins, frequency)
+    if parts:
+        metrics.update(summary.score_parts(n_bins, frequency))
     return {"model": summary.name, "n_samples": summary.n_samples, **metrics}
 
 
@@ -193,6 +236,7 @@ def dataset_view(
     if view.scheme == "width":
         frequency = None
     notes = [MAPS_NOTE] + ([KIND_NOTE] if view.kind != "binned" else [])
+    notes += part_notes(summaries, view)
     side_by_side = len(summaries) > 1
     figures, rows = [], []
     for summary in summaries.values():
@@ -201,8 +245,8 @@ def dataset_view(
         own = None if frequency is None else frequency[summary.name]
         mv = model_panels(dataset, summary, shown, own)
         figures.append(reliability_figure_dict(mv, shown, WholeDataset(), side_by_side))
-        rows.append(metric_row(summary, view.n_bins, own))
-    return DatasetView(figures, rows, notes)
+        rows.append(metric_row(summary, view.n_bins, own, view.score_parts))
+    return DatasetView(figures, rows, notes, dataset_columns(view))
 
 
 @dataclass(frozen=True)

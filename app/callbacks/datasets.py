@@ -26,14 +26,24 @@ from calibration_core import CalibrationInputError
 
 from .. import ids
 from ..context import AppContext
-from ..dataset_view import DATASET_METRICS, dataset_view, maps_view
+from ..dataset_view import dataset_view, maps_view
 from ..figures.common import graph_config
+from ..metrics_table import PARTS
 from ..settings import RawSettings, SettingsError
 from .controls import setting_inputs
 from .diagnostics.wiring import JobIds, failure_message, note, register_job, run_job
 
 #: The view's settings a dataset follows (not the models, the maps or the held-out scheme).
-DATASET_FIELDS = ("notion", "class_value", "scheme", "n_bins", "band", "level", "kind")
+DATASET_FIELDS = (
+    "notion",
+    "class_value",
+    "scheme",
+    "n_bins",
+    "band",
+    "level",
+    "kind",
+    "score_parts",
+)
 NOT_COMPUTED = (
     "Dataset {name}: not computed yet. Picking it starts the computation on the cluster (see "
     "the progress bar under the picker); after a cancel or an error, press Compute."
@@ -172,19 +182,20 @@ def frequency_view(raw: RawSettings):
     return view if view.scheme == "frequency" else None
 
 
-def metrics_table(rows: list[dict]) -> html.Table:
-    """One row of metrics per model of the dataset (4 decimals; rows with separators)."""
-    head = html.Tr([html.Th("model"), *(html.Th(h) for h in DATASET_METRICS.values())])
+def metric_cell(field: str, value) -> html.Td:
+    """One cell: rows with separators, metrics to 4 decimals, "n/a" for a part not given."""
+    if value is None:
+        return html.Td("n/a", title="not given for this model (see the note above)")
+    return html.Td(f"{value:,}" if field == "n_samples" else f"{value:.4f}")
+
+
+def metrics_table(rows: list[dict], columns: dict[str, str]) -> html.Table:
+    """One row of metrics per model of the dataset, in ``columns`` (field -> header)."""
+    head = html.Tr(
+        [html.Th("model"), *(html.Th(h, title=PARTS.get(f)) for f, h in columns.items())]
+    )
     body = [
-        html.Tr(
-            [
-                html.Td(row["model"]),
-                *(
-                    html.Td(f"{row[f]:,}" if f == "n_samples" else f"{row[f]:.4f}")
-                    for f in DATASET_METRICS
-                ),
-            ]
-        )
+        html.Tr([html.Td(row["model"]), *(metric_cell(f, row.get(f)) for f in columns)])
         for row in rows
     ]
     return html.Table([html.Thead(head), html.Tbody(body)], className="dataset-metrics")
@@ -234,7 +245,7 @@ def dataset_panel(ctx: AppContext, sid: str | None, name: Any, done: Any, raw: R
         *errors,
         *(note(n) for n in shown.notes),
         html.Div(graphs, className="reliability-grid"),
-        metrics_table(shown.rows),
+        metrics_table(shown.rows, shown.columns),
     ]
 
 

@@ -6,9 +6,12 @@ cluster (:mod:`calibration_core.distributed`): ``--scheduler tcp://host:8786``
 uses a running scheduler, otherwise a LocalCluster of ``--workers N`` worker
 processes starts for the run. The output has the schema of ``evaluate``
 (docs/evaluate-json-schema.md) with one row per model, ``uncalibrated``: no
-map is cross-fitted on this engine yet, the four Brier/log-loss parts are
-null and the verdict has a single candidate. A progress bar (rows summarised)
-is drawn on stderr when it is a terminal.
+map is cross-fitted on this engine yet and the verdict has a single
+candidate. The Brier parts are exact for every K, the log-loss parts for
+K = 2 only: for K > 2 they are null, because the core renormalises each
+row's binned class frequencies over its K bins at once, which no per-bin sum
+of one class column gives (:mod:`calibration_core.distributed.parts`). A
+progress bar (rows summarised) is drawn on stderr when it is a terminal.
 
 ``fit FILES --engine dask --map NAME`` fits temperature and Platt exactly on
 every row and other maps on a recorded sample, and writes the deployable map
@@ -29,14 +32,6 @@ from collections.abc import Iterator
 from typing import Any
 
 from . import EXIT_OK, SCHEMA, CommandError, ProgressBar
-
-#: Fields of ``rows[]`` that the Dask engine cannot give yet (null in its rows).
-NULL_PARTS = (
-    "brier_calibration",
-    "brier_refinement",
-    "log_loss_calibration",
-    "log_loss_refinement",
-)
 
 
 def add_engine_arguments(parser: argparse.ArgumentParser, dask_help: str) -> None:
@@ -193,16 +188,17 @@ def killed_error(exc) -> CommandError:
 
 
 def uncalibrated_row(summary, n_bins: int, frequency=None) -> dict[str, Any]:
-    """The ``uncalibrated`` row: the summary's metrics, null parts, no fit.
+    """The ``uncalibrated`` row: the summary's metrics and score parts, no fit.
 
     ``frequency``: the model's equal-frequency statistics (``--scheme frequency``).
+    The log-loss parts are None (null) for K > 2 (module docstring).
     """
     metrics = summary.metrics(n_bins, frequency)
     row: dict[str, Any] = {"map": "uncalibrated"}
     for key, value in metrics.items():
         row[key] = value
         if key == "log_loss":
-            row.update(dict.fromkeys(NULL_PARTS))
+            row.update(summary.score_parts(n_bins, frequency))
     return {**row, "fit_seconds": 0.0, "converged": None, "error": None}
 
 
@@ -370,6 +366,7 @@ def fit_on_dask(args: argparse.Namespace, map_name: str, out) -> int:
     """
     from distributed import KilledWorker
 
+    from calibration_core import PART_FIELDS
     from calibration_core.distributed import (
         dataset_deployable,
         dataset_summaries,
@@ -401,7 +398,7 @@ def fit_on_dask(args: argparse.Namespace, map_name: str, out) -> int:
     deployable.save(args.output)
     frequency = None if frequency is None else frequency[summary.name]
     row = uncalibrated_row(summary, args.bins, frequency)
-    for part in NULL_PARTS:  # fit's comparison rows have no parts (as in memory)
+    for part in PART_FIELDS:  # fit's comparison rows have no parts (as in memory)
         del row[part]
     settings = {
         "maps": [map_name],

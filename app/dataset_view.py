@@ -7,6 +7,9 @@ this module draws, for every model, the reliability diagram of the page's
 notion (confidence, one class vs rest (one class or the worst ones), binary)
 with its band (binomial intervals or the consistency band, both from bin
 statistics) and the metric row, in milliseconds and without reading the data.
+With the page's parts box ticked the row adds the Brier and log-loss parts
+(:meth:`~calibration_core.distributed.ModelSummary.score_parts`; the log-loss
+parts of a model with more than two classes are not mergeable, and a note says so).
 
 Equal-frequency bins are computed on demand (their edges are order statistics
 of the whole dataset: four more passes over the data on the cluster, per bin

@@ -52,8 +52,13 @@ A fitted map is applied to a whole dataset file by file
 (:func:`~.apply.apply_map_to_dataset`: the core's streaming ``apply`` in one
 task per file), writing calibrated Parquet.
 
-Not yet: equal-width bin counts above 100, the consistency band and the
-Brier/log-loss decompositions.
+The calibration and refinement parts of the Brier score (any K) and of the
+log-loss (K = 2) come from per-bin sums too (:mod:`.parts`,
+:meth:`ModelSummary.score_parts`); the log-loss parts for K > 2 do not merge
+(each row's estimated class frequencies are renormalised over its K bins at
+once) and are None.
+
+Not yet: equal-width bin counts above 100 and the consistency band.
 
 Entry points
 ------------

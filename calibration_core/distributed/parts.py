@@ -22,8 +22,9 @@ its positives (rows labelled with the column), summed over columns and bins:
 For K = 2 the core bins the positive column for both columns, so column 0
 needs its own sums over the bins of ``p1``: ``sum p0`` and the sum of ``p0``
 over the rows labelled 0 (:attr:`PartSums.binary`; with ``p0 = 1 - p1`` they
-would follow from column 1's, but stored rows may sum to 1 only within the
-loader's exact tolerance of 1e-12).
+would follow from column 1's, but rows used as stored may sum to 1 only within
+the loader's exact tolerance of 1e-12, and deriving them would be off by
+``2 mean cov_b(p0 + p1 - 1, y_0)``, up to that tolerance).
 
 Log-loss, K = 2 only
 --------------------

@@ -453,3 +453,75 @@ def test_a_cancelled_maps_job_keeps_nothing_and_lets_go_of_the_cluster(ctx, tmp_
     )
     state, _ = _fit_maps(ctx, sid, "binary", RawSettings(maps=["isotonic"], handles=[]))
     assert state["error"] is None and ctx.datasets.cached_maps(sid, "binary") is not None
+
+
+def _table_rows(panel) -> list[list[str]]:
+    """The text of every row (header first) of the dataset's metrics table in a panel."""
+    (table,) = [c for c in panel if getattr(c, "className", None) == "dataset-metrics"]
+    head, body = table.children
+    rows = [head.children, *body.children]
+    return [[cell.children for cell in row.children] for row in rows]
+
+
+def test_the_parts_box_adds_the_score_parts_to_a_dataset_table(ctx, datasets_dir):
+    """Ticked, the table has the upload table's four part columns after Brier and
+    log-loss, equal to the core's score_parts (log-loss parts n/a for K > 2, with why)."""
+    from app.metrics_table import METRICS
+    from app.settings import SCORE_PARTS_ON
+    from calibration_core import PART_FIELDS, score_parts
+
+    sid = new_session_id()
+    names = {"binary": 2, "logs": 4}
+    for name in names:
+        assert _run(ctx, sid, name)[0]["error"] is None
+    plain = dataset_panel(ctx, sid, "binary", {}, RawSettings(n_bins=10, handles=[]))
+    assert "Brier cal." not in str(_table_rows(plain)[0])
+    for scheme in ("width", "frequency"):
+        raw = RawSettings(n_bins=10, scheme=scheme, score_parts=[SCORE_PARTS_ON], handles=[])
+        for name, k in names.items():
+            if scheme == "frequency":
+                assert _run_with(ctx, sid, name, raw)[0]["error"] is None
+            panel = dataset_panel(ctx, sid, name, {}, raw)
+            header, *rows = _table_rows(panel)
+            assert header == [
+                "model", "rows", "accuracy", "confidence ECE", "confidence MCE",
+                "classwise ECE", "Brier", *(METRICS[f][0] for f in PART_FIELDS[:2]),
+                "log-loss", *(METRICS[f][0] for f in PART_FIELDS[2:]),
+            ]  # fmt: skip
+            if name == "logs":
+                reference = _reference(sorted((datasets_dir / "logs").glob("*.parquet")))
+            else:
+                (pred,) = load_predictions(datasets_dir / "binary.parquet", name="binary")
+                reference = {"binary": (pred.probs, pred.labels)}
+            for row in rows:
+                probs, labels = reference[row[0]]
+                want = score_parts(probs, labels, n_bins=10, scheme=scheme)
+                cells = dict(zip(header, row, strict=True))
+                for field in PART_FIELDS:
+                    shown = cells[METRICS[field][0]]
+                    assert shown == ("n/a" if k > 2 and "log" in field else f"{want[field]:.4f}")
+            why = "log-loss parts of logs, main, other are not given"
+            assert (why in str(panel)) == (k > 2)
+            summaries = ctx.datasets.cached(sid, name)["summaries"]
+            frequency = ctx.datasets.cached_frequency(sid, name, 10)
+            result = dataset_view(name, summaries, raw.parse()[3], frequency)
+            for row in result.rows:
+                want = score_parts(*reference[row["model"]], n_bins=10, scheme=scheme)
+                for field in PART_FIELDS:
+                    if k == 2 or "brier" in field:
+                        assert abs(row[field] - want[field]) <= TOL, (scheme, name, field)
+
+
+def test_the_dataset_view_follows_the_parts_box(tmp_path, datasets_dir):
+    """The dataset section's callback has the parts box among its inputs."""
+    from app import ids
+    from app.factory import create_app
+
+    from .conftest import make_config
+
+    config = make_config(
+        tmp_path, datasets_dir=datasets_dir, dask_scheduler_address="tcp://127.0.0.1:1"
+    )
+    callbacks = create_app(config).callback_map
+    (view,) = [c for key, c in callbacks.items() if f"{ids.DATASET_VIEW}.children" in key]
+    assert f"{ids.SCORE_PARTS}.value" in {f"{i['id']}.{i['property']}" for i in view["inputs"]}

@@ -79,8 +79,8 @@ MAPS_NOTE = (
     "in memory."
 )
 LOG_LOSS_PARTS_NOTE = (
-    "The log-loss parts of {models} are not given: {why}. The Brier parts are exact for "
-    "every number of classes."
+    "Log-loss cal. and ref. are n/a for {models}: {why}. The Brier parts are exact for any "
+    "number of classes."
 )
 SAMPLE_KIND_NOTE = (
     "The smooth and cumulative diagrams are not drawn for a dataset's maps; their binned "

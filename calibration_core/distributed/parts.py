@@ -55,7 +55,7 @@ __all__ = ["LOG_LOSS_PARTS_K2", "PartSums", "parts_from_sums"]
 
 #: Why the log-loss parts of a dataset are given for two classes only.
 LOG_LOSS_PARTS_K2 = (
-    "the log-loss parts of a dataset are computed for two classes only: for K > 2 they "
+    "a dataset's log-loss parts are computed for two classes only, because for K > 2 they "
     "renormalise each row's estimated class frequencies over its K bins at once, which no "
     "per-bin sum of one class column gives"
 )

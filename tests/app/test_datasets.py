@@ -500,7 +500,7 @@ def test_the_parts_box_adds_the_score_parts_to_a_dataset_table(ctx, datasets_dir
                 for field in PART_FIELDS:
                     shown = cells[METRICS[field][0]]
                     assert shown == ("n/a" if k > 2 and "log" in field else f"{want[field]:.4f}")
-            why = "log-loss parts of logs, main, other are not given"
+            why = "Log-loss cal. and ref. are n/a for logs, main, other"
             assert (why in str(panel)) == (k > 2)
             summaries = ctx.datasets.cached(sid, name)["summaries"]
             frequency = ctx.datasets.cached_frequency(sid, name, 10)

@@ -145,6 +145,15 @@ def test_pick_a_dataset_see_its_diagram_and_rebin_from_the_cache(tab):
     ui.wait_callbacks()
     SCREENS.mkdir(parents=True, exist_ok=True)
     ui.page.screenshot(path=str(SCREENS / "dataset-picked.png"), full_page=True)
+    # The parts box adds the Brier and log-loss parts to the dataset's table too (K = 3:
+    # no log-loss parts, and the section says why).
+    ui.page.locator("#score-parts input").check()
+    table = section.locator("table.dataset-metrics")
+    expect(table.locator("th")).to_contain_text(["Brier", "Brier cal.", "Brier ref."])
+    expect(table.locator("td").last).to_have_text("n/a")
+    expect(section).to_contain_text("Log-loss cal. and ref. are n/a for requests")
+    ui.wait_callbacks()
+    ui.page.screenshot(path=str(SCREENS / "dataset-parts.png"), full_page=True)
     # Maps on a sample: another cluster job (exempt from the tiny web-job limits too).
     ui.map_checkbox("temperature scaling").check()
     ui.page.locator("#dataset-maps-run").click()

@@ -55,6 +55,14 @@ DATASET_METRICS = {
     "brier_score": "Brier",
     "log_loss": "log-loss",
 }
+#: Columns of a dataset's maps table (held-out metrics on the sample), with their headers.
+SAMPLE_METRICS = {
+    "accuracy": "accuracy",
+    "confidence_ece": "confidence ECE",
+    "classwise_ece": "classwise ECE",
+    "brier_score": "Brier",
+    "log_loss": "log-loss",
+}
 #: The Brier and log-loss parts after their score when the page's parts box is ticked
 #: (the columns and headers of the models' table).
 DATASET_PARTS = {
@@ -110,12 +118,12 @@ class DatasetView:
     columns: dict[str, str] = field(default_factory=lambda: dict(DATASET_METRICS))
 
 
-def dataset_columns(view: ViewSettings) -> dict[str, str]:
-    """The metric columns of a dataset's table, with the parts when the box is ticked."""
+def with_parts(metrics: dict[str, str], view: ViewSettings) -> dict[str, str]:
+    """``metrics`` (field -> header) with the parts after their score when the box is ticked."""
     if not view.score_parts:
-        return dict(DATASET_METRICS)
+        return dict(metrics)
     columns = {}
-    for key, header in DATASET_METRICS.items():
+    for key, header in metrics.items():
         columns[key] = header
         for part in DATASET_PARTS.get(key, ()):
             columns[part] = METRICS[part][0]
@@ -249,7 +257,7 @@ def dataset_view(
         mv = model_panels(dataset, summary, shown, own)
         figures.append(reliability_figure_dict(mv, shown, WholeDataset(), side_by_side))
         rows.append(metric_row(summary, view.n_bins, own, view.score_parts))
-    return DatasetView(figures, rows, notes, dataset_columns(view))
+    return DatasetView(figures, rows, notes, with_parts(DATASET_METRICS, view))
 
 
 @dataclass(frozen=True)
@@ -283,17 +291,21 @@ def sample_panels(info: ModelInfo, comparison, view: ViewSettings) -> ModelView:
 
 
 def sample_rows(model: str, comparison, view: ViewSettings) -> list[dict]:
-    """The comparison table of one model at the page's binning (failed maps with their error)."""
+    """The comparison table of one model at the page's binning (failed maps with their error).
+
+    With the parts box ticked, the rows add the core's ``score_parts`` of the
+    held-out predictions (any K: the sample's rows are in memory).
+    """
+    from calibration_core import score_parts
     from calibration_core.compare.results import score_probs
 
     rows = []
+    binning = {"n_bins": view.n_bins, "scheme": view.scheme}
     for row in comparison.rows():
         pred = comparison.calibrated.get(row["map"])
-        metrics = (
-            {}
-            if pred is None
-            else score_probs(pred.probs, pred.labels, n_bins=view.n_bins, scheme=view.scheme)
-        )
+        metrics = {} if pred is None else score_probs(pred.probs, pred.labels, **binning)
+        if pred is not None and view.score_parts:
+            metrics.update(score_parts(pred.probs, pred.labels, **binning))
         rows.append({"model": model, "map": row["map"], "error": row["error"], **metrics})
     return rows
 
@@ -323,4 +335,4 @@ def maps_view(dataset: str, entry: dict, summaries: dict, view: ViewSettings) ->
         mv = sample_panels(info, found["comparison"], shown)
         figures.append(reliability_figure_dict(mv, shown, held, side_by_side))
         rows += sample_rows(model, found["comparison"], shown)
-    return DatasetView(figures, rows, notes)
+    return DatasetView(figures, rows, notes, with_parts(SAMPLE_METRICS, view))

@@ -70,14 +70,6 @@ def run_dataset_job(
     return run_job(work, set_progress)
 
 
-#: Columns of a dataset's maps table, with their headers.
-MAPS_COLUMNS = {
-    "accuracy": "accuracy",
-    "confidence_ece": "confidence ECE",
-    "classwise_ece": "classwise ECE",
-    "brier_score": "Brier",
-    "log_loss": "log-loss",
-}
 NO_MAPS = (
     "Dataset {name}: no maps fitted yet. Pick maps under Calibration maps and press Fit maps "
     "on a sample: they are cross-fitted on a reproducible sample of each model on the cluster."
@@ -99,15 +91,21 @@ def run_maps_job(ctx: AppContext, sid: str | None, _handle, raw, name: Any, set_
     return run_job(work, set_progress)
 
 
-def maps_table(rows: list[dict]) -> html.Table:
+def maps_table(rows: list[dict], columns: dict[str, str]) -> html.Table:
     """One row per model and map: held-out metrics on the sample, or the map's error."""
-    head = html.Tr([html.Th("model"), html.Th("map"), *(html.Th(h) for h in MAPS_COLUMNS.values())])
+    head = html.Tr(
+        [
+            html.Th("model"),
+            html.Th("map"),
+            *(html.Th(h, title=PARTS.get(f)) for f, h in columns.items()),
+        ]
+    )
     body = []
     for row in rows:
         cells = (
-            [html.Td(f"not fitted: {row['error']}", colSpan=len(MAPS_COLUMNS))]
+            [html.Td(f"not fitted: {row['error']}", colSpan=len(columns))]
             if row["error"]
-            else [html.Td(f"{row[c]:.4f}") for c in MAPS_COLUMNS]
+            else [html.Td(f"{row[c]:.4f}") for c in columns]
         )
         body.append(html.Tr([html.Td(row["model"]), html.Td(row["map"]), *cells]))
     return html.Table([html.Thead(head), html.Tbody(body)], className="dataset-metrics")
@@ -168,7 +166,7 @@ def maps_panel(ctx: AppContext, sid: str | None, name: Any, done: Any, raw: RawS
         maps_heading(name, entry, stale),
         *errors,
         *(note(n) for n in shown.notes),
-        maps_table(shown.rows),
+        maps_table(shown.rows, shown.columns),
         html.Div(graphs, className="reliability-grid"),
     ]
 

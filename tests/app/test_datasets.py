@@ -40,8 +40,13 @@ from app.dataset_view import (  # noqa: E402
 )
 from app.datasets import Datasets, scan_datasets  # noqa: E402
 from app.session import new_session_id  # noqa: E402
-from app.settings import RawSettings, parse_view  # noqa: E402
-from calibration_core import CalibrationInputError, compare_maps, load_predictions  # noqa: E402
+from app.settings import SCORE_PARTS_ON, RawSettings, parse_view  # noqa: E402
+from calibration_core import (  # noqa: E402
+    CalibrationInputError,
+    compare_maps,
+    load_predictions,
+    score_parts,
+)
 from calibration_core.compare.results import score_probs  # noqa: E402
 from calibration_core.metrics import classwise_statistics, confidence_statistics  # noqa: E402
 
@@ -267,11 +272,15 @@ def test_maps_on_a_dataset_sample_are_the_in_memory_comparison(ctx, datasets_dir
         "other",
     ]
     reference = _reference(sorted(str(p) for p in (datasets_dir / "logs").glob("*.parquet")))
-    for m, scheme in ((15, "width"), (7, "frequency")):
-        raw = RawSettings(maps=["temperature", "isotonic"], n_bins=m, scheme=scheme, handles=[])
+    for m, scheme, parts in ((15, "width", []), (7, "frequency", [SCORE_PARTS_ON])):
+        raw = RawSettings(
+            maps=["temperature", "isotonic"], n_bins=m, scheme=scheme, score_parts=parts,
+            handles=[],
+        )  # fmt: skip
         shown = str(maps_panel(ctx, sid, "logs", state, raw))
         assert "calibration maps on a sample" in shown and "3-fold cross-fitting" in shown
         assert "not fitted" not in shown
+        assert ("log-loss cal." in shown) == bool(parts)  # the parts box adds the parts
         stats = ctx.datasets.cached(sid, "logs")["summaries"]
         view = maps_view_of(entry, stats, raw)
         assert len(view.figures) == 3 and len(view.rows) == 9
@@ -285,6 +294,9 @@ def test_maps_on_a_dataset_sample_are_the_in_memory_comparison(ctx, datasets_dir
             )
             pred = memory.calibrated[row["map"]]
             want = score_probs(pred.probs, pred.labels, n_bins=m, scheme=scheme)
+            if parts:
+                want.update(score_parts(pred.probs, pred.labels, n_bins=m, scheme=scheme))
+            assert set(want) <= set(row)
             for key, value in want.items():
                 assert abs(row[key] - value) <= 1e-9, (row["model"], row["map"], key)
     # Equal-frequency diagrams keep an equal-width score histogram, as for uploads.
@@ -467,8 +479,7 @@ def test_the_parts_box_adds_the_score_parts_to_a_dataset_table(ctx, datasets_dir
     """Ticked, the table has the upload table's four part columns after Brier and
     log-loss, equal to the core's score_parts (log-loss parts n/a for K > 2, with why)."""
     from app.metrics_table import METRICS
-    from app.settings import SCORE_PARTS_ON
-    from calibration_core import PART_FIELDS, score_parts
+    from calibration_core import PART_FIELDS
 
     sid = new_session_id()
     names = {"binary": 2, "logs": 4}

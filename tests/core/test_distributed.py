@@ -54,7 +54,8 @@ from calibration_core.distributed.temperature import fit_temperature_on_dataset 
 from calibration_core.maps import PlattScaling, TemperatureScaling  # noqa: E402
 from calibration_core.metrics import classwise_statistics, confidence_statistics  # noqa: E402
 
-TOL = 1e-12
+from .distributed_checks import TOL, assert_summary_equals_core  # noqa: E402
+
 BIN_COUNTS = (1, 2, 7, 15, 64, 100)
 
 
@@ -116,23 +117,6 @@ def _reference(paths, name: str = "data") -> dict:
     }
 
 
-def _assert_same(summary, probs, labels) -> None:
-    for m in BIN_COUNTS:
-        got, want = summary.metrics(m), score_probs(probs, labels, n_bins=m, scheme="width")
-        assert set(got) == set(want)
-        for key in want:
-            assert abs(got[key] - want[key]) <= TOL, (m, key, got[key], want[key])
-        for notion, core in (
-            ("confidence", confidence_statistics),
-            ("classwise", classwise_statistics),
-        ):
-            a, b = summary.statistics(notion, m), core(probs, labels, n_bins=m)
-            np.testing.assert_array_equal(a.count, b.count)
-            np.testing.assert_array_equal(a.sum_target, b.sum_target)
-            np.testing.assert_allclose(a.sum_score, b.sum_score, rtol=0, atol=TOL * len(labels))
-            np.testing.assert_array_equal(a.edges, b.edges)
-
-
 @pytest.fixture(scope="module")
 def synthetic(tmp_path_factory):
     """Three files (row groups of 700 rows), K = 4, two models in the third."""
@@ -182,7 +166,7 @@ def test_synthetic_dataset_equals_the_in_memory_core(client, synthetic):
     assert list(summaries) == list(reference) == ["data", "other"]
     for name, (probs, labels) in reference.items():
         assert summaries[name].n_samples == len(labels)
-        _assert_same(summaries[name], probs, labels)
+        assert_summary_equals_core(summaries[name], probs, labels, BIN_COUNTS)
 
 
 def test_progress_counts_every_row_once(client, synthetic):
@@ -252,7 +236,7 @@ def test_a_dask_dataframe_with_the_loader_columns(client, synthetic):
     frame = pq.read_table(paths[0]).to_pandas()
     summary = dataset_summaries(dd.from_pandas(frame, npartitions=3), client=client)["model"]
     probs, labels = _reference(paths[:1])["data"]
-    _assert_same(summary, probs, labels)
+    assert_summary_equals_core(summary, probs, labels, BIN_COUNTS)
 
 
 @pytest.mark.realdata
@@ -269,7 +253,7 @@ def test_cifar_files_equal_the_in_memory_core(client, realdata, tmp_path, name):
     summary = dataset_summaries(str(tmp_path / "[ab].parquet"), client=client, name="m")["m"]
     ref = load_predictions(tmp_path / "whole.parquet")[0]
     assert summary.n_samples == 10_000
-    _assert_same(summary, ref.probs, ref.labels)
+    assert_summary_equals_core(summary, ref.probs, ref.labels, BIN_COUNTS)
 
 
 # ----------------------------------------------------------------- maps
@@ -418,7 +402,7 @@ def test_a_worker_killed_after_its_pieces_costs_a_recomputation(client, syntheti
     os.kill(pids[victim], signal.SIGKILL)  # its summaries are lost with it
     total = client.compute(tree_merge(persisted)).result()
     for name, (probs, labels) in _reference(paths).items():
-        _assert_same(total[name], probs, labels)
+        assert_summary_equals_core(total[name], probs, labels, BIN_COUNTS)
 
 
 @pytest.mark.parametrize(
@@ -622,9 +606,8 @@ def test_select_best_on_a_sample_records_it_and_fits_on_it(client, synthetic):
     from calibration_core.distributed import select_map_on_dataset
 
     folder, _ = synthetic
-    deployable, found = select_map_on_dataset(
-        str(folder),
-        ["histogram", "isotonic"],
+    args = (str(folder), ["histogram", "isotonic"])
+    kwargs = dict(
         model="other",
         class_names=("0", "1", "2", "3"),
         n_rows=1733,
@@ -632,22 +615,14 @@ def test_select_best_on_a_sample_records_it_and_fits_on_it(client, synthetic):
         size=3000,
         seed=5,
     )
+    deployable, found = select_map_on_dataset(*args, **kwargs)
     info = found.info
     assert 0 < info.rows < 1733 and info.seed == 5 and info.dataset_rows == 6100
     assert found.sample.n_samples == info.rows and found.sample.name == "other"
     assert found.comparison.settings["n_scored"] == info.rows
     assert deployable.n_rows == info.rows and deployable.model == "other"
     assert deployable.map.to_dict()["fit_sample"] == deployable.held_out["sample"]
-    again, _ = select_map_on_dataset(
-        str(folder),
-        ["histogram", "isotonic"],
-        model="other",
-        class_names=("0", "1", "2", "3"),
-        n_rows=1733,
-        client=client,
-        size=3000,
-        seed=5,
-    )
+    again, _ = select_map_on_dataset(*args, **kwargs)
     assert again.held_out == deployable.held_out  # the same rows, folds and numbers
 
 

@@ -216,6 +216,21 @@ def test_reference_period_in_dates_same_as_the_first_windows(slices_csv, capsys)
     assert "reference: windows 8 to 10, ECE" in out
 
 
+def test_reference_period_of_one_date_alone_is_that_day(slices_csv, capsys):
+    """The help's example: ``--reference 2024-01-15`` alone is that whole day (here the
+    second daily window, as ``--reference 2:2``)."""
+    base = ["evaluate", str(slices_csv), "--maps", "temperature", "--format", "json",
+            "--window", "1d", "--slice-resamples", "30"]  # fmt: skip
+    docs = []
+    for period in ("2:2", "2023-11-16"):
+        code, out, err = run([*base, "--reference", period], capsys)
+        assert code == 0, err
+        docs.append(json.loads(out)["models"][0]["time"])
+    assert docs[0]["windows"] == docs[1]["windows"]
+    assert docs[1]["reference_period"] == "2023-11-16"
+    assert docs[1]["reference_windows"] == 1
+
+
 def test_reference_period_problems_are_clear_errors(slices_csv, capsys):
     base = ["evaluate", str(slices_csv), "--maps", "temperature", "--window", "1d",
             "--slice-resamples", "5"]  # fmt: skip

@@ -173,31 +173,15 @@ def fit_linear_map(
     n, k = x.shape
     theta0 = identity_parameters(kind, k)
     path: list[dict[str, float]] = []
+    run = dict(theta0=theta0, max_iter=max_iter, tol=tol, sample_weight=sample_weight)
     if reg_lambda is None or reg_mu is None:
         seed = 0 if random_state is None else int(random_state)
+        grid = _check_grid(reg_grid)
         reg_lambda, reg_mu, theta0, path = _select_strengths(
-            x,
-            labels,
-            kind,
-            (reg_lambda, reg_mu),
-            _check_grid(reg_grid),
-            seed,
-            theta0=theta0,
-            max_iter=max_iter,
-            tol=tol,
-            sample_weight=sample_weight,
+            x, labels, kind, (reg_lambda, reg_mu), grid, seed, **run
         )
     elif n > 4 * SUBSAMPLE_ROWS:
-        theta0 = _subsample_start(
-            x,
-            labels,
-            kind,
-            (reg_lambda, reg_mu),
-            theta0=theta0,
-            max_iter=max_iter,
-            tol=tol,
-            sample_weight=sample_weight,
-        )
+        theta0 = _subsample_start(x, labels, kind, (reg_lambda, reg_mu), **run)
     objective = SoftmaxLinearObjective(
         x, labels, kind, reg_lambda=reg_lambda, reg_mu=reg_mu, weights=sample_weight
     )

@@ -150,7 +150,7 @@ def run_on_sample(function, sample: Predictions, client: Any = None, /, **kwargs
     """
     if client is None:
         return function(sample, **kwargs)
-    rows = client.scatter(sample)
+    rows = client.scatter(sample, hash=False)  # its own key: a released twin cannot take it
     return client.submit(function, rows, pure=False, **kwargs).result()
 
 

@@ -528,6 +528,23 @@ def test_cli_refuses_what_the_dask_engine_cannot_do_yet(synthetic, capsys):
     )
 
 
+def _assert_close(got, want, where: str = "") -> None:
+    """Nested JSON values equal, numbers to 1e-9 relative (BLAS on a one-thread worker
+    sums in another order than here: the SKCE's last digits may differ)."""
+    if isinstance(want, dict):
+        assert set(got) == set(want), where
+        for key in want:
+            _assert_close(got[key], want[key], f"{where}.{key}")
+    elif isinstance(want, list):
+        assert len(got) == len(want), where
+        for i, (a, b) in enumerate(zip(got, want, strict=True)):
+            _assert_close(a, b, f"{where}[{i}]")
+    elif isinstance(want, float) and not isinstance(got, bool):
+        assert got == pytest.approx(want, rel=1e-9, abs=1e-15), where
+    else:
+        assert got == want, where
+
+
 def _without_fit_seconds(doc: dict) -> dict:
     """An evaluate document without its wall times (the only fields a rerun changes)."""
     for model in doc["models"]:
@@ -539,18 +556,20 @@ def _without_fit_seconds(doc: dict) -> dict:
 def test_cli_evaluate_maps_on_dask_are_the_sample_comparison(client, synthetic, capsys):
     """``--maps`` on Dask: the exact uncalibrated row of every row, then one row per map
     equal to the in-memory rows of ``compare_maps_on_sample`` on the same sample (same
-    seed, same numbers), the sample's verdict among all candidates; a rerun prints the
-    same document."""
+    seed, same numbers), the sample's verdict among all candidates, and ``--measures``
+    of that same sample; a rerun prints the same document."""
     import json
 
     from app.cli import rows_with_parts
     from calibration_core.distributed import compare_maps_on_sample
+    from calibration_core.measures import measures_summary
 
     folder, _ = synthetic
     maps = ["temperature", "isotonic"]
     where = ["--engine", "dask", "--scheduler", client.scheduler.address]
     common = ["evaluate", str(folder), *where, "--format", "json", "--bins", "10", "--seed", "4"]
-    assert main([*common, "--maps", ",".join(maps), "--sample-rows", "3000"]) == 0
+    both = [*common, "--maps", ",".join(maps), "--sample-rows", "3000", "--measures"]
+    assert main(both) == 0
     doc = json.loads(capsys.readouterr().out)
     assert main(common) == 0
     exact = json.loads(capsys.readouterr().out)
@@ -573,7 +592,9 @@ def test_cli_evaluate_maps_on_dask_are_the_sample_comparison(client, synthetic, 
         assert set(model["verdict"]["log_loss"]) == {"uncalibrated", *maps}
         assert model["verdict"]["n_rows"] == info.rows
         assert model["splitter"] == found.comparison.settings["splitter"]
-    assert main([*common, "--maps", ",".join(maps), "--sample-rows", "3000"]) == 0
+        measures = {**measures_summary(found.sample, seed=4), "evaluated_on": on}
+        _assert_close(model["measures"], json.loads(json.dumps(measures)))
+    assert main(both) == 0
     again = json.loads(capsys.readouterr().out)
     assert _without_fit_seconds(again) == _without_fit_seconds(doc)
     assert main([*common, "--maps", ",".join(maps), "--sample-rows", "3000", "--seed", "5"]) == 0
@@ -601,7 +622,7 @@ def test_cli_evaluate_measures_on_dask_are_the_samples(client, synthetic, capsys
         on = {"rows": sample.n_samples, "seed": 2, "of": model["n_samples"]}
         assert 0 < sample.n_samples < model["n_samples"]
         want = {**measures_summary(sample, seed=2), "evaluated_on": on}
-        assert model["measures"] == json.loads(json.dumps(want))
+        _assert_close(model["measures"], json.loads(json.dumps(want)))
         assert [r["map"] for r in model["rows"]] == ["uncalibrated"]  # no maps asked
         assert model["verdict"]["evaluated_on"] == "all rows"
     assert main(common) == 0

@@ -259,8 +259,8 @@ def sample_measure_rows(entry: dict) -> list[dict]:
     """Per model, the binning-free measures of its sample's uncalibrated rows (top label).
 
     From the ``measures_summary`` the maps' job keeps
-    (:meth:`app.datasets.Datasets.compare_models`); ``sample`` says which rows:
-    ``"a uniform sample of N rows (seed s)"``. Models kept without measures
+    (:meth:`app.datasets.Datasets.compare_models`); ``sample_rows`` and
+    ``sample_seed`` say which rows were drawn. Models kept without measures
     (an older fit) are left out. A value that is undefined is None.
     """
     rows = []
@@ -273,7 +273,8 @@ def sample_measure_rows(entry: dict) -> list[dict]:
         rows.append(
             {
                 "model": model,
-                "sample": f"a uniform sample of {info.rows:,} rows (seed {info.seed})",
+                "sample_rows": info.rows,
+                "sample_seed": info.seed,
                 "smooth_ece": top["smooth_ece"]["value"],
                 "ks_error": top["cumulative"]["ks_error"],
                 "ks_p_value": top["cumulative"]["ks_p_value"],

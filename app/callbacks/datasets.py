@@ -122,12 +122,12 @@ SAMPLE_MEASURES_CAPTION = (
 
 
 def measure_cell(row: dict, value: str, p_value: str | None, fmt: str) -> html.Td:
-    """One measure, with its p-value when it has one ("-" when undefined)."""
+    """One measure, with its p-value under it when it has one ("-" when undefined)."""
     v = row[value]
     text = "-" if v is None else format(v, fmt)
-    if p_value is not None and row[p_value] is not None:
-        text += f" (p {row[p_value]:.3g})"
-    return html.Td(text)
+    if p_value is None or row[p_value] is None:
+        return html.Td(text)
+    return html.Td([text, html.Br(), html.Span(f"p {row[p_value]:.3g}", className="measure-p")])
 
 
 def measures_table(rows: list[dict]) -> html.Div:
@@ -137,7 +137,7 @@ def measures_table(rows: list[dict]) -> html.Div:
     head = html.Tr(
         [
             html.Th("model"),
-            html.Th("computed on"),
+            html.Th("on a uniform sample of"),
             *(
                 html.Th(MEASURES[key][0], title=MEASURES[key][1])
                 for key, *_ in SAMPLE_MEASURE_COLUMNS
@@ -148,7 +148,7 @@ def measures_table(rows: list[dict]) -> html.Div:
         html.Tr(
             [
                 html.Td(row["model"]),
-                html.Td(row["sample"]),
+                html.Td(f"{row['sample_rows']:,} rows (seed {row['sample_seed']})"),
                 *(measure_cell(row, *column[1:]) for column in SAMPLE_MEASURE_COLUMNS),
             ]
         )
@@ -158,7 +158,9 @@ def measures_table(rows: list[dict]) -> html.Div:
         [
             html.H3("Measures beyond bins, on the sample", className="dataset-measures-title"),
             html.P(SAMPLE_MEASURES_CAPTION, className="caption"),
-            html.Table([html.Thead(head), html.Tbody(body)], className="dataset-metrics"),
+            html.Table(
+                [html.Thead(head), html.Tbody(body)], className="dataset-metrics dataset-measures"
+            ),
         ]
     )
 

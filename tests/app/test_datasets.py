@@ -296,8 +296,8 @@ def test_maps_on_a_dataset_sample_are_the_in_memory_comparison(ctx, datasets_dir
         found = entry["models"][row["model"]]
         want = measures_summary(load_predictions_of(probs, labels, row["model"]), seed=0)
         assert found["measures"].keys() == want.keys()
-        assert row["sample"] == f"a uniform sample of {len(labels):,} rows (seed 0)"
-        assert row["sample"] in shown
+        assert (row["sample_rows"], row["sample_seed"]) == (len(labels), 0)
+        assert f"{len(labels):,} rows (seed 0)" in shown and "on a uniform sample of" in shown
         top, close = want["confidence"], {"rel": 1e-9}  # a worker's BLAS may sum otherwise
         assert row["smooth_ece"] == pytest.approx(top["smooth_ece"]["value"], **close)
         assert row["ks_error"] == pytest.approx(top["cumulative"]["ks_error"], **close)

@@ -346,7 +346,7 @@ def evaluate(args: argparse.Namespace, out) -> int:
     if args.engine == "dask":
         return evaluate_on_dask(args, out)
     models = load_models(input_path(args.file), args)
-    maps = parse_maps(args.maps or "all")
+    maps = parse_maps("all" if args.maps is None else args.maps)
     results = [
         compare_maps(
             model,
@@ -518,7 +518,8 @@ def evaluate_document(
     }
 
 
-def _text(value) -> str:
+def csv_text(value) -> str:
+    """One CSV cell of ``evaluate``: empty for None, ``true``/``false``, else ``str``."""
     if value is None:
         return ""
     if isinstance(value, bool):
@@ -537,7 +538,7 @@ def write_csv(results, out) -> None:
     for result in results:
         for row in result.rows():
             cells = [result.settings["model"], row["map"], *(row[c] for c in TABLE_COLUMNS)]
-            writer.writerow([_text(safe_cell(cell)) for cell in cells])
+            writer.writerow([csv_text(safe_cell(cell)) for cell in cells])
 
 
 def write_tables(results, out) -> None:

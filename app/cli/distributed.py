@@ -40,6 +40,7 @@ from . import (
     SCHEMA,
     CommandError,
     ProgressBar,
+    csv_text,
     measures_lines,
     parse_maps,
     rows_with_parts,
@@ -424,14 +425,14 @@ def write_dask_csv(models: list[dict[str, Any]], out) -> None:
     """The CSV of ``evaluate``: a ``model`` and a ``map`` column, then the table's."""
     from calibration_core.compare import TABLE_COLUMNS
 
-    from ..exports import csv_writer
+    from ..exports import csv_writer, safe_cell
 
     writer = csv_writer(out)
     writer.writerow(["model", "map", *TABLE_COLUMNS])
     for m in models:
         for row in m["rows"]:
-            cells = [row[c] for c in TABLE_COLUMNS]
-            writer.writerow([m["model"], row["map"], *("" if c is None else c for c in cells)])
+            cells = [m["model"], row["map"], *(row[c] for c in TABLE_COLUMNS)]
+            writer.writerow([csv_text(safe_cell(cell)) for cell in cells])
 
 
 def on_words(on: str | dict[str, int]) -> str:
@@ -446,10 +447,10 @@ def write_dask_tables(models: list[dict[str, Any]], args: argparse.Namespace, ou
     from calibration_core.compare import METRIC_COLUMNS
 
     kind = "equal-width" if args.scheme == "width" else "equal-frequency"
-    out.write(
-        f"{args.file}: metrics on Dask, {args.bins} {kind} bins; uncalibrated on every row, "
-        f"maps held out ({args.folds}-fold cross-fitting) on a sample\n"
-    )
+    done = "uncalibrated on every row"
+    if any(len(m["rows"]) > 1 for m in models):
+        done += f", maps held out ({args.folds}-fold cross-fitting) on a sample"
+    out.write(f"{args.file}: metrics on Dask, {args.bins} {kind} bins; {done}\n")
     out.write("model  map  rows  " + "  ".join(METRIC_COLUMNS) + "\n")
     for m in models:
         for row in m["rows"]:

@@ -558,6 +558,8 @@ def test_cli_evaluate_maps_on_dask_are_the_sample_comparison(client, synthetic, 
     equal to the in-memory rows of ``compare_maps_on_sample`` on the same sample (same
     seed, same numbers), the sample's verdict among all candidates, and ``--measures``
     of that same sample; a rerun prints the same document."""
+    import csv
+    import io
     import json
 
     from app.cli import rows_with_parts
@@ -594,6 +596,17 @@ def test_cli_evaluate_maps_on_dask_are_the_sample_comparison(client, synthetic, 
         assert model["splitter"] == found.comparison.settings["splitter"]
         measures = {**measures_summary(found.sample, seed=4), "evaluated_on": on}
         _assert_close(model["measures"], json.loads(json.dumps(measures)))
+    assert main([*both[:-1], "--format", "csv"]) == 0  # (--format given twice: the last wins)
+    table = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
+    assert [(r["model"], r["map"]) for r in table] == [
+        (m["model"], row["map"]) for m in doc["models"] for row in m["rows"]
+    ]
+    cells = [(r["log_loss"], r["converged"]) for r in table]
+    assert cells == [
+        (repr(row["log_loss"]), {None: "", True: "true", False: "false"}[row["converged"]])
+        for m in doc["models"]
+        for row in m["rows"]
+    ]
     assert main(both) == 0
     again = json.loads(capsys.readouterr().out)
     assert _without_fit_seconds(again) == _without_fit_seconds(doc)

@@ -290,7 +290,8 @@ def on_sample(args: argparse.Namespace, maps, client, model: str) -> OnSample:
     (:func:`~calibration_core.distributed.sample_predictions`); the maps are
     cross-fitted on it as ``fit --select best --engine dask`` does
     (:func:`~calibration_core.distributed.compare_maps_on_sample`, ``--folds``,
-    folds seeded by ``--seed``), and both run as one task on the cluster.
+    folds seeded by ``--seed``); the comparison and the measures each run as one
+    task on the cluster.
     """
     from calibration_core.distributed import (
         compare_maps_on_sample,

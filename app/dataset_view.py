@@ -22,7 +22,7 @@ predictions are kept, so its diagrams and table follow every bin count
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -85,11 +85,15 @@ class WholeDataset:
 
 @dataclass
 class DatasetView:
-    """What the page draws for a dataset: one figure per model, metric rows, notes."""
+    """What the page draws for a dataset: one figure per model, metric rows, notes.
+
+    ``measures``: with the maps, one row per model of :func:`sample_measure_rows`.
+    """
 
     figures: list[dict]
     rows: list[dict]
     notes: list[str]
+    measures: list[dict] = field(default_factory=list)
 
 
 def model_info(dataset: str, summary) -> ModelInfo:
@@ -251,6 +255,41 @@ def sample_rows(model: str, comparison, view: ViewSettings) -> list[dict]:
     return rows
 
 
+def sample_measure_rows(entry: dict) -> list[dict]:
+    """Per model, the binning-free measures of its sample's uncalibrated rows (top label).
+
+    From the ``measures_summary`` the maps' job keeps
+    (:meth:`app.datasets.Datasets.compare_models`); ``sample_rows`` and
+    ``sample_seed`` say which rows were drawn. Models kept without measures
+    (an older fit) are left out. A value that is undefined is None.
+    """
+    rows = []
+    for model, found in entry["models"].items():
+        m = found.get("measures")
+        if m is None:
+            continue
+        info, top, skce = found["info"], m["confidence"], m["canonical"]["skce"]
+        hierarchy = top["hierarchy"] or {"recalibration": {"slope": {}}, "curve": {}}
+        rows.append(
+            {
+                "model": model,
+                "sample_rows": info.rows,
+                "sample_seed": info.seed,
+                "smooth_ece": top["smooth_ece"]["value"],
+                "ks_error": top["cumulative"]["ks_error"],
+                "ks_p_value": top["cumulative"]["ks_p_value"],
+                "spiegelhalter_z": top["spiegelhalter"]["z"],
+                "spiegelhalter_p_value": top["spiegelhalter"]["p_value"],
+                "tace": m["classwise"]["tace"],
+                "skce": skce["unbiased"],
+                "skce_p_value": skce["p_value"],
+                "slope": hierarchy["recalibration"]["slope"].get("value"),
+                "ici": hierarchy["curve"].get("ici"),
+            }
+        )
+    return rows
+
+
 def maps_view(dataset: str, entry: dict, summaries: dict, view: ViewSettings) -> DatasetView:
     """Figures, comparison rows and notes of the maps fitted on a dataset's samples.
 
@@ -276,4 +315,4 @@ def maps_view(dataset: str, entry: dict, summaries: dict, view: ViewSettings) ->
         mv = sample_panels(info, found["comparison"], shown)
         figures.append(reliability_figure_dict(mv, shown, held, side_by_side))
         rows += sample_rows(model, found["comparison"], shown)
-    return DatasetView(figures, rows, notes)
+    return DatasetView(figures, rows, notes, sample_measure_rows(entry))

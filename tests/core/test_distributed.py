@@ -462,7 +462,8 @@ def test_cli_evaluate_on_a_running_scheduler(client, synthetic, capsys):
     assert main(["evaluate", paths[0], "--maps", "temperature", "--format", "json"]) == 0
     memory = json.loads(capsys.readouterr().out)
     assert set(doc) == set(memory)
-    assert set(doc["settings"]) == {*memory["settings"], "engine"}
+    assert set(doc["settings"]) == {*memory["settings"], "engine", "sample_rows"}
+    assert doc["settings"]["sample_rows"] is None  # nothing was drawn
     assert set(doc["models"][0]) == set(memory["models"][0])
     assert list(doc["models"][0]["rows"][0]) == list(memory["models"][0]["rows"][0])
     assert set(doc["models"][0]["verdict"]) == set(memory["models"][0]["verdict"])
@@ -477,6 +478,7 @@ def test_cli_evaluate_on_a_running_scheduler(client, synthetic, capsys):
         for key, value in want.items():
             assert abs(row[key] - value) <= TOL
         assert model["verdict"]["winner"] == "uncalibrated"
+        assert row["evaluated_on"] == model["verdict"]["evaluated_on"] == "all rows"
     for model in frequency["models"]:
         probs, labels = reference[model["model"]]
         want = score_probs(probs, labels, n_bins=10, scheme="frequency")
@@ -485,19 +487,163 @@ def test_cli_evaluate_on_a_running_scheduler(client, synthetic, capsys):
 
 
 def test_cli_refuses_what_the_dask_engine_cannot_do_yet(synthetic, capsys):
-    folder, _ = synthetic
-    code = main(["evaluate", str(folder), "--engine", "dask", "--maps", "temperature"])
-    assert code == 1
-    assert "--maps: not supported with --engine dask" in capsys.readouterr().err
+    folder, paths = synthetic
     code = main(["evaluate", str(folder), "--engine", "dask", "--group-by", "model"])
     assert code == 1
     assert "--group-by: not supported with --engine dask" in capsys.readouterr().err
+    code = main(["evaluate", str(folder), "--engine", "dask", "--window", "100rows"])
+    assert code == 1
+    assert "--window: not supported with --engine dask" in capsys.readouterr().err
+    code = main(["evaluate", str(folder), "--engine", "dask", "--sample-rows", "50"])
+    assert code == 1
+    assert "--sample-rows 50: nothing is computed on a sample without --maps or --measures" in (
+        capsys.readouterr().err
+    )
+    assert main(["evaluate", paths[0], "--sample-rows", "50"]) == 1
+    assert "--sample-rows needs --engine dask" in capsys.readouterr().err
+    code = main(["evaluate", str(folder), "--engine", "dask", "--measures", "--sample-rows", "0"])
+    assert code == 1
+    assert "--sample-rows must be at least 1, got 0" in capsys.readouterr().err
     assert main(["evaluate", str(folder), "--workers", "2"]) == 1
     assert "need --engine dask" in capsys.readouterr().err
     assert main(["evaluate", str(folder), "--engine", "dask", "--bins", "101"]) == 1
     assert "--bins 101: the Dask engine answers equal-width bin counts up to 100" in (
         capsys.readouterr().err
     )
+
+
+def _assert_close(got, want, where: str = "") -> None:
+    """Nested JSON values equal, numbers to 1e-9 relative (BLAS on a one-thread worker
+    sums in another order than here: the SKCE's last digits may differ)."""
+    if isinstance(want, dict):
+        assert set(got) == set(want), where
+        for key in want:
+            _assert_close(got[key], want[key], f"{where}.{key}")
+    elif isinstance(want, list):
+        assert len(got) == len(want), where
+        for i, (a, b) in enumerate(zip(got, want, strict=True)):
+            _assert_close(a, b, f"{where}[{i}]")
+    elif isinstance(want, float) and not isinstance(got, bool):
+        assert got == pytest.approx(want, rel=1e-9, abs=1e-15), where
+    else:
+        assert got == want, where
+
+
+def _without_fit_seconds(doc: dict) -> dict:
+    """An evaluate document without its wall times (the only fields a rerun changes)."""
+    for model in doc["models"]:
+        for row in model["rows"]:
+            row.pop("fit_seconds")
+    return doc
+
+
+def test_cli_evaluate_maps_on_dask_are_the_sample_comparison(client, synthetic, capsys):
+    """``--maps`` on Dask: the exact uncalibrated row of every row, then one row per map
+    equal to the in-memory rows of ``compare_maps_on_sample`` on the same sample (same
+    seed, same numbers), the sample's verdict among all candidates, and ``--measures``
+    of that same sample; a rerun prints the same document."""
+    import csv
+    import io
+    import json
+
+    from app.cli import rows_with_parts
+    from calibration_core.distributed import compare_maps_on_sample
+    from calibration_core.measures import measures_summary
+
+    folder, _ = synthetic
+    maps = ["temperature", "isotonic"]
+    where = ["--engine", "dask", "--scheduler", client.scheduler.address]
+    common = ["evaluate", str(folder), *where, "--format", "json", "--bins", "10", "--seed", "4"]
+    both = [*common, "--maps", ",".join(maps), "--sample-rows", "3000", "--measures"]
+    assert main(both) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert main(common) == 0
+    exact = json.loads(capsys.readouterr().out)
+    assert doc["settings"]["maps"] == maps and doc["settings"]["sample_rows"] == 3000
+    for model, alone in zip(doc["models"], exact["models"], strict=True):
+        found = compare_maps_on_sample(
+            str(folder), maps, size=3000, seed=4, n_bins=10, model=model["model"], client=client
+        )
+        info = found.info
+        assert 0 < info.rows < model["n_samples"] and info.dataset_rows == 6100
+        on = {"rows": info.rows, "seed": 4, "of": model["n_samples"]}
+        assert model["rows"][0] == alone["rows"][0]  # uncalibrated: exact, on every row
+        assert [r["map"] for r in model["rows"]] == ["uncalibrated", *maps]
+        want = [{**r, "evaluated_on": on} for r in rows_with_parts(found.comparison, 10, "width")]
+        for got, row in zip(model["rows"][1:], want[1:], strict=True):
+            assert list(got) == list(model["rows"][0])  # the same fields, in the same order
+            assert {**got, "fit_seconds": 0} == {**row, "fit_seconds": 0}
+        verdict = found.comparison.verdict(n_resamples=1000, level=0.95).to_dict()
+        assert model["verdict"] == {**verdict, "evaluated_on": on}
+        assert set(model["verdict"]["log_loss"]) == {"uncalibrated", *maps}
+        assert model["verdict"]["n_rows"] == info.rows
+        assert model["splitter"] == found.comparison.settings["splitter"]
+        measures = {**measures_summary(found.sample, seed=4), "evaluated_on": on}
+        _assert_close(model["measures"], json.loads(json.dumps(measures)))
+    assert main([*both[:-1], "--format", "csv"]) == 0  # (--format given twice: the last wins)
+    table = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
+    assert [(r["model"], r["map"]) for r in table] == [
+        (m["model"], row["map"]) for m in doc["models"] for row in m["rows"]
+    ]
+    cells = [(r["log_loss"], r["converged"]) for r in table]
+    assert cells == [
+        (repr(row["log_loss"]), {None: "", True: "true", False: "false"}[row["converged"]])
+        for m in doc["models"]
+        for row in m["rows"]
+    ]
+    assert main(both) == 0
+    again = json.loads(capsys.readouterr().out)
+    assert _without_fit_seconds(again) == _without_fit_seconds(doc)
+    assert main([*common, "--maps", ",".join(maps), "--sample-rows", "3000", "--seed", "5"]) == 0
+    other = json.loads(capsys.readouterr().out)
+    assert other["models"][0]["rows"][1]["evaluated_on"]["seed"] == 5
+    assert other["models"][0]["rows"][1]["log_loss"] != doc["models"][0]["rows"][1]["log_loss"]
+
+
+def test_cli_evaluate_measures_on_dask_are_the_samples(client, synthetic, capsys):
+    """``--measures`` on Dask: the in-memory measures of the model's sample (drawn by
+    ``sample_predictions`` with the same size and seed), marked with the sample; the
+    table output says so too."""
+    import json
+
+    from calibration_core.measures import measures_summary
+
+    folder, _ = synthetic
+    where = ["--engine", "dask", "--scheduler", client.scheduler.address]
+    common = ["evaluate", str(folder), *where, "--measures", "--sample-rows", "2500", "--seed", "2"]
+    assert main([*common, "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["settings"]["measures"] is True and doc["settings"]["maps"] == []
+    for model in doc["models"]:
+        sample, _ = sample_predictions(str(folder), size=2500, seed=2, model=model["model"])
+        on = {"rows": sample.n_samples, "seed": 2, "of": model["n_samples"]}
+        assert 0 < sample.n_samples < model["n_samples"]
+        want = {**measures_summary(sample, seed=2), "evaluated_on": on}
+        _assert_close(model["measures"], json.loads(json.dumps(want)))
+        assert [r["map"] for r in model["rows"]] == ["uncalibrated"]  # no maps asked
+        assert model["verdict"]["evaluated_on"] == "all rows"
+    assert main(common) == 0
+    out = capsys.readouterr().out
+    name = doc["models"][0]["model"]
+    n = doc["models"][0]["measures"]["evaluated_on"]["rows"]
+    assert (
+        f"{name}: measures of the uncalibrated predictions on a uniform sample of {n:,} of "
+        f"3,500 rows (seed 2)"
+    ) in out
+    assert "smooth ECE" in out and "slope" in out
+
+
+def test_cli_evaluate_bad_map_names_on_dask_are_the_in_memory_errors(synthetic, capsys):
+    """An unknown map fails with the in-memory engine's message, before any cluster
+    work (the scheduler's address here is never reached)."""
+    folder, paths = synthetic
+    for maps in ("temperatur", "temperature,nope"):
+        assert main(["evaluate", paths[0], "--maps", maps]) == 1
+        memory = capsys.readouterr().err
+        args = ["evaluate", str(folder), "--engine", "dask", "--maps", maps]
+        assert main([*args, "--scheduler", "tcp://127.0.0.1:9"]) == 1
+        assert capsys.readouterr().err == memory
+        assert "unknown" in memory.lower() or "no map" in memory.lower(), memory
 
 
 @pytest.mark.parametrize("map_name", ["temperature", "platt", "isotonic"])

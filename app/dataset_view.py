@@ -109,13 +109,15 @@ class WholeDataset:
 class DatasetView:
     """What the page draws for a dataset: one figure per model, metric rows, notes.
 
-    ``columns``: the metric columns of the rows, with their headers.
+    ``columns``: the metric columns of the rows, with their headers; ``measures``:
+    with the maps, one row per model of :func:`sample_measure_rows`.
     """
 
     figures: list[dict]
     rows: list[dict]
     notes: list[str]
     columns: dict[str, str] = field(default_factory=lambda: dict(DATASET_METRICS))
+    measures: list[dict] = field(default_factory=list)
 
 
 def with_parts(metrics: dict[str, str], view: ViewSettings) -> dict[str, str]:
@@ -310,6 +312,41 @@ def sample_rows(model: str, comparison, view: ViewSettings) -> list[dict]:
     return rows
 
 
+def sample_measure_rows(entry: dict) -> list[dict]:
+    """Per model, the binning-free measures of its sample's uncalibrated rows (top label).
+
+    From the ``measures_summary`` the maps' job keeps
+    (:meth:`app.datasets.Datasets.compare_models`); ``sample_rows`` and
+    ``sample_seed`` say which rows were drawn. Models kept without measures
+    (an older fit) are left out. A value that is undefined is None.
+    """
+    rows = []
+    for model, found in entry["models"].items():
+        m = found.get("measures")
+        if m is None:
+            continue
+        info, top, skce = found["info"], m["confidence"], m["canonical"]["skce"]
+        hierarchy = top["hierarchy"] or {"recalibration": {"slope": {}}, "curve": {}}
+        rows.append(
+            {
+                "model": model,
+                "sample_rows": info.rows,
+                "sample_seed": info.seed,
+                "smooth_ece": top["smooth_ece"]["value"],
+                "ks_error": top["cumulative"]["ks_error"],
+                "ks_p_value": top["cumulative"]["ks_p_value"],
+                "spiegelhalter_z": top["spiegelhalter"]["z"],
+                "spiegelhalter_p_value": top["spiegelhalter"]["p_value"],
+                "tace": m["classwise"]["tace"],
+                "skce": skce["unbiased"],
+                "skce_p_value": skce["p_value"],
+                "slope": hierarchy["recalibration"]["slope"].get("value"),
+                "ici": hierarchy["curve"].get("ici"),
+            }
+        )
+    return rows
+
+
 def maps_view(dataset: str, entry: dict, summaries: dict, view: ViewSettings) -> DatasetView:
     """Figures, comparison rows and notes of the maps fitted on a dataset's samples.
 
@@ -335,4 +372,5 @@ def maps_view(dataset: str, entry: dict, summaries: dict, view: ViewSettings) ->
         mv = sample_panels(info, found["comparison"], shown)
         figures.append(reliability_figure_dict(mv, shown, held, side_by_side))
         rows += sample_rows(model, found["comparison"], shown)
-    return DatasetView(figures, rows, notes, with_parts(SAMPLE_METRICS, view))
+    columns = with_parts(SAMPLE_METRICS, view)
+    return DatasetView(figures, rows, notes, columns, measures=sample_measure_rows(entry))

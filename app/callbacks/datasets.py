@@ -27,6 +27,7 @@ from calibration_core import CalibrationInputError
 from .. import ids
 from ..context import AppContext
 from ..dataset_view import dataset_view, maps_view
+from ..diagnostics.beyond import MEASURES
 from ..figures.common import graph_config
 from ..metrics_table import PARTS
 from ..settings import RawSettings, SettingsError
@@ -111,6 +112,67 @@ def maps_table(rows: list[dict], columns: dict[str, str]) -> html.Table:
     return html.Table([html.Thead(head), html.Tbody(body)], className="dataset-metrics")
 
 
+#: Columns of a dataset's measures table: (header key in MEASURES, value, p-value, format).
+SAMPLE_MEASURE_COLUMNS = (
+    ("smooth_ece", "smooth_ece", None, ".4f"),
+    ("ks", "ks_error", "ks_p_value", ".4f"),
+    ("spiegelhalter", "spiegelhalter_z", "spiegelhalter_p_value", ".2f"),
+    ("tace", "tace", None, ".4f"),
+    ("skce", "skce", "skce_p_value", ".3g"),
+    ("slope", "slope", None, ".3f"),
+    ("ici", "ici", None, ".4f"),
+)
+SAMPLE_MEASURES_CAPTION = (
+    "Binning-free measures of the uncalibrated predictions (top label; TACE over all classes, "
+    "SKCE of the whole vector), on the same sample of each model as the maps. Hover a "
+    "header for what it detects."
+)
+
+
+def measure_cell(row: dict, value: str, p_value: str | None, fmt: str) -> html.Td:
+    """One measure, with its p-value under it when it has one ("-" when undefined)."""
+    v = row[value]
+    text = "-" if v is None else format(v, fmt)
+    if p_value is None or row[p_value] is None:
+        return html.Td(text)
+    return html.Td([text, html.Br(), html.Span(f"p {row[p_value]:.3g}", className="measure-p")])
+
+
+def measures_table(rows: list[dict]) -> html.Div:
+    """One row per model: where the measures were computed, then the measures."""
+    if not rows:
+        return html.Div()
+    head = html.Tr(
+        [
+            html.Th("model"),
+            html.Th("on a uniform sample of"),
+            *(
+                html.Th(MEASURES[key][0], title=MEASURES[key][1])
+                for key, *_ in SAMPLE_MEASURE_COLUMNS
+            ),
+        ]
+    )
+    body = [
+        html.Tr(
+            [
+                html.Td(row["model"]),
+                html.Td(f"{row['sample_rows']:,} rows (seed {row['sample_seed']})"),
+                *(measure_cell(row, *column[1:]) for column in SAMPLE_MEASURE_COLUMNS),
+            ]
+        )
+        for row in rows
+    ]
+    return html.Div(
+        [
+            html.H3("Measures beyond bins, on the sample", className="dataset-measures-title"),
+            html.P(SAMPLE_MEASURES_CAPTION, className="caption"),
+            html.Table(
+                [html.Thead(head), html.Tbody(body)], className="dataset-metrics dataset-measures"
+            ),
+        ]
+    )
+
+
 def maps_heading(name: str, entry: dict, shown: list) -> html.Div:
     """What was fitted on which sample, how long it took, and how stale it is."""
     samples = ", ".join(
@@ -167,6 +229,7 @@ def maps_panel(ctx: AppContext, sid: str | None, name: Any, done: Any, raw: RawS
         *errors,
         *(note(n) for n in shown.notes),
         maps_table(shown.rows, shown.columns),
+        measures_table(shown.measures),
         html.Div(graphs, className="reliability-grid"),
     ]
 

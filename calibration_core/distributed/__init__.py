@@ -75,7 +75,7 @@ from .engine import dataset_summaries, piece_summaries, require_dask, tree_merge
 from .frequency import frequency_statistics
 from .pieces import Piece, ReadOptions, find_pieces
 from .platt import fit_platt_on_dataset
-from .sample import SampleInfo, fit_map_on_sample, sample_predictions
+from .sample import SampleInfo, fit_map_on_sample, run_on_sample, sample_predictions
 from .select import SampleComparison, compare_maps_on_sample, select_map_on_dataset
 from .summary import ModelSummary, merge_summaries, summarize
 from .temperature import fit_temperature_on_dataset
@@ -101,6 +101,7 @@ __all__ = [
     "merge_summaries",
     "piece_summaries",
     "require_dask",
+    "run_on_sample",
     "sample_predictions",
     "select_map_on_dataset",
     "summarize",

@@ -299,6 +299,25 @@ def test_maps_on_a_dataset_sample_are_the_in_memory_comparison(ctx, datasets_dir
             assert set(want) <= set(row)
             for key, value in want.items():
                 assert abs(row[key] - value) <= 1e-9, (row["model"], row["map"], key)
+    # The measures of each sample's uncalibrated rows: the core's, labelled with the sample.
+    from calibration_core.measures import measures_summary
+
+    assert "Measures beyond bins, on the sample" in shown
+    for row in view.measures:
+        probs, labels = reference[row["model"]]
+        found = entry["models"][row["model"]]
+        want = measures_summary(load_predictions_of(probs, labels, row["model"]), seed=0)
+        assert found["measures"].keys() == want.keys()
+        assert (row["sample_rows"], row["sample_seed"]) == (len(labels), 0)
+        assert f"{len(labels):,} rows (seed 0)" in shown and "on a uniform sample of" in shown
+        top, close = want["confidence"], {"rel": 1e-9}  # a worker's BLAS may sum otherwise
+        assert row["smooth_ece"] == pytest.approx(top["smooth_ece"]["value"], **close)
+        assert row["ks_error"] == pytest.approx(top["cumulative"]["ks_error"], **close)
+        assert row["tace"] == pytest.approx(want["classwise"]["tace"], **close)
+        assert row["skce"] == pytest.approx(want["canonical"]["skce"]["unbiased"], **close)
+        slope = top["hierarchy"]["recalibration"]["slope"]["value"]
+        assert row["slope"] == pytest.approx(slope, **close)
+    assert [r["model"] for r in view.measures] == ["logs", "main", "other"]
     # Equal-frequency diagrams keep an equal-width score histogram, as for uploads.
     frequency = parse_view("class", None, "frequency", 7, "wilson", 0.95)
     found = entry["models"]["main"]

@@ -161,7 +161,12 @@ def test_pick_a_dataset_see_its_diagram_and_rebin_from_the_cache(tab):
     expect(maps.locator(".section-title")).to_have_text(
         "Dataset requests: calibration maps on a sample", timeout=120_000
     )
-    expect(maps.locator("table")).to_contain_text("temperature")
+    expect(maps.locator("table").first).to_contain_text("temperature")
+    # The sample's measures beside the comparison, labelled with the sample.
+    expect(maps).to_contain_text("Measures beyond bins, on the sample")
+    measures = maps.locator("table").nth(1)
+    expect(measures).to_contain_text("on a uniform sample of")
+    expect(measures).to_contain_text("10,000 rows (seed 0)")
     expect(maps.locator(".reliability-graph .main-svg").first).to_be_visible()
     ui.wait_callbacks()
     ui.page.screenshot(path=str(SCREENS / "dataset-maps.png"), full_page=True)

@@ -26,7 +26,6 @@ from calibration_core import (
     RenormalisedRowsWarning,
     score_parts,
 )
-from calibration_core.compare.results import score_probs
 from calibration_core.distributed.cells import CELL_THRESHOLDS, N_CELLS
 from calibration_core.distributed.kernel import (
     BlockTotals,
@@ -37,9 +36,10 @@ from calibration_core.distributed.kernel import (
 from calibration_core.distributed.pieces import ReadOptions, table_predictions
 from calibration_core.distributed.summary import ModelSummary, SummaryBuilder
 from calibration_core.io.checks import Context, exact_tolerance
-from calibration_core.metrics import classwise_statistics, confidence_statistics
 
-TOL = 1e-12
+from .distributed_checks import TOL, assert_summary_equals_core
+
+BIN_COUNTS = (1, 2, 10, 15, 100)
 CTX = Context("'block.parquet'", "table", 0)
 
 
@@ -93,21 +93,6 @@ def _loader_values(stored: np.ndarray) -> np.ndarray:
     return np.divide(stored, scale[:, None], dtype=np.float64)
 
 
-def _assert_equals_core(summary: ModelSummary, probs: np.ndarray, labels: np.ndarray) -> None:
-    for m in (1, 2, 10, 15, 100):
-        got, want = summary.metrics(m), score_probs(probs, labels, n_bins=m, scheme="width")
-        for key in want:
-            assert abs(got[key] - want[key]) <= TOL, (m, key, got[key], want[key])
-        for notion, core in (
-            ("confidence", confidence_statistics),
-            ("classwise", classwise_statistics),
-        ):
-            a, b = summary.statistics(notion, m), core(probs, labels, n_bins=m)
-            np.testing.assert_array_equal(a.count, b.count)
-            np.testing.assert_array_equal(a.sum_target, b.sum_target)
-            np.testing.assert_allclose(a.sum_score, b.sum_score, rtol=0, atol=TOL * len(labels))
-
-
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("k", [2, 3, 10])
 def test_a_block_equals_the_core_on_the_loader_values(dtype, k):
@@ -120,7 +105,7 @@ def test_a_block_equals_the_core_on_the_loader_values(dtype, k):
     assert check.deviation > 4e-5  # the rows off by 5e-5
     probs = _loader_values(stored)
     summary = ModelSummary.of_totals("m", [str(j) for j in range(k)], totals)
-    _assert_equals_core(summary, probs, labels)
+    assert_summary_equals_core(summary, probs, labels, BIN_COUNTS)
     # Bit for bit: every divided value lands in the cell of the loader's value.
     classwise = summary.classwise.count
     want = np.stack([np.bincount(cell_index(probs[:, j]), minlength=N_CELLS) for j in range(k)])
@@ -136,7 +121,7 @@ def test_blocks_add_up_and_predictions_are_never_divided_again():
         block = probs[start : start + 1024]
         summarize_block(block.T, labels[start : start + 1024], np.inf, totals)
     by_blocks = ModelSummary.of_totals("m", list("abcd"), totals)
-    _assert_equals_core(by_blocks, probs, labels)
+    assert_summary_equals_core(by_blocks, probs, labels, BIN_COUNTS)
     assert by_blocks.hits == int(np.count_nonzero(probs.argmax(axis=1) == labels))
 
 
@@ -179,7 +164,7 @@ def test_bad_rows_are_skipped_and_counted(damage):
     assert check.bad == 1 and totals.rows == 199
     keep = np.arange(200) != 7
     summary = ModelSummary.of_totals("m", list("abc"), totals)
-    _assert_equals_core(summary, _loader_values(stored[keep]), labels[keep])
+    assert_summary_equals_core(summary, _loader_values(stored[keep]), labels[keep], BIN_COUNTS)
 
 
 def test_without_a_writable_cache_the_functions_compile_uncached():

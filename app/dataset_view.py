@@ -7,6 +7,9 @@ this module draws, for every model, the reliability diagram of the page's
 notion (confidence, one class vs rest (one class or the worst ones), binary)
 with its band (binomial intervals or the consistency band, both from bin
 statistics) and the metric row, in milliseconds and without reading the data.
+With the page's parts box ticked the row adds the Brier and log-loss parts
+(:meth:`~calibration_core.distributed.ModelSummary.score_parts`; the log-loss
+parts of a model with more than two classes are not mergeable, and a note says so).
 
 Equal-frequency bins are computed on demand (their edges are order statistics
 of the whole dataset: four more passes over the data on the cluster, per bin
@@ -22,7 +25,7 @@ predictions are kept, so its diagrams and table follow every bin count
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -38,6 +41,7 @@ from .analysis import (
     targets,
     worst_classes,
 )
+from .metrics_table import METRICS
 from .settings import ALL_CLASSES, ALL_CLASSES_SHOWN, ViewSettings
 from .store.records import ModelInfo
 
@@ -50,6 +54,20 @@ DATASET_METRICS = {
     "classwise_ece": "classwise ECE",
     "brier_score": "Brier",
     "log_loss": "log-loss",
+}
+#: Columns of a dataset's maps table (held-out metrics on the sample), with their headers.
+SAMPLE_METRICS = {
+    "accuracy": "accuracy",
+    "confidence_ece": "confidence ECE",
+    "classwise_ece": "classwise ECE",
+    "brier_score": "Brier",
+    "log_loss": "log-loss",
+}
+#: The Brier and log-loss parts after their score when the page's parts box is ticked
+#: (the columns and headers of the models' table).
+DATASET_PARTS = {
+    "brier_score": ("brier_calibration", "brier_refinement"),
+    "log_loss": ("log_loss_calibration", "log_loss_refinement"),
 }
 #: Classes drawn in the "all classes" view of a dataset model (its worst by ECE).
 DATASET_CLASSES_SHOWN = ALL_CLASSES_SHOWN
@@ -68,6 +86,10 @@ MAPS_NOTE = (
     "a sample (Fit maps on a sample, below); the verdict and the diagnostics need the rows "
     "in memory."
 )
+LOG_LOSS_PARTS_NOTE = (
+    "Log-loss cal. and ref. are n/a for {models}: {why}. The Brier parts are exact for any "
+    "number of classes."
+)
 SAMPLE_KIND_NOTE = (
     "The smooth and cumulative diagrams are not drawn for a dataset's maps; their binned "
     "reliability diagrams are."
@@ -85,11 +107,39 @@ class WholeDataset:
 
 @dataclass
 class DatasetView:
-    """What the page draws for a dataset: one figure per model, metric rows, notes."""
+    """What the page draws for a dataset: one figure per model, metric rows, notes.
+
+    ``columns``: the metric columns of the rows, with their headers; ``measures``:
+    with the maps, one row per model of :func:`sample_measure_rows`.
+    """
 
     figures: list[dict]
     rows: list[dict]
     notes: list[str]
+    columns: dict[str, str] = field(default_factory=lambda: dict(DATASET_METRICS))
+    measures: list[dict] = field(default_factory=list)
+
+
+def with_parts(metrics: dict[str, str], view: ViewSettings) -> dict[str, str]:
+    """``metrics`` (field -> header) with the parts after their score when the box is ticked."""
+    if not view.score_parts:
+        return dict(metrics)
+    columns = {}
+    for key, header in metrics.items():
+        columns[key] = header
+        for part in DATASET_PARTS.get(key, ()):
+            columns[part] = METRICS[part][0]
+    return columns
+
+
+def part_notes(summaries: dict, view: ViewSettings) -> list[str]:
+    """Why a dataset model's log-loss parts are empty (K > 2), when the parts are shown."""
+    from calibration_core.distributed.parts import LOG_LOSS_PARTS_K2
+
+    wide = [s.name for s in summaries.values() if s.n_classes != 2]
+    if not view.score_parts or not wide:
+        return []
+    return [LOG_LOSS_PARTS_NOTE.format(models=", ".join(wide), why=LOG_LOSS_PARTS_K2)]
 
 
 def model_info(dataset: str, summary) -> ModelInfo:
@@ -165,9 +215,15 @@ def model_settings(summary, view: ViewSettings) -> tuple[ViewSettings, list[str]
     return replace(view, class_name=ALL_CLASSES), [note]
 
 
-def metric_row(summary, n_bins: int, frequency=None) -> dict:
-    """The model's metrics at ``n_bins`` bins (equal-frequency when ``frequency`` is given)."""
+def metric_row(summary, n_bins: int, frequency=None, parts: bool = False) -> dict:
+    """The model's metrics at ``n_bins`` bins (equal-frequency when ``frequency`` is given).
+
+    ``parts``: with the Brier and log-loss parts (:meth:`ModelSummary.score_parts
+    <calibration_core.distributed.ModelSummary.score_parts>`; None where not given).
+    """
     metrics = summary.metrics(n_bins, frequency)
+    if parts:
+        metrics.update(summary.score_parts(n_bins, frequency))
     return {"model": summary.name, "n_samples": summary.n_samples, **metrics}
 
 
@@ -193,6 +249,7 @@ def dataset_view(
     if view.scheme == "width":
         frequency = None
     notes = [MAPS_NOTE] + ([KIND_NOTE] if view.kind != "binned" else [])
+    notes += part_notes(summaries, view)
     side_by_side = len(summaries) > 1
     figures, rows = [], []
     for summary in summaries.values():
@@ -201,8 +258,8 @@ def dataset_view(
         own = None if frequency is None else frequency[summary.name]
         mv = model_panels(dataset, summary, shown, own)
         figures.append(reliability_figure_dict(mv, shown, WholeDataset(), side_by_side))
-        rows.append(metric_row(summary, view.n_bins, own))
-    return DatasetView(figures, rows, notes)
+        rows.append(metric_row(summary, view.n_bins, own, view.score_parts))
+    return DatasetView(figures, rows, notes, with_parts(DATASET_METRICS, view))
 
 
 @dataclass(frozen=True)
@@ -236,18 +293,57 @@ def sample_panels(info: ModelInfo, comparison, view: ViewSettings) -> ModelView:
 
 
 def sample_rows(model: str, comparison, view: ViewSettings) -> list[dict]:
-    """The comparison table of one model at the page's binning (failed maps with their error)."""
+    """The comparison table of one model at the page's binning (failed maps with their error).
+
+    With the parts box ticked, the rows add the core's ``score_parts`` of the
+    held-out predictions (any K: the sample's rows are in memory).
+    """
+    from calibration_core import score_parts
     from calibration_core.compare.results import score_probs
 
     rows = []
+    binning = {"n_bins": view.n_bins, "scheme": view.scheme}
     for row in comparison.rows():
         pred = comparison.calibrated.get(row["map"])
-        metrics = (
-            {}
-            if pred is None
-            else score_probs(pred.probs, pred.labels, n_bins=view.n_bins, scheme=view.scheme)
-        )
+        metrics = {} if pred is None else score_probs(pred.probs, pred.labels, **binning)
+        if pred is not None and view.score_parts:
+            metrics.update(score_parts(pred.probs, pred.labels, **binning))
         rows.append({"model": model, "map": row["map"], "error": row["error"], **metrics})
+    return rows
+
+
+def sample_measure_rows(entry: dict) -> list[dict]:
+    """Per model, the binning-free measures of its sample's uncalibrated rows (top label).
+
+    From the ``measures_summary`` the maps' job keeps
+    (:meth:`app.datasets.Datasets.compare_models`); ``sample_rows`` and
+    ``sample_seed`` say which rows were drawn. Models kept without measures
+    (an older fit) are left out. A value that is undefined is None.
+    """
+    rows = []
+    for model, found in entry["models"].items():
+        m = found.get("measures")
+        if m is None:
+            continue
+        info, top, skce = found["info"], m["confidence"], m["canonical"]["skce"]
+        hierarchy = top["hierarchy"] or {"recalibration": {"slope": {}}, "curve": {}}
+        rows.append(
+            {
+                "model": model,
+                "sample_rows": info.rows,
+                "sample_seed": info.seed,
+                "smooth_ece": top["smooth_ece"]["value"],
+                "ks_error": top["cumulative"]["ks_error"],
+                "ks_p_value": top["cumulative"]["ks_p_value"],
+                "spiegelhalter_z": top["spiegelhalter"]["z"],
+                "spiegelhalter_p_value": top["spiegelhalter"]["p_value"],
+                "tace": m["classwise"]["tace"],
+                "skce": skce["unbiased"],
+                "skce_p_value": skce["p_value"],
+                "slope": hierarchy["recalibration"]["slope"].get("value"),
+                "ici": hierarchy["curve"].get("ici"),
+            }
+        )
     return rows
 
 
@@ -276,4 +372,5 @@ def maps_view(dataset: str, entry: dict, summaries: dict, view: ViewSettings) ->
         mv = sample_panels(info, found["comparison"], shown)
         figures.append(reliability_figure_dict(mv, shown, held, side_by_side))
         rows += sample_rows(model, found["comparison"], shown)
-    return DatasetView(figures, rows, notes)
+    columns = with_parts(SAMPLE_METRICS, view)
+    return DatasetView(figures, rows, notes, columns, measures=sample_measure_rows(entry))

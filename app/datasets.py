@@ -198,8 +198,9 @@ class Datasets:
         """The last maps' comparison of ``name`` for ``sid``, or None.
 
         A dict: ``maps`` (names), ``heldout`` (its description), ``models``
-        (model name -> ``{"comparison", "info"}``: the core's Comparison on the
-        sample and its SampleInfo) and ``seconds``.
+        (model name -> ``{"comparison", "info", "measures"}``: the core's
+        Comparison on the sample, its SampleInfo and ``measures_summary`` of
+        the sample's uncalibrated rows) and ``seconds``.
         """
         if sid is None or not isinstance(name, str):
             return None
@@ -237,10 +238,16 @@ class Datasets:
         self.results.set((sid, str(name), "maps"), kept, expire=self.ttl_seconds)
 
     def compare_models(self, path: Path, models: list, maps, heldout, progress: Progress) -> dict:
-        """``{model: {"comparison", "info"}}``: the maps cross-fitted on each model's sample."""
+        """``{model: {"comparison", "info", "measures"}}``: each model's sample, compared.
+
+        The maps are cross-fitted on the sample and the binning-free measures of
+        its uncalibrated rows computed (seeded by the sample's seed), each as
+        one task on the cluster, as ``evaluate --engine dask --maps --measures``.
+        """
         from distributed import KilledWorker
 
-        from calibration_core.distributed import compare_maps_on_sample
+        from calibration_core.distributed import compare_maps_on_sample, run_on_sample
+        from calibration_core.measures import measures_summary
 
         done = {}
         with self.client() as client:
@@ -249,7 +256,7 @@ class Datasets:
                     i,
                     len(models),
                     f"{model}: sampling up to {MAPS_SAMPLE_ROWS:,} rows and cross-fitting "
-                    f"{', '.join(maps)} on the cluster",
+                    f"{', '.join(maps)} on the cluster, then its measures",
                 )
                 try:
                     found = compare_maps_on_sample(
@@ -260,9 +267,16 @@ class Datasets:
                         client=client,
                         **heldout.compare_kwargs(),
                     )
+                    measures = run_on_sample(
+                        measures_summary, found.sample, client, seed=found.info.seed
+                    )
                 except KilledWorker as exc:
                     raise killed_error(exc) from None
-                done[model] = {"comparison": found.comparison, "info": found.info}
+                done[model] = {
+                    "comparison": found.comparison,
+                    "info": found.info,
+                    "measures": measures,
+                }
         progress(len(models), len(models), "maps fitted")
         return done
 

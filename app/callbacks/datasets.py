@@ -26,14 +26,25 @@ from calibration_core import CalibrationInputError
 
 from .. import ids
 from ..context import AppContext
-from ..dataset_view import DATASET_METRICS, dataset_view, maps_view
+from ..dataset_view import dataset_view, maps_view
+from ..diagnostics.beyond import MEASURES
 from ..figures.common import graph_config
+from ..metrics_table import PARTS
 from ..settings import RawSettings, SettingsError
 from .controls import setting_inputs
 from .diagnostics.wiring import JobIds, failure_message, note, register_job, run_job
 
 #: The view's settings a dataset follows (not the models, the maps or the held-out scheme).
-DATASET_FIELDS = ("notion", "class_value", "scheme", "n_bins", "band", "level", "kind")
+DATASET_FIELDS = (
+    "notion",
+    "class_value",
+    "scheme",
+    "n_bins",
+    "band",
+    "level",
+    "kind",
+    "score_parts",
+)
 NOT_COMPUTED = (
     "Dataset {name}: not computed yet. Picking it starts the computation on the cluster (see "
     "the progress bar under the picker); after a cancel or an error, press Compute."
@@ -60,14 +71,6 @@ def run_dataset_job(
     return run_job(work, set_progress)
 
 
-#: Columns of a dataset's maps table, with their headers.
-MAPS_COLUMNS = {
-    "accuracy": "accuracy",
-    "confidence_ece": "confidence ECE",
-    "classwise_ece": "classwise ECE",
-    "brier_score": "Brier",
-    "log_loss": "log-loss",
-}
 NO_MAPS = (
     "Dataset {name}: no maps fitted yet. Pick maps under Calibration maps and press Fit maps "
     "on a sample: they are cross-fitted on a reproducible sample of each model on the cluster."
@@ -89,18 +92,85 @@ def run_maps_job(ctx: AppContext, sid: str | None, _handle, raw, name: Any, set_
     return run_job(work, set_progress)
 
 
-def maps_table(rows: list[dict]) -> html.Table:
+def maps_table(rows: list[dict], columns: dict[str, str]) -> html.Table:
     """One row per model and map: held-out metrics on the sample, or the map's error."""
-    head = html.Tr([html.Th("model"), html.Th("map"), *(html.Th(h) for h in MAPS_COLUMNS.values())])
+    head = html.Tr(
+        [
+            html.Th("model"),
+            html.Th("map"),
+            *(html.Th(h, title=PARTS.get(f)) for f, h in columns.items()),
+        ]
+    )
     body = []
     for row in rows:
         cells = (
-            [html.Td(f"not fitted: {row['error']}", colSpan=len(MAPS_COLUMNS))]
+            [html.Td(f"not fitted: {row['error']}", colSpan=len(columns))]
             if row["error"]
-            else [html.Td(f"{row[c]:.4f}") for c in MAPS_COLUMNS]
+            else [html.Td(f"{row[c]:.4f}") for c in columns]
         )
         body.append(html.Tr([html.Td(row["model"]), html.Td(row["map"]), *cells]))
     return html.Table([html.Thead(head), html.Tbody(body)], className="dataset-metrics")
+
+
+#: Columns of a dataset's measures table: (header key in MEASURES, value, p-value, format).
+SAMPLE_MEASURE_COLUMNS = (
+    ("smooth_ece", "smooth_ece", None, ".4f"),
+    ("ks", "ks_error", "ks_p_value", ".4f"),
+    ("spiegelhalter", "spiegelhalter_z", "spiegelhalter_p_value", ".2f"),
+    ("tace", "tace", None, ".4f"),
+    ("skce", "skce", "skce_p_value", ".3g"),
+    ("slope", "slope", None, ".3f"),
+    ("ici", "ici", None, ".4f"),
+)
+SAMPLE_MEASURES_CAPTION = (
+    "Binning-free measures of the uncalibrated predictions (top label; TACE over all classes, "
+    "SKCE of the whole vector), on the same sample of each model as the maps. Hover a "
+    "header for what it detects."
+)
+
+
+def measure_cell(row: dict, value: str, p_value: str | None, fmt: str) -> html.Td:
+    """One measure, with its p-value under it when it has one ("-" when undefined)."""
+    v = row[value]
+    text = "-" if v is None else format(v, fmt)
+    if p_value is None or row[p_value] is None:
+        return html.Td(text)
+    return html.Td([text, html.Br(), html.Span(f"p {row[p_value]:.3g}", className="measure-p")])
+
+
+def measures_table(rows: list[dict]) -> html.Div:
+    """One row per model: where the measures were computed, then the measures."""
+    if not rows:
+        return html.Div()
+    head = html.Tr(
+        [
+            html.Th("model"),
+            html.Th("on a uniform sample of"),
+            *(
+                html.Th(MEASURES[key][0], title=MEASURES[key][1])
+                for key, *_ in SAMPLE_MEASURE_COLUMNS
+            ),
+        ]
+    )
+    body = [
+        html.Tr(
+            [
+                html.Td(row["model"]),
+                html.Td(f"{row['sample_rows']:,} rows (seed {row['sample_seed']})"),
+                *(measure_cell(row, *column[1:]) for column in SAMPLE_MEASURE_COLUMNS),
+            ]
+        )
+        for row in rows
+    ]
+    return html.Div(
+        [
+            html.H3("Measures beyond bins, on the sample", className="dataset-measures-title"),
+            html.P(SAMPLE_MEASURES_CAPTION, className="caption"),
+            html.Table(
+                [html.Thead(head), html.Tbody(body)], className="dataset-metrics dataset-measures"
+            ),
+        ]
+    )
 
 
 def maps_heading(name: str, entry: dict, shown: list) -> html.Div:
@@ -158,7 +228,8 @@ def maps_panel(ctx: AppContext, sid: str | None, name: Any, done: Any, raw: RawS
         maps_heading(name, entry, stale),
         *errors,
         *(note(n) for n in shown.notes),
-        maps_table(shown.rows),
+        maps_table(shown.rows, shown.columns),
+        measures_table(shown.measures),
         html.Div(graphs, className="reliability-grid"),
     ]
 
@@ -172,19 +243,20 @@ def frequency_view(raw: RawSettings):
     return view if view.scheme == "frequency" else None
 
 
-def metrics_table(rows: list[dict]) -> html.Table:
-    """One row of metrics per model of the dataset (4 decimals; rows with separators)."""
-    head = html.Tr([html.Th("model"), *(html.Th(h) for h in DATASET_METRICS.values())])
+def metric_cell(field: str, value) -> html.Td:
+    """One cell: rows with separators, metrics to 4 decimals, "n/a" for a part not given."""
+    if value is None:
+        return html.Td("n/a", title="not given for this model (see the note above)")
+    return html.Td(f"{value:,}" if field == "n_samples" else f"{value:.4f}")
+
+
+def metrics_table(rows: list[dict], columns: dict[str, str]) -> html.Table:
+    """One row of metrics per model of the dataset, in ``columns`` (field -> header)."""
+    head = html.Tr(
+        [html.Th("model"), *(html.Th(h, title=PARTS.get(f)) for f, h in columns.items())]
+    )
     body = [
-        html.Tr(
-            [
-                html.Td(row["model"]),
-                *(
-                    html.Td(f"{row[f]:,}" if f == "n_samples" else f"{row[f]:.4f}")
-                    for f in DATASET_METRICS
-                ),
-            ]
-        )
+        html.Tr([html.Td(row["model"]), *(metric_cell(f, row.get(f)) for f in columns)])
         for row in rows
     ]
     return html.Table([html.Thead(head), html.Tbody(body)], className="dataset-metrics")
@@ -234,7 +306,7 @@ def dataset_panel(ctx: AppContext, sid: str | None, name: Any, done: Any, raw: R
         *errors,
         *(note(n) for n in shown.notes),
         html.Div(graphs, className="reliability-grid"),
-        metrics_table(shown.rows),
+        metrics_table(shown.rows, shown.columns),
     ]
 
 

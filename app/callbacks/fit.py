@@ -197,6 +197,74 @@ def reused_fit(store: DataStore, handle: str, name: str, heldout: HeldOut, has_l
     )
 
 
+def fit_total(heldout: HeldOut, work: list[tuple[str, list[str]]]) -> tuple[int, int]:
+    """``(units, total)``: the progress steps of one map and of all the ``work``.
+
+    A map takes one step per fold (one in split mode); the uncalibrated rows
+    take none. ``total`` is at least 1, so that the progress bar has a maximum.
+    """
+    units = heldout.folds if heldout.mode == "folds" else 1
+    total = sum(len([n for n in names if n != UNCALIBRATED]) * units for _, names in work)
+    return units, max(total, 1)
+
+
+def fit_progress(set_progress, base: int, total: int, label: str):
+    """The progress callback of one map's fit: its folds count on from ``base``."""
+
+    def progress(fold_done, fold_total, text):
+        set_progress((str(base + fold_done), str(total), f"fitting {label} …"))
+
+    return progress
+
+
+def fit_map(ctx: AppContext, handle: str, pred, name: str, heldout: HeldOut, progress):
+    """Fit map ``name`` on the model ``handle`` and store its record.
+
+    A map that is the same model as one fitted already reuses its fit
+    (:func:`reused_fit`); bad input is stored as the map's error, so that the
+    next map is fitted.
+
+    Returns
+    -------
+    str or None
+        The fit state's error that stops the whole run (a job limit, no room
+        to store), or None to go on with the next map.
+    """
+    reused = reused_fit(ctx.store, handle, name, heldout, pred.logits is not None)
+    if reused is not None:  # the same model as a map fitted already: no second fit
+        ctx.store.put_fit(handle, reused, None)
+        return None
+    try:
+        comparison = compare_maps(
+            pred,
+            [] if name == UNCALIBRATED else [name],
+            progress=progress,
+            **heldout.compare_kwargs(),
+        )
+    except JobStopped as exc:  # a server limit (app.job_limits)
+        return stopped_fit_message(name, pred.name, exc)
+    except CalibrationInputError as exc:
+        record = FitRecord(map=name, heldout=heldout.key, variant=None, error=str(exc))
+        ctx.store.put_fit(handle, record, None)
+        return None
+    record, calibrated = _record(name, handle, heldout, comparison)
+    if out_of_memory(record):  # JOB_MEMORY_LIMIT_MB: say so, and keep no record
+        return stopped_fit_message(name, pred.name, memory_stop(ctx))
+    try:
+        ctx.store.put_fit(handle, record, calibrated)
+        if name == UNCALIBRATED:
+            ctx.store.put_rows(record.variant, comparison.scored_rows)
+    except StorageUnavailable as exc:  # disk full or read-only: say so, keep the rest
+        return str(exc)
+    return None
+
+
+def fitted_summary(state: dict, seconds: float) -> str:
+    """The fit state's summary once every map of the run is fitted."""
+    fitted = len([f for f in state["fitted"] if not f.endswith(f":{UNCALIBRATED}")])
+    return f"Fitted {fitted} map(s) in {seconds:.1f} s; all selected maps are fitted."
+
+
 def run_fits(
     ctx: AppContext,
     sid,
@@ -225,63 +293,24 @@ def run_fits(
     state, heldout, work = _lookup(ctx, sid, raw_handles, raw_maps, mode, folds, fraction)
     if not work:
         return state
-    units = heldout.folds if heldout.mode == "folds" else 1
-    total = sum(len([n for n in names if n != UNCALIBRATED]) * units for _, names in work)
-    total = max(total, 1)
+    units, total = fit_total(heldout, work)
     done = 0
     start = time.perf_counter()
     for handle, names in work:
         pred = ctx.store.predictions(handle)
         for name in names:
-            label = f"{pred.name}: {name}"
-
-            def progress(fold_done, fold_total, text, _base=done, _label=label):
-                set_progress((str(_base + fold_done), str(total), f"fitting {_label} …"))
-
+            progress = fit_progress(set_progress, done, total, f"{pred.name}: {name}")
             progress(0, 0, "")
-            reused = reused_fit(ctx.store, handle, name, heldout, pred.logits is not None)
-            if reused is not None:  # the same model as a map fitted already: no second fit
-                ctx.store.put_fit(handle, reused, None)
-                done += units
-                state["fitted"].append(f"{handle}:{name}")
-                continue
-            try:
-                comparison = compare_maps(
-                    pred,
-                    [] if name == UNCALIBRATED else [name],
-                    progress=progress,
-                    **heldout.compare_kwargs(),
-                )
-            except JobStopped as exc:  # a server limit (app.job_limits)
-                state["error"] = stopped_fit_message(name, pred.name, exc)
-                set_progress((str(total), str(total), ""))
-                return state
-            except CalibrationInputError as exc:
-                record = FitRecord(map=name, heldout=heldout.key, variant=None, error=str(exc))
-                ctx.store.put_fit(handle, record, None)
-                state["fitted"].append(f"{handle}:{name}")
-                done += units if name != UNCALIBRATED else 0
-                continue
-            record, calibrated = _record(name, handle, heldout, comparison)
-            if out_of_memory(record):  # JOB_MEMORY_LIMIT_MB: say so, and keep no record
-                state["error"] = stopped_fit_message(name, pred.name, memory_stop(ctx))
-                set_progress((str(total), str(total), ""))
-                return state
-            try:
-                ctx.store.put_fit(handle, record, calibrated)
-                if name == UNCALIBRATED:
-                    ctx.store.put_rows(record.variant, comparison.scored_rows)
-            except StorageUnavailable as exc:  # disk full or read-only: say so, keep the rest
-                state["error"] = str(exc)
+            error = fit_map(ctx, handle, pred, name, heldout, progress)
+            if error is not None:
+                state["error"] = error
                 set_progress((str(total), str(total), ""))
                 return state
             if name != UNCALIBRATED:
                 done += units
             state["fitted"].append(f"{handle}:{name}")
-    seconds = time.perf_counter() - start
     state["error"] = state["error"] or (refused if isinstance(refused, str) else None)
-    fitted = len([f for f in state["fitted"] if not f.endswith(f":{UNCALIBRATED}")])
-    state["summary"] = f"Fitted {fitted} map(s) in {seconds:.1f} s; all selected maps are fitted."
+    state["summary"] = fitted_summary(state, time.perf_counter() - start)
     set_progress((str(total), str(total), ""))
     return state
 
@@ -328,8 +357,19 @@ def stopped_fit_state(message: str) -> dict:
     return {"nonce": uuid.uuid4().hex, "fitted": [], "error": message}
 
 
-def register(app, ctx: AppContext) -> None:
-    """The fit planner and the background fit callback."""
+def cancelled_fit_state() -> dict:
+    """The fit state when the user cancels the fit (Dash stops the job)."""
+    return {
+        "nonce": uuid.uuid4().hex,
+        "fitted": [],
+        "error": None,
+        "cancelled": True,
+        "summary": "Fitting cancelled; maps fitted before that are kept. Press Fit to resume.",
+    }
+
+
+def register_planner(app, ctx: AppContext) -> None:
+    """Step 1: the quick callback that writes the missing work to ``fit-request``."""
     plan_output = [Output(ids.FIT_STATE, "data"), Output(ids.FIT_REQUEST, "data")]
     plan_inputs = {
         "settings": setting_inputs(("handles", *FIT_FIELDS)),
@@ -354,6 +394,9 @@ def register(app, ctx: AppContext) -> None:
             return no_update, no_update
         return (no_update if state is None else state), (no_update if request is None else request)
 
+
+def register_fit_job(app, ctx: AppContext) -> None:
+    """Step 2: the background callback that fits the requested work (:func:`run_fits`)."""
     fit_output = Output(ids.FIT_STATE, "data", allow_duplicate=True)
     fit_inputs = Input(ids.FIT_REQUEST, "data")
     ctx.failures.reply(
@@ -398,6 +441,12 @@ def register(app, ctx: AppContext) -> None:
             refused=request.get("refused"),
         )
 
+
+def register(app, ctx: AppContext) -> None:
+    """The fit planner, the background fit callback and the cancel answer."""
+    register_planner(app, ctx)
+    register_fit_job(app, ctx)
+
     @app.callback(
         Output(ids.FIT_STATE, "data", allow_duplicate=True),
         Input(ids.FIT_CANCEL, "n_clicks"),
@@ -405,10 +454,4 @@ def register(app, ctx: AppContext) -> None:
     )
     def fit_cancelled(_clicks):
         # Dash stops the job; maps finished before the cancel stay in the store.
-        return {
-            "nonce": uuid.uuid4().hex,
-            "fitted": [],
-            "error": None,
-            "cancelled": True,
-            "summary": "Fitting cancelled; maps fitted before that are kept. Press Fit to resume.",
-        }
+        return cancelled_fit_state()

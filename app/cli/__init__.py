@@ -5,6 +5,10 @@
     (:func:`calibration_core.compare_maps`) and print the table of every
     model in the file, as text, CSV or JSON (schema
     ``calibration-dashboard/evaluate/v1``, see ``docs/evaluate-json-schema.md``).
+    With ``--engine dask`` a Parquet dataset larger than memory: the
+    uncalibrated metrics exactly on every row, ``--maps`` and ``--measures``
+    on a reproducible sample of each model (``--sample-rows``, ``--seed``;
+    :mod:`app.cli.distributed`, ``docs/dask.md``).
 ``calibration-dashboard check FILE --max METRIC=VALUE ... [--after MAP]``
     A CI gate: exit 0 when every bound holds for every model, 1 when one
     fails, 2 on bad input (unknown metric, malformed bound, unreadable file);
@@ -125,9 +129,10 @@ def build_parser() -> argparse.ArgumentParser:
     _add_data_arguments(ev)
     ev.add_argument(
         "--maps",
-        default="all",
+        default=None,
         metavar="NAMES",
-        help=MAPS_HELP + " or 'all' (default)",
+        help=MAPS_HELP + " or 'all' (default; with --engine dask, none unless given: maps "
+        "are then cross-fitted on a sample, see --sample-rows)",
     )
     ev.add_argument("--format", choices=FORMATS, default="table", help="output format (table)")
     ev.add_argument(
@@ -136,16 +141,21 @@ def build_parser() -> argparse.ArgumentParser:
         help="also compute the binning-free, vector and clinical measures of the uncalibrated "
         "predictions (KS, Kuiper, Spiegelhalter, smooth ECE, calibration hierarchy, TACE, "
         "SKCE); a 'measures' object per model in JSON, a few lines per model in the table "
-        "(not in CSV); seconds per model",
+        "(not in CSV); seconds per model; with --engine dask, on a sample (--sample-rows)",
     )
     _add_verdict_arguments(ev)
     add_group_arguments(ev, evaluate=True)
-    from .distributed import add_engine_arguments
+    from .distributed import add_engine_arguments, add_sample_argument
 
     add_engine_arguments(
         ev,
         "the uncalibrated metrics of a Parquet file, folder or quoted glob larger than "
-        "memory, on Dask",
+        "memory, on Dask, exactly on every row; --maps and --measures on a sample",
+    )
+    add_sample_argument(
+        ev,
+        "maps (--maps) are cross-fitted and measures (--measures) computed on a "
+        "reproducible uniform sample of at most N rows per model",
     )
     _add_deploy_commands(sub)
     _add_check_parser(sub)
@@ -336,7 +346,7 @@ def evaluate(args: argparse.Namespace, out) -> int:
     if args.engine == "dask":
         return evaluate_on_dask(args, out)
     models = load_models(input_path(args.file), args)
-    maps = parse_maps(args.maps)
+    maps = parse_maps("all" if args.maps is None else args.maps)
     results = [
         compare_maps(
             model,
@@ -375,11 +385,15 @@ def evaluate(args: argparse.Namespace, out) -> int:
     return EXIT_OK
 
 
+#: ``evaluated_on`` of what was computed on every row (rows, verdict, measures).
+ALL_ROWS = "all rows"
+
+
 def model_measures(model, args: argparse.Namespace) -> dict[str, Any]:
     """The ``measures`` object of one model (calibration_core.measures.measures_summary)."""
     from calibration_core.measures import measures_summary
 
-    return measures_summary(model, seed=args.seed)
+    return {**measures_summary(model, seed=args.seed), "evaluated_on": ALL_ROWS}
 
 
 def _num(value, digits: int = 4) -> str:
@@ -488,8 +502,14 @@ def evaluate_document(
                 "n_classes": r.settings["n_classes"],
                 "splitter": r.settings["splitter"],
                 "warnings": list(r.warnings),
-                "rows": rows_with_parts(r, args.bins, args.scheme),
-                "verdict": r.verdict(n_resamples=args.resamples, level=args.level).to_dict(),
+                "rows": [
+                    {**row, "evaluated_on": ALL_ROWS}
+                    for row in rows_with_parts(r, args.bins, args.scheme)
+                ],
+                "verdict": {
+                    **r.verdict(n_resamples=args.resamples, level=args.level).to_dict(),
+                    "evaluated_on": ALL_ROWS,
+                },
                 **({} if measures is None else {"measures": measures[i]}),
                 **({} if slices is None else slices[i]),
             }
@@ -498,7 +518,8 @@ def evaluate_document(
     }
 
 
-def _text(value) -> str:
+def csv_text(value) -> str:
+    """One CSV cell of ``evaluate``: empty for None, ``true``/``false``, else ``str``."""
     if value is None:
         return ""
     if isinstance(value, bool):
@@ -517,7 +538,7 @@ def write_csv(results, out) -> None:
     for result in results:
         for row in result.rows():
             cells = [result.settings["model"], row["map"], *(row[c] for c in TABLE_COLUMNS)]
-            writer.writerow([_text(safe_cell(cell)) for cell in cells])
+            writer.writerow([csv_text(safe_cell(cell)) for cell in cells])
 
 
 def write_tables(results, out) -> None:
@@ -548,10 +569,13 @@ def write_tables(results, out) -> None:
                 out.write(f"  {name} failed: {message}\n")
 
 
-def verdict_line(verdict) -> str:
-    """One line: the verdict's summary and the winner's parameters in words."""
-    words = verdict.parameters.get(verdict.winner)
-    return f"verdict: {verdict.summary}" + (f" {verdict.winner}: {words}." if words else "")
+def verdict_line(verdict: dict[str, Any]) -> str:
+    """One line: the verdict's summary and the winner's parameters in words.
+
+    ``verdict``: ``Verdict.to_dict()`` (both engines' JSON verdict).
+    """
+    words = verdict["parameters"].get(verdict["winner"])
+    return f"verdict: {verdict['summary']}" + (f" {verdict['winner']}: {words}." if words else "")
 
 
 def write_verdicts(results, args: argparse.Namespace, out) -> None:
@@ -559,7 +583,7 @@ def write_verdicts(results, args: argparse.Namespace, out) -> None:
     out.write("\n")
     for result in results:
         verdict = result.verdict(n_resamples=args.resamples, level=args.level)
-        out.write(f"{result.settings['model']}: {verdict_line(verdict)}\n")
+        out.write(f"{result.settings['model']}: {verdict_line(verdict.to_dict())}\n")
 
 
 # --------------------------------------------------------------------- check
@@ -778,7 +802,11 @@ def _add_deploy_commands(sub) -> None:
         "temperature and platt exactly on every row, other maps on a sample (--select best: "
         "maps compared on the sample)",
     )
-    add_sample_argument(ft)
+    add_sample_argument(
+        ft,
+        "maps other than temperature and platt are fitted on a reproducible uniform sample "
+        "of at most N rows, recorded in the map",
+    )
 
     ap = sub.add_parser(
         "apply",

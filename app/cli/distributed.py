@@ -5,10 +5,19 @@ glob (``'logs/*.parquet'``). The dataset is read and summarised on a Dask
 cluster (:mod:`calibration_core.distributed`): ``--scheduler tcp://host:8786``
 uses a running scheduler, otherwise a LocalCluster of ``--workers N`` worker
 processes starts for the run. The output has the schema of ``evaluate``
-(docs/evaluate-json-schema.md) with one row per model, ``uncalibrated``: no
-map is cross-fitted on this engine yet, the four Brier/log-loss parts are
-null and the verdict has a single candidate. A progress bar (rows summarised)
-is drawn on stderr when it is a terminal.
+(docs/evaluate-json-schema.md): per model the exact ``uncalibrated`` row of
+every row; with ``--maps`` one row per map cross-fitted on the model's
+reproducible sample (``--sample-rows``, ``--seed``;
+:func:`~calibration_core.distributed.compare_maps_on_sample`) and the sample's
+verdict among the maps and ``uncalibrated``, else a verdict with that single
+candidate; with ``--measures`` the measures of the same sample. Every row,
+verdict and measures object says what it was computed on (``evaluated_on``:
+``"all rows"`` or ``{"rows", "seed", "of"}``). The ``uncalibrated`` row's
+Brier parts are exact for every K, its log-loss parts for K = 2 only: for
+K > 2 they are null, because the core renormalises each row's binned class
+frequencies over its K bins at once, which no per-bin sum of one class column
+gives (:mod:`calibration_core.distributed.parts`). A progress bar (rows
+summarised) is drawn on stderr when it is a terminal.
 
 ``fit FILES --engine dask --map NAME`` fits temperature and Platt exactly on
 every row and other maps on a recorded sample, and writes the deployable map
@@ -26,16 +35,20 @@ import json
 import logging
 import sys
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
-from . import EXIT_OK, SCHEMA, CommandError, ProgressBar
-
-#: Fields of ``rows[]`` that the Dask engine cannot give yet (null in its rows).
-NULL_PARTS = (
-    "brier_calibration",
-    "brier_refinement",
-    "log_loss_calibration",
-    "log_loss_refinement",
+from . import (
+    ALL_ROWS,
+    EXIT_OK,
+    SCHEMA,
+    CommandError,
+    ProgressBar,
+    csv_text,
+    measures_lines,
+    parse_maps,
+    rows_with_parts,
+    verdict_line,
 )
 
 
@@ -81,11 +94,10 @@ def check_cluster_options(args: argparse.Namespace) -> None:
 def check_dask_options(args: argparse.Namespace) -> None:
     """Refuse the ``evaluate`` options the Dask engine does not support yet, naming each."""
     check_cluster_options(args)
+    check_sample_option(args)
     if args.engine != "dask":
         return
     unsupported = {
-        "--maps": args.maps.strip().lower() != "all",
-        "--measures": args.measures,
         "--group-by": getattr(args, "group_by", None) is not None,
         "--window": getattr(args, "window", None) is not None,
     }
@@ -93,9 +105,25 @@ def check_dask_options(args: argparse.Namespace) -> None:
     if named:
         raise CommandError(
             f"{', '.join(named)}: not supported with --engine dask yet (it reports the "
-            "uncalibrated metrics); drop them or use --engine memory."
+            "uncalibrated metrics of every row, and --maps and --measures on a sample); "
+            "drop them or use --engine memory."
+        )
+    if args.sample_rows is not None and args.maps is None and not args.measures:
+        raise CommandError(
+            f"--sample-rows {args.sample_rows}: nothing is computed on a sample without "
+            "--maps or --measures; add one of them, or drop --sample-rows."
         )
     check_bins(args)
+
+
+def check_sample_option(args: argparse.Namespace) -> None:
+    """``--sample-rows`` (evaluate, fit) only with ``--engine dask``, and at least 1."""
+    if args.sample_rows is None:
+        return
+    if args.engine != "dask":
+        raise CommandError("--sample-rows needs --engine dask.")
+    if args.sample_rows < 1:
+        raise CommandError(f"--sample-rows must be at least 1, got {args.sample_rows}.")
 
 
 def check_bins(args: argparse.Namespace) -> None:
@@ -149,6 +177,7 @@ def evaluate_on_dask(args: argparse.Namespace, out) -> int:
     from calibration_core.distributed import dataset_summaries
     from calibration_core.distributed.frequency import frequency_statistics
 
+    maps = sample_maps(args)
     bar = ProgressBar(sys.stderr, "summarising") if sys.stderr.isatty() else None
     with dask_client(args) as client:
         read = {"label_column": args.label_column, "renormalize": args.renormalize}
@@ -169,12 +198,20 @@ def evaluate_on_dask(args: argparse.Namespace, out) -> int:
         finally:
             if bar is not None:
                 bar.close()
+        try:
+            drawn = {
+                name: on_sample(args, maps, client, name)
+                for name in summaries
+                if maps or args.measures
+            }
+        except KilledWorker as exc:
+            raise killed_error(exc) from None
     models = [
-        model_entry(s, args, None if frequency is None else frequency[name])
+        model_entry(s, args, None if frequency is None else frequency[name], drawn.get(name))
         for name, s in summaries.items()
     ]
     if args.format == "json":
-        json.dump(dask_document(args, models), out, indent=2, allow_nan=False)
+        json.dump(dask_document(args, maps, models), out, indent=2, allow_nan=False)
         out.write("\n")
     elif args.format == "csv":
         write_dask_csv(models, out)
@@ -193,17 +230,94 @@ def killed_error(exc) -> CommandError:
 
 
 def uncalibrated_row(summary, n_bins: int, frequency=None) -> dict[str, Any]:
-    """The ``uncalibrated`` row: the summary's metrics, null parts, no fit.
+    """The ``uncalibrated`` row: the summary's metrics and score parts, no fit.
 
     ``frequency``: the model's equal-frequency statistics (``--scheme frequency``).
+    The log-loss parts are None (null) for K > 2 (module docstring).
     """
     metrics = summary.metrics(n_bins, frequency)
     row: dict[str, Any] = {"map": "uncalibrated"}
     for key, value in metrics.items():
         row[key] = value
         if key == "log_loss":
-            row.update(dict.fromkeys(NULL_PARTS))
+            row.update(summary.score_parts(n_bins, frequency))
     return {**row, "fit_seconds": 0.0, "converged": None, "error": None}
+
+
+def sample_maps(args: argparse.Namespace) -> tuple[str, ...]:
+    """The maps ``evaluate --engine dask`` cross-fits on the sample: none without ``--maps``.
+
+    An unknown name fails here, before any work on the cluster, with the
+    in-memory engine's message (the registry's :func:`~calibration_core.maps.make_map`).
+    """
+    from calibration_core.maps import available_maps, make_map
+
+    if args.maps is None:
+        return ()
+    maps = parse_maps(args.maps)
+    names = tuple(available_maps()) if maps == "all" else maps
+    for name in names:
+        make_map(name)
+    return names
+
+
+@dataclass
+class OnSample:
+    """What ``evaluate --engine dask`` computed on one model's reproducible sample.
+
+    Attributes
+    ----------
+    info : SampleInfo
+        How the sample was drawn (rows, seed, fraction, dataset rows).
+    comparison : Comparison or None
+        The maps cross-fitted on the sample (``--maps``).
+    measures : dict or None
+        ``measures_summary`` of the sample (``--measures``).
+    """
+
+    info: Any
+    comparison: Any = None
+    measures: dict[str, Any] | None = None
+
+
+def on_sample(args: argparse.Namespace, maps, client, model: str) -> OnSample:
+    """The maps' held-out comparison and the measures of ``model``, on one drawn sample.
+
+    The sample is ``--sample-rows`` rows drawn with ``--seed``
+    (:func:`~calibration_core.distributed.sample_predictions`); the maps are
+    cross-fitted on it as ``fit --select best --engine dask`` does
+    (:func:`~calibration_core.distributed.compare_maps_on_sample`, ``--folds``,
+    folds seeded by ``--seed``); the comparison and the measures each run as one
+    task on the cluster.
+    """
+    from calibration_core.distributed import (
+        compare_maps_on_sample,
+        run_on_sample,
+        sample_predictions,
+    )
+    from calibration_core.measures import measures_summary
+
+    read = {"model": model, "label_column": args.label_column, "renormalize": args.renormalize}
+    size = sample_rows(args)
+    if maps:
+        settings = {"folds": args.folds, "n_bins": args.bins, "scheme": args.scheme}
+        found = compare_maps_on_sample(
+            args.file, list(maps), size=size, seed=args.seed, client=client, **settings, **read
+        )
+        sample, drawn = found.sample, OnSample(found.info, found.comparison)
+    else:
+        sample, info = sample_predictions(
+            args.file, size=size, seed=args.seed, client=client, **read
+        )
+        drawn = OnSample(info)
+    if args.measures:
+        drawn.measures = run_on_sample(measures_summary, sample, client, seed=args.seed)
+    return drawn
+
+
+def evaluated_on(info, n_rows: int) -> dict[str, int]:
+    """``evaluated_on`` of what was computed on a sample: its rows and seed, of ``n_rows``."""
+    return {"rows": info.rows, "seed": info.seed, "of": n_rows}
 
 
 def single_verdict(summary, row: dict[str, Any], level: float, resamples: int, seed: int):
@@ -226,22 +340,58 @@ def single_verdict(summary, row: dict[str, Any], level: float, resamples: int, s
     )
 
 
-def model_entry(summary, args: argparse.Namespace, frequency=None) -> dict[str, Any]:
-    """One ``models[]`` entry: the uncalibrated row and its single-candidate verdict."""
-    row = uncalibrated_row(summary, args.bins, frequency)
+def model_entry(
+    summary, args: argparse.Namespace, frequency=None, drawn: OnSample | None = None
+) -> dict[str, Any]:
+    """One ``models[]`` entry: the exact uncalibrated row, then what was drawn on the sample.
+
+    Without ``drawn`` (no ``--maps``, no ``--measures``) the verdict has the
+    single candidate ``uncalibrated``.
+    """
+    row = {**uncalibrated_row(summary, args.bins, frequency), "evaluated_on": ALL_ROWS}
     verdict = single_verdict(summary, row, args.level, args.resamples, args.seed)
-    return {
+    entry = {
         "model": summary.name,
         "n_samples": summary.n_samples,
         "n_classes": summary.n_classes,
         "splitter": "none",
         "warnings": [],
         "rows": [row],
-        "verdict": verdict.to_dict(),
+        "verdict": {**verdict.to_dict(), "evaluated_on": ALL_ROWS},
     }
+    if drawn is not None:
+        entry.update(sample_fields(entry, args, drawn))
+    return entry
 
 
-def dask_document(args: argparse.Namespace, models: list[dict[str, Any]]) -> dict[str, Any]:
+def sample_fields(entry: dict[str, Any], args: argparse.Namespace, drawn: OnSample) -> dict:
+    """The entry's fields computed on the sample: map rows, their verdict, the measures.
+
+    The map rows are the in-memory engine's rows (parts included) of the
+    comparison on the sample, without its ``uncalibrated`` row (the entry's is
+    exact, on every row); the verdict is the sample's, whose candidates
+    include ``uncalibrated`` scored on the same sample rows.
+    """
+    on = evaluated_on(drawn.info, entry["n_samples"])
+    fields: dict[str, Any] = {}
+    found = drawn.comparison
+    if found is not None:
+        maps = rows_with_parts(found, args.bins, args.scheme)[1:]
+        verdict = found.verdict(n_resamples=args.resamples, level=args.level).to_dict()
+        fields = {
+            "splitter": found.settings["splitter"],
+            "warnings": list(found.warnings),
+            "rows": [*entry["rows"], *({**r, "evaluated_on": on} for r in maps)],
+            "verdict": {**verdict, "evaluated_on": on},
+        }
+    if drawn.measures is not None:
+        fields["measures"] = {**drawn.measures, "evaluated_on": on}
+    return fields
+
+
+def dask_document(
+    args: argparse.Namespace, maps: tuple[str, ...], models: list[dict[str, Any]]
+) -> dict[str, Any]:
     """The ``evaluate`` JSON document of a Dask run (docs/evaluate-json-schema.md)."""
     from calibration_core import __version__
 
@@ -254,15 +404,16 @@ def dask_document(args: argparse.Namespace, models: list[dict[str, Any]]) -> dic
             "scheme": args.scheme,
             "folds": args.folds,
             "seed": args.seed,
-            "maps": [],
+            "maps": list(maps),
             "label_column": args.label_column,
             "renormalize": bool(args.renormalize),
             "resamples": args.resamples,
             "level": args.level,
-            "measures": False,
+            "measures": bool(args.measures),
             "group_by": None,
             "window": None,
             "engine": "dask",
+            "sample_rows": sample_rows(args) if maps or args.measures else None,
         },
         "models": models,
     }
@@ -272,32 +423,58 @@ def write_dask_csv(models: list[dict[str, Any]], out) -> None:
     """The CSV of ``evaluate``: a ``model`` and a ``map`` column, then the table's."""
     from calibration_core.compare import TABLE_COLUMNS
 
-    from ..exports import csv_writer
+    from ..exports import csv_writer, safe_cell
 
     writer = csv_writer(out)
     writer.writerow(["model", "map", *TABLE_COLUMNS])
     for m in models:
-        row = m["rows"][0]
-        cells = [row[c] for c in TABLE_COLUMNS]
-        writer.writerow([m["model"], row["map"], *("" if c is None else c for c in cells)])
+        for row in m["rows"]:
+            cells = [m["model"], row["map"], *(row[c] for c in TABLE_COLUMNS)]
+            writer.writerow([csv_text(safe_cell(cell)) for cell in cells])
+
+
+def on_words(on: str | dict[str, int]) -> str:
+    """``evaluated_on`` in words: "all rows" or "a uniform sample of N of M rows (seed s)"."""
+    if on == ALL_ROWS:
+        return ALL_ROWS
+    return f"a uniform sample of {on['rows']:,} of {on['of']:,} rows (seed {on['seed']})"
 
 
 def write_dask_tables(models: list[dict[str, Any]], args: argparse.Namespace, out) -> None:
-    """One line of metrics per model, to 4 decimals."""
+    """One line of metrics per model and map (to 4 decimals), then verdicts and measures."""
     from calibration_core.compare import METRIC_COLUMNS
 
     kind = "equal-width" if args.scheme == "width" else "equal-frequency"
-    out.write(f"{args.file}: uncalibrated metrics on Dask, {args.bins} {kind} bins\n")
-    out.write("model  n_samples  " + "  ".join(METRIC_COLUMNS) + "\n")
+    done = "uncalibrated on every row"
+    if any(len(m["rows"]) > 1 for m in models):
+        done += f", maps held out ({args.folds}-fold cross-fitting) on a sample"
+    out.write(f"{args.file}: metrics on Dask, {args.bins} {kind} bins; {done}\n")
+    out.write("model  map  rows  " + "  ".join(METRIC_COLUMNS) + "\n")
     for m in models:
-        row = m["rows"][0]
-        values = "  ".join(f"{row[c]:.4f}" for c in METRIC_COLUMNS)
-        out.write(f"{m['model']}  {m['n_samples']}  {values}\n")
+        for row in m["rows"]:
+            on = row["evaluated_on"]
+            rows = m["n_samples"] if on == ALL_ROWS else on["rows"]
+            values = "  ".join("-" if row[c] is None else f"{row[c]:.4f}" for c in METRIC_COLUMNS)
+            out.write(f"{m['model']}  {row['map']}  {rows}  {values}\n")
+            if row["error"] is not None:
+                out.write(f"  {row['map']} failed: {row['error']}\n")
+    verdicts = [
+        f"{m['model']}: {verdict_line(m['verdict'])} On {on_words(m['verdict']['evaluated_on'])}."
+        for m in models
+        if len(m["rows"]) > 1
+    ]
+    if verdicts:
+        out.write("\n" + "\n".join(verdicts) + "\n")
+    for m in models:
+        if "measures" in m:
+            where = on_words(m["measures"]["evaluated_on"])
+            out.write(f"\n{m['model']}: measures of the uncalibrated predictions on {where}\n")
+            out.write("\n".join(measures_lines(m["measures"])) + "\n")
 
 
 # ------------------------------------------------------------ fit, apply
-def add_sample_argument(parser: argparse.ArgumentParser) -> None:
-    """``--sample-rows`` of ``fit``."""
+def add_sample_argument(parser: argparse.ArgumentParser, what: str) -> None:
+    """``--sample-rows`` of ``evaluate`` and ``fit``; ``what`` says what is done on the sample."""
     from calibration_core.distributed.sample import DEFAULT_SAMPLE_ROWS
 
     parser.add_argument(
@@ -305,21 +482,16 @@ def add_sample_argument(parser: argparse.ArgumentParser) -> None:
         type=int,
         default=None,
         metavar="N",
-        help="with --engine dask: maps other than temperature and platt are fitted on a "
-        f"reproducible uniform sample of at most N rows (default {DEFAULT_SAMPLE_ROWS:,}; "
-        "seed --seed), recorded in the map",
+        help=f"with --engine dask: {what} (default {DEFAULT_SAMPLE_ROWS:,}; seed --seed)",
     )
 
 
 def check_fit_options(args: argparse.Namespace, maps) -> str:
     """The one map ``fit --engine dask`` deploys ("" with ``--select best``); checks options."""
     check_cluster_options(args)
+    check_sample_option(args)
     if args.engine != "dask":
-        if args.sample_rows is not None:
-            raise CommandError("--sample-rows needs --engine dask.")
         return ""
-    if args.sample_rows is not None and args.sample_rows < 1:
-        raise CommandError(f"--sample-rows must be at least 1, got {args.sample_rows}.")
     check_bins(args)
     return "" if args.select is not None else maps[0]
 
@@ -370,6 +542,7 @@ def fit_on_dask(args: argparse.Namespace, map_name: str, out) -> int:
     """
     from distributed import KilledWorker
 
+    from calibration_core import PART_FIELDS
     from calibration_core.distributed import (
         dataset_deployable,
         dataset_summaries,
@@ -401,7 +574,7 @@ def fit_on_dask(args: argparse.Namespace, map_name: str, out) -> int:
     deployable.save(args.output)
     frequency = None if frequency is None else frequency[summary.name]
     row = uncalibrated_row(summary, args.bins, frequency)
-    for part in NULL_PARTS:  # fit's comparison rows have no parts (as in memory)
+    for part in PART_FIELDS:  # fit's comparison rows have no parts (as in memory)
         del row[part]
     settings = {
         "maps": [map_name],

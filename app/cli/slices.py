@@ -4,8 +4,9 @@
 bootstrap intervals, the worst group and the homogeneity test) and
 ``--group-maps`` the held-out global vs per-group maps; ``--window 1w`` (with
 the time column found or named by ``--time-column``) adds the windows against
-the reference period (``--reference``: the first K windows, windows A:B or dates
-START:END; ``--reference-windows K`` is kept). ``check --per-group`` bounds every judged group.
+the reference period (``--reference``: the first K windows, windows A:B, dates
+START:END or one date or month alone; ``--reference-windows K`` is kept).
+``check --per-group`` bounds every judged group.
 """
 
 from __future__ import annotations
@@ -67,8 +68,9 @@ def add_group_arguments(
         default=None,
         metavar="PERIOD",
         help="the reference period of --window: K (the first K windows), A:B (windows A to B, "
-        "from 1) or START:END (ISO dates, both included, e.g. 2024-01-01:2024-01-31; an end "
-        "may be left out); default: the first window",
+        "from 1), START:END (ISO dates, both included, e.g. 2024-01-01:2024-01-31; an end "
+        "may be left out) or one date or month alone, that day or month (e.g. 2024-01-15); "
+        "default: the first window",
     )
     parser.add_argument(
         "--reference-windows",

@@ -199,7 +199,8 @@ def over_time_card(time: TimeSettings) -> html.Div:
                 maxLength=MAX_REFERENCE_CHARS,
                 className="diag-number diag-period",
             ),
-            "K: the first K windows; A:B: windows A to B; or dates 2024-01-01:2024-01-31",
+            "K: the first K windows; A:B: windows A to B; dates 2024-01-01:2024-01-31; "
+            "or one day or month (2024-01)",
         ),
     ]
     return _card(

@@ -153,13 +153,15 @@ class TimeTarget:
         return Binning(self.view.scheme, self.view.n_bins)
 
     def describe(self) -> str:
-        """E.g. ``"windows of 1w (time column 'timestamp') · reference: the first 2 windows"``."""
-        from calibration_core.slices import parse_reference
+        """E.g. ``"8 windows of 1 week (time column 'timestamp') · ... · reference: ..."``."""
+        from calibration_core.slices import parse_reference, parse_window
 
         source = f"time column {self.column!r}" if self.column else "row order"
         period = parse_reference(self.settings.reference).describe()
+        unit, count = parse_window(self.window)
+        plural = "s" if count != 1 and not unit.endswith("s") else ""
         return (
-            f"{self.windows.n_groups} windows of {self.window} ({source}) · ECE of the "
+            f"{self.windows.n_groups} windows of {count:,} {unit}{plural} ({source}) · ECE of the "
             f"{self.notion_label} notion · {self.view.describe_binning()} · reference: "
             f"{period} · uncalibrated predictions"
         )

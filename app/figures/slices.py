@@ -193,11 +193,14 @@ def drift_figure(doc: dict, *, title: str = "", subtitle: str = "", selected=Non
             "subtitle": {"text": wrapped_text(subtitle, 120, 2)},
             "x": 0.0,
             "xanchor": "left",
-            "pad": {"l": 10},
+            "y": 1.0,
+            "yref": "container",
+            "yanchor": "top",  # two subtitle lines then clear the legend note
+            "pad": {"l": 10, "t": 12},
             "font": {"size": 15},
         },
         height=580,
-        margin={"l": 64, "r": 16, "t": 116, "b": 72},
+        margin={"l": 64, "r": 48, "t": 116, "b": 72},  # r: the last tilted tick label
         shapes=shapes,
         annotations=[_legend_notes(has_intervals(doc))],
         hovermode="closest",

@@ -38,6 +38,7 @@ import logging
 import re
 import tempfile
 import unicodedata
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from flask import Flask, Request, jsonify, request
@@ -112,14 +113,17 @@ def make_request_class(upload_dir: Path) -> type[Request]:
     return UploadRequest
 
 
+def error_reply(message: str, status: int):
+    """A refused request's JSON answer: the ``message``, and no models or file errors."""
+    return jsonify({"error": message, "models": [], "errors": []}), status
+
+
 def _too_large(limit_mb: int, what: str = "the upload"):
-    body = {
-        "error": f"{what} is larger than the {limit_mb} MB limit; "
+    return error_reply(
+        f"{what} is larger than the {limit_mb} MB limit; "
         "split it into smaller files or ask the operator to raise MAX_UPLOAD_MB.",
-        "models": [],
-        "errors": [],
-    }
-    return jsonify(body), 413
+        413,
+    )
 
 
 def _file_size(stream) -> int:
@@ -127,6 +131,86 @@ def _file_size(stream) -> int:
     size = stream.tell()
     stream.seek(0)
     return size
+
+
+def file_count_problem(files: list) -> str | None:
+    """Why a request's number of files is refused (none, or too many), or None."""
+    if not files:
+        return "no file received: send the file in a form field named 'file'."
+    if len(files) > MAX_FILES_PER_REQUEST:
+        return f"send at most {MAX_FILES_PER_REQUEST} files per request."
+    return None
+
+
+def unexpected_failure(name: str) -> dict:
+    """The ``errors`` entry of a file whose load failed unexpectedly (logged with a request id).
+
+    Call it while handling the exception, so that the log holds its traceback.
+    """
+    rid = request_id()
+    log.exception("upload of %r failed (request id %s)", name, rid)
+    return {
+        "file": name,
+        "error": f"{name}: could not be read as predictions (unexpected error; request id {rid}).",
+    }
+
+
+@dataclass
+class UploadAnswer:
+    """What an upload request loaded and refused, file by file: the response's body."""
+
+    loaded: list = field(default_factory=list)
+    per_file: list = field(default_factory=list)
+    errors: list = field(default_factory=list)
+    notices: list = field(default_factory=list)
+
+    def add(self, name: str, infos: list, notes) -> None:
+        """Record the models of file ``name`` and the loader's ``notes`` on it."""
+        self.per_file.append({"file": name, "models": [i.handle for i in infos]})
+        self.notices.extend(f"{name}: {note}" for note in notes)
+        self.loaded.extend(i.to_json() for i in infos)
+
+    def body(self) -> dict:
+        """The JSON body; ``error`` sums up the refused files, if any."""
+        body = {
+            "models": self.loaded,
+            "files": self.per_file,
+            "errors": self.errors,
+            "notices": self.notices,
+        }
+        if self.errors:
+            body["error"] = " ".join(e["error"] for e in self.errors)
+        return body
+
+
+def load_files(files: list, sid, *, store: DataStore, parser: UploadParser, max_upload_mb: int):
+    """Parse and store each received file; the route's response.
+
+    A file the loader rejects (or that fails unexpectedly) is listed in
+    ``errors`` and the next file is loaded; a file over the size limit ends
+    the request with 413.
+    """
+    limit = max_upload_mb * 1024 * 1024
+    answer = UploadAnswer()
+    options = load_options(request.form)
+    for part in files:
+        name = clean_file_name(part.filename)
+        try:
+            if _file_size(part.stream) > limit:
+                return _too_large(max_upload_mb, f"{name}")
+            parsed = parser.parse(part.stream, name, options)
+            infos = store.add_models(sid, parsed.predictions, source=name, soft=parsed.soft_labels)
+        except CalibrationInputError as exc:
+            answer.errors.append(refusal(name, exc))
+            continue
+        except Exception:
+            answer.errors.append(unexpected_failure(name))
+            continue
+        finally:
+            part.close()
+        answer.add(name, infos, parsed.notices)
+    # File-level problems are answers, not failed requests: 200 with the messages.
+    return jsonify(answer.body()), 200
 
 
 def register_upload_route(
@@ -162,55 +246,8 @@ def register_upload_route(
         except OSError as exc:  # disk full or read-only: the file cannot even be received
             log.error("receiving an upload failed: %s", exc)
             store.storage_failed(exc)
-            return jsonify({"error": STORAGE_MESSAGE, "models": [], "errors": []}), 507
-        if not files:
-            return jsonify(
-                {
-                    "error": "no file received: send the file in a form field named 'file'.",
-                    "models": [],
-                    "errors": [],
-                }
-            ), 400
-        if len(files) > MAX_FILES_PER_REQUEST:
-            return jsonify(
-                {
-                    "error": f"send at most {MAX_FILES_PER_REQUEST} files per request.",
-                    "models": [],
-                    "errors": [],
-                }
-            ), 400
-        loaded, per_file, errors, notices = [], [], [], []
-        options = load_options(request.form)
-        for part in files:
-            name = clean_file_name(part.filename)
-            try:
-                if _file_size(part.stream) > limit:
-                    return _too_large(max_upload_mb, f"{name}")
-                parsed = parser.parse(part.stream, name, options)
-                infos = store.add_models(
-                    sid, parsed.predictions, source=name, soft=parsed.soft_labels
-                )
-            except CalibrationInputError as exc:
-                errors.append(refusal(name, exc))
-                continue
-            except Exception:
-                rid = request_id()
-                log.exception("upload of %r failed (request id %s)", name, rid)
-                errors.append(
-                    {
-                        "file": name,
-                        "error": f"{name}: could not be read as predictions (unexpected error; "
-                        f"request id {rid}).",
-                    }
-                )
-                continue
-            finally:
-                part.close()
-            per_file.append({"file": name, "models": [i.handle for i in infos]})
-            notices.extend(f"{name}: {note}" for note in parsed.notices)
-            loaded.extend(i.to_json() for i in infos)
-        body = {"models": loaded, "files": per_file, "errors": errors, "notices": notices}
-        if errors:
-            body["error"] = " ".join(e["error"] for e in errors)
-        # File-level problems are answers, not failed requests: 200 with the messages.
-        return jsonify(body), 200
+            return error_reply(STORAGE_MESSAGE, 507)
+        problem = file_count_problem(files)
+        if problem is not None:
+            return error_reply(problem, 400)
+        return load_files(files, sid, store=store, parser=parser, max_upload_mb=max_upload_mb)

@@ -116,6 +116,20 @@ class ScoreBinCounter:
             count, sum_target, sum_score = count[:m], sum_target[:m], sum_score[:m]
         return BinStatistics(edges, count, sum_score, sum_target)
 
+    def positive_score(self) -> np.ndarray:
+        """Sum of the scores whose target is 1, per bin, shape (M,) (0/1 targets only).
+
+        With the bin's score sum, count and positives it gives the within-bin
+        covariance of score and target (the Brier decomposition's residual).
+        """
+        if self._sum_target is not None:
+            raise TypeError("float targets (weights) keep no sum of the positives' scores")
+        m, b = self.n_bins, self._bins
+        sums = self._sum2.reshape(b, 2)[:, 1].copy()
+        if b > m:  # the scores equal to 1.0 belong to the last bin
+            sums[m - 1] += sums[m]
+        return sums[:m]
+
 
 class ClasswiseBinCounter:
     """Accumulates stacked one-vs-rest equal-width statistics of probability rows.

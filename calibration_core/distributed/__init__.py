@@ -52,8 +52,13 @@ A fitted map is applied to a whole dataset file by file
 (:func:`~.apply.apply_map_to_dataset`: the core's streaming ``apply`` in one
 task per file), writing calibrated Parquet.
 
-Not yet: equal-width bin counts above 100, the consistency band and the
-Brier/log-loss decompositions.
+The calibration and refinement parts of the Brier score (any K) and of the
+log-loss (K = 2) come from per-bin sums too (:mod:`.parts`,
+:meth:`ModelSummary.score_parts`); the log-loss parts for K > 2 do not merge
+(each row's estimated class frequencies are renormalised over its K bins at
+once) and are None.
+
+Not yet: equal-width bin counts above 100 and the consistency band.
 
 Entry points
 ------------
@@ -70,7 +75,7 @@ from .engine import dataset_summaries, piece_summaries, require_dask, tree_merge
 from .frequency import frequency_statistics
 from .pieces import Piece, ReadOptions, find_pieces
 from .platt import fit_platt_on_dataset
-from .sample import SampleInfo, fit_map_on_sample, sample_predictions
+from .sample import SampleInfo, fit_map_on_sample, run_on_sample, sample_predictions
 from .select import SampleComparison, compare_maps_on_sample, select_map_on_dataset
 from .summary import ModelSummary, merge_summaries, summarize
 from .temperature import fit_temperature_on_dataset
@@ -96,6 +101,7 @@ __all__ = [
     "merge_summaries",
     "piece_summaries",
     "require_dask",
+    "run_on_sample",
     "sample_predictions",
     "select_map_on_dataset",
     "summarize",

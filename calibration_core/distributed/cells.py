@@ -30,6 +30,7 @@ __all__ = [
     "MAX_CELL_BINS",
     "N_CELLS",
     "CellStatistics",
+    "bin_sums",
     "cell_bounds",
 ]
 
@@ -66,6 +67,15 @@ def cell_bounds(n_bins: int) -> np.ndarray:
     bounds = np.concatenate(([0], inner)).astype(np.intp)
     bounds.flags.writeable = False
     return bounds
+
+
+def bin_sums(cells: np.ndarray, n_bins: int) -> np.ndarray:
+    """Per-cell sums (last axis: the C + 1 cells) added up into the ``n_bins`` equal-width bins."""
+    starts = cell_bounds(n_bins)
+    empty = np.append(starts[1:] == starts[:-1], False)
+    sums = np.add.reduceat(cells, starts, axis=-1)
+    sums[..., empty] = 0  # reduceat gives a[start] for an empty range
+    return sums
 
 
 @dataclass(frozen=True, eq=False)
@@ -130,12 +140,7 @@ class CellStatistics:
         (K, M) for stacked columns.
         """
         n_bins, _ = check_binning_args(n_bins, "width")
-        starts = cell_bounds(n_bins)
-        empty = np.append(starts[1:] == starts[:-1], False)
-        sums = [np.add.reduceat(a, starts, axis=-1) for a in self._arrays()]
-        for a in sums:  # reduceat gives a[start] for an empty range: zero it
-            a[..., empty] = 0
-        count, sum_score, positives = sums
+        count, sum_score, positives = (bin_sums(a, n_bins) for a in self._arrays())
         edges = width_edges(n_bins)
         if count.ndim == 2:
             edges = np.broadcast_to(edges, (count.shape[0], n_bins + 1))

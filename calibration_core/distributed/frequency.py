@@ -11,7 +11,9 @@ carrying that prefix (sparse counts: only digits present are kept, so memory
 is bounded by the distinct digits, never by N), merged in a tree reduction.
 A fourth pass bins every column with its exact edges
 (:class:`~calibration_core.binning.ScoreBinCounter`, scores equal to an edge
-go up, as in the core), so the statistics equal the in-memory core's.
+go up, as in the core), so the statistics equal the in-memory core's; it also
+sums what the Brier and log-loss decompositions need in the classwise bins
+(:class:`~.parts.PartSums`).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from ..binning import BinStatistics, ScoreBinCounter, stack_statistics
 from ..errors import CalibrationInputError
 from ..notions import notion_columns
 from .engine import require_dask, tree_merge
+from .parts import PartSums
 from .pieces import ReadOptions, dataset_name, find_pieces, read_piece
 from .summary import Summaries
 
@@ -109,18 +112,28 @@ def merge_counts(parts: Sequence[dict]) -> dict:
 
 
 def binning_pass(piece, options: ReadOptions, edges: dict) -> dict:
-    """Task: per (model, notion) the bin statistics of one piece with the exact edges."""
+    """Task: per (model, notion) the bin statistics of one piece with the exact edges.
+
+    Also per (model, ``"parts"``) the decompositions' sums in the classwise bins,
+    as a one-item list.
+    """
     out: dict = {}
     for pred in read_piece(piece, options):
         for notion in FREQUENCY_NOTIONS:
             cuts = edges.get((pred.name, notion))
             if cuts is None:
                 continue
-            stats = [
-                ScoreBinCounter(len(e) - 1, e).add(s, t.astype(np.int8)).statistics(e)
+            counters = [
+                ScoreBinCounter(len(e) - 1, e).add(s, t.astype(np.int8))
                 for (s, t), e in zip(_columns(pred, notion), cuts, strict=True)
             ]
-            out[(pred.name, notion)] = stats
+            out[(pred.name, notion)] = [
+                c.statistics(e) for c, e in zip(counters, cuts, strict=True)
+            ]
+            if notion == "classwise":
+                positive = np.stack([c.positive_score() for c in counters])
+                parts = PartSums.of_rows(pred.probs, pred.labels, cuts, positive)
+                out[(pred.name, "parts")] = [parts]
     return out
 
 
@@ -200,9 +213,11 @@ def frequency_statistics(
     Returns
     -------
     dict
-        ``{model: {"confidence": BinStatistics (M,), "classwise": BinStatistics (K, M)}}``,
-        equal to the core's ``confidence_statistics`` / ``classwise_statistics`` with
-        ``scheme="frequency"`` (counts and edges exactly, sums to float rounding).
+        ``{model: {"confidence": BinStatistics (M,), "classwise": BinStatistics (K, M),
+        "parts": PartSums}}``, equal to the core's ``confidence_statistics`` /
+        ``classwise_statistics`` with ``scheme="frequency"`` (counts and edges
+        exactly, sums to float rounding); ``parts`` are the sums of
+        :meth:`~.summary.ModelSummary.score_parts` in the classwise bins.
     """
     dask = require_dask()
     if hasattr(source, "to_delayed"):
@@ -233,6 +248,6 @@ def frequency_statistics(
     merged = _run(client, tree_merge(parts, merge=merge_statistics))
     out: dict[str, dict[str, BinStatistics]] = {}
     for (model, notion), stats in merged.items():
-        combined = stats[0] if notion == "confidence" else stack_statistics(stats)
+        combined = stats[0] if notion != "classwise" else stack_statistics(stats)
         out.setdefault(model, {})[notion] = combined
     return out

@@ -7,9 +7,10 @@ float64 left to right, as the loader's
 the loader divides (the same float64 values), the cell of every value (as
 ``np.searchsorted(CELL_THRESHOLDS, v, side="right")``), the per-cell counts,
 score sums and positives of every class column and of the top label
-(``argmax``'s rule: the first largest value), hits, and the Brier and clipped
-log-loss terms. NumPy needed 15-20 passes over the values for the same work
-(BENCHMARKS.md, issue 18).
+(``argmax``'s rule: the first largest value), the score sums of the positives
+and, for K = 2, the sums the log-loss decomposition needs (:class:`BlockTotals`),
+hits, and the Brier and clipped log-loss terms. NumPy needed 15-20 passes over
+the values for the same work (BENCHMARKS.md, issue 18).
 
 The loop checks nothing itself beyond what keeps it safe: a row with a NaN, an
 infinity, a negative value, a zero sum it would divide by or a label out of
@@ -116,7 +117,9 @@ def _score_cells(scores, targets, count, sum_score, positives, table, padded):
             positives[c] += 1
 
 
-def _summarize_block(values, labels, exact, conf, classes, positives, true_p, table, padded):
+def _summarize_block(
+    values, labels, exact, conf, classes, positives, binary, true_p, table, padded
+):
     """Accumulate one block; see :func:`summarize_block`."""
     k, n = values.shape
     bad, used, hits = 0, 0, 0
@@ -153,17 +156,23 @@ def _summarize_block(values, labels, exact, conf, classes, positives, true_p, ta
             top = top / s
         first = k
         squares = 0.0
+        cell = np.uintp(0)
         for j in range(k):
             v = np.float64(values[j, i])
             p = v / s if divide else v
-            at = np.uintp(2 * (j * N_CELLS + _cell(p, table, padded)))
+            cell = _cell(p, table, padded)
+            at = np.uintp(2 * (j * N_CELLS + cell))
             classes[at] += 1.0
             classes[at + 1] += p
             squares += p * p
             first = min(first, j if p == top else k)
         v = np.float64(values[y, i])
         p = v / s if divide else v
-        positives[np.uintp(y * N_CELLS + _cell(p, table, padded))] += 1
+        at = np.uintp(2 * (y * N_CELLS + _cell(p, table, padded)))
+        positives[at] += 1.0
+        positives[at + 1] += p
+        if k == 2:  # ``cell`` is the positive column's (the last of the loop)
+            _binary_row(values, i, s, divide, y, cell, binary)
         at = np.uintp(3 * _cell(top, table, padded))
         correct = first == y
         conf[at] += 1.0
@@ -174,6 +183,20 @@ def _summarize_block(values, labels, exact, conf, classes, positives, true_p, ta
         true_p[np.uintp(used)] = min(max(p, LOG_LOSS_EPS), 1.0)
         used += 1
     return bad, hits, brier, hi, max_dev
+
+
+@numba.njit(inline="always", nogil=True)
+def _binary_row(values, i, s, divide, y, cell, binary):
+    """K = 2: sums of a row in the cell of its positive-class value ``p1`` (see BlockTotals)."""
+    p0 = np.float64(values[0, i])
+    p1 = np.float64(values[1, i])
+    if divide:
+        p0, p1 = p0 / s, p1 / s
+    at = np.uintp(4 * cell)
+    binary[at] += p0
+    binary[at + 1] += p0 if y == 0 else 0.0
+    binary[at + 2] += math.log(max(p0, LOG_LOSS_EPS))
+    binary[at + 3] += math.log(max(p1, LOG_LOSS_EPS))
 
 
 @numba.njit(inline="always", nogil=True)
@@ -256,8 +279,14 @@ class BlockTotals:
     classes : numpy.ndarray of float64, shape (K * (C + 1), 2)
         Count and score sum per class column and cell (column ``k``'s cells are
         rows ``k * (C + 1)`` onwards).
-    positives : numpy.ndarray of int64, shape (K * (C + 1),)
-        Rows whose label is the column, per column and cell.
+    positives : numpy.ndarray of float64, shape (K * (C + 1), 2)
+        Count and score sum of the rows whose label is the column, per column and
+        cell (the score sum gives the within-bin covariance of score and outcome,
+        the Brier decomposition's residual).
+    binary : numpy.ndarray of float64, shape (C + 1, 4), or (0, 4) unless K = 2
+        K = 2, per cell of the positive column ``p1`` (the core bins that column
+        for both of a binary model's decompositions): sums of ``p0``, of ``p0``
+        over the rows labelled 0, of ``ln max(p0, eps)`` and of ``ln max(p1, eps)``.
     rows, hits : int
         Rows added (bad rows excluded) and rows whose top class (the first
         largest value) is the label.
@@ -270,7 +299,8 @@ class BlockTotals:
         self.n_classes = n_classes
         self.confidence = np.zeros((N_CELLS, 3))
         self.classes = np.zeros((n_classes * N_CELLS, 2))
-        self.positives = np.zeros(n_classes * N_CELLS, dtype=np.int64)
+        self.positives = np.zeros((n_classes * N_CELLS, 2))
+        self.binary = np.zeros((N_CELLS if n_classes == 2 else 0, 4))
         self.rows = 0
         self.hits = 0
         self.brier = 0.0
@@ -310,7 +340,8 @@ def summarize_block(
         float(exact),
         totals.confidence.reshape(-1),
         totals.classes.reshape(-1),
-        totals.positives,
+        totals.positives.reshape(-1),
+        totals.binary.reshape(-1),
         true_p,
         _TABLE,
         _PADDED,

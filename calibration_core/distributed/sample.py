@@ -27,6 +27,7 @@ __all__ = [
     "SampleInfo",
     "fit_map_on_sample",
     "fit_on_sample",
+    "run_on_sample",
     "sample_predictions",
 ]
 
@@ -123,6 +124,34 @@ def sample_predictions(
         else Predictions.from_logits(logits, labels, **common)
     )
     return pred, SampleInfo(int(labels.shape[0]), int(seed), q, total)
+
+
+def run_on_sample(function, sample: Predictions, client: Any = None, /, **kwargs):
+    """``function(sample, **kwargs)``: here, or as one task on the cluster.
+
+    What runs on a drawn sample (the maps' comparison, the measures) is bounded
+    by the sample's size, so it is one task: with a client the sample is
+    scattered (data, not a large task graph) and the caller only waits on a
+    future, so a web job that runs it holds no rows and does no work itself.
+
+    Parameters
+    ----------
+    function : callable
+        Takes the sample first (``compare_maps``, ``measures_summary``).
+    sample : Predictions
+    client : distributed.Client, optional
+    **kwargs
+        Passed to ``function``.
+
+    Returns
+    -------
+    object
+        What ``function`` returns (its exceptions are raised here, as they are).
+    """
+    if client is None:
+        return function(sample, **kwargs)
+    rows = client.scatter(sample, hash=False)  # its own key: a released twin cannot take it
+    return client.submit(function, rows, pure=False, **kwargs).result()
 
 
 def fit_map_on_sample(

@@ -33,6 +33,7 @@ from .sample import (
     SampleInfo,
     fit_map_on_sample,
     fit_on_sample,
+    run_on_sample,
     sample_predictions,
 )
 from .temperature import fit_temperature_on_dataset
@@ -108,11 +109,7 @@ def compare_maps_on_sample(
     settings = {"folds": folds, "seed": seed, "n_bins": n_bins, "scheme": scheme}
     if test_fraction is not None:
         settings["test_fraction"] = test_fraction
-    if client is None:
-        comparison = compare_maps(sample, maps, **settings)
-    else:
-        rows = client.scatter(sample)  # data, not a large task graph
-        comparison = client.submit(compare_maps, rows, maps, pure=False, **settings).result()
+    comparison = run_on_sample(compare_maps, sample, client, maps=maps, **settings)
     return SampleComparison(comparison, sample, info)
 
 

@@ -1,10 +1,11 @@
 """Mergeable per-model statistics of a partition: :class:`ModelSummary`.
 
 A summary holds counts and sums only (cell statistics of the top-label
-confidence and of every class column, hits, Brier and log-loss sums), so the
-summaries of two partitions merge by addition (:func:`merge_summaries`) in
-any order and any tree, and the merged summary answers every measure of the
-core for every equal-width bin count in 1..100 without reading rows again.
+confidence and of every class column, hits, Brier and log-loss sums, and the
+sums of the score decompositions, :mod:`.parts`), so the summaries of two
+partitions merge by addition (:func:`merge_summaries`) in any order and any
+tree, and the merged summary answers every measure of the core for every
+equal-width bin count in 1..100 without reading rows again.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..binning import Binning, BinStatistics
+from ..decomposition import PART_FIELDS
 from ..errors import CalibrationInputError
 from ..io.checks import Context, exact_tolerance, silent_tolerance
 from ..io.tables import (
@@ -29,6 +31,7 @@ from ..notions import check_ece_notion
 from ..predictions import Predictions
 from ..reliability import ReliabilityCurve
 from .cells import CellStatistics
+from .parts import PartSums, parts_from_sums
 from .pieces import ReadOptions, table_predictions
 
 if TYPE_CHECKING:
@@ -60,6 +63,9 @@ class ModelSummary:
         Top-label confidence against correctness, shape (C + 1,).
     classwise : CellStatistics
         Every class column against ``label == k``, shape (K, C + 1).
+    parts : PartSums or None
+        Per-cell sums of the Brier and log-loss decompositions
+        (:meth:`score_parts`); None in a summary kept by an earlier version.
     """
 
     name: str
@@ -70,6 +76,7 @@ class ModelSummary:
     log_loss_sum: float
     confidence: CellStatistics
     classwise: CellStatistics
+    parts: PartSums | None = None
 
     @classmethod
     def of(cls, pred: Predictions) -> ModelSummary:
@@ -87,6 +94,8 @@ class ModelSummary:
         """The summary of the rows added to a :class:`~.kernel.BlockTotals`."""
         conf = totals.confidence
         classes = totals.classes.reshape(totals.n_classes, -1, 2)
+        positives = totals.positives.reshape(totals.n_classes, -1, 2)
+        binary = totals.binary.T.copy() if totals.n_classes == 2 else None
         return cls(
             name,
             tuple(class_names),
@@ -100,8 +109,9 @@ class ModelSummary:
             CellStatistics(
                 classes[..., 0].astype(np.int64),
                 classes[..., 1].copy(),
-                totals.positives.reshape(totals.n_classes, -1).copy(),
+                positives[..., 0].astype(np.int64),
             ),
+            PartSums(positives[..., 1].copy(), binary),
         )
 
     def __add__(self, other: ModelSummary) -> ModelSummary:
@@ -122,6 +132,7 @@ class ModelSummary:
             self.log_loss_sum + other.log_loss_sum,
             self.confidence + other.confidence,
             self.classwise + other.classwise,
+            None if self.parts is None or other.parts is None else self.parts + other.parts,
         )
 
     # ------------------------------------------------------------ measures
@@ -190,6 +201,35 @@ class ModelSummary:
             "brier_score": self.brier_sum / self.n_samples,
             "log_loss": self.log_loss_sum / self.n_samples,
         }
+
+    def score_parts(
+        self, n_bins: int = 15, frequency: dict | None = None
+    ) -> dict[str, float | None]:
+        """Calibration and refinement parts of the Brier score and the log-loss.
+
+        :func:`~calibration_core.score_parts` of the same rows and bins (to float
+        rounding), from the per-cell sums (:mod:`.parts`); the log-loss parts
+        only for K = 2 (None otherwise: :data:`~.parts.LOG_LOSS_PARTS_K2`), and
+        all four None for a summary kept by an earlier version.
+
+        Parameters
+        ----------
+        n_bins : int
+            M of the equal-width bins (1..100).
+        frequency : dict, optional
+            This model's entry of
+            :func:`~calibration_core.distributed.frequency.frequency_statistics`:
+            its equal-frequency bins instead.
+        """
+        if frequency is None:
+            classwise, sums = self.statistics("classwise", n_bins), None
+            if self.parts is not None:
+                sums = self.parts.in_bins(n_bins)
+        else:
+            classwise, sums = frequency["classwise"], frequency.get("parts")
+        if sums is None:
+            return dict.fromkeys(PART_FIELDS)
+        return parts_from_sums(classwise, sums, self.n_samples, self.brier_sum)
 
 
 #: Rows of a :class:`~calibration_core.Predictions` given to the kernel at a time.

@@ -127,42 +127,19 @@ def iter_prediction_chunks(
     if src.kind == "npz":
         yield [read_npz(src, label_column=label_column, renormalize=renormalize, name=model_name)]
         return
-    if src.kind == "parquet":
-        try:
-            batches = pq.ParquetFile(src.file_arg()).iter_batches(batch_size=chunk_rows)
-        except (pa.ArrowException, OSError):
-            raise parquet_damaged(src, "its footer (the table of contents at its end)") from None
-        style = "table"
-    else:
-        batches = _text_batches(src, encoding, label_column, block_size=1 << 22)
-        style = "data"
-
-    offset, pending, pending_rows, seen = 0, [], 0, False
-
-    def emit(table):
-        ctx = Context(src.display, style, offset)
-        return table_to_predictions(
+    batches, style = _record_batches(src, encoding, label_column, chunk_rows)
+    seen = False
+    for offset, table in _rechunk(batches, chunk_rows):
+        yield table_to_predictions(
             table,
-            ctx,
+            Context(src.display, style, offset),
             label_column=label_column,
             renormalize=renormalize,
             name=model_name,
             require_two_classes=False,
         )
-
-    for batch in batches:
-        pending.append(batch)
-        pending_rows += batch.num_rows
-        while pending_rows >= chunk_rows:
-            table = pa.Table.from_batches(pending)
-            chunk, rest = table.slice(0, chunk_rows), table.slice(chunk_rows)
-            yield emit(chunk)
-            seen = True
-            offset += chunk_rows
-            pending, pending_rows = rest.to_batches(), rest.num_rows
-    if pending_rows:
-        yield emit(pa.Table.from_batches(pending))
-    elif not seen:  # no data rows: the whole-file loader gives the precise message
+        seen = True
+    if not seen:  # no data rows: the whole-file loader gives the precise message
         yield load_predictions(
             source if src.data is None else src.data,
             label_column=label_column,
@@ -171,3 +148,34 @@ def iter_prediction_chunks(
             file_name=file_name,
             encoding=encoding,
         )
+
+
+def _record_batches(
+    src, encoding: str | None, label_column: str | None, chunk_rows: int
+) -> tuple[Iterator[pa.RecordBatch], str]:
+    """``(batches, style)``: the record batches of a Parquet or text file, and how its
+    messages number rows (``"table"`` or ``"data"`` rows, see :class:`Context`)."""
+    if src.kind == "parquet":
+        try:
+            batches = pq.ParquetFile(src.file_arg()).iter_batches(batch_size=chunk_rows)
+        except (pa.ArrowException, OSError):
+            raise parquet_damaged(src, "its footer (the table of contents at its end)") from None
+        return batches, "table"
+    return _text_batches(src, encoding, label_column, block_size=1 << 22), "data"
+
+
+def _rechunk(batches, chunk_rows: int) -> Iterator[tuple[int, pa.Table]]:
+    """``(offset, table)``: the batches regrouped in tables of ``chunk_rows`` rows (the
+    last one shorter), with the number of rows before each."""
+    offset, pending, pending_rows = 0, [], 0
+    for batch in batches:
+        pending.append(batch)
+        pending_rows += batch.num_rows
+        while pending_rows >= chunk_rows:
+            table = pa.Table.from_batches(pending)
+            yield offset, table.slice(0, chunk_rows)
+            rest = table.slice(chunk_rows)
+            offset += chunk_rows
+            pending, pending_rows = rest.to_batches(), rest.num_rows
+    if pending_rows:
+        yield offset, pa.Table.from_batches(pending)

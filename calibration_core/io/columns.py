@@ -265,6 +265,20 @@ def _list(names, limit: int = 12) -> str:
 
 def prediction_columns(names, skip, ctx):
     """(kind, column indices, class names) of the prediction columns."""
+    kind, idx = _one_group(_column_groups(names, skip), names, ctx)
+    if kind == "score":
+        if len(idx) > 1:
+            raise CalibrationInputError(
+                f"{ctx.display} has {len(idx)} `score` columns; keep one (the probability "
+                "of class 1)."
+            )
+        return "score", idx, ("0", "1")
+    classes = _class_names(kind, idx, names, ctx)
+    return ("logits" if kind == LOGIT_PREFIX else "probs"), idx, tuple(classes)
+
+
+def _column_groups(names, skip) -> dict[str, list[int]]:
+    """The indices of the prediction columns (not in ``skip``) by kind: prefix or ``score``."""
     groups: dict[str, list[int]] = {}
     for i, n in enumerate(names):
         if i in skip:
@@ -278,6 +292,11 @@ def prediction_columns(names, skip, ctx):
             prefix = next((p for p in PROB_PREFIXES if low.startswith(p)), None)
             if prefix is not None:
                 groups.setdefault(prefix, []).append(i)
+    return groups
+
+
+def _one_group(groups: dict[str, list[int]], names, ctx) -> tuple[str, list[int]]:
+    """``(kind, indices)`` of the only group; an error when there is none or more than one."""
     if not groups:
         soft = [n for n in names if n.lower().startswith(SOFT_PREFIX)]
         note = (
@@ -299,13 +318,11 @@ def prediction_columns(names, skip, ctx):
             f"{_CONVENTIONS} (use a single prefix for all classes)."
         )
     (kind, idx), = groups.items()  # fmt: skip
-    if kind == "score":
-        if len(idx) > 1:
-            raise CalibrationInputError(
-                f"{ctx.display} has {len(idx)} `score` columns; keep one (the probability "
-                "of class 1)."
-            )
-        return "score", idx, ("0", "1")
+    return kind, idx
+
+
+def _class_names(kind: str, idx: list[int], names, ctx) -> list[str]:
+    """The class names after the prefix ``kind``: non-empty, short, distinct, two or more."""
     classes = [names[i][len(kind) :] for i in idx]
     long = [i for i, c in zip(idx, classes, strict=True) if len(c) > MAX_NAME_LENGTH]
     if long:
@@ -332,7 +349,7 @@ def prediction_columns(names, skip, ctx):
             f"{kind}<class> column per class (K >= 2), or, for a binary problem, one `score` "
             "column holding the probability of class 1 with 0/1 labels."
         )
-    return ("logits" if kind == LOGIT_PREFIX else "probs"), idx, tuple(classes)
+    return classes
 
 
 def other_column_values(col: pa.ChunkedArray) -> np.ndarray:

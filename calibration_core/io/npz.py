@@ -161,40 +161,9 @@ def read_npz(
             f"damaged (the file is truncated or corrupt, or not written by numpy); {_SAVE}."
         ) from None
     with npz:
-        if not hasattr(npz, "files"):
-            raise CalibrationInputError(f"{d} holds a single array, not an .npz archive; {_SAVE}.")
-        if "[Content_Types].xml" in npz.zip.namelist():
-            raise CalibrationInputError(
-                f"{d} is an Office document (e.g. an Excel workbook), not an .npz archive; save "
-                "the sheet as 'CSV UTF-8' instead."
-            )
+        _check_archive(npz, d)
         keys = {k.lower(): k for k in npz.files}
-        listed = ", ".join(map(repr, npz.files)) or "(none)"
-        prob_key = _pick(keys, PROB_KEYS, d, "probability")
-        logit_key = keys.get(LOGIT_KEY)
-        if label_column is not None:
-            label_key = keys.get(str(label_column).lower())
-            if label_key is None:
-                raise CalibrationInputError(
-                    f"{d} has no array named {label_column!r} (the labels you asked for); its "
-                    f"arrays are {listed}.",
-                    remedy="label_column",
-                    columns=npz.files,
-                )
-        else:
-            label_key = _pick(keys, LABEL_KEYS, d, "label")
-        if prob_key is None and logit_key is None:
-            raise CalibrationInputError(
-                f"{d} has no predictions: expected an array named "
-                f"{', '.join((*PROB_KEYS, LOGIT_KEY))}; found {listed}. Rename the array."
-            )
-        if label_key is None:
-            raise CalibrationInputError(
-                f"{d} has no labels: expected an array named {', '.join(LABEL_KEYS)}; found "
-                f"{listed}. Rename the array.",
-                remedy="label_column",
-                columns=npz.files,
-            )
+        prob_key, logit_key, label_key = _array_keys(npz, keys, d, label_column)
         main = logit_key or prob_key
         preds = _numeric(read_array(npz, main, d, budget), main, d)
         probs = None
@@ -210,6 +179,55 @@ def read_npz(
         budget.add(2 * preds.size * 8, f"{preds.size:,} predictions as float64")
     pred = _build(src, preds, main, probs, labels, label_key, names, renormalize, name)
     return with_extra(pred, others) if others else pred
+
+
+def _check_archive(npz, d: str) -> None:
+    """Refuse what ``np.load`` opened that is not an ``.npz`` archive (``d`` names it)."""
+    if not hasattr(npz, "files"):
+        raise CalibrationInputError(f"{d} holds a single array, not an .npz archive; {_SAVE}.")
+    if "[Content_Types].xml" in npz.zip.namelist():
+        raise CalibrationInputError(
+            f"{d} is an Office document (e.g. an Excel workbook), not an .npz archive; save "
+            "the sheet as 'CSV UTF-8' instead."
+        )
+
+
+def _array_keys(
+    npz, keys: dict[str, str], d: str, label_column
+) -> tuple[str | None, str | None, str]:
+    """``(prob_key, logit_key, label_key)``: the archive's arrays of each role.
+
+    ``keys`` maps lower-case names to the archive's; ``label_column`` names the
+    label array (else one of :data:`LABEL_KEYS`). At least one of the first
+    two is found, or an error says what is missing.
+    """
+    listed = ", ".join(map(repr, npz.files)) or "(none)"
+    prob_key = _pick(keys, PROB_KEYS, d, "probability")
+    logit_key = keys.get(LOGIT_KEY)
+    if label_column is not None:
+        label_key = keys.get(str(label_column).lower())
+        if label_key is None:
+            raise CalibrationInputError(
+                f"{d} has no array named {label_column!r} (the labels you asked for); its "
+                f"arrays are {listed}.",
+                remedy="label_column",
+                columns=npz.files,
+            )
+    else:
+        label_key = _pick(keys, LABEL_KEYS, d, "label")
+    if prob_key is None and logit_key is None:
+        raise CalibrationInputError(
+            f"{d} has no predictions: expected an array named "
+            f"{', '.join((*PROB_KEYS, LOGIT_KEY))}; found {listed}. Rename the array."
+        )
+    if label_key is None:
+        raise CalibrationInputError(
+            f"{d} has no labels: expected an array named {', '.join(LABEL_KEYS)}; found "
+            f"{listed}. Rename the array.",
+            remedy="label_column",
+            columns=npz.files,
+        )
+    return prob_key, logit_key, label_key
 
 
 def other_arrays(npz, keys, n: int, display: str, budget) -> dict:

@@ -154,7 +154,24 @@ def resolve_source(source, file_name: str | None = None) -> Source:
     -------
     Source
     """
-    path = data = None
+    path, data, head, tail = _read_ends(source)
+    if path is not None:
+        file_name = file_name or path.name
+    display = f"'{os.path.basename(file_name)}'" if file_name else "the uploaded data"
+    stem, ext, gz_name = _split_name(file_name) if file_name else ("", "", False)
+    if (path.stat().st_size if path is not None else len(data)) == 0:
+        raise CalibrationInputError(
+            f"{display} is empty (0 bytes); export the predictions again or pick another file."
+        )
+    kind, gzipped, delimiter = _format(display, bool(file_name), ext, gz_name, head, tail)
+    return Source(display, stem, kind, gzipped, delimiter, path, data)
+
+
+def _read_ends(source) -> tuple[Path | None, bytes | None, bytes, bytes]:
+    """``(path, data, head, tail)``: a path (checked to be a file) or the bytes of ``source``.
+
+    ``head`` and ``tail`` are the first 8 and last 4 bytes (for :func:`_magic`).
+    """
     if isinstance(source, (str, os.PathLike)):
         path = Path(source)
         if not path.is_file():
@@ -162,13 +179,12 @@ def resolve_source(source, file_name: str | None = None) -> Source:
             raise CalibrationInputError(
                 f"cannot read '{path}': {what}. Give the path of a prediction file ({SUPPORTED})."
             )
-        file_name = file_name or path.name
         size = path.stat().st_size
         with path.open("rb") as fh:
             head = fh.read(8)
             fh.seek(max(size - 4, 0))
-            tail = fh.read(4)
-    elif isinstance(source, (bytes, bytearray, memoryview)):
+            return path, None, head, fh.read(4)
+    if isinstance(source, (bytes, bytearray, memoryview)):
         data = bytes(source)
     elif hasattr(source, "read"):
         data = source.read()
@@ -182,32 +198,30 @@ def resolve_source(source, file_name: str | None = None) -> Source:
             f"cannot read predictions from a {type(source).__name__}; pass a file path, "
             "bytes or a binary file object."
         )
-    if data is not None:
-        head, tail = data[:8], data[-4:]
-    display = f"'{os.path.basename(file_name)}'" if file_name else "the uploaded data"
-    stem, ext, gz_name = _split_name(file_name) if file_name else ("", "", False)
+    return None, data, data[:8], data[-4:]
+
+
+def _format(
+    display: str, named: bool, ext: str, gz_name: bool, head: bytes, tail: bytes
+) -> tuple[str, bool, str | None]:
+    """``(kind, gzipped, delimiter)`` of a :class:`Source`: by magic number, else by name.
+
+    ``named`` says whether the input has a file name (``ext`` and ``gz_name``
+    come from it); a nameless text input has its delimiter sniffed (None).
+    """
     magic = _magic(head, tail)
-    empty = (path.stat().st_size if path is not None else len(data)) == 0
-
-    def make(kind, gzipped=False, delimiter=None):
-        return Source(display, stem, kind, gzipped, delimiter, path, data)
-
-    if empty:
-        raise CalibrationInputError(
-            f"{display} is empty (0 bytes); export the predictions again or pick another file."
-        )
     if magic == "pickle" or ext in (".pkl", ".pickle"):
         raise CalibrationInputError(f"{display} is a Python pickle: {_UNSUPPORTED_HINTS['.pkl']}")
     if magic == "parquet":
-        return make("parquet")
+        return "parquet", False, None
     if magic == "zip":
         if ext in (".xlsx", ".xls"):
             raise unsupported_type(display, ext)
-        return make("npz")
+        return "npz", False, None
     if magic == "gzip":
         if ext and ext not in TEXT_EXTENSIONS:
             raise unsupported_type(display, ext + ".gz")
-        return make("text", True, TEXT_EXTENSIONS.get(ext))
+        return "text", True, TEXT_EXTENSIONS.get(ext)
     if ext in PARQUET_EXTENSIONS or ext in NPZ_EXTENSIONS:
         kind = "Parquet" if ext in PARQUET_EXTENSIONS else ".npz (zip)"
         raise CalibrationInputError(
@@ -220,9 +234,9 @@ def resolve_source(source, file_name: str | None = None) -> Source:
             f"{display} is named .gz but is not gzip-compressed; rename it without .gz."
         )
     if ext in TEXT_EXTENSIONS:
-        return make("text", False, TEXT_EXTENSIONS[ext])
-    if not file_name:
-        return make("text", False, None)
+        return "text", False, TEXT_EXTENSIONS[ext]
+    if not named:
+        return "text", False, None
     raise unsupported_type(display, ext)
 
 

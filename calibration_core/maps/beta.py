@@ -71,6 +71,48 @@ def beta_features(scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.log(s, out=s), minus_log_1ms
 
 
+def refit_targets(positive: np.ndarray, redo: np.ndarray, n_cols: int) -> np.ndarray:
+    """The one-vs-rest targets of the columns ``redo`` only (-1 for rows of no such column)."""
+    sub = np.full(positive.shape[0], -1, np.intp)
+    where = np.full(n_cols, -1, np.intp)
+    where[redo] = np.arange(redo.size)
+    sub[positive >= 0] = where[positive[positive >= 0]]
+    return sub
+
+
+def constrained_refits(
+    features: list[np.ndarray], columns: BinaryColumns, fit: LogisticColumnsFit, active: np.ndarray
+) -> LogisticColumnsFit:
+    """The fit with a negative ``a`` or ``b`` dropped (see the module docstring).
+
+    Drops ``a`` if ``a < 0``, else ``b`` if ``b < 0``, refits those columns
+    together, then drops any coefficient still negative. ``active`` (C, 3) is
+    updated in place: a dropped coefficient is no longer active.
+    """
+    params, converged = fit.params.copy(), fit.converged.copy()
+    n_iter, loss = fit.n_iter.copy(), fit.loss.copy()
+    for _ in range(2):
+        neg_a = params[:, 0] < 0
+        drop = np.column_stack([neg_a, ~neg_a & (params[:, 1] < 0)])
+        redo = np.flatnonzero(drop.any(axis=1))
+        if redo.size == 0:
+            break
+        active[redo, :2] &= ~drop[redo]
+        init = np.where(active[redo], np.tile([1.0, 1.0, 0.0], (redo.size, 1)), 0.0)
+        refit = fit_logistic_columns(
+            [f[redo] for f in features],
+            refit_targets(columns.positive, redo, columns.n_columns),
+            init,
+            active=active[redo],
+            weights=columns.weights,
+        )
+        params[redo] = refit.params
+        converged[redo] = refit.converged
+        n_iter[redo] += refit.n_iter
+        loss[redo] = refit.loss
+    return LogisticColumnsFit(params, converged, n_iter, loss)
+
+
 @register
 class BetaCalibration(OneVsRestMap):
     """Beta calibration, one-vs-rest for K > 2 (registry name ``"beta"``).
@@ -113,20 +155,33 @@ class BetaCalibration(OneVsRestMap):
         warn_few_rows(name, columns.n_rows, n_params)
         one_sided = columns.warn_one_sided(name)
         log_s, log_1ms = beta_features(columns.scores)
-        n_cols = columns.n_columns
         if self.parameters == "am":
-            fit = fit_logistic_columns(
-                [log_s + log_1ms],
-                columns.positive,
-                np.tile([1.0, 0.0], (n_cols, 1)),
-                weights=columns.weights,
-            )
-            a = fit.params[:, 0]
-            coef = np.column_stack([a, a, fit.params[:, 1]])
-            self.coef_ = coef
-            self.constrained_ = np.zeros((n_cols, 2), bool)
-            self._report_logistic(fit, columns, one_sided)
-            return
+            fit = self._fit_am(log_s, log_1ms, columns)
+        else:
+            fit = self._fit_ab(log_s, log_1ms, columns)
+        self._report_logistic(fit, columns, one_sided)
+
+    def _fit_am(
+        self, log_s: np.ndarray, log_1ms: np.ndarray, columns: BinaryColumns
+    ) -> LogisticColumnsFit:
+        """``"am"``: Platt scaling on ``ln s - ln(1 - s)``; sets ``coef_`` with ``a = b``."""
+        n_cols = columns.n_columns
+        fit = fit_logistic_columns(
+            [log_s + log_1ms],
+            columns.positive,
+            np.tile([1.0, 0.0], (n_cols, 1)),
+            weights=columns.weights,
+        )
+        a = fit.params[:, 0]
+        self.coef_ = np.column_stack([a, a, fit.params[:, 1]])
+        self.constrained_ = np.zeros((n_cols, 2), bool)
+        return fit
+
+    def _fit_ab(
+        self, log_s: np.ndarray, log_1ms: np.ndarray, columns: BinaryColumns
+    ) -> LogisticColumnsFit:
+        """``"abm"`` and ``"ab"``: the free fit, then the constrained refits; sets ``coef_``."""
+        n_cols = columns.n_columns
         if self.parameters == "ab":
             features = [log_s + LN2, log_1ms - LN2]
         else:
@@ -140,40 +195,12 @@ class BetaCalibration(OneVsRestMap):
             active=active,
             weights=columns.weights,
         )
-        params, converged = fit.params.copy(), fit.converged.copy()
-        n_iter, loss = fit.n_iter.copy(), fit.loss.copy()
-        # Constrained refits: drop a if a < 0, else b if b < 0, then any still negative.
-        for _ in range(2):
-            neg_a = params[:, 0] < 0
-            drop = np.column_stack([neg_a, ~neg_a & (params[:, 1] < 0)])
-            redo = np.flatnonzero(drop.any(axis=1))
-            if redo.size == 0:
-                break
-            active[redo, :2] &= ~drop[redo]
-            init = np.where(active[redo], np.tile([1.0, 1.0, 0.0], (redo.size, 1)), 0.0)
-            sub = np.full(columns.n_rows, -1, np.intp)
-            where = np.full(n_cols, -1, np.intp)
-            where[redo] = np.arange(redo.size)
-            pos = columns.positive
-            sub[pos >= 0] = where[pos[pos >= 0]]
-            refit = fit_logistic_columns(
-                [f[redo] for f in features],
-                sub,
-                init,
-                active=active[redo],
-                weights=columns.weights,
-            )
-            params[redo] = refit.params
-            converged[redo] = refit.converged
-            n_iter[redo] += refit.n_iter
-            loss[redo] = refit.loss
+        fit = constrained_refits(features, columns, fit, active)
         if self.parameters == "ab":
-            params[:, 2] = (params[:, 0] - params[:, 1]) * LN2
-        self.coef_ = params
+            fit.params[:, 2] = (fit.params[:, 0] - fit.params[:, 1]) * LN2
+        self.coef_ = fit.params
         self.constrained_ = ~active[:, :2]
-        self._report_logistic(
-            LogisticColumnsFit(params, converged, n_iter, loss), columns, one_sided
-        )
+        return fit
 
     def _predict_columns(self, scores: np.ndarray) -> np.ndarray:
         log_s, log_1ms = beta_features(scores)

@@ -175,13 +175,10 @@ def fit_logistic_columns(
     n_cols, n = features[0].shape
     n_par = len(features) + 1
     init = np.asarray(init, dtype=np.float64).reshape(n_cols, n_par)
-    t_pos = np.ones(n_cols) if t_pos is None else np.asarray(t_pos, dtype=np.float64)
-    t_neg = np.zeros(n_cols) if t_neg is None else np.asarray(t_neg, dtype=np.float64)
-    active = np.ones((n_cols, n_par), bool) if active is None else np.asarray(active, bool)
     options = dict(
-        t_pos=t_pos,
-        t_neg=t_neg,
-        active=active,
+        t_pos=np.ones(n_cols) if t_pos is None else np.asarray(t_pos, dtype=np.float64),
+        t_neg=np.zeros(n_cols) if t_neg is None else np.asarray(t_neg, dtype=np.float64),
+        active=np.ones((n_cols, n_par), bool) if active is None else np.asarray(active, bool),
         ridge=ridge,
         max_iter=max_iter,
         xtol=xtol,
@@ -191,6 +188,31 @@ def fit_logistic_columns(
     start = init
     if warm_start_rows is not None and n > WARM_START_FACTOR * warm_start_rows:
         start = _warm_start(features, positive, init, weights, warm_start_rows, options)
+    return _fit_blocks(features, positive, init, start, weights, **options)
+
+
+def _fit_blocks(
+    features: list[np.ndarray],
+    positive: np.ndarray,
+    init: np.ndarray,
+    start: np.ndarray,
+    weights: np.ndarray | None,
+    *,
+    t_pos: np.ndarray,
+    t_neg: np.ndarray,
+    active: np.ndarray,
+    ridge: float,
+    max_iter: int,
+    xtol: float,
+    block_elements: int,
+    threads: int | None,
+) -> LogisticColumnsFit:
+    """Newton's method from ``start`` on blocks of columns, on ``threads`` threads.
+
+    The step of :func:`fit_logistic_columns` (which describes the arguments)
+    after its warm start.
+    """
+    n_cols, n = features[0].shape
     params = init.copy()
     converged = np.zeros(n_cols, bool)
     n_iter = np.zeros(n_cols, np.int64)

@@ -59,7 +59,9 @@ class ReferencePeriod:
         ``"2024-01"``."""
         if self.kind == "windows":
             if self.start == 1:
-                return f"the first {self.end} window{'s' if self.end != 1 else ''}"
+                return "the first window" if self.end == 1 else f"the first {self.end} windows"
+            if self.start == self.end:
+                return f"window {self.start}"
             return f"windows {self.start} to {self.end}"
         first, colon, last = self.text.partition(":")
         if not colon:

@@ -110,7 +110,11 @@ def test_evaluate_json_schema_and_values(preds_csv, capsys):
     for model, loaded in zip(doc["models"], load_predictions(preds_csv), strict=True):
         assert model["n_samples"] == 240 and model["n_classes"] == 3
         assert [r["map"] for r in model["rows"]] == ["uncalibrated", "test-cli-prior"]
-        assert all(set(r) == {"map", *TABLE_COLUMNS, *PART_FIELDS} for r in model["rows"])
+        assert all(
+            set(r) == {"map", *TABLE_COLUMNS, *PART_FIELDS, "evaluated_on"} for r in model["rows"]
+        )
+        # every row is held out on every row of the model (the Dask engine: on a sample)
+        assert all(r["evaluated_on"] == "all rows" for r in model["rows"])
         # the parts follow log_loss
         keys = list(model["rows"][0])
         assert keys[keys.index("log_loss") + 1 :][:4] == list(PART_FIELDS)
@@ -138,7 +142,7 @@ def test_evaluate_json_schema_and_values(preds_csv, capsys):
             .verdict()
             .to_dict()
         )
-        assert model["verdict"] == want
+        assert model["verdict"] == {**want, "evaluated_on": "all rows"}
         assert model["verdict"]["seed"] == 4 and model["verdict"]["n_resamples"] == 1000
 
 
@@ -155,8 +159,10 @@ def test_evaluate_measures_section_is_the_library_summary(preds_csv, capsys):
     assert doc["settings"]["measures"] is True
     for model, loaded in zip(doc["models"], load_predictions(preds_csv), strict=True):
         m = model["measures"]
-        assert m == json.loads(json.dumps(measures_summary(loaded, seed=2)))
-        assert set(m) == {"confidence", "classwise", "canonical"}  # K = 3: no binary block
+        want = {**measures_summary(loaded, seed=2), "evaluated_on": "all rows"}
+        assert m == json.loads(json.dumps(want))
+        # K = 3: no binary block
+        assert set(m) == {"confidence", "classwise", "canonical", "evaluated_on"}
         top = m["confidence"]
         assert set(top) == {"cumulative", "spiegelhalter", "smooth_ece", "hierarchy"}
         assert set(top["hierarchy"]) == {

@@ -198,14 +198,20 @@ def test_report_section_problem_is_a_message_not_a_failure(slices_csv, tmp_path,
 # ------------------------------------------------------ reference period
 
 
+def daily_windows(slices_csv, capsys, *extra) -> dict:
+    """The ``time`` object of ``evaluate --window 1d`` (JSON) with the ``extra`` options."""
+    argv = ["evaluate", str(slices_csv), "--maps", "temperature", "--format", "json",
+            "--window", "1d", "--slice-resamples", "30", *extra]  # fmt: skip
+    code, out, err = run(argv, capsys)
+    assert code == 0, err
+    return json.loads(out)["models"][0]["time"]
+
+
 def test_reference_period_in_dates_same_as_the_first_windows(slices_csv, capsys):
-    base = ["evaluate", str(slices_csv), "--maps", "temperature", "--format", "json",
-            "--window", "1d", "--slice-resamples", "30"]  # fmt: skip
-    docs = []
-    for extra in (["--reference-windows", "3"], ["--reference", "2023-11-15:2023-11-17"]):
-        code, out, err = run([*base, *extra], capsys)
-        assert code == 0, err
-        docs.append(json.loads(out)["models"][0]["time"])
+    docs = [
+        daily_windows(slices_csv, capsys, "--reference-windows", "3"),
+        daily_windows(slices_csv, capsys, "--reference", "2023-11-15:2023-11-17"),
+    ]
     assert docs[0]["windows"] == docs[1]["windows"]
     assert docs[1]["reference_period"] == "2023-11-15:2023-11-17"
     assert docs[1]["reference_windows"] == 3
@@ -214,6 +220,15 @@ def test_reference_period_in_dates_same_as_the_first_windows(slices_csv, capsys)
     code, out, err = run(argv, capsys)
     assert code == 0, err
     assert "reference: windows 8 to 10, ECE" in out
+
+
+def test_reference_period_of_one_date_alone_is_that_day(slices_csv, capsys):
+    """The help's example: ``--reference 2024-01-15`` alone is that whole day (here the
+    second daily window, as ``--reference 2:2``)."""
+    docs = [daily_windows(slices_csv, capsys, "--reference", p) for p in ("2:2", "2023-11-16")]
+    assert docs[0]["windows"] == docs[1]["windows"]
+    assert docs[1]["reference_period"] == "2023-11-16"
+    assert docs[1]["reference_windows"] == 1
 
 
 def test_reference_period_problems_are_clear_errors(slices_csv, capsys):

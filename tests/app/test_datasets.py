@@ -40,8 +40,13 @@ from app.dataset_view import (  # noqa: E402
 )
 from app.datasets import Datasets, scan_datasets  # noqa: E402
 from app.session import new_session_id  # noqa: E402
-from app.settings import RawSettings, parse_view  # noqa: E402
-from calibration_core import CalibrationInputError, compare_maps, load_predictions  # noqa: E402
+from app.settings import SCORE_PARTS_ON, RawSettings, parse_view  # noqa: E402
+from calibration_core import (  # noqa: E402
+    CalibrationInputError,
+    compare_maps,
+    load_predictions,
+    score_parts,
+)
 from calibration_core.compare.results import score_probs  # noqa: E402
 from calibration_core.metrics import classwise_statistics, confidence_statistics  # noqa: E402
 
@@ -267,11 +272,15 @@ def test_maps_on_a_dataset_sample_are_the_in_memory_comparison(ctx, datasets_dir
         "other",
     ]
     reference = _reference(sorted(str(p) for p in (datasets_dir / "logs").glob("*.parquet")))
-    for m, scheme in ((15, "width"), (7, "frequency")):
-        raw = RawSettings(maps=["temperature", "isotonic"], n_bins=m, scheme=scheme, handles=[])
+    for m, scheme, parts in ((15, "width", []), (7, "frequency", [SCORE_PARTS_ON])):
+        raw = RawSettings(
+            maps=["temperature", "isotonic"], n_bins=m, scheme=scheme, score_parts=parts,
+            handles=[],
+        )  # fmt: skip
         shown = str(maps_panel(ctx, sid, "logs", state, raw))
         assert "calibration maps on a sample" in shown and "3-fold cross-fitting" in shown
         assert "not fitted" not in shown
+        assert ("log-loss cal." in shown) == bool(parts)  # the parts box adds the parts
         stats = ctx.datasets.cached(sid, "logs")["summaries"]
         view = maps_view_of(entry, stats, raw)
         assert len(view.figures) == 3 and len(view.rows) == 9
@@ -285,8 +294,30 @@ def test_maps_on_a_dataset_sample_are_the_in_memory_comparison(ctx, datasets_dir
             )
             pred = memory.calibrated[row["map"]]
             want = score_probs(pred.probs, pred.labels, n_bins=m, scheme=scheme)
+            if parts:
+                want.update(score_parts(pred.probs, pred.labels, n_bins=m, scheme=scheme))
+            assert set(want) <= set(row)
             for key, value in want.items():
                 assert abs(row[key] - value) <= 1e-9, (row["model"], row["map"], key)
+    # The measures of each sample's uncalibrated rows: the core's, labelled with the sample.
+    from calibration_core.measures import measures_summary
+
+    assert "Measures beyond bins, on the sample" in shown
+    for row in view.measures:
+        probs, labels = reference[row["model"]]
+        found = entry["models"][row["model"]]
+        want = measures_summary(load_predictions_of(probs, labels, row["model"]), seed=0)
+        assert found["measures"].keys() == want.keys()
+        assert (row["sample_rows"], row["sample_seed"]) == (len(labels), 0)
+        assert f"{len(labels):,} rows (seed 0)" in shown and "on a uniform sample of" in shown
+        top, close = want["confidence"], {"rel": 1e-9}  # a worker's BLAS may sum otherwise
+        assert row["smooth_ece"] == pytest.approx(top["smooth_ece"]["value"], **close)
+        assert row["ks_error"] == pytest.approx(top["cumulative"]["ks_error"], **close)
+        assert row["tace"] == pytest.approx(want["classwise"]["tace"], **close)
+        assert row["skce"] == pytest.approx(want["canonical"]["skce"]["unbiased"], **close)
+        slope = top["hierarchy"]["recalibration"]["slope"]["value"]
+        assert row["slope"] == pytest.approx(slope, **close)
+    assert [r["model"] for r in view.measures] == ["logs", "main", "other"]
     # Equal-frequency diagrams keep an equal-width score histogram, as for uploads.
     frequency = parse_view("class", None, "frequency", 7, "wilson", 0.95)
     found = entry["models"]["main"]
@@ -453,3 +484,74 @@ def test_a_cancelled_maps_job_keeps_nothing_and_lets_go_of_the_cluster(ctx, tmp_
     )
     state, _ = _fit_maps(ctx, sid, "binary", RawSettings(maps=["isotonic"], handles=[]))
     assert state["error"] is None and ctx.datasets.cached_maps(sid, "binary") is not None
+
+
+def _table_rows(panel) -> list[list[str]]:
+    """The text of every row (header first) of the dataset's metrics table in a panel."""
+    (table,) = [c for c in panel if getattr(c, "className", None) == "dataset-metrics"]
+    head, body = table.children
+    rows = [head.children, *body.children]
+    return [[cell.children for cell in row.children] for row in rows]
+
+
+def test_the_parts_box_adds_the_score_parts_to_a_dataset_table(ctx, datasets_dir):
+    """Ticked, the table has the upload table's four part columns after Brier and
+    log-loss, equal to the core's score_parts (log-loss parts n/a for K > 2, with why)."""
+    from app.metrics_table import METRICS
+    from calibration_core import PART_FIELDS
+
+    sid = new_session_id()
+    names = {"binary": 2, "logs": 4}
+    for name in names:
+        assert _run(ctx, sid, name)[0]["error"] is None
+    plain = dataset_panel(ctx, sid, "binary", {}, RawSettings(n_bins=10, handles=[]))
+    assert "Brier cal." not in str(_table_rows(plain)[0])
+    for scheme in ("width", "frequency"):
+        raw = RawSettings(n_bins=10, scheme=scheme, score_parts=[SCORE_PARTS_ON], handles=[])
+        for name, k in names.items():
+            if scheme == "frequency":
+                assert _run_with(ctx, sid, name, raw)[0]["error"] is None
+            panel = dataset_panel(ctx, sid, name, {}, raw)
+            header, *rows = _table_rows(panel)
+            assert header == [
+                "model", "rows", "accuracy", "confidence ECE", "confidence MCE",
+                "classwise ECE", "Brier", *(METRICS[f][0] for f in PART_FIELDS[:2]),
+                "log-loss", *(METRICS[f][0] for f in PART_FIELDS[2:]),
+            ]  # fmt: skip
+            if name == "logs":
+                reference = _reference(sorted((datasets_dir / "logs").glob("*.parquet")))
+            else:
+                (pred,) = load_predictions(datasets_dir / "binary.parquet", name="binary")
+                reference = {"binary": (pred.probs, pred.labels)}
+            for row in rows:
+                probs, labels = reference[row[0]]
+                want = score_parts(probs, labels, n_bins=10, scheme=scheme)
+                cells = dict(zip(header, row, strict=True))
+                for field in PART_FIELDS:
+                    shown = cells[METRICS[field][0]]
+                    assert shown == ("n/a" if k > 2 and "log" in field else f"{want[field]:.4f}")
+            why = "Log-loss cal. and ref. are n/a for logs, main, other"
+            assert (why in str(panel)) == (k > 2)
+            summaries = ctx.datasets.cached(sid, name)["summaries"]
+            frequency = ctx.datasets.cached_frequency(sid, name, 10)
+            result = dataset_view(name, summaries, raw.parse()[3], frequency)
+            for row in result.rows:
+                want = score_parts(*reference[row["model"]], n_bins=10, scheme=scheme)
+                for field in PART_FIELDS:
+                    if k == 2 or "brier" in field:
+                        assert abs(row[field] - want[field]) <= TOL, (scheme, name, field)
+
+
+def test_the_dataset_view_follows_the_parts_box(tmp_path, datasets_dir):
+    """The dataset section's callback has the parts box among its inputs."""
+    from app import ids
+    from app.factory import create_app
+
+    from .conftest import make_config
+
+    config = make_config(
+        tmp_path, datasets_dir=datasets_dir, dask_scheduler_address="tcp://127.0.0.1:1"
+    )
+    callbacks = create_app(config).callback_map
+    (view,) = [c for key, c in callbacks.items() if f"{ids.DATASET_VIEW}.children" in key]
+    assert f"{ids.SCORE_PARTS}.value" in {f"{i['id']}.{i['property']}" for i in view["inputs"]}

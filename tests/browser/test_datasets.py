@@ -145,6 +145,15 @@ def test_pick_a_dataset_see_its_diagram_and_rebin_from_the_cache(tab):
     ui.wait_callbacks()
     SCREENS.mkdir(parents=True, exist_ok=True)
     ui.page.screenshot(path=str(SCREENS / "dataset-picked.png"), full_page=True)
+    # The parts box adds the Brier and log-loss parts to the dataset's table too (K = 3:
+    # no log-loss parts, and the section says why).
+    ui.page.locator("#score-parts input").check()
+    table = section.locator("table.dataset-metrics")
+    expect(table.locator("th")).to_contain_text(["Brier", "Brier cal.", "Brier ref."])
+    expect(table.locator("td").last).to_have_text("n/a")
+    expect(section).to_contain_text("Log-loss cal. and ref. are n/a for requests")
+    ui.wait_callbacks()
+    ui.page.screenshot(path=str(SCREENS / "dataset-parts.png"), full_page=True)
     # Maps on a sample: another cluster job (exempt from the tiny web-job limits too).
     ui.map_checkbox("temperature scaling").check()
     ui.page.locator("#dataset-maps-run").click()
@@ -152,7 +161,12 @@ def test_pick_a_dataset_see_its_diagram_and_rebin_from_the_cache(tab):
     expect(maps.locator(".section-title")).to_have_text(
         "Dataset requests: calibration maps on a sample", timeout=120_000
     )
-    expect(maps.locator("table")).to_contain_text("temperature")
+    expect(maps.locator("table").first).to_contain_text("temperature")
+    # The sample's measures beside the comparison, labelled with the sample.
+    expect(maps).to_contain_text("Measures beyond bins, on the sample")
+    measures = maps.locator("table").nth(1)
+    expect(measures).to_contain_text("on a uniform sample of")
+    expect(measures).to_contain_text("10,000 rows (seed 0)")
     expect(maps.locator(".reliability-graph .main-svg").first).to_be_visible()
     ui.wait_callbacks()
     ui.page.screenshot(path=str(SCREENS / "dataset-maps.png"), full_page=True)

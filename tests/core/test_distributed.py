@@ -63,7 +63,8 @@ from calibration_core.distributed.temperature import fit_temperature_on_dataset 
 from calibration_core.maps import PlattScaling, TemperatureScaling  # noqa: E402
 from calibration_core.metrics import classwise_statistics, confidence_statistics  # noqa: E402
 
-TOL = 1e-12
+from .distributed_checks import TOL, assert_summary_equals_core  # noqa: E402
+
 BIN_COUNTS = (1, 2, 7, 15, 64, 100)
 
 
@@ -125,23 +126,6 @@ def _reference(paths, name: str = "data") -> dict:
     }
 
 
-def _assert_same(summary, probs, labels) -> None:
-    for m in BIN_COUNTS:
-        got, want = summary.metrics(m), score_probs(probs, labels, n_bins=m, scheme="width")
-        assert set(got) == set(want)
-        for key in want:
-            assert abs(got[key] - want[key]) <= TOL, (m, key, got[key], want[key])
-        for notion, core in (
-            ("confidence", confidence_statistics),
-            ("classwise", classwise_statistics),
-        ):
-            a, b = summary.statistics(notion, m), core(probs, labels, n_bins=m)
-            np.testing.assert_array_equal(a.count, b.count)
-            np.testing.assert_array_equal(a.sum_target, b.sum_target)
-            np.testing.assert_allclose(a.sum_score, b.sum_score, rtol=0, atol=TOL * len(labels))
-            np.testing.assert_array_equal(a.edges, b.edges)
-
-
 @pytest.fixture(scope="module")
 def synthetic(tmp_path_factory):
     """Three files (row groups of 700 rows), K = 4, two models in the third."""
@@ -191,7 +175,7 @@ def test_synthetic_dataset_equals_the_in_memory_core(client, synthetic):
     assert list(summaries) == list(reference) == ["data", "other"]
     for name, (probs, labels) in reference.items():
         assert summaries[name].n_samples == len(labels)
-        _assert_same(summaries[name], probs, labels)
+        assert_summary_equals_core(summaries[name], probs, labels, BIN_COUNTS)
 
 
 def test_progress_counts_every_row_once(client, synthetic):
@@ -261,7 +245,7 @@ def test_a_dask_dataframe_with_the_loader_columns(client, synthetic):
     frame = pq.read_table(paths[0]).to_pandas()
     summary = dataset_summaries(dd.from_pandas(frame, npartitions=3), client=client)["model"]
     probs, labels = _reference(paths[:1])["data"]
-    _assert_same(summary, probs, labels)
+    assert_summary_equals_core(summary, probs, labels, BIN_COUNTS)
 
 
 @pytest.mark.realdata
@@ -278,7 +262,7 @@ def test_cifar_files_equal_the_in_memory_core(client, realdata, tmp_path, name):
     summary = dataset_summaries(str(tmp_path / "[ab].parquet"), client=client, name="m")["m"]
     ref = load_predictions(tmp_path / "whole.parquet")[0]
     assert summary.n_samples == 10_000
-    _assert_same(summary, ref.probs, ref.labels)
+    assert_summary_equals_core(summary, ref.probs, ref.labels, BIN_COUNTS)
 
 
 # ----------------------------------------------------------------- maps
@@ -427,7 +411,7 @@ def test_a_worker_killed_after_its_pieces_costs_a_recomputation(client, syntheti
     os.kill(pids[victim], signal.SIGKILL)  # its summaries are lost with it
     total = client.compute(tree_merge(persisted)).result()
     for name, (probs, labels) in _reference(paths).items():
-        _assert_same(total[name], probs, labels)
+        assert_summary_equals_core(total[name], probs, labels, BIN_COUNTS)
 
 
 @pytest.mark.parametrize(
@@ -484,7 +468,8 @@ def test_wide_files_are_summarised_in_batches_of_fewer_rows(tmp_path, monkeypatc
     monkeypatch.setattr(engine, "read_piece_batches", spy)
     summary = engine.summarize_piece(piece, ReadOptions(name="data"))["data"]
     assert batch_rows == [1500]  # four batches, the last of 500 rows
-    _assert_same(summary, *_reference([tmp_path / "wide.parquet"])["data"])
+    probs, labels = _reference([tmp_path / "wide.parquet"])["data"]
+    assert_summary_equals_core(summary, probs, labels, BIN_COUNTS)
 
 
 def test_no_matching_file_is_a_clear_error(tmp_path):
@@ -509,7 +494,8 @@ def test_cli_evaluate_on_a_running_scheduler(client, synthetic, capsys):
     assert main(["evaluate", paths[0], "--maps", "temperature", "--format", "json"]) == 0
     memory = json.loads(capsys.readouterr().out)
     assert set(doc) == set(memory)
-    assert set(doc["settings"]) == {*memory["settings"], "engine"}
+    assert set(doc["settings"]) == {*memory["settings"], "engine", "sample_rows"}
+    assert doc["settings"]["sample_rows"] is None  # nothing was drawn
     assert set(doc["models"][0]) == set(memory["models"][0])
     assert list(doc["models"][0]["rows"][0]) == list(memory["models"][0]["rows"][0])
     assert set(doc["models"][0]["verdict"]) == set(memory["models"][0]["verdict"])
@@ -524,6 +510,7 @@ def test_cli_evaluate_on_a_running_scheduler(client, synthetic, capsys):
         for key, value in want.items():
             assert abs(row[key] - value) <= TOL
         assert model["verdict"]["winner"] == "uncalibrated"
+        assert row["evaluated_on"] == model["verdict"]["evaluated_on"] == "all rows"
     for model in frequency["models"]:
         probs, labels = reference[model["model"]]
         want = score_probs(probs, labels, n_bins=10, scheme="frequency")
@@ -532,19 +519,163 @@ def test_cli_evaluate_on_a_running_scheduler(client, synthetic, capsys):
 
 
 def test_cli_refuses_what_the_dask_engine_cannot_do_yet(synthetic, capsys):
-    folder, _ = synthetic
-    code = main(["evaluate", str(folder), "--engine", "dask", "--maps", "temperature"])
-    assert code == 1
-    assert "--maps: not supported with --engine dask" in capsys.readouterr().err
+    folder, paths = synthetic
     code = main(["evaluate", str(folder), "--engine", "dask", "--group-by", "model"])
     assert code == 1
     assert "--group-by: not supported with --engine dask" in capsys.readouterr().err
+    code = main(["evaluate", str(folder), "--engine", "dask", "--window", "100rows"])
+    assert code == 1
+    assert "--window: not supported with --engine dask" in capsys.readouterr().err
+    code = main(["evaluate", str(folder), "--engine", "dask", "--sample-rows", "50"])
+    assert code == 1
+    assert "--sample-rows 50: nothing is computed on a sample without --maps or --measures" in (
+        capsys.readouterr().err
+    )
+    assert main(["evaluate", paths[0], "--sample-rows", "50"]) == 1
+    assert "--sample-rows needs --engine dask" in capsys.readouterr().err
+    code = main(["evaluate", str(folder), "--engine", "dask", "--measures", "--sample-rows", "0"])
+    assert code == 1
+    assert "--sample-rows must be at least 1, got 0" in capsys.readouterr().err
     assert main(["evaluate", str(folder), "--workers", "2"]) == 1
     assert "need --engine dask" in capsys.readouterr().err
     assert main(["evaluate", str(folder), "--engine", "dask", "--bins", "101"]) == 1
     assert "--bins 101: the Dask engine answers equal-width bin counts up to 100" in (
         capsys.readouterr().err
     )
+
+
+def _assert_close(got, want, where: str = "") -> None:
+    """Nested JSON values equal, numbers to 1e-9 relative (BLAS on a one-thread worker
+    sums in another order than here: the SKCE's last digits may differ)."""
+    if isinstance(want, dict):
+        assert set(got) == set(want), where
+        for key in want:
+            _assert_close(got[key], want[key], f"{where}.{key}")
+    elif isinstance(want, list):
+        assert len(got) == len(want), where
+        for i, (a, b) in enumerate(zip(got, want, strict=True)):
+            _assert_close(a, b, f"{where}[{i}]")
+    elif isinstance(want, float) and not isinstance(got, bool):
+        assert got == pytest.approx(want, rel=1e-9, abs=1e-15), where
+    else:
+        assert got == want, where
+
+
+def _without_fit_seconds(doc: dict) -> dict:
+    """An evaluate document without its wall times (the only fields a rerun changes)."""
+    for model in doc["models"]:
+        for row in model["rows"]:
+            row.pop("fit_seconds")
+    return doc
+
+
+def test_cli_evaluate_maps_on_dask_are_the_sample_comparison(client, synthetic, capsys):
+    """``--maps`` on Dask: the exact uncalibrated row of every row, then one row per map
+    equal to the in-memory rows of ``compare_maps_on_sample`` on the same sample (same
+    seed, same numbers), the sample's verdict among all candidates, and ``--measures``
+    of that same sample; a rerun prints the same document."""
+    import csv
+    import io
+    import json
+
+    from app.cli import rows_with_parts
+    from calibration_core.distributed import compare_maps_on_sample
+    from calibration_core.measures import measures_summary
+
+    folder, _ = synthetic
+    maps = ["temperature", "isotonic"]
+    where = ["--engine", "dask", "--scheduler", client.scheduler.address]
+    common = ["evaluate", str(folder), *where, "--format", "json", "--bins", "10", "--seed", "4"]
+    both = [*common, "--maps", ",".join(maps), "--sample-rows", "3000", "--measures"]
+    assert main(both) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert main(common) == 0
+    exact = json.loads(capsys.readouterr().out)
+    assert doc["settings"]["maps"] == maps and doc["settings"]["sample_rows"] == 3000
+    for model, alone in zip(doc["models"], exact["models"], strict=True):
+        found = compare_maps_on_sample(
+            str(folder), maps, size=3000, seed=4, n_bins=10, model=model["model"], client=client
+        )
+        info = found.info
+        assert 0 < info.rows < model["n_samples"] and info.dataset_rows == 6100
+        on = {"rows": info.rows, "seed": 4, "of": model["n_samples"]}
+        assert model["rows"][0] == alone["rows"][0]  # uncalibrated: exact, on every row
+        assert [r["map"] for r in model["rows"]] == ["uncalibrated", *maps]
+        want = [{**r, "evaluated_on": on} for r in rows_with_parts(found.comparison, 10, "width")]
+        for got, row in zip(model["rows"][1:], want[1:], strict=True):
+            assert list(got) == list(model["rows"][0])  # the same fields, in the same order
+            assert {**got, "fit_seconds": 0} == {**row, "fit_seconds": 0}
+        verdict = found.comparison.verdict(n_resamples=1000, level=0.95).to_dict()
+        assert model["verdict"] == {**verdict, "evaluated_on": on}
+        assert set(model["verdict"]["log_loss"]) == {"uncalibrated", *maps}
+        assert model["verdict"]["n_rows"] == info.rows
+        assert model["splitter"] == found.comparison.settings["splitter"]
+        measures = {**measures_summary(found.sample, seed=4), "evaluated_on": on}
+        _assert_close(model["measures"], json.loads(json.dumps(measures)))
+    assert main([*both[:-1], "--format", "csv"]) == 0  # (--format given twice: the last wins)
+    table = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
+    assert [(r["model"], r["map"]) for r in table] == [
+        (m["model"], row["map"]) for m in doc["models"] for row in m["rows"]
+    ]
+    cells = [(r["log_loss"], r["converged"]) for r in table]
+    assert cells == [
+        (repr(row["log_loss"]), {None: "", True: "true", False: "false"}[row["converged"]])
+        for m in doc["models"]
+        for row in m["rows"]
+    ]
+    assert main(both) == 0
+    again = json.loads(capsys.readouterr().out)
+    assert _without_fit_seconds(again) == _without_fit_seconds(doc)
+    assert main([*common, "--maps", ",".join(maps), "--sample-rows", "3000", "--seed", "5"]) == 0
+    other = json.loads(capsys.readouterr().out)
+    assert other["models"][0]["rows"][1]["evaluated_on"]["seed"] == 5
+    assert other["models"][0]["rows"][1]["log_loss"] != doc["models"][0]["rows"][1]["log_loss"]
+
+
+def test_cli_evaluate_measures_on_dask_are_the_samples(client, synthetic, capsys):
+    """``--measures`` on Dask: the in-memory measures of the model's sample (drawn by
+    ``sample_predictions`` with the same size and seed), marked with the sample; the
+    table output says so too."""
+    import json
+
+    from calibration_core.measures import measures_summary
+
+    folder, _ = synthetic
+    where = ["--engine", "dask", "--scheduler", client.scheduler.address]
+    common = ["evaluate", str(folder), *where, "--measures", "--sample-rows", "2500", "--seed", "2"]
+    assert main([*common, "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["settings"]["measures"] is True and doc["settings"]["maps"] == []
+    for model in doc["models"]:
+        sample, _ = sample_predictions(str(folder), size=2500, seed=2, model=model["model"])
+        on = {"rows": sample.n_samples, "seed": 2, "of": model["n_samples"]}
+        assert 0 < sample.n_samples < model["n_samples"]
+        want = {**measures_summary(sample, seed=2), "evaluated_on": on}
+        _assert_close(model["measures"], json.loads(json.dumps(want)))
+        assert [r["map"] for r in model["rows"]] == ["uncalibrated"]  # no maps asked
+        assert model["verdict"]["evaluated_on"] == "all rows"
+    assert main(common) == 0
+    out = capsys.readouterr().out
+    name = doc["models"][0]["model"]
+    n = doc["models"][0]["measures"]["evaluated_on"]["rows"]
+    assert (
+        f"{name}: measures of the uncalibrated predictions on a uniform sample of {n:,} of "
+        f"3,500 rows (seed 2)"
+    ) in out
+    assert "smooth ECE" in out and "slope" in out
+
+
+def test_cli_evaluate_bad_map_names_on_dask_are_the_in_memory_errors(synthetic, capsys):
+    """An unknown map fails with the in-memory engine's message, before any cluster
+    work (the scheduler's address here is never reached)."""
+    folder, paths = synthetic
+    for maps in ("temperatur", "temperature,nope"):
+        assert main(["evaluate", paths[0], "--maps", maps]) == 1
+        memory = capsys.readouterr().err
+        args = ["evaluate", str(folder), "--engine", "dask", "--maps", maps]
+        assert main([*args, "--scheduler", "tcp://127.0.0.1:9"]) == 1
+        assert capsys.readouterr().err == memory
+        assert "unknown" in memory.lower() or "no map" in memory.lower(), memory
 
 
 @pytest.mark.parametrize("map_name", ["temperature", "platt", "isotonic"])
@@ -653,9 +784,8 @@ def test_select_best_on_a_sample_records_it_and_fits_on_it(client, synthetic):
     from calibration_core.distributed import select_map_on_dataset
 
     folder, _ = synthetic
-    deployable, found = select_map_on_dataset(
-        str(folder),
-        ["histogram", "isotonic"],
+    args = (str(folder), ["histogram", "isotonic"])
+    kwargs = dict(
         model="other",
         class_names=("0", "1", "2", "3"),
         n_rows=1733,
@@ -663,22 +793,14 @@ def test_select_best_on_a_sample_records_it_and_fits_on_it(client, synthetic):
         size=3000,
         seed=5,
     )
+    deployable, found = select_map_on_dataset(*args, **kwargs)
     info = found.info
     assert 0 < info.rows < 1733 and info.seed == 5 and info.dataset_rows == 6100
     assert found.sample.n_samples == info.rows and found.sample.name == "other"
     assert found.comparison.settings["n_scored"] == info.rows
     assert deployable.n_rows == info.rows and deployable.model == "other"
     assert deployable.map.to_dict()["fit_sample"] == deployable.held_out["sample"]
-    again, _ = select_map_on_dataset(
-        str(folder),
-        ["histogram", "isotonic"],
-        model="other",
-        class_names=("0", "1", "2", "3"),
-        n_rows=1733,
-        client=client,
-        size=3000,
-        seed=5,
-    )
+    again, _ = select_map_on_dataset(*args, **kwargs)
     assert again.held_out == deployable.held_out  # the same rows, folds and numbers
 
 

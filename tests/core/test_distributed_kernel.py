@@ -3,7 +3,8 @@
 Every cell equals ``np.searchsorted(CELL_THRESHOLDS, v, side="right")`` (on the
 thresholds themselves, their float neighbours, 0 and 1), the divided values are
 the loader's bit for bit, and a block's statistics equal those of the in-memory
-core on the loader's predictions. The table path (``SummaryBuilder.add_table``)
+core on the loader's predictions, and so do the Brier and log-loss parts
+(``ModelSummary.score_parts``). The table path (``SummaryBuilder.add_table``)
 reports bad rows with the loader's own messages, in the loader's order. No cluster.
 """
 
@@ -20,8 +21,12 @@ import pytest
 
 pytest.importorskip("numba", reason="the 'dask' extra is not installed")
 
-from calibration_core import CalibrationInputError, RenormalisedRowsWarning
-from calibration_core.compare.results import score_probs
+from calibration_core import (
+    PART_FIELDS,
+    CalibrationInputError,
+    RenormalisedRowsWarning,
+    score_parts,
+)
 from calibration_core.distributed.cells import CELL_THRESHOLDS, N_CELLS
 from calibration_core.distributed.kernel import (
     BlockTotals,
@@ -33,9 +38,10 @@ from calibration_core.distributed.pieces import ReadOptions, table_predictions
 from calibration_core.distributed.summary import ModelSummary, SummaryBuilder
 from calibration_core.io.checks import Context, exact_tolerance
 from calibration_core.io.tables import index_labels, table_columns, table_labels
-from calibration_core.metrics import classwise_statistics, confidence_statistics
 
-TOL = 1e-12
+from .distributed_checks import TOL, assert_summary_equals_core
+
+BIN_COUNTS = (1, 2, 10, 15, 100)
 CTX = Context("'block.parquet'", "table", 0)
 
 
@@ -89,21 +95,6 @@ def _loader_values(stored: np.ndarray) -> np.ndarray:
     return np.divide(stored, scale[:, None], dtype=np.float64)
 
 
-def _assert_equals_core(summary: ModelSummary, probs: np.ndarray, labels: np.ndarray) -> None:
-    for m in (1, 2, 10, 15, 100):
-        got, want = summary.metrics(m), score_probs(probs, labels, n_bins=m, scheme="width")
-        for key in want:
-            assert abs(got[key] - want[key]) <= TOL, (m, key, got[key], want[key])
-        for notion, core in (
-            ("confidence", confidence_statistics),
-            ("classwise", classwise_statistics),
-        ):
-            a, b = summary.statistics(notion, m), core(probs, labels, n_bins=m)
-            np.testing.assert_array_equal(a.count, b.count)
-            np.testing.assert_array_equal(a.sum_target, b.sum_target)
-            np.testing.assert_allclose(a.sum_score, b.sum_score, rtol=0, atol=TOL * len(labels))
-
-
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("k", [2, 3, 10])
 def test_a_block_equals_the_core_on_the_loader_values(dtype, k):
@@ -116,7 +107,7 @@ def test_a_block_equals_the_core_on_the_loader_values(dtype, k):
     assert check.deviation > 4e-5  # the rows off by 5e-5
     probs = _loader_values(stored)
     summary = ModelSummary.of_totals("m", [str(j) for j in range(k)], totals)
-    _assert_equals_core(summary, probs, labels)
+    assert_summary_equals_core(summary, probs, labels, BIN_COUNTS)
     # Bit for bit: every divided value lands in the cell of the loader's value.
     classwise = summary.classwise.count
     want = np.stack([np.bincount(cell_index(probs[:, j]), minlength=N_CELLS) for j in range(k)])
@@ -132,7 +123,7 @@ def test_blocks_add_up_and_predictions_are_never_divided_again():
         block = probs[start : start + 1024]
         summarize_block(block.T, labels[start : start + 1024], np.inf, totals)
     by_blocks = ModelSummary.of_totals("m", list("abcd"), totals)
-    _assert_equals_core(by_blocks, probs, labels)
+    assert_summary_equals_core(by_blocks, probs, labels, BIN_COUNTS)
     assert by_blocks.hits == int(np.count_nonzero(probs.argmax(axis=1) == labels))
 
 
@@ -175,7 +166,7 @@ def test_bad_rows_are_skipped_and_counted(damage):
     assert check.bad == 1 and totals.rows == 199
     keep = np.arange(200) != 7
     summary = ModelSummary.of_totals("m", list("abc"), totals)
-    _assert_equals_core(summary, _loader_values(stored[keep]), labels[keep])
+    assert_summary_equals_core(summary, _loader_values(stored[keep]), labels[keep], BIN_COUNTS)
 
 
 def test_without_a_writable_cache_the_functions_compile_uncached():
@@ -374,3 +365,67 @@ def test_the_core_does_not_import_numba():
         "assert 'numba' not in sys.modules, 'imported'"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+# ------------------------------------------------------ Brier and log-loss parts
+PART_BINS = (1, 2, 7, 15, 64, 100)
+
+
+def assert_parts(got: dict, probs, labels, n_bins: int, scheme: str = "width") -> None:
+    """``got`` equals the core's parts; the log-loss ones are None exactly when K > 2."""
+    want = score_parts(probs, labels, n_bins=n_bins, scheme=scheme)
+    assert list(got) == list(PART_FIELDS)
+    for key in PART_FIELDS:
+        if key.startswith("log_loss") and probs.shape[1] > 2:
+            assert got[key] is None, key
+            continue
+        assert abs(got[key] - want[key]) <= TOL, (scheme, n_bins, key, got[key], want[key])
+
+
+def _summary(stored: np.ndarray, labels: np.ndarray) -> ModelSummary:
+    k = stored.shape[1]
+    totals = BlockTotals(k)
+    for start in range(0, stored.shape[0], 1000):  # several blocks add up
+        block = np.stack(list(stored[start : start + 1000].T))
+        check = summarize_block(block, labels[start : start + 1000], exact_tolerance(k), totals)
+        assert check.bad == 0
+    return ModelSummary.of_totals("m", [str(j) for j in range(k)], totals)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("k", [2, 3, 4, 10])
+def test_parts_of_blocks_equal_the_core(dtype, k):
+    rng = np.random.default_rng(20 + k)
+    stored, labels = _rows(rng, 4000, k, dtype)
+    summary = _summary(stored, labels)
+    probs = _loader_values(stored)
+    for m in PART_BINS:
+        assert_parts(summary.score_parts(m), probs, labels, m)
+
+
+def test_binary_rows_off_one_within_the_exact_tolerance_keep_exact_brier_parts():
+    """Rows off 1 by +-9e-13 (by label) are used as stored, so column 0 is not 1 - p1:
+    its sums in the positive column's bins are kept, not derived from column 1's,
+    which would be off by 2 mean cov_b(p0 + p1 - 1, y0) = 9e-13 here (asserted: 1e-13)."""
+    rng = np.random.default_rng(5)
+    p1 = 0.001 + 0.998 * rng.random(6000)
+    p1[:500] = np.round(p1[:500], 1).clip(0.001, 0.999)  # scores on bin edges
+    labels = (rng.random(6000) < 0.5).astype(np.intp)
+    p0 = 1.0 - p1 + np.where(labels == 0, 9e-13, -9e-13)
+    stored = np.column_stack([p0, p1])
+    assert np.all(np.abs(stored.sum(axis=1) - 1.0) <= exact_tolerance(2))  # not divided
+    summary = _summary(stored, labels)
+    for m in PART_BINS:
+        got, want = summary.score_parts(m), score_parts(stored, labels, n_bins=m)
+        for key in PART_FIELDS:
+            assert abs(got[key] - want[key]) <= 1e-13, (m, key, got[key], want[key])
+
+
+def test_an_earlier_summary_without_part_sums_gives_none():
+    rng = np.random.default_rng(1)
+    stored, labels = _rows(rng, 500, 3, np.float64)
+    summary = _summary(stored, labels)
+    kept = ("name", "class_names", "n_samples", "hits", "brier_sum", "log_loss_sum")
+    old = ModelSummary(*(getattr(summary, f) for f in kept), summary.confidence, summary.classwise)
+    assert old.score_parts(15) == dict.fromkeys(PART_FIELDS)
+    assert (old + summary).parts is None

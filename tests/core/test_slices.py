@@ -21,6 +21,7 @@ from calibration_core.slices import (
     group_candidates,
     group_index,
     group_maps,
+    parse_reference,
     row_values,
     slice_report,
     time_values,
@@ -353,6 +354,19 @@ def test_reference_period_in_the_middle_open_ended_and_by_month():
     day = drift_report(pred, windows, reference="2023-11-18", n_resamples=0)
     assert day.in_reference.tolist() == [False] * 3 + [True] + [False] * 6
     assert day.period.describe() == "2023-11-18"
+
+
+@pytest.mark.parametrize(
+    ("reference", "description"),
+    [
+        (1, "the first window"),
+        ("1:1", "the first window"),
+        ("3:3", "window 3"),
+        (2, "the first 2 windows"),
+    ],
+)
+def test_a_reference_of_one_window_is_named_in_the_singular(reference, description):
+    assert parse_reference(reference).describe() == description
 
 
 @pytest.mark.parametrize(

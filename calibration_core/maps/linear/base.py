@@ -14,7 +14,7 @@ from threadpoolctl import threadpool_limits
 
 from ...errors import CalibrationFitWarning, CalibrationInputError
 from ..base import CalibrationMap
-from .fit import check_strength, fit_linear_map
+from .fit import LinearFit, check_strength, fit_linear_map
 from .objective import linear_logits, map_features, n_parameters, unpack
 
 __all__ = ["LinearCalibrationMap", "OdirLinearMap"]
@@ -73,17 +73,7 @@ class LinearCalibrationMap(CalibrationMap):
         if max_iter < 1:
             raise CalibrationInputError(f"max_iter must be a positive integer, got {max_iter}.")
         x = self._features_of(probs, logits)
-        n, k = x.shape
-        n_params = n_parameters(self.kind, k)
-        name = type(self).__name__
-        if n < n_params:
-            warnings.warn(
-                f"{name} has {n_params} parameters but only {n} rows to fit them on; "
-                "expect overfitting (use stronger regularisation, more rows, or "
-                "temperature scaling).",
-                CalibrationFitWarning,
-                stacklevel=3,
-            )
+        self._warn_few_rows(*x.shape)
         # One BLAS thread: the (K, n) @ (n, K) products are too small to gain from
         # several, which compete with each other and with parallel fits.
         with threadpool_limits(limits=1, user_api="blas"):
@@ -98,6 +88,26 @@ class LinearCalibrationMap(CalibrationMap):
                 random_state=getattr(self, "random_state", 0),
                 sample_weight=sample_weight,
             )
+        self._keep_fit(fit, x.shape[1])
+        self._warn_about_fit(fit)
+
+    def _warn_few_rows(self, n: int, k: int) -> None:
+        """Warn when the map has more parameters than the ``n`` rows to fit them on.
+
+        Called by :meth:`_fit` only: the warning names the caller of ``fit``.
+        """
+        n_params = n_parameters(self.kind, k)
+        if n < n_params:
+            warnings.warn(
+                f"{type(self).__name__} has {n_params} parameters but only {n} rows to fit "
+                "them on; expect overfitting (use stronger regularisation, more rows, or "
+                "temperature scaling).",
+                CalibrationFitWarning,
+                stacklevel=4,
+            )
+
+    def _keep_fit(self, fit: LinearFit, k: int) -> None:
+        """Set the fitted attributes (see the class docstring) from ``fit``."""
         coef, b = unpack(fit.theta, self.kind, k)
         self.coef_ = coef.copy()
         self.intercept_ = b.copy()
@@ -107,12 +117,19 @@ class LinearCalibrationMap(CalibrationMap):
         self.n_iter_ = fit.n_iter
         self.converged_ = fit.converged
         self.train_loss_ = fit.data_loss
+
+    def _warn_about_fit(self, fit: LinearFit) -> None:
+        """Warn when ``fit`` did not converge or the classes are (nearly) separable.
+
+        Called by :meth:`_fit` only: the warnings name the caller of ``fit``.
+        """
+        name = type(self).__name__
         if not fit.converged:
             warnings.warn(
                 f"{name} did not converge in {fit.n_iter} L-BFGS-B iterations "
                 f"({fit.message}); raise max_iter or regularise more.",
                 ConvergenceWarning,
-                stacklevel=3,
+                stacklevel=4,
             )
         if fit.data_loss < SEPARABLE_LOSS:
             warnings.warn(
@@ -120,7 +137,7 @@ class LinearCalibrationMap(CalibrationMap):
                 "(nearly) separable and the fitted scale is limited only by the optimiser's "
                 "tolerance and the penalty; calibrated probabilities will be extreme.",
                 CalibrationFitWarning,
-                stacklevel=3,
+                stacklevel=4,
             )
 
     def _predict_proba(self, probs: np.ndarray, logits: np.ndarray | None) -> np.ndarray:

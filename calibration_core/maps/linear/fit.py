@@ -173,65 +173,132 @@ def fit_linear_map(
     n, k = x.shape
     theta0 = identity_parameters(kind, k)
     path: list[dict[str, float]] = []
+    run = dict(theta0=theta0, max_iter=max_iter, tol=tol, sample_weight=sample_weight)
     if reg_lambda is None or reg_mu is None:
-        grid = _check_grid(reg_grid)
         seed = 0 if random_state is None else int(random_state)
-        stride = n // SELECTION_ROWS if n > 2 * SELECTION_ROWS else 1
-        xs, ys = x[::stride], labels[::stride]
-        ws = None if sample_weight is None else sample_weight[::stride]
-        mask = stratified_holdout(ys, VALIDATION_FRACTION, seed)
-        if mask.all() or not mask.any():  # too few rows to hold any out: strongest penalty
-            strongest = max(grid)
-            reg_lambda = strongest if reg_lambda is None else reg_lambda
-            reg_mu = strongest if reg_mu is None else reg_mu
-        else:
-            val = SoftmaxLinearObjective(
-                xs[mask], ys[mask], kind, weights=None if ws is None else ws[mask]
-            )
-            train = SoftmaxLinearObjective(
-                xs[~mask], ys[~mask], kind, weights=None if ws is None else ws[~mask]
-            )
-            best: tuple[float, float, float, np.ndarray] | None = None
-            theta = theta0
-            for value in sorted(grid, reverse=True):
-                lam = value if reg_lambda is None else reg_lambda
-                mu = value if reg_mu is None else reg_mu
-                train.reg_lambda, train.reg_mu = lam, mu
-                fit = minimize_objective(
-                    train, theta, max_iter=max_iter, tol=tol, ftol=SELECTION_FTOL
-                )
-                theta = fit.theta
-                val_loss = val.data_loss(theta)
-                path.append(
-                    {"reg_lambda": lam, "reg_mu": mu, "val_loss": val_loss, "n_fit": train.n}
-                )
-                if best is not None and val_loss >= best[2]:
-                    break  # the validation curve has turned: weaker penalties only overfit more
-                best = (lam, mu, val_loss, theta)
-            scale = train.n / n if sample_weight is None else train.total / sample_weight.sum()
-            lam, mu, _, theta0 = best
-            reg_lambda = lam * scale if reg_lambda is None else reg_lambda
-            reg_mu = mu * scale if reg_mu is None else reg_mu
-    elif n > 4 * SUBSAMPLE_ROWS:
-        # Many rows: start from the fit on a strided subsample (a few cheap iterations).
-        stride = n // SUBSAMPLE_ROWS
-        sub = SoftmaxLinearObjective(
-            x[::stride],
-            labels[::stride],
-            kind,
-            reg_lambda=reg_lambda,
-            reg_mu=reg_mu,
-            weights=None if sample_weight is None else sample_weight[::stride],
+        grid = _check_grid(reg_grid)
+        reg_lambda, reg_mu, theta0, path = _select_strengths(
+            x, labels, kind, (reg_lambda, reg_mu), grid, seed, **run
         )
-        theta0 = minimize_objective(
-            sub, theta0, max_iter=max_iter, tol=tol, ftol=SELECTION_FTOL
-        ).theta
+    elif n > 4 * SUBSAMPLE_ROWS:
+        theta0 = _subsample_start(x, labels, kind, (reg_lambda, reg_mu), **run)
     objective = SoftmaxLinearObjective(
         x, labels, kind, reg_lambda=reg_lambda, reg_mu=reg_mu, weights=sample_weight
     )
     result = minimize_objective(objective, theta0, max_iter=max_iter, tol=tol)
     result.path = path
     return result
+
+
+def _select_strengths(
+    x: np.ndarray,
+    labels: np.ndarray,
+    kind: str,
+    strengths: tuple[float | None, float | None],
+    grid: list[float],
+    seed: int,
+    *,
+    theta0: np.ndarray,
+    max_iter: int,
+    tol: float,
+    sample_weight: np.ndarray | None,
+) -> tuple[float, float, np.ndarray, list[dict[str, float]]]:
+    """The strengths and start of the final fit, chosen on held-out rows.
+
+    The selection step of :func:`fit_linear_map` (which says how).
+
+    ``strengths`` is ``(reg_lambda, reg_mu)``, None for each one to choose.
+
+    Returns
+    -------
+    (reg_lambda, reg_mu, theta0, path)
+        The strengths scaled to all N rows, the start of the final fit (the
+        best solution; ``theta0`` itself when no row could be held out), and
+        the tried strengths with their held-out losses.
+    """
+    reg_lambda, reg_mu = strengths
+    n = x.shape[0]
+    stride = n // SELECTION_ROWS if n > 2 * SELECTION_ROWS else 1
+    xs, ys = x[::stride], labels[::stride]
+    ws = None if sample_weight is None else sample_weight[::stride]
+    mask = stratified_holdout(ys, VALIDATION_FRACTION, seed)
+    if mask.all() or not mask.any():  # too few rows to hold any out: strongest penalty
+        strongest = max(grid)
+        reg_lambda = strongest if reg_lambda is None else reg_lambda
+        reg_mu = strongest if reg_mu is None else reg_mu
+        return reg_lambda, reg_mu, theta0, []
+    val = SoftmaxLinearObjective(xs[mask], ys[mask], kind, weights=None if ws is None else ws[mask])
+    train = SoftmaxLinearObjective(
+        xs[~mask], ys[~mask], kind, weights=None if ws is None else ws[~mask]
+    )
+    (lam, mu, _, theta0), path = _walk_grid(
+        train, val, grid, strengths, theta0=theta0, max_iter=max_iter, tol=tol
+    )
+    scale = train.n / n if sample_weight is None else train.total / sample_weight.sum()
+    reg_lambda = lam * scale if reg_lambda is None else reg_lambda
+    reg_mu = mu * scale if reg_mu is None else reg_mu
+    return reg_lambda, reg_mu, theta0, path
+
+
+def _walk_grid(
+    train: SoftmaxLinearObjective,
+    val: SoftmaxLinearObjective,
+    grid: list[float],
+    strengths: tuple[float | None, float | None],
+    *,
+    theta0: np.ndarray,
+    max_iter: int,
+    tol: float,
+) -> tuple[tuple[float, float, float, np.ndarray], list[dict[str, float]]]:
+    """Fit ``train`` down the ``grid`` (warm started) until ``val``'s log-loss stops falling.
+
+    Returns
+    -------
+    (best, path)
+        ``best`` is ``(reg_lambda, reg_mu, val_loss, theta)`` of the lowest
+        held-out loss; ``path`` lists every tried strength and its loss.
+    """
+    reg_lambda, reg_mu = strengths
+    path: list[dict[str, float]] = []
+    best: tuple[float, float, float, np.ndarray] | None = None
+    theta = theta0
+    for value in sorted(grid, reverse=True):
+        lam = value if reg_lambda is None else reg_lambda
+        mu = value if reg_mu is None else reg_mu
+        train.reg_lambda, train.reg_mu = lam, mu
+        fit = minimize_objective(train, theta, max_iter=max_iter, tol=tol, ftol=SELECTION_FTOL)
+        theta = fit.theta
+        val_loss = val.data_loss(theta)
+        path.append({"reg_lambda": lam, "reg_mu": mu, "val_loss": val_loss, "n_fit": train.n})
+        if best is not None and val_loss >= best[2]:
+            break  # the validation curve has turned: weaker penalties only overfit more
+        best = (lam, mu, val_loss, theta)
+    return best, path
+
+
+def _subsample_start(
+    x: np.ndarray,
+    labels: np.ndarray,
+    kind: str,
+    strengths: tuple[float, float],
+    *,
+    theta0: np.ndarray,
+    max_iter: int,
+    tol: float,
+    sample_weight: np.ndarray | None,
+) -> np.ndarray:
+    """Many rows: the start of the final fit is the fit on a strided subsample (cheap)."""
+    reg_lambda, reg_mu = strengths
+    stride = x.shape[0] // SUBSAMPLE_ROWS
+    sub = SoftmaxLinearObjective(
+        x[::stride],
+        labels[::stride],
+        kind,
+        reg_lambda=reg_lambda,
+        reg_mu=reg_mu,
+        weights=None if sample_weight is None else sample_weight[::stride],
+    )
+    return minimize_objective(sub, theta0, max_iter=max_iter, tol=tol, ftol=SELECTION_FTOL).theta
 
 
 def _check_grid(reg_grid) -> list[float]:

@@ -11,18 +11,21 @@ statistics) and the metric row, in milliseconds and without reading the data.
 Equal-frequency bins are computed on demand (their edges are order statistics
 of the whole dataset: four more passes over the data on the cluster, per bin
 count; :func:`~calibration_core.distributed.frequency_statistics`, exact) and
-kept per bin count. What needs the rows is not offered, and the page says so:
-the smooth and cumulative diagrams and the diagnostics.
+kept per bin count. What needs the rows is not offered for the whole dataset,
+and the page says so: the smooth and cumulative diagrams and the diagnostics.
 
 Calibration maps are compared on a reproducible sample of each model
 (:func:`maps_view`): the core's cross-fitted comparison, whose held-out
-predictions are kept, so its diagrams and table follow every bin count
-(either scheme), notion and band the page picks, without another run.
+predictions are kept, so its diagrams (binned, smooth or cumulative, drawn
+as the uploads' are), table and the verdict's ECE follow every bin count
+(either scheme), notion, band and kind the page picks, without another run.
+The verdict's paired bootstrap is run once, by the maps' job.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -33,6 +36,7 @@ from .analysis import (
     UNCALIBRATED,
     ModelView,
     Panel,
+    Variant,
     band_of,
     binned_panel,
     targets,
@@ -40,6 +44,9 @@ from .analysis import (
 )
 from .settings import ALL_CLASSES, ALL_CLASSES_SHOWN, ViewSettings
 from .store.records import ModelInfo
+
+if TYPE_CHECKING:
+    from .verdict import ModelVerdict
 
 #: Metric row fields of a dataset model, in the table's order, with their headers.
 DATASET_METRICS = {
@@ -60,17 +67,15 @@ FREQUENCY_NOTE = (
     "bins, or choose equal-width bins (any count 1..100), drawn at once."
 )
 KIND_NOTE = (
-    "The smooth and cumulative diagrams need the rows; a dataset shows its binned "
-    "reliability diagram, computed from the cached statistics."
+    "The smooth and cumulative diagrams need the rows; the whole dataset shows its binned "
+    "reliability diagram, computed from the cached statistics. The maps' section below "
+    "draws them on a sample of each model (Fit maps on a sample)."
 )
 MAPS_NOTE = (
     "The diagrams above are the whole dataset, uncalibrated. Calibration maps are fitted on "
-    "a sample (Fit maps on a sample, below); the verdict and the diagnostics need the rows "
-    "in memory."
-)
-SAMPLE_KIND_NOTE = (
-    "The smooth and cumulative diagrams are not drawn for a dataset's maps; their binned "
-    "reliability diagrams are."
+    "a sample (Fit maps on a sample, below), which also gives their diagrams of every kind "
+    "and their verdict, on that sample. The diagnostics cards (Diagnostics section) need "
+    "every row in memory: they are offered for uploaded models only."
 )
 
 
@@ -87,13 +92,15 @@ class WholeDataset:
 class DatasetView:
     """What the page draws for a dataset: one figure per model, metric rows, notes.
 
-    ``measures``: with the maps, one row per model of :func:`sample_measure_rows`.
+    ``measures``: with the maps, one row per model of :func:`sample_measure_rows`;
+    ``verdicts``: with the maps, :func:`app.verdict.sample_verdicts`.
     """
 
     figures: list[dict]
     rows: list[dict]
     notes: list[str]
     measures: list[dict] = field(default_factory=list)
+    verdicts: list[ModelVerdict] = field(default_factory=list)
 
 
 def model_info(dataset: str, summary) -> ModelInfo:
@@ -204,7 +211,8 @@ def dataset_view(
         notes += why
         own = None if frequency is None else frequency[summary.name]
         mv = model_panels(dataset, summary, shown, own)
-        figures.append(reliability_figure_dict(mv, shown, WholeDataset(), side_by_side))
+        binned = replace(shown, kind="binned")  # its subtitle names the diagram drawn
+        figures.append(reliability_figure_dict(mv, binned, WholeDataset(), side_by_side))
         rows.append(metric_row(summary, view.n_bins, own))
     return DatasetView(figures, rows, notes)
 
@@ -231,7 +239,7 @@ def sample_panels(info: ModelInfo, comparison, view: ViewSettings) -> ModelView:
         eces = [uncalibrated.statistics(binning, "class", k).ece() for k, _ in rows]
         keep = worst_classes(np.asarray(eces), DATASET_CLASSES_SHOWN)
         rows, shown = [rows[k] for k in keep], (len(keep), len(rows))
-    mv = ModelView(info, n_scored=uncalibrated.n_samples, classes_shown=shown)
+    mv = ModelView(info, n_scored=uncalibrated.n_samples, classes_shown=shown, class_rows=rows)
     for label, pred in comparison.calibrated.items():
         for k, class_label in rows:
             panel, _stats = binned_panel(pred, label, k, class_label, binning, hist_binning, view)
@@ -301,9 +309,9 @@ def maps_view(dataset: str, entry: dict, summaries: dict, view: ViewSettings) ->
     CalibrationInputError
         A notion the models do not have (binary on K != 2).
     """
-    from .figures.reliability import reliability_figure_dict
+    from .verdict import sample_verdicts
 
-    notes = [SAMPLE_KIND_NOTE] if view.kind != "binned" else []
+    notes: list[str] = []
     side_by_side = len(entry["models"]) > 1
     figures, rows = [], []
     for model, found in entry["models"].items():
@@ -313,6 +321,28 @@ def maps_view(dataset: str, entry: dict, summaries: dict, view: ViewSettings) ->
         info = model_info(dataset, summary)
         held = SampleHeldOut(f"{entry['heldout']} on a sample of {found['info'].rows:,} rows")
         mv = sample_panels(info, found["comparison"], shown)
-        figures.append(reliability_figure_dict(mv, shown, held, side_by_side))
+        figures.append(sample_figure(mv, found["comparison"], shown, held, side_by_side))
         rows += sample_rows(model, found["comparison"], shown)
-    return DatasetView(figures, rows, notes, sample_measure_rows(entry))
+    verdicts = sample_verdicts(entry, view)
+    return DatasetView(figures, rows, notes, sample_measure_rows(entry), verdicts)
+
+
+def sample_figure(
+    mv: ModelView, comparison, view: ViewSettings, held: SampleHeldOut, side_by_side: bool
+) -> dict:
+    """The diagram of one model's maps on its sample, of the view's kind.
+
+    Binned: :func:`~app.figures.reliability.reliability_figure_dict` of the
+    panels ``mv``; smooth and cumulative: the uploads' curves
+    (:func:`app.curves.variants_curve_view`) of every calibrator's held-out
+    predictions, for the same panel rows (in "all classes" the worst few).
+    """
+    from .curves import variants_curve_view
+    from .figures.diagram import curves_figure_dict
+    from .figures.reliability import reliability_figure_dict
+
+    if view.kind == "binned":
+        return reliability_figure_dict(mv, view, held, side_by_side)
+    found = [Variant(label, None, pred) for label, pred in comparison.calibrated.items()]
+    cv = variants_curve_view(None, found, mv.class_rows, view)
+    return curves_figure_dict(mv, cv, view, held, side_by_side)

@@ -43,6 +43,7 @@ from .analysis import (
     worst_classes,
 )
 from .settings import ALL_CLASSES, ALL_CLASSES_SHOWN, ViewSettings
+from .store.data_store import DataStore
 from .store.records import ModelInfo
 
 if TYPE_CHECKING:
@@ -298,11 +299,14 @@ def sample_measure_rows(entry: dict) -> list[dict]:
     return rows
 
 
-def maps_view(dataset: str, entry: dict, summaries: dict, view: ViewSettings) -> DatasetView:
+def maps_view(
+    dataset: str, entry: dict, summaries: dict, view: ViewSettings, store: DataStore | None = None
+) -> DatasetView:
     """Figures, comparison rows and notes of the maps fitted on a dataset's samples.
 
     ``entry``: :meth:`app.datasets.Datasets.cached_maps`; ``summaries``: the
-    dataset's (for the models' class names).
+    dataset's (for the models' class names); ``store``: whose memo keeps the
+    smooth and cumulative curves of the entry's fit (none: computed each time).
 
     Raises
     ------
@@ -321,21 +325,43 @@ def maps_view(dataset: str, entry: dict, summaries: dict, view: ViewSettings) ->
         info = model_info(dataset, summary)
         held = SampleHeldOut(f"{entry['heldout']} on a sample of {found['info'].rows:,} rows")
         mv = sample_panels(info, found["comparison"], shown)
-        figures.append(sample_figure(mv, found["comparison"], shown, held, side_by_side))
+        found_variants = sample_variants(entry, model, store)
+        figures.append(sample_figure(mv, found_variants, shown, held, side_by_side, store))
         rows += sample_rows(model, found["comparison"], shown)
     verdicts = sample_verdicts(entry, view)
     return DatasetView(figures, rows, notes, sample_measure_rows(entry), verdicts)
 
 
+def sample_variants(entry: dict, model: str, store: DataStore | None) -> list[Variant]:
+    """Every calibrator's held-out predictions of ``model`` on its sample, as variants.
+
+    Their handles name the entry's fit (``fit_id``, new for each run of the
+    maps' job), so that the store's memo keeps their curves across redraws;
+    without a store or a ``fit_id`` (an older fit) they have none.
+    """
+    fit_id = entry.get("fit_id") if store is not None else None
+    calibrated = entry["models"][model]["comparison"].calibrated
+    return [
+        Variant(label, None if fit_id is None else f"dataset-maps:{fit_id}:{model}:{label}", pred)
+        for label, pred in calibrated.items()
+    ]
+
+
 def sample_figure(
-    mv: ModelView, comparison, view: ViewSettings, held: SampleHeldOut, side_by_side: bool
+    mv: ModelView,
+    found: list[Variant],
+    view: ViewSettings,
+    held: SampleHeldOut,
+    side_by_side: bool,
+    store: DataStore | None = None,
 ) -> dict:
     """The diagram of one model's maps on its sample, of the view's kind.
 
     Binned: :func:`~app.figures.reliability.reliability_figure_dict` of the
     panels ``mv``; smooth and cumulative: the uploads' curves
     (:func:`app.curves.variants_curve_view`) of every calibrator's held-out
-    predictions, for the same panel rows (in "all classes" the worst few).
+    predictions ``found`` (:func:`sample_variants`), for the same panel rows
+    (in "all classes" the worst few).
     """
     from .curves import variants_curve_view
     from .figures.diagram import curves_figure_dict
@@ -343,6 +369,5 @@ def sample_figure(
 
     if view.kind == "binned":
         return reliability_figure_dict(mv, view, held, side_by_side)
-    found = [Variant(label, None, pred) for label, pred in comparison.calibrated.items()]
-    cv = variants_curve_view(None, found, mv.class_rows, view)
+    cv = variants_curve_view(store, found, mv.class_rows, view)
     return curves_figure_dict(mv, cv, view, held, side_by_side)

@@ -23,6 +23,7 @@ equal-width bin count 1..100, notion or band is read from it in milliseconds
 from __future__ import annotations
 
 import os
+import secrets
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -197,7 +198,8 @@ class Datasets:
     def cached_maps(self, sid: str | None, name: object) -> dict | None:
         """The last maps' comparison of ``name`` for ``sid``, or None.
 
-        A dict: ``maps`` (names), ``heldout`` (its description), ``models``
+        A dict: ``fit_id`` (new for every fit: it keys the page's memo of
+        curves), ``maps`` (names), ``heldout`` (its description), ``models``
         (model name -> ``{"comparison", "info", "measures", "verdict"}``: the
         core's Comparison on the sample, its SampleInfo, ``measures_summary``
         of the sample's uncalibrated rows and the comparison's Verdict) and
@@ -231,6 +233,7 @@ class Datasets:
         except CalibrationInputError as exc:
             raise CalibrationInputError(self.relative(str(exc))) from None
         kept = {
+            "fit_id": secrets.token_hex(8),
             "maps": tuple(maps),
             "heldout": heldout.describe(),
             "models": models,

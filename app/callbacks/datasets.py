@@ -201,7 +201,7 @@ def maps_panel(ctx: AppContext, sid: str | None, name: Any, done: Any, raw: RawS
             ctx.datasets.resolve(name)
             return [*errors, note(NO_MAPS.format(name=name))]
         _, maps, _, view = raw.parse()
-        shown = maps_view(name, entry, stats["summaries"], view)
+        shown = maps_view(name, entry, stats["summaries"], view, ctx.store)
     except CalibrationInputError as exc:
         return [*errors, note(str(exc))]
     stale = []

@@ -332,7 +332,7 @@ def load_predictions_of(probs, labels, name):
 
 
 def test_maps_of_a_dataset_draw_every_kind_and_the_samples_verdict(
-    ctx, datasets_dir, scheduler, capsys
+    ctx, datasets_dir, scheduler, capsys, monkeypatch
 ):
     """Smooth and cumulative diagrams of a dataset's maps are the uploads' curves of the
     sample's held-out predictions; its verdict is what ``evaluate --engine dask --maps``
@@ -341,7 +341,7 @@ def test_maps_of_a_dataset_draw_every_kind_and_the_samples_verdict(
 
     from app.cli import main
     from app.curves import cumulative_panel, smooth_panel
-    from app.dataset_view import KIND_NOTE
+    from app.dataset_view import KIND_NOTE, maps_view
 
     sid = new_session_id()
     maps = ["isotonic", "temperature"]
@@ -383,6 +383,25 @@ def test_maps_of_a_dataset_draw_every_kind_and_the_samples_verdict(
         whole_figure = dataset_view("binary", stats, raw.parse()[3]).figures[0]
         assert "15 equal-width bins" in str(whole_figure["layout"])
         assert "no bins" not in str(whole_figure["layout"])
+    # The page's redraws keep the curves of this fit in the store's memo (not another fit's).
+    import app.curves
+
+    calls = []
+    real = app.curves.smooth_panel
+    monkeypatch.setattr(
+        app.curves, "smooth_panel", lambda *a, **k: calls.append(1) or real(*a, **k)
+    )
+    smooth = RawSettings(maps=maps, kind="smooth", handles=[]).parse()[3]
+    first = maps_view("binary", entry, stats, smooth, ctx.store).figures[0]["data"]
+    assert len(calls) == 3
+    again = maps_view("binary", entry, stats, smooth, ctx.store).figures[0]["data"]
+    assert len(calls) == 3
+    for a, b in zip(first, again, strict=True):
+        np.testing.assert_array_equal(
+            np.asarray(a["y"], dtype=float), np.asarray(b["y"], dtype=float)
+        )
+    maps_view("binary", {**entry, "fit_id": "another"}, stats, smooth, ctx.store)
+    assert len(calls) == 6
     # The sample's verdict: the CLI's on the same sample (seed 0, the same folds).
     cli = ["evaluate", str(datasets_dir / "binary.parquet"), "--engine", "dask"]
     cli += ["--scheduler", scheduler, "--format", "json", "--maps", ",".join(maps)]

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .analysis import PENDING, targets, variants
+from .analysis import PENDING, Variant, targets, variants
 from .settings import HeldOut, ViewSettings
 from .store.data_store import DataStore
 from .store.records import ModelInfo
@@ -103,7 +103,9 @@ def cumulative_panel(pred: Predictions, notion: str, k: int | None, level: float
     return thin, thin.band(level), cumulative_test_from_curve(curve)
 
 
-def _one_panel(store: DataStore, variant, label, k, view: ViewSettings, band: bool) -> CurvePanel:
+def _one_panel(
+    store: DataStore | None, variant: Variant, label, k, view: ViewSettings, band: bool
+) -> CurvePanel:
     panel = CurvePanel(variant.calibrator, label)
     key = (view.kind, variant.handle, view.notion, k, view.level)
     if view.kind == "smooth":
@@ -159,6 +161,23 @@ def curve_view(
     """
     rows = targets(info, view) if rows is None else rows
     found = variants(store, info, maps, heldout, pending)
+    return variants_curve_view(store, found, rows, view)
+
+
+def variants_curve_view(
+    store: DataStore | None,
+    found: list[Variant],
+    rows: list[tuple[int | None, str | None]],
+    view: ViewSettings,
+) -> CurveView:
+    """The smooth or cumulative panels of the given calibrators' predictions.
+
+    What :func:`curve_view` draws for a model of the store, and what a
+    dataset's maps draw from the held-out predictions of their sample
+    (:func:`app.dataset_view.maps_view`): variants without a handle are
+    computed on every call (``store`` may then be None), the others kept in
+    the store's memo.
+    """
     band, notes = _smooth_band(view, len(rows), found)
     panels: list[CurvePanel] = []
     for variant in found:

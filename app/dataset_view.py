@@ -14,18 +14,21 @@ parts of a model with more than two classes are not mergeable, and a note says s
 Equal-frequency bins are computed on demand (their edges are order statistics
 of the whole dataset: four more passes over the data on the cluster, per bin
 count; :func:`~calibration_core.distributed.frequency_statistics`, exact) and
-kept per bin count. What needs the rows is not offered, and the page says so:
-the smooth and cumulative diagrams and the diagnostics.
+kept per bin count. What needs the rows is not offered for the whole dataset,
+and the page says so: the smooth and cumulative diagrams and the diagnostics.
 
 Calibration maps are compared on a reproducible sample of each model
 (:func:`maps_view`): the core's cross-fitted comparison, whose held-out
-predictions are kept, so its diagrams and table follow every bin count
-(either scheme), notion and band the page picks, without another run.
+predictions are kept, so its diagrams (binned, smooth or cumulative, drawn
+as the uploads' are), table and the verdict's ECE follow every bin count
+(either scheme), notion, band and kind the page picks, without another run.
+The verdict's paired bootstrap is run once, by the maps' job.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -36,6 +39,7 @@ from .analysis import (
     UNCALIBRATED,
     ModelView,
     Panel,
+    Variant,
     band_of,
     binned_panel,
     targets,
@@ -43,7 +47,11 @@ from .analysis import (
 )
 from .metrics_table import METRICS
 from .settings import ALL_CLASSES, ALL_CLASSES_SHOWN, ViewSettings
+from .store.data_store import DataStore
 from .store.records import ModelInfo
+
+if TYPE_CHECKING:
+    from .verdict import ModelVerdict
 
 #: Metric row fields of a dataset model, in the table's order, with their headers.
 DATASET_METRICS = {
@@ -78,21 +86,19 @@ FREQUENCY_NOTE = (
     "bins, or choose equal-width bins (any count 1..100), drawn at once."
 )
 KIND_NOTE = (
-    "The smooth and cumulative diagrams need the rows; a dataset shows its binned "
-    "reliability diagram, computed from the cached statistics."
+    "The smooth and cumulative diagrams need the rows; the whole dataset shows its binned "
+    "reliability diagram, computed from the cached statistics. The maps' section below "
+    "draws them on a sample of each model (Fit maps on a sample)."
 )
 MAPS_NOTE = (
     "The diagrams above are the whole dataset, uncalibrated. Calibration maps are fitted on "
-    "a sample (Fit maps on a sample, below); the verdict and the diagnostics need the rows "
-    "in memory."
+    "a sample (Fit maps on a sample, below), which also gives their diagrams of every kind "
+    "and their verdict, on that sample. The diagnostics cards (Diagnostics section) need "
+    "every row in memory: they are offered for uploaded models only."
 )
 LOG_LOSS_PARTS_NOTE = (
     "Log-loss cal. and ref. are n/a for {models}: {why}. The Brier parts are exact for any "
     "number of classes."
-)
-SAMPLE_KIND_NOTE = (
-    "The smooth and cumulative diagrams are not drawn for a dataset's maps; their binned "
-    "reliability diagrams are."
 )
 
 
@@ -110,7 +116,8 @@ class DatasetView:
     """What the page draws for a dataset: one figure per model, metric rows, notes.
 
     ``columns``: the metric columns of the rows, with their headers; ``measures``:
-    with the maps, one row per model of :func:`sample_measure_rows`.
+    with the maps, one row per model of :func:`sample_measure_rows`; ``verdicts``:
+    with the maps, :func:`app.verdict.sample_verdicts`.
     """
 
     figures: list[dict]
@@ -118,6 +125,7 @@ class DatasetView:
     notes: list[str]
     columns: dict[str, str] = field(default_factory=lambda: dict(DATASET_METRICS))
     measures: list[dict] = field(default_factory=list)
+    verdicts: list[ModelVerdict] = field(default_factory=list)
 
 
 def with_parts(metrics: dict[str, str], view: ViewSettings) -> dict[str, str]:
@@ -257,7 +265,8 @@ def dataset_view(
         notes += why
         own = None if frequency is None else frequency[summary.name]
         mv = model_panels(dataset, summary, shown, own)
-        figures.append(reliability_figure_dict(mv, shown, WholeDataset(), side_by_side))
+        binned = replace(shown, kind="binned")  # its subtitle names the diagram drawn
+        figures.append(reliability_figure_dict(mv, binned, WholeDataset(), side_by_side))
         rows.append(metric_row(summary, view.n_bins, own, view.score_parts))
     return DatasetView(figures, rows, notes, with_parts(DATASET_METRICS, view))
 
@@ -284,7 +293,7 @@ def sample_panels(info: ModelInfo, comparison, view: ViewSettings) -> ModelView:
         eces = [uncalibrated.statistics(binning, "class", k).ece() for k, _ in rows]
         keep = worst_classes(np.asarray(eces), DATASET_CLASSES_SHOWN)
         rows, shown = [rows[k] for k in keep], (len(keep), len(rows))
-    mv = ModelView(info, n_scored=uncalibrated.n_samples, classes_shown=shown)
+    mv = ModelView(info, n_scored=uncalibrated.n_samples, classes_shown=shown, class_rows=rows)
     for label, pred in comparison.calibrated.items():
         for k, class_label in rows:
             panel, _stats = binned_panel(pred, label, k, class_label, binning, hist_binning, view)
@@ -347,20 +356,23 @@ def sample_measure_rows(entry: dict) -> list[dict]:
     return rows
 
 
-def maps_view(dataset: str, entry: dict, summaries: dict, view: ViewSettings) -> DatasetView:
+def maps_view(
+    dataset: str, entry: dict, summaries: dict, view: ViewSettings, store: DataStore | None = None
+) -> DatasetView:
     """Figures, comparison rows and notes of the maps fitted on a dataset's samples.
 
     ``entry``: :meth:`app.datasets.Datasets.cached_maps`; ``summaries``: the
-    dataset's (for the models' class names).
+    dataset's (for the models' class names); ``store``: whose memo keeps the
+    smooth and cumulative curves of the entry's fit (none: computed each time).
 
     Raises
     ------
     CalibrationInputError
         A notion the models do not have (binary on K != 2).
     """
-    from .figures.reliability import reliability_figure_dict
+    from .verdict import sample_verdicts
 
-    notes = [SAMPLE_KIND_NOTE] if view.kind != "binned" else []
+    notes: list[str] = []
     side_by_side = len(entry["models"]) > 1
     figures, rows = [], []
     for model, found in entry["models"].items():
@@ -370,7 +382,50 @@ def maps_view(dataset: str, entry: dict, summaries: dict, view: ViewSettings) ->
         info = model_info(dataset, summary)
         held = SampleHeldOut(f"{entry['heldout']} on a sample of {found['info'].rows:,} rows")
         mv = sample_panels(info, found["comparison"], shown)
-        figures.append(reliability_figure_dict(mv, shown, held, side_by_side))
+        found_variants = sample_variants(entry, model, store)
+        figures.append(sample_figure(mv, found_variants, shown, held, side_by_side, store))
         rows += sample_rows(model, found["comparison"], shown)
     columns = with_parts(SAMPLE_METRICS, view)
-    return DatasetView(figures, rows, notes, columns, measures=sample_measure_rows(entry))
+    verdicts = sample_verdicts(entry, view)
+    return DatasetView(figures, rows, notes, columns, sample_measure_rows(entry), verdicts)
+
+
+def sample_variants(entry: dict, model: str, store: DataStore | None) -> list[Variant]:
+    """Every calibrator's held-out predictions of ``model`` on its sample, as variants.
+
+    Their handles name the entry's fit (``fit_id``, new for each run of the
+    maps' job), so that the store's memo keeps their curves across redraws;
+    without a store or a ``fit_id`` (an older fit) they have none.
+    """
+    fit_id = entry.get("fit_id") if store is not None else None
+    calibrated = entry["models"][model]["comparison"].calibrated
+    return [
+        Variant(label, None if fit_id is None else f"dataset-maps:{fit_id}:{model}:{label}", pred)
+        for label, pred in calibrated.items()
+    ]
+
+
+def sample_figure(
+    mv: ModelView,
+    found: list[Variant],
+    view: ViewSettings,
+    held: SampleHeldOut,
+    side_by_side: bool,
+    store: DataStore | None = None,
+) -> dict:
+    """The diagram of one model's maps on its sample, of the view's kind.
+
+    Binned: :func:`~app.figures.reliability.reliability_figure_dict` of the
+    panels ``mv``; smooth and cumulative: the uploads' curves
+    (:func:`app.curves.variants_curve_view`) of every calibrator's held-out
+    predictions ``found`` (:func:`sample_variants`), for the same panel rows
+    (in "all classes" the worst few).
+    """
+    from .curves import variants_curve_view
+    from .figures.diagram import curves_figure_dict
+    from .figures.reliability import reliability_figure_dict
+
+    if view.kind == "binned":
+        return reliability_figure_dict(mv, view, held, side_by_side)
+    cv = variants_curve_view(store, found, mv.class_rows, view)
+    return curves_figure_dict(mv, cv, view, held, side_by_side)

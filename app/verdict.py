@@ -3,7 +3,9 @@
 The numbers come from :func:`calibration_core.compare.choose_map` on the
 held-out calibrated predictions the page already shows (the uncalibrated
 rows compete too), with the fitted maps of the store for the parameters in
-words; this module gathers them per model, caches them, and writes them as
+words (a dataset's maps: the verdict of their comparison on the sample, kept by
+the maps' job, :func:`sample_verdicts`); this module gathers them per model,
+caches them, and writes them as
 the page's Dash components (:func:`verdict_children`) and the report's HTML
 section (:func:`verdict_html`, every text escaped). Both say the same words
 (:func:`verdict_lines`).
@@ -31,6 +33,7 @@ from dash import html
 from calibration_core import CalibrationInputError, Predictions, confidence_ece
 
 from .analysis import Variant, ViewResult, variants
+from .settings import ViewSettings
 from .store.data_store import DataStore
 
 if TYPE_CHECKING:
@@ -40,6 +43,7 @@ if TYPE_CHECKING:
 __all__ = [
     "VERDICT_CAPTION",
     "ModelVerdict",
+    "sample_verdicts",
     "verdict_children",
     "verdict_headline",
     "verdict_html",
@@ -175,6 +179,44 @@ def view_verdicts(
     return out
 
 
+def sample_verdicts(entry: dict, view: ViewSettings) -> list[ModelVerdict]:
+    """The verdict of each model's maps on its dataset sample, as the page shows it.
+
+    ``entry``: the dataset's maps (:meth:`app.datasets.Datasets.cached_maps`),
+    whose job kept each model's ``verdict``: the sample comparison's
+    :meth:`~calibration_core.compare.Comparison.verdict` at the core's
+    resamples and level, as ``evaluate --engine dask --maps`` computes it
+    (the bootstrap runs once there, not on a redraw). The confidence ECE
+    alongside is re-binned at the view's bins, as for uploads. Each message
+    says which rows it was computed on; models kept without a verdict (an
+    older fit) are left out.
+    """
+    out = []
+    for model, found in entry["models"].items():
+        verdict = found.get("verdict")
+        if verdict is None:
+            continue
+        calibrated, info = found["comparison"].calibrated, found["info"]
+        ece = {
+            name: confidence_ece(
+                calibrated[name].probs,
+                calibrated[name].labels,
+                n_bins=view.n_bins,
+                scheme=view.scheme,
+            )
+            for name in verdict.confidence_ece
+        }
+        message = (
+            f"Computed on the sample: {info.rows:,} rows of {model} drawn uniformly "
+            f"(seed {info.seed}), every row held out ({entry['heldout']})."
+        )
+        failed = found["comparison"].errors
+        if failed:
+            message += f" Not compared (failed): {', '.join(failed)}."
+        out.append(ModelVerdict(model, replace(verdict, confidence_ece=ece), message))
+    return out
+
+
 def verdict_headline(item: ModelVerdict) -> str:
     """The verdict in a few words, e.g. "clear winner: temperature" or "no clear winner"."""
     if item.verdict is None:
@@ -200,11 +242,12 @@ def verdict_lines(item: ModelVerdict) -> list[str]:
     return lines
 
 
-def verdict_children(verdicts: list[ModelVerdict]) -> list:
+def verdict_children(verdicts: list[ModelVerdict], title: str = "Verdict") -> list:
     """The page's verdict: a heading, one card per model and the caption (no raw HTML).
 
     Each card is ``div.verdict-card.verdict-<state>`` with ``data-model`` set
-    to the model's name (states: :attr:`ModelVerdict.state`).
+    to the model's name (states: :attr:`ModelVerdict.state`). ``title``: the
+    heading (a dataset's says it is the sample's).
     """
     if not verdicts:
         return []
@@ -226,7 +269,7 @@ def verdict_children(verdicts: list[ModelVerdict]) -> list:
         for item in verdicts
     ]
     return [
-        html.H2("Verdict", className="section-title"),
+        html.H2(title, className="section-title"),
         html.Div(cards, className="verdict-cards"),
         html.P(VERDICT_CAPTION, className="caption"),
     ]

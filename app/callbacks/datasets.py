@@ -12,7 +12,8 @@
 * "Fit maps on a sample" (:func:`run_maps_job`, another cluster job) cross-fits
   the page's calibration maps on a reproducible sample of each model; its view
   (:func:`maps_panel`) draws the kept held-out predictions for the page's
-  binning (either scheme), notion and band.
+  binning (either scheme), notion, band and diagram kind, and the verdict
+  of each model's sample (:func:`app.verdict.sample_verdicts`).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from ..diagnostics.beyond import MEASURES
 from ..figures.common import graph_config
 from ..metrics_table import PARTS
 from ..settings import RawSettings, SettingsError
+from ..verdict import verdict_children
 from .controls import setting_inputs
 from .diagnostics.wiring import JobIds, failure_message, note, register_job, run_job
 
@@ -186,7 +188,7 @@ def maps_heading(name: str, entry: dict, shown: list) -> html.Div:
                 f"{', '.join(entry['maps'])} fitted with {entry['heldout']} on a reproducible "
                 f"uniform sample (seed 0; {samples}) on the Dask cluster in "
                 f"{entry['seconds']:.1f} s; every row is scored by maps fitted without it. The "
-                "table and diagrams follow the page's bins, notion and band.",
+                "table, verdict and diagrams follow the page's bins, notion, band and kind.",
                 className="caption",
             ),
             *shown,
@@ -207,7 +209,7 @@ def maps_panel(ctx: AppContext, sid: str | None, name: Any, done: Any, raw: RawS
             ctx.datasets.resolve(name)
             return [*errors, note(NO_MAPS.format(name=name))]
         _, maps, _, view = raw.parse()
-        shown = maps_view(name, entry, stats["summaries"], view)
+        shown = maps_view(name, entry, stats["summaries"], view, ctx.store)
     except CalibrationInputError as exc:
         return [*errors, note(str(exc))]
     stale = []
@@ -230,6 +232,9 @@ def maps_panel(ctx: AppContext, sid: str | None, name: Any, done: Any, raw: RawS
         *(note(n) for n in shown.notes),
         maps_table(shown.rows, shown.columns),
         measures_table(shown.measures),
+        html.Div(
+            verdict_children(shown.verdicts, "Verdict, on the sample"), className="dataset-verdict"
+        ),
         html.Div(graphs, className="reliability-grid"),
     ]
 

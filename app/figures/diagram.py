@@ -13,7 +13,8 @@ from __future__ import annotations
 import plotly.graph_objects as go
 
 from ..analysis import PENDING, ModelView, ViewResult
-from ..curves import curve_view
+from ..curves import CurveView, curve_view
+from ..settings import ViewSettings
 from ..store.data_store import DataStore
 from .cumulative import cumulative_figure_dict
 from .reliability import reliability_figure_dict
@@ -53,8 +54,20 @@ def diagram_figure_dict(
     if view.kind == "binned":
         return reliability_figure_dict(mv, view, result.heldout, side_by_side)
     cv = curve_view(store, mv.info, result.maps, result.heldout, view, pending, mv.class_rows)
+    return curves_figure_dict(mv, cv, view, result.heldout, side_by_side)
+
+
+def curves_figure_dict(
+    mv: ModelView, cv: CurveView, view: ViewSettings, heldout, side_by_side: bool = False
+) -> dict:
+    """The smooth or the cumulative figure (``view.kind``) of model ``mv``'s curves ``cv``.
+
+    ``heldout``: anything with ``describe()`` for the subtitle (the page's
+    :class:`~app.settings.HeldOut`, or a dataset's sample,
+    :class:`app.dataset_view.SampleHeldOut`).
+    """
     draw = smooth_figure_dict if view.kind == "smooth" else cumulative_figure_dict
-    return draw(mv.info.name, cv, view, result.heldout, mv.n_scored, side_by_side)
+    return draw(mv.info.name, cv, view, heldout, mv.n_scored, side_by_side)
 
 
 def diagram_figure(

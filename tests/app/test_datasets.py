@@ -343,6 +343,93 @@ def load_predictions_of(probs, labels, name):
     return Predictions.from_probs(probs, labels, class_names=("0", "1", "2", "3"), name=name)
 
 
+def test_maps_of_a_dataset_draw_every_kind_and_the_samples_verdict(
+    ctx, datasets_dir, scheduler, capsys, monkeypatch
+):
+    """Smooth and cumulative diagrams of a dataset's maps are the uploads' curves of the
+    sample's held-out predictions; its verdict is what ``evaluate --engine dask --maps``
+    prints for the same sample, labelled with the sample."""
+    import json
+
+    from app.cli import main
+    from app.curves import cumulative_panel, smooth_panel
+    from app.dataset_view import KIND_NOTE, maps_view
+
+    sid = new_session_id()
+    maps = ["isotonic", "temperature"]
+    state, _ = _fit_maps(ctx, sid, "binary", RawSettings(maps=maps, folds=3, handles=[]))
+    assert state["error"] is None, state
+    entry = ctx.datasets.cached_maps(sid, "binary")
+    found = entry["models"]["binary"]
+    calibrated = found["comparison"].calibrated
+    stats = ctx.datasets.cached(sid, "binary")["summaries"]
+    curves = {
+        "smooth": "smoothed frequency",
+        "cumulative": "cumulative difference (labels − scores)",
+    }
+    for kind, name in curves.items():
+        raw = RawSettings(maps=maps, folds=3, kind=kind, notion="binary", handles=[])
+        view = maps_view_of(entry, stats, raw)
+        figure = view.figures[0]
+        drawn = [t for t in figure["data"] if t["name"] == name]
+        assert len(drawn) == 3  # uncalibrated, isotonic, temperature: one panel each
+        titles = [a["text"] for a in figure["layout"]["annotations"]]
+        assert {"uncalibrated", *maps} <= set(titles)
+        assert "3-fold cross-fitting on a sample of 2,000 rows" in str(figure["layout"])
+        for trace, label in zip(drawn, ["uncalibrated", *maps], strict=True):
+            pred = calibrated[label]
+            if kind == "smooth":
+                want = smooth_panel(pred, "binary", None, 0.95, band=True)
+                np.testing.assert_allclose(
+                    np.asarray(trace["y"], dtype=float)[want.density >= 0.1],
+                    want.observed[want.density >= 0.1],
+                )
+            else:
+                want = cumulative_panel(pred, "binary", None, 0.95)[0]
+                np.testing.assert_array_equal(trace["y"], want.difference)
+        shown = str(maps_panel(ctx, sid, "binary", state, raw))
+        assert "not drawn for a dataset" not in shown
+        # The whole dataset's diagrams stay binned, from the cached statistics, and say so.
+        whole = dataset_panel(ctx, sid, "binary", state, raw)
+        assert KIND_NOTE in str(whole) and "Verdict" not in str(whole)
+        whole_figure = dataset_view("binary", stats, raw.parse()[3]).figures[0]
+        assert "15 equal-width bins" in str(whole_figure["layout"])
+        assert "no bins" not in str(whole_figure["layout"])
+    # The page's redraws keep the curves of this fit in the store's memo (not another fit's).
+    import app.curves
+
+    calls = []
+    real = app.curves.smooth_panel
+    monkeypatch.setattr(
+        app.curves, "smooth_panel", lambda *a, **k: calls.append(1) or real(*a, **k)
+    )
+    smooth = RawSettings(maps=maps, kind="smooth", handles=[]).parse()[3]
+    first = maps_view("binary", entry, stats, smooth, ctx.store).figures[0]["data"]
+    assert len(calls) == 3
+    again = maps_view("binary", entry, stats, smooth, ctx.store).figures[0]["data"]
+    assert len(calls) == 3
+    for a, b in zip(first, again, strict=True):
+        np.testing.assert_array_equal(
+            np.asarray(a["y"], dtype=float), np.asarray(b["y"], dtype=float)
+        )
+    maps_view("binary", {**entry, "fit_id": "another"}, stats, smooth, ctx.store)
+    assert len(calls) == 6
+    # The sample's verdict: the CLI's on the same sample (seed 0, the same folds).
+    cli = ["evaluate", str(datasets_dir / "binary.parquet"), "--engine", "dask"]
+    cli += ["--scheduler", scheduler, "--format", "json", "--maps", ",".join(maps)]
+    assert main([*cli, "--folds", "3"]) == 0
+    want = json.loads(capsys.readouterr().out)["models"][0]["verdict"]
+    view = maps_view_of(entry, stats, RawSettings(maps=maps, handles=[]))
+    (verdict,) = view.verdicts
+    got = verdict.verdict.to_dict()
+    assert want.pop("evaluated_on") == {"rows": 2000, "seed": 0, "of": 2000}
+    assert got == want  # ECE too: the page's 15 equal-width bins are the CLI's
+    assert set(got["log_loss"]) == {"uncalibrated", *maps}
+    shown = str(maps_panel(ctx, sid, "binary", state, RawSettings(maps=maps, handles=[])))
+    assert "Verdict, on the sample" in shown and "verdict-card" in shown
+    assert "Computed on the sample: 2,000 rows of binary drawn uniformly (seed 0)" in shown
+
+
 def test_maps_of_a_dataset_say_what_is_missing(ctx):
     sid = new_session_id()
     before = str(maps_panel(ctx, sid, "binary", None, RawSettings(maps=["platt"])))

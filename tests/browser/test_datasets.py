@@ -4,8 +4,8 @@ A gunicorn server of its own (production settings, local job manager) lists two
 datasets; a LocalCluster of 2 worker processes computes them. The server's
 per-job limits are tiny (1 s, 64 MB): the dataset job, which only waits on the
 cluster, is exempt, so it finishes all the same. Changing the bin count redraws
-from the cached statistics; maps fitted on a sample show their table and
-diagrams; a dataset with a bad row shows the core's message.
+from the cached statistics; maps fitted on a sample show their table, verdict
+and diagrams of every kind; a dataset with a bad row shows the core's message.
 """
 
 from __future__ import annotations
@@ -158,7 +158,7 @@ def test_pick_a_dataset_see_its_diagram_and_rebin_from_the_cache(tab):
     ui.map_checkbox("temperature scaling").check()
     ui.page.locator("#dataset-maps-run").click()
     maps = ui.page.locator("#dataset-maps-view")
-    expect(maps.locator(".section-title")).to_have_text(
+    expect(maps.locator(".section-title").first).to_have_text(
         "Dataset requests: calibration maps on a sample", timeout=120_000
     )
     expect(maps.locator("table").first).to_contain_text("temperature")
@@ -168,8 +168,20 @@ def test_pick_a_dataset_see_its_diagram_and_rebin_from_the_cache(tab):
     expect(measures).to_contain_text("on a uniform sample of")
     expect(measures).to_contain_text("10,000 rows (seed 0)")
     expect(maps.locator(".reliability-graph .main-svg").first).to_be_visible()
+    # The sample's verdict, as the uploads' (the same cards), labelled with the sample.
+    expect(maps.locator(".section-title").nth(1)).to_have_text("Verdict, on the sample")
+    card = maps.locator('.verdict-card[data-model="requests"]')
+    expect(card).to_contain_text("Computed on the sample: 10,000 rows of requests")
     ui.wait_callbacks()
     ui.page.screenshot(path=str(SCREENS / "dataset-maps.png"), full_page=True)
+    # Smooth and cumulative diagrams of the maps on the sample; the whole dataset stays binned.
+    for kind, curve in (("smooth", "smoothed frequency"), ("cumulative", "cumulative difference")):
+        ui.page.locator(f"#diagram-kind input[value={kind}]").check()
+        expect(maps.locator(".reliability-graph").first).to_contain_text(curve)
+        expect(maps.locator(".reliability-graph").first).to_contain_text("on a sample of")
+        expect(section).to_contain_text("the whole dataset shows its binned reliability diagram")
+    ui.wait_callbacks()
+    ui.page.screenshot(path=str(SCREENS / "dataset-maps-cumulative.png"), full_page=True)
     ui.watch.assert_clean()
 
 

@@ -12,7 +12,10 @@ reproducible sample (``--sample-rows``, ``--seed``;
 verdict among the maps and ``uncalibrated``, else a verdict with that single
 candidate; with ``--measures`` the measures of the same sample. Every row,
 verdict and measures object says what it was computed on (``evaluated_on``:
-``"all rows"`` or ``{"rows", "seed", "of"}``). The ``uncalibrated`` row's
+``"all rows"`` or ``{"rows", "seed", "of"}``). With ``--group-by``/``--window``, the
+``slices``/``time`` objects: point estimates exact on every row
+(:mod:`calibration_core.distributed.slices`), bounds, test and flags of the
+in-memory reports on the sample (``intervals_evaluated_on``). The ``uncalibrated`` row's
 Brier parts are exact for every K, its log-loss parts for K = 2 only: for
 K > 2 they are null, because the core renormalises each row's binned class
 frequencies over its K bins at once, which no per-bin sum of one class column

@@ -12,7 +12,10 @@ reproducible sample (``--sample-rows``, ``--seed``;
 verdict among the maps and ``uncalibrated``, else a verdict with that single
 candidate; with ``--measures`` the measures of the same sample. Every row,
 verdict and measures object says what it was computed on (``evaluated_on``:
-``"all rows"`` or ``{"rows", "seed", "of"}``). The ``uncalibrated`` row's
+``"all rows"`` or ``{"rows", "seed", "of"}``). With ``--group-by``/``--window``, the
+``slices``/``time`` objects: point estimates exact on every row
+(:mod:`calibration_core.distributed.slices`), bounds, test and flags of the
+in-memory reports on the sample (``intervals_evaluated_on``). The ``uncalibrated`` row's
 Brier parts are exact for every K, its log-loss parts for K = 2 only: for
 K > 2 they are null, because the core renormalises each row's binned class
 frequencies over its K bins at once, which no per-bin sum of one class column
@@ -97,21 +100,22 @@ def check_dask_options(args: argparse.Namespace) -> None:
     check_sample_option(args)
     if args.engine != "dask":
         return
-    unsupported = {
-        "--group-by": getattr(args, "group_by", None) is not None,
-        "--window": getattr(args, "window", None) is not None,
-    }
-    named = [flag for flag, given in unsupported.items() if given]
-    if named:
+    if getattr(args, "group_maps", None):
         raise CommandError(
-            f"{', '.join(named)}: not supported with --engine dask yet (it reports the "
-            "uncalibrated metrics of every row, and --maps and --measures on a sample); "
-            "drop them or use --engine memory."
+            "--group-maps: not supported with --engine dask yet (per-group maps are fitted "
+            "in memory); drop it or use --engine memory."
         )
-    if args.sample_rows is not None and args.maps is None and not args.measures:
+    sliced = bool(args.group_by or args.window)
+    if sliced and args.scheme == "frequency":
+        raise CommandError(
+            "--group-by and --window with --engine dask need --scheme width: equal-frequency "
+            "bins of every group are order statistics of that group's scores, which the "
+            "per-group sums do not give; use --scheme width or --engine memory."
+        )
+    if args.sample_rows is not None and args.maps is None and not args.measures and not sliced:
         raise CommandError(
             f"--sample-rows {args.sample_rows}: nothing is computed on a sample without "
-            "--maps or --measures; add one of them, or drop --sample-rows."
+            "--maps, --measures, --group-by or --window; add one of them, or drop --sample-rows."
         )
     check_bins(args)
 
@@ -204,20 +208,135 @@ def evaluate_on_dask(args: argparse.Namespace, out) -> int:
                 for name in summaries
                 if maps or args.measures
             }
+            slices = dask_slices(args, client) if args.group_by or args.window else {}
         except KilledWorker as exc:
             raise killed_error(exc) from None
     models = [
         model_entry(s, args, None if frequency is None else frequency[name], drawn.get(name))
+        | slices.get(name, {})
         for name, s in summaries.items()
     ]
+    write_dask_result(args, maps, models, out)
+    return EXIT_OK
+
+
+def write_dask_result(args: argparse.Namespace, maps, models: list[dict[str, Any]], out) -> None:
+    """The document (JSON), the CSV or the tables of ``evaluate --engine dask``."""
+    from . import PROG, slice_lines
+
     if args.format == "json":
         json.dump(dask_document(args, maps, models), out, indent=2, allow_nan=False)
         out.write("\n")
     elif args.format == "csv":
         write_dask_csv(models, out)
+        if args.group_by or args.window:
+            print(f"{PROG}: warning: --group-by and --window results are in the table and "
+                  "JSON outputs only, not in CSV", file=sys.stderr)  # fmt: skip
     else:
         write_dask_tables(models, args, out)
-    return EXIT_OK
+        for m in models:
+            lines = slice_lines(m["model"], m)
+            if lines:
+                out.write("\n" + "\n".join(lines) + "\n")
+
+
+def dask_slices(args: argparse.Namespace, client) -> dict[str, dict[str, Any]]:
+    """Per model, its ``slices`` and ``time`` objects (``--group-by``, ``--window``).
+
+    Point estimates are exact, from one pass over the dataset per option
+    (:func:`~calibration_core.distributed.slices.dataset_groups`); intervals,
+    the homogeneity test and the drift flags are the in-memory reports' on the
+    model's reproducible sample (``--sample-rows``, ``--seed``), drawn once
+    with the group and time columns.
+    """
+    from calibration_core.distributed.slices import GroupSpec, dataset_groups
+    from calibration_core.slices import parse_reference
+
+    from .slices import group_columns, reference_argument
+
+    read = {"label_column": args.label_column, "renormalize": args.renormalize}
+    specs = {}
+    if args.group_by:
+        specs["slices"] = GroupSpec(columns=tuple(group_columns(args.group_by)), n_bins=args.bins)
+    if args.window:
+        period = parse_reference(reference_argument(args))
+        specs["time"] = GroupSpec(window=args.window, time_column=args.time_column,
+                                  reference=period, n_bins=args.bins)  # fmt: skip
+    found = {key: dataset_groups(args.file, spec, client=client, **read)
+             for key, spec in specs.items()}  # fmt: skip
+    names = list(next(iter(found.values())))
+    return {
+        name: model_dask_slices(args, client, name, specs, {k: f[name] for k, f in found.items()})
+        for name in names
+    }
+
+
+def model_dask_slices(args, client, name: str, specs: dict, groups: dict) -> dict[str, Any]:
+    """One model's ``slices``/``time`` objects: exact totals, then its sample's reports."""
+    from calibration_core.distributed import sample_predictions
+    from calibration_core.distributed.slices import exact_groups
+
+    exact = {key: exact_groups(g, specs[key], args.min_group_rows) for key, g in groups.items()}
+    time_column = groups["time"].time_column if "time" in groups else None
+    columns = (*specs["slices"].columns,) if "slices" in specs else ()
+    columns += (time_column,) if time_column else ()
+    sample, info = sample_predictions(
+        args.file, size=sample_rows(args), seed=args.seed, client=client, model=name,
+        columns=columns, label_column=args.label_column, renormalize=args.renormalize,
+    )  # fmt: skip
+    on = evaluated_on(info, int(next(iter(exact.values())).sizes.sum()))
+    out = {}
+    if "slices" in exact:
+        out["slices"] = sample_slices(args, client, sample, exact["slices"], on)
+    if "time" in exact:
+        out["time"] = sample_time(args, client, sample, exact["time"], time_column, on)
+    return out
+
+
+def sample_slices(args, client, sample, exact, on: dict) -> dict[str, Any]:
+    """The ``slices`` object: exact estimates, ``slice_report``'s bounds and test on the sample."""
+    from calibration_core.binning import Binning
+    from calibration_core.distributed import run_on_sample
+    from calibration_core.distributed.slices import slices_dict
+    from calibration_core.slices import group_index, slice_report
+
+    index = group_index(sample, exact.columns, min_rows=args.min_group_rows)
+    report = run_on_sample(slice_report, sample, client, groups=index,
+                           binning=Binning("width", args.bins), n_resamples=args.slice_resamples,
+                           level=args.level, seed=args.seed)  # fmt: skip
+    return slices_dict(exact, report.to_dict(), on, args.level)
+
+
+def sample_time(args, client, sample, exact, column: str, on: dict) -> dict[str, Any]:
+    """The ``time`` object: exact windows, ``drift_report``'s bounds and flags on the sample.
+
+    When the sample cannot be judged on its own (e.g. no sampled row falls in
+    the reference period), the bounds are null, nothing is flagged, and
+    ``intervals_error`` says why.
+    """
+    from calibration_core import CalibrationInputError
+    from calibration_core.binning import Binning
+    from calibration_core.distributed import run_on_sample
+    from calibration_core.distributed.slices import sample_windows, time_dict
+    from calibration_core.slices import drift_report, parse_reference
+
+    from .slices import reference_argument
+
+    period = parse_reference(reference_argument(args))
+    drawn, error = None, None
+    try:
+        windows = sample_windows(sample, column, args.window)
+        report = run_on_sample(drift_report, sample, client, windows=windows, reference=period,
+                               binning=Binning("width", args.bins),
+                               n_resamples=max(args.slice_resamples, 1), level=args.level,
+                               seed=args.seed)  # fmt: skip
+        drawn = report.to_dict()
+    except CalibrationInputError as exc:
+        error = f"on the sample: {exc}"
+    doc = time_dict(exact, drawn, period, on, args.level)
+    if error is not None:
+        doc["intervals_error"] = error
+    return {"time_column": column, "window": args.window, **doc}
 
 
 def killed_error(exc) -> CommandError:
@@ -395,6 +514,7 @@ def dask_document(
     """The ``evaluate`` JSON document of a Dask run (docs/evaluate-json-schema.md)."""
     from calibration_core import __version__
 
+    sliced = bool(args.group_by or args.window)
     return {
         "schema": SCHEMA,
         "version": __version__,
@@ -410,10 +530,10 @@ def dask_document(
             "resamples": args.resamples,
             "level": args.level,
             "measures": bool(args.measures),
-            "group_by": None,
-            "window": None,
+            "group_by": args.group_by,
+            "window": args.window,
             "engine": "dask",
-            "sample_rows": sample_rows(args) if maps or args.measures else None,
+            "sample_rows": sample_rows(args) if maps or args.measures or sliced else None,
         },
         "models": models,
     }

@@ -58,6 +58,10 @@ log-loss (K = 2) come from per-bin sums too (:mod:`.parts`,
 (each row's estimated class frequencies are renormalised over its K bins at
 once) and are None.
 
+Calibration per group and per calendar time window (:mod:`.slices`) is exact on
+every row for the point estimates (the kernel on each group's rows, kept as the
+sums of the bins asked for); intervals and tests run on the sample.
+
 Not yet: equal-width bin counts above 100 and the consistency band.
 
 Entry points

@@ -18,7 +18,7 @@ import numpy as np
 
 from ..errors import CalibrationInputError
 from ..maps.registry import make_map
-from ..predictions import Predictions
+from ..predictions import Predictions, with_extra
 from .engine import require_dask
 from .pieces import ReadOptions, dataset_name, find_pieces, read_piece
 
@@ -56,15 +56,28 @@ class SampleInfo:
     dataset_rows: int
 
 
-def sample_piece(piece, index: int, options: ReadOptions, model: str, q: float, seed: int):
-    """Task: the sampled rows of ``model`` in one piece: (probs, logits or None, labels)."""
+def sample_piece(
+    piece,
+    index: int,
+    options: ReadOptions,
+    model: str,
+    q: float,
+    seed: int,
+    columns: tuple[str, ...] = (),
+):
+    """Task: the sampled rows of ``model`` in one piece.
+
+    Returns ``(probs, logits or None, labels, class names, other columns)``; the
+    other columns are those of ``columns`` the piece has (``Predictions.extra``).
+    """
     for pred in read_piece(piece, options):
         if pred.name != model:
             continue
         draw = np.random.default_rng([seed, 0, index]).random(pred.n_samples)
         rows = np.flatnonzero(draw < q)
         logits = None if pred.logits is None else pred.logits[rows]
-        return pred.probs[rows], logits, pred.labels[rows], tuple(pred.class_names)
+        extra = {c: pred.extra[c][rows] for c in columns if c in pred.extra}
+        return pred.probs[rows], logits, pred.labels[rows], tuple(pred.class_names), extra
     return None
 
 
@@ -78,6 +91,7 @@ def sample_predictions(
     label_column: str | None = None,
     renormalize: bool = False,
     name: str | None = None,
+    columns: tuple[str, ...] = (),
 ) -> tuple[Predictions, SampleInfo]:
     """A reproducible uniform sample of at most ``size`` rows of one model.
 
@@ -91,6 +105,10 @@ def sample_predictions(
     model : str, optional
         Default the dataset's name (files without a model column).
     client : distributed.Client, optional
+    columns : tuple of str
+        Other columns of the files kept with the sampled rows
+        (``Predictions.extra``: group or time columns); the same rows are drawn
+        with or without them.
 
     Returns
     -------
@@ -105,7 +123,8 @@ def sample_predictions(
     total = sum(p.n_rows for p in pieces)
     q = min(1.0, int(size) / total)
     task = dask.delayed(sample_piece, pure=True)
-    parts = [task(p, i, options, model, q, int(seed)) for i, p in enumerate(pieces)]
+    columns = tuple(columns)
+    parts = [task(p, i, options, model, q, int(seed), columns) for i, p in enumerate(pieces)]
     results = dask.compute(*parts) if client is None else client.gather(client.compute(parts))
     found = [r for r in results if r is not None]
     if not found:
@@ -113,16 +132,21 @@ def sample_predictions(
     probs = np.concatenate([r[0] for r in found])
     labels = np.concatenate([r[2] for r in found])
     logits = None if found[0][1] is None else np.concatenate([r[1] for r in found])
+    kept = [c for c in found[0][4] if all(c in r[4] for r in found)]
+    extra = {c: np.concatenate([r[4][c] for r in found]) for c in kept}
     if labels.shape[0] > size:
         keep = np.sort(np.random.default_rng([int(seed), 1]).choice(labels.shape[0], size, False))
         probs, labels = probs[keep], labels[keep]
         logits = None if logits is None else logits[keep]
+        extra = {c: v[keep] for c, v in extra.items()}
     common = {"class_names": found[0][3], "name": model}
     pred = (
         Predictions.from_probs(probs, labels, **common)
         if logits is None
         else Predictions.from_logits(logits, labels, **common)
     )
+    if extra:
+        pred = with_extra(pred, extra)
     return pred, SampleInfo(int(labels.shape[0]), int(seed), q, total)
 
 

@@ -78,6 +78,16 @@ class DriftReport:
         }
 
 
+def check_windows_left(period: ReferencePeriod, in_reference: np.ndarray) -> None:
+    """Refuse a reference period that holds rows of every window (none left to judge)."""
+    if in_reference.all():
+        raise CalibrationInputError(
+            f"the reference period {period.text!r} ({period.describe()}) covers all "
+            f"{in_reference.shape[0]} windows, leaving none to compare with it; choose a "
+            "shorter period or shorter windows."
+        )
+
+
 def drift_report(
     pred: Predictions,
     windows: GroupIndex,
@@ -120,12 +130,7 @@ def drift_report(
     period = parse_reference(reference)
     in_period = reference_rows(period, windows)
     in_reference = np.bincount(windows.codes[in_period], minlength=windows.n_groups) > 0
-    if in_reference.all():
-        raise CalibrationInputError(
-            f"the reference period {period.text!r} ({period.describe()}) covers all "
-            f"{windows.n_groups} windows, leaving none to compare with it; choose a shorter "
-            "period or shorter windows."
-        )
+    check_windows_left(period, in_reference)
     common = {"binning": binning, "notion": notion, "class_index": class_index, "seed": seed,
               "n_resamples": n_resamples, "level": level, "bootstrap_whole": False}  # fmt: skip
     per_window = slice_report(pred, windows, test_resamples=0, **common)

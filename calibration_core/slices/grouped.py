@@ -31,7 +31,8 @@ from ..validation import check_level, check_seed, check_whole_number
 
 #: Metrics of every group, in table order.
 GROUP_METRICS = ("accuracy", "confidence", "ece", "mce", "brier_score", "log_loss")
-_ROW_MEANS = ("accuracy", "confidence", "brier_score", "log_loss")
+#: Metrics that are means over rows (summed per group, then divided by its rows).
+ROW_MEANS = ("accuracy", "confidence", "brier_score", "log_loss")
 _RANGE = {"confidence": (0.0, 1.0), "ece": (0.0, np.inf), "mce": (0.0, 1.0)}
 
 
@@ -159,18 +160,40 @@ class GroupedPass:
 
     def metrics(self, rows: np.ndarray | None = None) -> dict[str, np.ndarray]:
         """Every metric of :data:`GROUP_METRICS` per group, shape (G,) each."""
-        stats = self.statistics(rows)
         codes = self.codes if rows is None else self.codes[rows]
         n = np.bincount(codes, minlength=self.n_groups)
-        out = {}
-        with np.errstate(invalid="ignore", divide="ignore"):
-            for name in _ROW_MEANS:
-                v = self.values.means[name] if rows is None else self.values.means[name][rows]
-                out[name] = np.bincount(codes, weights=v, minlength=self.n_groups) / n
-            out["ece"] = ece_from_sums(stats.count, stats.sum_score, stats.sum_target)
-            mce = mce_from_sums(stats.count, stats.sum_score, stats.sum_target)
-        out["mce"] = np.where(np.isneginf(mce), np.nan, mce)
-        return {name: out[name] for name in GROUP_METRICS}
+        sums = {}
+        for name in ROW_MEANS:
+            v = self.values.means[name] if rows is None else self.values.means[name][rows]
+            sums[name] = np.bincount(codes, weights=v, minlength=self.n_groups)
+        return metrics_from_sums(self.statistics(rows), n, sums)
+
+
+def metrics_from_sums(stats: BinStatistics, n: np.ndarray, sums: dict) -> dict[str, np.ndarray]:
+    """Every metric of :data:`GROUP_METRICS` per group from the groups' sums.
+
+    Parameters
+    ----------
+    stats : BinStatistics
+        Per-group bins, arrays of shape (G, M).
+    n : numpy.ndarray, shape (G,)
+        Rows per group.
+    sums : dict of str to numpy.ndarray, shape (G,)
+        Per-group sums of the row values of :data:`ROW_MEANS`.
+
+    Returns
+    -------
+    dict of str to numpy.ndarray, shape (G,)
+        NaN where a group has no row (an MCE also where every bin is empty).
+    """
+    out = {}
+    with np.errstate(invalid="ignore", divide="ignore"):
+        for name in ROW_MEANS:
+            out[name] = sums[name] / n
+        out["ece"] = ece_from_sums(stats.count, stats.sum_score, stats.sum_target)
+        mce = mce_from_sums(stats.count, stats.sum_score, stats.sum_target)
+    out["mce"] = np.where(np.isneginf(mce), np.nan, mce)
+    return {name: out[name] for name in GROUP_METRICS}
 
 
 def stratified_rows(rng: np.random.Generator, order: np.ndarray, starts, sizes) -> np.ndarray:

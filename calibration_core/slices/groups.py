@@ -10,7 +10,7 @@ column is needed. Groups with fewer than ``min_rows`` rows are kept and flagged
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -134,17 +134,45 @@ def group_index(
     columns = tuple(str(c) for c in columns)
     if not columns:
         raise CalibrationInputError("no column to group by was given; name at least one.")
-    combined = np.zeros(pred.n_samples, dtype=np.int64)
+    values = {name: _column(pred, name) for name in columns}
+    return value_groups(values, columns, min_rows=min_rows, max_groups=max_groups)
+
+
+def value_groups(
+    values: Mapping[str, np.ndarray],
+    columns: Sequence[str],
+    *,
+    min_rows: int = MIN_GROUP_ROWS,
+    max_groups: int = MAX_GROUPS,
+) -> GroupIndex:
+    """The groups of rows given by columns of values (:func:`group_index`'s rules).
+
+    Parameters
+    ----------
+    values : mapping of str to numpy.ndarray, shape (N,) each
+        The columns, by name (the Dask engine gives the distinct combinations
+        of all its pieces, to number and label them as the in-memory engine).
+    columns : sequence of str
+        The columns of ``values`` to group by, in order.
+    min_rows, max_groups
+        As in :func:`group_index`.
+
+    Returns
+    -------
+    GroupIndex
+    """
+    columns = tuple(columns)
+    combined = np.zeros(len(values[columns[0]]), dtype=np.int64)
     parts = []
     for name in columns:
-        codes, names = _codes(_column(pred, name))
+        codes, names = _codes(values[name])
         if len(names) > max_groups:
-            raise _too_many(name, len(names), max_groups)
+            raise too_many_groups(name, len(names), max_groups)
         combined = combined * len(names) + codes
         parts.append((name, names, len(names)))
     codes, uniques = pd.factorize(combined, sort=True)
     if len(uniques) > max_groups:
-        raise _too_many(", ".join(columns), len(uniques), max_groups)
+        raise too_many_groups(", ".join(columns), len(uniques), max_groups)
     labels = tuple(_label(int(u), parts) for u in uniques)
     return GroupIndex(codes.astype(np.intp), labels, columns, int(min_rows))
 
@@ -157,7 +185,8 @@ def _label(code: int, parts) -> str:
     return ", ".join(reversed(words))
 
 
-def _too_many(what: str, count: int, limit: int) -> CalibrationInputError:
+def too_many_groups(what: str, count: int, limit: int) -> CalibrationInputError:
+    """The error of more than ``limit`` groups (``count``) from ``what`` (a column or columns)."""
     return CalibrationInputError(
         f"grouping by {what} gives {count:,} groups, more than the {limit:,} that can be "
         "compared and drawn; pick a coarser column (e.g. a region instead of a city, a "

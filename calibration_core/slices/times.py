@@ -46,16 +46,7 @@ def time_values(pred: Predictions, column: str) -> np.ndarray:
         of a file without a ``model`` column) whose value is not a time.
     """
     values = pred.extra[column]
-    if values.dtype.kind == "M":
-        out = values.astype("datetime64[s]")
-        bad = np.isnat(out)
-    elif values.dtype.kind in "iuf":
-        with np.errstate(invalid="ignore"):
-            finite = np.isfinite(values.astype(np.float64))
-        out = np.where(finite, values, 0).astype(np.int64).astype("datetime64[s]")
-        bad = ~finite
-    else:
-        out, bad = _parse_text(values)
+    out, bad = parse_times(values)
     rows = np.flatnonzero(bad)
     if rows.size:
         shown = ", ".join(repr(v) for v in values[rows[:3]])
@@ -66,6 +57,24 @@ def time_values(pred: Predictions, column: str) -> np.ndarray:
             "(2024-03-01, 2024-03-01T12:30:00Z) or epoch seconds, or fix those rows."
         )
     return out
+
+
+def parse_times(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Times of a column's values as ``datetime64[s]`` (UTC), and which values are not times.
+
+    Date/time values, epoch seconds (numbers) or ISO 8601 text (zones converted
+    to UTC). Returns ``(times, bad)``, both shape (N,); ``times`` is NaT where
+    ``bad``.
+    """
+    if values.dtype.kind == "M":
+        out = values.astype("datetime64[s]")
+        return out, np.isnat(out)
+    if values.dtype.kind in "iuf":
+        with np.errstate(invalid="ignore"):
+            finite = np.isfinite(values.astype(np.float64))
+        out = np.where(finite, values, 0).astype(np.int64).astype("datetime64[s]")
+        return out, ~finite
+    return _parse_text(values)
 
 
 def _parse_text(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -124,18 +133,31 @@ def window_index(times: np.ndarray | None, window: str, n_rows: int) -> GroupInd
             f"a window of {window!r} needs a time column (timestamp, time or date, or name "
             "one); without one, use a window in rows, e.g. 5000rows."
         )
+    codes, uniques = pd.factorize(window_starts(times, unit, count), sort=True)
+    labels = tuple(window_label(u) for u in uniques)
+    return GroupIndex(codes.astype(np.intp), labels, ("time",), 0, times)
+
+
+def window_starts(times: np.ndarray, unit: str, count: int) -> np.ndarray:
+    """The first day of every time's window (days since 1970-01-01, int64, shape (N,)).
+
+    ``unit`` and ``count`` as :func:`parse_window` gives them (not ``"rows"``):
+    spans of ``count`` days from 1970-01-01, ISO weeks from Monday 1970-01-05
+    (shifted back by whole spans), or months from 1970-01.
+    """
     days = times.astype("datetime64[D]").astype(np.int64)
     if unit == "day":
-        start = days // count * count
-    elif unit == "week":
-        start = ((days + 3) // (7 * count)) * 7 * count - 3  # 1970-01-05 was a Monday
-    else:
-        months = times.astype("datetime64[M]").astype(np.int64)
-        start = (months // count * count).astype("datetime64[M]").astype("datetime64[D]")
-        start = start.astype(np.int64)
-    codes, uniques = pd.factorize(start, sort=True)
-    labels = tuple(str(np.datetime64(int(u), "D")) for u in uniques)
-    return GroupIndex(codes.astype(np.intp), labels, ("time",), 0, times)
+        return days // count * count
+    if unit == "week":
+        return ((days + 3) // (7 * count)) * 7 * count - 3  # 1970-01-05 was a Monday
+    months = times.astype("datetime64[M]").astype(np.int64)
+    start = (months // count * count).astype("datetime64[M]").astype("datetime64[D]")
+    return start.astype(np.int64)
+
+
+def window_label(start) -> str:
+    """A window's label: its first day (``2024-03-04``) from :func:`window_starts`."""
+    return str(np.datetime64(int(start), "D"))
 
 
 def time_windows(

@@ -1,0 +1,504 @@
+"""Calibration per group and per time window of a dataset, exact on every row (Dask).
+
+Every batch of every piece is read by the loader (its checks and messages);
+its rows are split by group (``--group-by``: one combination of values of the
+group columns) or by time window (the window of every row's time, computed as
+:func:`~calibration_core.slices.window_index` does: the same days, ISO weeks
+and months, in UTC), and each group's rows are summarised by the compiled
+kernel (:class:`~.summary.SummaryBuilder`, one :class:`~.summary.ModelSummary`
+per model and group), then reduced to the equal-width bins asked for
+(:class:`GroupTotals`: a few sums and (M,) bin arrays, so that 1,000 groups of
+a K = 100 model stay small). Totals merge by addition in the engine's tree
+reduction. The point estimates (rows, accuracy, mean confidence, confidence
+ECE/MCE, Brier score, log-loss) equal the in-memory
+:func:`~calibration_core.slices.slice_report` and
+:func:`~calibration_core.slices.drift_report` to float rounding.
+
+Groups are numbered and labelled at the end, from the distinct combinations of
+all pieces, by the in-memory rules
+(:func:`~calibration_core.slices.value_groups`: sorted by value, missing values
+one group, more than 1,000 groups refused); a single batch with more than
+1,000 is refused at once, naming its rows. Windows of N rows are refused: the
+in-memory engine counts a model's rows in file order, which the pieces of a
+dataset do not know without another pass.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+from ..binning import BinStatistics
+from ..binning.width import width_edges
+from ..errors import CalibrationInputError
+from ..io.checks import Context
+from ..io.tables import other_column_values
+from ..predictions import Predictions
+from ..slices.grouped import ROW_MEANS, metrics_from_sums
+from ..slices.groups import MIN_GROUP_ROWS, GroupIndex, group_index, value_groups
+from ..slices.reference import ReferencePeriod, parse_reference, reference_rows
+from ..slices.times import (
+    find_time_column,
+    parse_times,
+    parse_window,
+    time_values,
+    window_index,
+    window_label,
+    window_starts,
+)
+from .engine import require_dask, summary_batch_rows, tree_merge
+from .pieces import ReadOptions, dataset_name, find_pieces, read_piece_batches
+from .summary import ModelSummary, SummaryBuilder
+
+__all__ = [
+    "GroupSpec",
+    "GroupTotals",
+    "ModelGroups",
+    "dataset_groups",
+    "exact_groups",
+]
+
+
+@dataclass(frozen=True)
+class GroupSpec:
+    """How rows are grouped: by columns, or by time window.
+
+    Attributes
+    ----------
+    columns : tuple of str
+        Group columns (empty for windows).
+    window : str or None
+        A calendar window (``1d``, ``1w``, ``1m``); windows of rows are refused.
+    time_column : str or None
+        The time column; default the one the in-memory engine finds.
+    reference : ReferencePeriod or None
+        The reference period of the windows: rows of a period in dates are
+        kept apart within their window (the reference block is exact too).
+    n_bins : int
+        M of the equal-width bins of the ECE/MCE (1..100).
+    """
+
+    columns: tuple[str, ...] = ()
+    window: str | None = None
+    time_column: str | None = None
+    reference: ReferencePeriod | None = None
+    n_bins: int = 15
+
+    def __post_init__(self) -> None:
+        if self.window is not None and parse_window(self.window)[0] == "rows":
+            raise CalibrationInputError(
+                f"--window {self.window}: windows of rows are not supported with --engine dask "
+                "(they count each model's rows in file order, which the pieces of a dataset "
+                "do not know); use calendar windows of a time column (1d, 1w, 1m) or "
+                "--engine memory."
+            )
+
+
+@dataclass(frozen=True, eq=False)
+class GroupTotals:
+    """Mergeable sums of one group's rows for the per-group metrics.
+
+    Attributes
+    ----------
+    rows : int
+    sums : numpy.ndarray, shape (4,)
+        Sums over rows of :data:`~calibration_core.slices.grouped.ROW_MEANS`
+        (correct, top-label confidence, Brier score, log-loss).
+    bins : numpy.ndarray, shape (3, M)
+        Count, confidence sum and hits per equal-width bin of the confidence.
+    """
+
+    rows: int
+    sums: np.ndarray
+    bins: np.ndarray
+
+    @classmethod
+    def of_summary(cls, summary: ModelSummary, n_bins: int) -> GroupTotals:
+        """The totals of a summary's rows, its confidence binned in ``n_bins`` equal bins."""
+        stats = summary.statistics("confidence", n_bins)
+        sums = [summary.hits, summary.confidence.sum_score.sum(), summary.brier_sum,
+                summary.log_loss_sum]  # fmt: skip
+        bins = np.stack([stats.count, stats.sum_score, stats.sum_target]).astype(np.float64)
+        return cls(summary.n_samples, np.array(sums, dtype=np.float64), bins)
+
+    def __add__(self, other: GroupTotals) -> GroupTotals:
+        return GroupTotals(self.rows + other.rows, self.sums + other.sums, self.bins + other.bins)
+
+
+@dataclass(eq=False)
+class ModelGroups:
+    """One model's totals per group key, and the times seen (windows).
+
+    Attributes
+    ----------
+    totals : dict
+        Group key (a tuple of values, missing ones None; or ``(first day,
+        in reference period)`` for windows) to :class:`GroupTotals`.
+    time_column : str or None
+    first, last : numpy.datetime64 or None
+        Earliest and latest time.
+    in_period : numpy.datetime64 or None
+        A time of a row of the reference period in dates, if any.
+    """
+
+    totals: dict = field(default_factory=dict)
+    time_column: str | None = None
+    first: Any = None
+    last: Any = None
+    in_period: Any = None
+
+    def __add__(self, other: ModelGroups) -> ModelGroups:
+        totals = dict(self.totals)
+        for key, value in other.totals.items():
+            totals[key] = totals[key] + value if key in totals else value
+        return ModelGroups(
+            totals,
+            self.time_column or other.time_column,
+            _extreme(min, self.first, other.first),
+            _extreme(max, self.last, other.last),
+            self.in_period if self.in_period is not None else other.in_period,
+        )
+
+
+def _extreme(pick: Callable, a, b):
+    return b if a is None else a if b is None else pick(a, b)
+
+
+def merge_groups(parts: list[dict[str, ModelGroups]]) -> dict[str, ModelGroups]:
+    """Merge pieces' groups by model (addition; models keep first-seen order)."""
+    out: dict[str, ModelGroups] = {}
+    for part in parts:
+        for name, groups in part.items():
+            out[name] = out[name] + groups if name in out else groups
+    return out
+
+
+# ------------------------------------------------------------------ one batch
+def _missing(value) -> bool:
+    """Missing as :func:`~calibration_core.slices.group_index` counts it: NA or blank text."""
+    if isinstance(value, str):
+        return not value.strip()
+    return value is None or bool(pd.isna(value))
+
+
+def column_keys(pred: Predictions, spec: GroupSpec) -> tuple[np.ndarray, list[tuple]]:
+    """Group of every row (codes) and each group's key (its values, missing as None)."""
+    groups = group_index(pred, spec.columns, min_rows=0)  # its checks and messages
+    _, first = np.unique(groups.codes, return_index=True)
+    keys = [
+        tuple(None if _missing(v) else v for v in (pred.extra[c][i] for c in spec.columns))
+        for i in first
+    ]
+    return groups.codes, keys
+
+
+def batch_times(pred: Predictions, spec: GroupSpec, table: pa.Table, ctx: Context):
+    """The time column of a batch and its rows' times; bad values named by file row."""
+    column = find_time_column(pred, spec.time_column)
+    if column is None:
+        window_index(None, spec.window, pred.n_samples)  # raises: a window needs a time column
+    times, bad = parse_times(pred.extra[column])
+    if bad.any():
+        values = other_column_values(table.column(column))
+        rows = np.flatnonzero(parse_times(values)[1])
+        shown = ", ".join(repr(v) for v in values[rows[:3]])
+        raise CalibrationInputError(
+            f"time column {column!r} has values that are not times ({shown}) at "
+            f"{ctx.rows(rows)} of {ctx.display}; write ISO 8601 dates or times "
+            "(2024-03-01, 2024-03-01T12:30:00Z) or epoch seconds, or fix those rows."
+        )
+    return column, times
+
+
+def in_period(times: np.ndarray, period: ReferencePeriod | None) -> np.ndarray:
+    """Rows of a reference period in dates (open ends reach every row); False otherwise."""
+    inside = np.zeros(times.shape[0], dtype=bool)
+    if period is None or period.kind != "dates":
+        return inside
+    inside[:] = True
+    if period.start is not None:
+        inside &= times >= period.start
+    if period.end is not None:
+        inside &= times < period.end
+    return inside
+
+
+def window_keys(pred: Predictions, spec: GroupSpec, table: pa.Table, ctx: Context):
+    """Window codes, keys ``(first day, in period)``, and the batch's :class:`ModelGroups`."""
+    column, times = batch_times(pred, spec, table, ctx)
+    unit, count = parse_window(spec.window)
+    inside = in_period(times, spec.reference)
+    combined = window_starts(times, unit, count) * 2 + inside
+    codes, uniques = pd.factorize(combined, sort=True)
+    keys = [(int(u) // 2, bool(u % 2)) for u in uniques]
+    seen = ModelGroups({}, column, times.min(), times.max(),
+                       times[inside][0] if inside.any() else None)  # fmt: skip
+    return codes, keys, seen
+
+
+def batch_groups(table: pa.Table, ctx: Context, options: ReadOptions, spec: GroupSpec):
+    """The :class:`ModelGroups` of every model of one batch (the loader's predictions)."""
+    from .pieces import table_predictions
+
+    out = {}
+    for pred in table_predictions(table, ctx, options):
+        if spec.window is None:
+            (codes, keys), seen = column_keys(pred, spec), ModelGroups()
+        else:
+            codes, keys, seen = window_keys(pred, spec, table, ctx)
+        order = np.argsort(codes, kind="stable")
+        bounds = np.searchsorted(codes[order], np.arange(len(keys) + 1))
+        for g, key in enumerate(keys):
+            builder = SummaryBuilder()  # the kernel, on this group's rows
+            builder.add_predictions(pred.subset(order[bounds[g] : bounds[g + 1]]))
+            seen.totals[key] = GroupTotals.of_summary(builder.summaries()[pred.name], spec.n_bins)
+        out[pred.name] = seen
+    return out
+
+
+def groups_piece(piece, options: ReadOptions, spec: GroupSpec) -> dict[str, ModelGroups]:
+    """Task: the groups of one row group of one file, batch by batch."""
+    rows = summary_batch_rows(piece)
+    use = lambda table, ctx, opts: batch_groups(table, ctx, opts, spec)  # noqa: E731
+    return merge_groups(list(read_piece_batches(piece, options, rows, use=use)))
+
+
+def dataset_groups(
+    source,
+    spec: GroupSpec,
+    *,
+    client: Any = None,
+    label_column: str | None = None,
+    renormalize: bool = False,
+    name: str | None = None,
+) -> dict[str, ModelGroups]:
+    """Per model, the exact totals of every group or window of a Parquet dataset.
+
+    Parameters
+    ----------
+    source, label_column, renormalize, name
+        As in :func:`~calibration_core.distributed.dataset_summaries` (Parquet).
+    spec : GroupSpec
+    client : distributed.Client, optional
+
+    Returns
+    -------
+    dict of str to ModelGroups
+    """
+    dask = require_dask()
+    options = ReadOptions(label_column, renormalize, name or dataset_name(source))
+    task = dask.delayed(groups_piece, pure=True)
+    total = tree_merge([task(p, options, spec) for p in find_pieces(source)], merge=merge_groups)
+    result = total.compute() if client is None else client.compute(total).result()
+    if not result:
+        raise CalibrationInputError("the dataset has no rows.")
+    return result
+
+
+# ------------------------------------------------------------------ exact tables
+@dataclass(frozen=True, eq=False)
+class ExactGroups:
+    """The exact metrics of one model's groups or windows, in the in-memory order.
+
+    Attributes
+    ----------
+    labels : tuple of str
+    sizes : numpy.ndarray of int, shape (G,)
+    metrics : dict of str to numpy.ndarray, shape (G,)
+    whole : dict of str to float
+        The same metrics on all rows.
+    min_rows : int
+    columns : tuple of str
+    reference : dict of str to float, or None
+        Windows: the reference period as one block.
+    reference_rows : int
+    in_reference : numpy.ndarray of bool, shape (G,), or None
+        Windows holding rows of the reference period.
+    """
+
+    labels: tuple[str, ...]
+    sizes: np.ndarray
+    metrics: dict
+    whole: dict
+    min_rows: int
+    columns: tuple[str, ...]
+    reference: dict | None = None
+    reference_rows: int = 0
+    in_reference: np.ndarray | None = None
+
+    @property
+    def small(self) -> np.ndarray:
+        """Groups under ``min_rows`` rows."""
+        return self.sizes < self.min_rows
+
+
+def table_metrics(totals: list[GroupTotals], n_bins: int) -> dict[str, np.ndarray]:
+    """Per-group metrics of totals, by the in-memory formulas (``metrics_from_sums``)."""
+    bins = np.stack([t.bins for t in totals], axis=1)  # (3, G, M)
+    edges = np.broadcast_to(width_edges(n_bins), (len(totals), n_bins + 1))
+    stats = BinStatistics(edges, bins[0], bins[1], bins[2])
+    n = np.array([t.rows for t in totals], dtype=np.float64)
+    sums = np.stack([t.sums for t in totals], axis=1)
+    return metrics_from_sums(stats, n, dict(zip(ROW_MEANS, sums, strict=True)))
+
+
+def _total(values: list[GroupTotals]) -> GroupTotals:
+    out = values[0]
+    for value in values[1:]:
+        out = out + value
+    return out
+
+
+def exact_groups(groups: ModelGroups, spec: GroupSpec, min_rows: int = MIN_GROUP_ROWS):
+    """The :class:`ExactGroups` of one model: groups numbered and labelled as in memory."""
+    keys = list(groups.totals)
+    if spec.window is not None:
+        return _exact_windows(groups, keys, spec)
+    values = {c: np.array([k[j] for k in keys], dtype=object) for j, c in enumerate(spec.columns)}
+    index = value_groups(values, spec.columns, min_rows=min_rows)
+    merged = [_total([groups.totals[keys[i]] for i in np.flatnonzero(index.codes == g)])
+              for g in range(index.n_groups)]  # fmt: skip
+    return _exact(merged, index.labels, spec, min_rows, spec.columns)
+
+
+def _exact(merged, labels, spec, min_rows, columns, **extra) -> ExactGroups:
+    metrics = table_metrics(merged, spec.n_bins)
+    whole = table_metrics([_total(merged)], spec.n_bins)
+    sizes = np.array([t.rows for t in merged], dtype=np.int64)
+    whole = {name: float(v[0]) for name, v in whole.items()}
+    return ExactGroups(tuple(labels), sizes, metrics, whole, int(min_rows), columns, **extra)
+
+
+def _exact_windows(groups: ModelGroups, keys: list, spec: GroupSpec) -> ExactGroups:
+    starts = sorted({k[0] for k in keys})
+    merged = [_total([groups.totals[k] for k in keys if k[0] == s]) for s in starts]
+    period = spec.reference or parse_reference(1)
+    if period.kind == "windows":
+        where = GroupIndex(np.arange(len(starts)), tuple(map(window_label, starts)), ("time",), 0)
+        in_reference = reference_rows(period, where)  # its checks: windows that exist
+        block = [merged[w] for w in np.flatnonzero(in_reference)]
+    else:
+        seen = [groups.first, groups.last] + ([groups.in_period] if groups.in_period else [])
+        where = GroupIndex(np.zeros(len(seen), np.intp), ("all",), ("time",), 0, np.array(seen))
+        reference_rows(period, where)  # its checks: a period outside the data, or in a gap
+        in_reference = np.array([(s, True) in groups.totals for s in starts])
+        block = [groups.totals[(s, True)] for s in starts if (s, True) in groups.totals]
+    from ..slices.drift import check_windows_left
+
+    check_windows_left(period, in_reference)
+    reference = _total(block)
+    ref = {k: float(v[0]) for k, v in table_metrics([reference], spec.n_bins).items()}
+    labels = tuple(window_label(s) for s in starts)
+    return _exact(merged, labels, spec, 0, ("time",), reference=ref,
+                  reference_rows=reference.rows, in_reference=in_reference)  # fmt: skip
+
+
+def sample_windows(sample: Predictions, column: str, window: str) -> GroupIndex:
+    """The windows of a drawn sample (its time column kept by ``sample_predictions``)."""
+    return window_index(time_values(sample, column), window, sample.n_samples)
+
+
+# ------------------------------------------------------------------ JSON
+def _num(value) -> float | None:
+    value = float(value)
+    return value if np.isfinite(value) else None
+
+
+def _row(label: str, rows: int, small: bool, metrics: dict, drawn: dict | None) -> dict:
+    """One ``groups[]`` entry: exact metrics, bounds of the sample's entry of that label.
+
+    ``sample_rows``: the group's rows in the sample (0 when none was drawn; then
+    the bounds are null).
+    """
+    out = {"group": label, "rows": int(rows), "small": bool(small)}
+    for name, value in metrics.items():
+        out[name] = _num(value)
+        out[f"{name}_lower"] = None if drawn is None else drawn.get(f"{name}_lower")
+        out[f"{name}_upper"] = None if drawn is None else drawn.get(f"{name}_upper")
+    out["sample_rows"] = 0 if drawn is None else drawn["rows"]
+    return out
+
+
+def _rows(exact: ExactGroups, drawn_rows: list[dict], key: str = "group") -> list[dict]:
+    drawn = {r[key]: r for r in drawn_rows}
+    return [
+        _row(
+            label,
+            exact.sizes[g],
+            exact.small[g],
+            {n: v[g] for n, v in exact.metrics.items()},
+            drawn.get(label),
+        )
+        for g, label in enumerate(exact.labels)
+    ]
+
+
+def slices_dict(exact: ExactGroups, drawn: dict | None, on: dict, level: float) -> dict:
+    """The ``slices`` object of a Dask run: exact point estimates, intervals of the sample.
+
+    Parameters
+    ----------
+    exact : ExactGroups
+    drawn : dict or None
+        ``SliceReport.to_dict()`` of the in-memory :func:`~calibration_core.slices.slice_report`
+        on the drawn sample (None: no intervals, no test).
+    on : dict
+        ``{"rows", "seed", "of"}`` of the sample.
+    level : float
+    """
+    from ..slices.report import worst_group
+
+    worst = worst_group(exact.metrics["ece"], exact.small)
+    whole = _row(
+        "", 0, False, exact.whole, None if drawn is None else {**drawn["whole"], "rows": 0}
+    )
+    whole = {k: v for k, v in whole.items() if k not in ("group", "rows", "small", "sample_rows")}
+    test = None if drawn is None or drawn["homogeneity"] is None else drawn["homogeneity"]
+    return {
+        "columns": list(exact.columns),
+        "min_rows": exact.min_rows,
+        "level": level,
+        "whole": whole,
+        "groups": _rows(exact, [] if drawn is None else drawn["groups"]),
+        "worst": None if worst is None else exact.labels[worst],
+        "worst_gap": None
+        if worst is None
+        else float(exact.metrics["ece"][worst] - exact.whole["ece"]),
+        "homogeneity": None if test is None else {**test, "evaluated_on": on},
+        "evaluated_on": "all rows",
+        "intervals_evaluated_on": on,
+    }
+
+
+def time_dict(exact: ExactGroups, drawn: dict | None, period: ReferencePeriod, on: dict,
+              level: float) -> dict:  # fmt: skip
+    """The ``time`` object of a Dask run: exact windows and reference, the sample's bounds.
+
+    ``drawn`` is ``DriftReport.to_dict()`` of :func:`~calibration_core.slices.drift_report`
+    on the sample (None: no bounds, nothing flagged). A window is flagged when the
+    sample flags it and it holds no row of the reference period.
+    """
+    windows = _rows(exact, [] if drawn is None else drawn["windows"], key="window")
+    flags = {} if drawn is None else {r["window"]: r["flagged"] for r in drawn["windows"]}
+    for row, ref in zip(windows, exact.in_reference, strict=True):
+        row["window"] = row.pop("group")
+        row["flagged"] = bool(flags.get(row["window"], False)) and not bool(ref)
+        row["reference"] = bool(ref)
+    reference = _row("", exact.reference_rows, False, exact.reference,
+                     None if drawn is None else drawn["reference"])  # fmt: skip
+    del reference["group"]
+    return {
+        "reference_period": period.text,
+        "reference_description": period.describe(),
+        "reference_windows": int(exact.in_reference.sum()),
+        "reference": {**reference, "window": None},
+        "level": level,
+        "windows": windows,
+        "evaluated_on": "all rows",
+        "intervals_evaluated_on": on,
+    }

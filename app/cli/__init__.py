@@ -59,6 +59,11 @@ from .slices import (
 )
 
 PROG = "calibration-dashboard"
+#: Said on stderr when ``--format csv`` meets ``--group-by``/``--window`` (either engine).
+SLICES_NOT_IN_CSV = (
+    f"{PROG}: warning: --group-by and --window results are in the table and JSON outputs "
+    "only, not in CSV"
+)
 SCHEMA = "calibration-dashboard/evaluate/v1"
 CHECK_SCHEMA = "calibration-dashboard/check/v1"
 EXIT_OK, EXIT_INPUT, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
@@ -373,8 +378,7 @@ def evaluate(args: argparse.Namespace, out) -> int:
     if args.format == "csv":
         write_csv(results, out)
         if slices is not None:
-            print(f"{PROG}: warning: --group-by and --window results are in the table and "
-                  "JSON outputs only, not in CSV", file=sys.stderr)  # fmt: skip
+            print(SLICES_NOT_IN_CSV, file=sys.stderr)
     else:
         write_tables(results, out)
         write_verdicts(results, args, out)

@@ -222,7 +222,7 @@ def evaluate_on_dask(args: argparse.Namespace, out) -> int:
 
 def write_dask_result(args: argparse.Namespace, maps, models: list[dict[str, Any]], out) -> None:
     """The document (JSON), the CSV or the tables of ``evaluate --engine dask``."""
-    from . import PROG, slice_lines
+    from . import SLICES_NOT_IN_CSV, slice_lines
 
     if args.format == "json":
         json.dump(dask_document(args, maps, models), out, indent=2, allow_nan=False)
@@ -230,8 +230,7 @@ def write_dask_result(args: argparse.Namespace, maps, models: list[dict[str, Any
     elif args.format == "csv":
         write_dask_csv(models, out)
         if args.group_by or args.window:
-            print(f"{PROG}: warning: --group-by and --window results are in the table and "
-                  "JSON outputs only, not in CSV", file=sys.stderr)  # fmt: skip
+            print(SLICES_NOT_IN_CSV, file=sys.stderr)
     else:
         write_dask_tables(models, args, out)
         for m in models:

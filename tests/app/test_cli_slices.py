@@ -71,6 +71,15 @@ def test_evaluate_table_and_rows_window(slices_csv, capsys):
     assert "rows 1-1000: 1000 rows" in out and "rows 3001-4000: 1000 rows" in out
 
 
+def test_csv_output_says_the_groups_are_elsewhere(slices_csv, capsys):
+    argv = ["evaluate", str(slices_csv), "--maps", "temperature", "--format", "csv",
+            "--group-by", "site", "--slice-resamples", "20"]  # fmt: skip
+    code, out, err = run(argv, capsys)
+    assert code == 0, err
+    assert out.startswith("model,") and "site=s2" not in out
+    assert cli.SLICES_NOT_IN_CSV in err
+
+
 def test_check_per_group_fails_on_the_bad_group_and_skips_small(slices_csv, capsys):
     argv = ["check", str(slices_csv), "--max", "confidence_ece=0.12", "--group-by", "site",
             "--per-group"]  # fmt: skip

@@ -259,6 +259,16 @@ def test_a_table_summarised_as_stored_equals_the_loader_predictions(kind):
         _same(got[name], want[name])
 
 
+def assert_the_loaders_error(table: pa.Table, message: str) -> None:
+    """The summary refuses ``table`` with the loader's own error, which says ``message``."""
+    with pytest.raises(CalibrationInputError) as fast:
+        SummaryBuilder().add_table(table, CTX, ReadOptions())
+    with pytest.raises(CalibrationInputError) as loader:
+        table_predictions(table, CTX, ReadOptions())
+    assert str(fast.value) == str(loader.value)
+    assert message in str(fast.value)
+
+
 @pytest.mark.parametrize(
     ("damage", "message"),
     [
@@ -285,12 +295,7 @@ def test_a_bad_table_gets_the_loader_message(damage, message):
     if damage.startswith("label"):
         labels[7] = 5
     table = _table(stored, labels)
-    with pytest.raises(CalibrationInputError) as fast:
-        SummaryBuilder().add_table(table, CTX, ReadOptions())
-    with pytest.raises(CalibrationInputError) as loader:
-        table_predictions(table, CTX, ReadOptions())
-    assert str(fast.value) == str(loader.value)
-    assert message in str(fast.value)
+    assert_the_loaders_error(table, message)
 
 
 @pytest.mark.parametrize(
@@ -323,12 +328,7 @@ def test_labels_the_kernel_skips_get_the_loader_message(damage, message):
     if damage.endswith("blank model"):
         model[3] = " "
     table = _table(stored, labels, **({"model": model} if "model" in damage else {}))
-    with pytest.raises(CalibrationInputError) as fast:
-        SummaryBuilder().add_table(table, CTX, ReadOptions())
-    with pytest.raises(CalibrationInputError) as loader:
-        table_predictions(table, CTX, ReadOptions())
-    assert str(fast.value) == str(loader.value)
-    assert message in str(fast.value)
+    assert_the_loaders_error(table, message)
 
 
 def test_integer_class_indices_reach_the_kernel_without_a_copy():

@@ -181,6 +181,46 @@ def _check_classes(n_pos: np.ndarray, n: float, k: int, model: str) -> None:
         )
 
 
+def _check_transform(input_transform: str) -> None:
+    """The core's refusal of an unknown ``input_transform``."""
+    if input_transform not in INPUT_TRANSFORMS:
+        raise CalibrationInputError(
+            f"PlattScaling input_transform must be one of {', '.join(INPUT_TRANSFORMS)}, "
+            f"got {input_transform!r}."
+        )
+
+
+def _target_sums(sums: tuple, platt_targets: bool) -> np.ndarray:
+    """Per column, the sums of target x feature over the rows, shape (K', 2).
+
+    ``sums``: ``(n_rows, n_pos, sum_x, sum_x_pos)`` of :func:`count_sums`. The
+    target is 1/0, or Platt's smoothed ``(n+ + 1) / (n+ + 2)`` and ``1 / (n- + 2)``;
+    the features are the transformed score and the constant 1.
+    """
+    n_rows, n_pos, sum_x, sum_x_pos = sums
+    n = float(n_rows[0])
+    t_pos, t_neg = np.ones_like(n_pos), np.zeros_like(n_pos)
+    if platt_targets:
+        t_pos, t_neg = (n_pos + 1.0) / (n_pos + 2.0), 1.0 / (n - n_pos + 2.0)
+    everything = np.column_stack([sum_x, np.full_like(sum_x, n)])
+    positives = np.column_stack([sum_x_pos, n_pos])
+    return t_neg[:, None] * everything + (t_pos - t_neg)[:, None] * positives
+
+
+def _fitted_platt(params: dict, k: int, theta, converged, n_iter) -> CalibrationMap:
+    """The fitted :class:`~calibration_core.maps.PlattScaling`, through its JSON form."""
+    return CalibrationMap.from_dict(
+        {
+            "format": JSON_FORMAT,
+            "map": "platt",
+            "params": params,
+            "n_classes": k,
+            "converged": bool(converged.all()),
+            "state": {"coef": theta.tolist(), "n_iter": int(n_iter.max())},
+        }
+    )
+
+
 def fit_platt_on_dataset(
     source,
     *,
@@ -217,11 +257,7 @@ def fit_platt_on_dataset(
         holds the passes over the data it took.
     """
     dask = require_dask()
-    if input_transform not in INPUT_TRANSFORMS:
-        raise CalibrationInputError(
-            f"PlattScaling input_transform must be one of {', '.join(INPUT_TRANSFORMS)}, "
-            f"got {input_transform!r}."
-        )
+    _check_transform(input_transform)
     options = ReadOptions(label_column, renormalize, name or dataset_name(source))
     model = model or options.name
     pieces = find_pieces(source)
@@ -237,15 +273,10 @@ def fit_platt_on_dataset(
     counts = run(count_sums, input_transform)
     if counts is None:
         raise CalibrationInputError(f"the dataset has no rows of model {model!r}.")
-    n_rows, n_pos, sum_x, sum_x_pos = counts["sums"]
+    n_rows, n_pos, _, _ = counts["sums"]
     n, k = float(n_rows[0]), len(counts["classes"])
     _check_classes(n_pos, n, k, model)
-    t_pos, t_neg = np.ones_like(n_pos), np.zeros_like(n_pos)
-    if platt_targets:
-        t_pos, t_neg = (n_pos + 1.0) / (n_pos + 2.0), 1.0 / (n - n_pos + 2.0)
-    everything = np.column_stack([sum_x, np.full_like(sum_x, n)])
-    positives = np.column_stack([sum_x_pos, n_pos])
-    targets = t_neg[:, None] * everything + (t_pos - t_neg)[:, None] * positives
+    targets = _target_sums(counts["sums"], platt_targets)
     init = _start(input_transform, n_pos, n)
     objective = DatasetPlattObjective(run, input_transform, n, init, targets)
     theta, converged, n_iter, _ = newton_columns(objective, init.copy(), max_iter, xtol)
@@ -256,15 +287,6 @@ def fit_platt_on_dataset(
         "platt_targets": bool(platt_targets),
         "input": "logits" if counts["logits"] else "probs",
     }
-    fitted = CalibrationMap.from_dict(
-        {
-            "format": JSON_FORMAT,
-            "map": "platt",
-            "params": params,
-            "n_classes": k,
-            "converged": bool(converged.all()),
-            "state": {"coef": theta.tolist(), "n_iter": int(n_iter.max())},
-        }
-    )
+    fitted = _fitted_platt(params, k, theta, converged, n_iter)
     fitted.passes_ = passes
     return fitted

@@ -271,71 +271,16 @@ def dask_slices(args: argparse.Namespace, client) -> dict[str, dict[str, Any]]:
 
 
 def model_dask_slices(args, client, name: str, specs: dict, groups: dict) -> dict[str, Any]:
-    """One model's ``slices``/``time`` objects: exact totals, then its sample's reports."""
-    from calibration_core.distributed import sample_predictions
-    from calibration_core.distributed.slices import exact_groups
+    """One model's ``slices``/``time`` objects: exact totals, then its sample's reports
+    (:func:`~calibration_core.distributed.slices.model_slices`)."""
+    from calibration_core.distributed.slices import SliceSample, exact_groups, model_slices
 
     exact = {key: exact_groups(g, specs[key], args.min_group_rows) for key, g in groups.items()}
     time_column = groups["time"].time_column if "time" in groups else None
-    columns = (*specs["slices"].columns,) if "slices" in specs else ()
-    columns += (time_column,) if time_column else ()
-    sample, info = sample_predictions(
-        args.file, size=sample_rows(args), seed=args.seed, client=client, model=name,
-        columns=columns, label_column=args.label_column, renormalize=args.renormalize,
-    )  # fmt: skip
-    on = evaluated_on(info, int(next(iter(exact.values())).sizes.sum()))
-    out = {}
-    if "slices" in exact:
-        out["slices"] = sample_slices(args, client, sample, exact["slices"], on)
-    if "time" in exact:
-        out["time"] = sample_time(args, client, sample, exact["time"], time_column, on)
-    return out
-
-
-def sample_slices(args, client, sample, exact, on: dict) -> dict[str, Any]:
-    """The ``slices`` object: exact estimates, ``slice_report``'s bounds and test on the sample."""
-    from calibration_core.binning import Binning
-    from calibration_core.distributed import run_on_sample
-    from calibration_core.distributed.slices import slices_dict
-    from calibration_core.slices import group_index, slice_report
-
-    index = group_index(sample, exact.columns, min_rows=args.min_group_rows)
-    report = run_on_sample(slice_report, sample, client, groups=index,
-                           binning=Binning("width", args.bins), n_resamples=args.slice_resamples,
-                           level=args.level, seed=args.seed)  # fmt: skip
-    return slices_dict(exact, report.to_dict(), on, args.level)
-
-
-def sample_time(args, client, sample, exact, column: str, on: dict) -> dict[str, Any]:
-    """The ``time`` object: exact windows, ``drift_report``'s bounds and flags on the sample.
-
-    When the sample cannot be judged on its own (e.g. no sampled row falls in
-    the reference period), the bounds are null, nothing is flagged, and
-    ``intervals_error`` says why.
-    """
-    from calibration_core import CalibrationInputError
-    from calibration_core.binning import Binning
-    from calibration_core.distributed import run_on_sample
-    from calibration_core.distributed.slices import sample_windows, time_dict
-    from calibration_core.slices import drift_report, parse_reference
-
-    from .slices import reference_argument
-
-    period = parse_reference(reference_argument(args))
-    drawn, error = None, None
-    try:
-        windows = sample_windows(sample, column, args.window)
-        report = run_on_sample(drift_report, sample, client, windows=windows, reference=period,
-                               binning=Binning("width", args.bins),
-                               n_resamples=max(args.slice_resamples, 1), level=args.level,
-                               seed=args.seed)  # fmt: skip
-        drawn = report.to_dict()
-    except CalibrationInputError as exc:
-        error = f"on the sample: {exc}"
-    doc = time_dict(exact, drawn, period, on, args.level)
-    if error is not None:
-        doc["intervals_error"] = error
-    return {"time_column": column, "window": args.window, **doc}
+    drawn = SliceSample(sample_rows(args), args.seed, args.slice_resamples, args.level,
+                        args.min_group_rows)  # fmt: skip
+    return model_slices(args.file, name, specs, exact, time_column, drawn, client=client,
+                        label_column=args.label_column, renormalize=args.renormalize)  # fmt: skip
 
 
 def killed_error(exc) -> CommandError:

@@ -53,14 +53,17 @@ from ..slices.times import (
 )
 from .engine import require_dask, summary_batch_rows, tree_merge
 from .pieces import ReadOptions, dataset_name, find_pieces, read_piece_batches
+from .sample import DEFAULT_SAMPLE_ROWS
 from .summary import ModelSummary, SummaryBuilder
 
 __all__ = [
     "GroupSpec",
     "GroupTotals",
     "ModelGroups",
+    "SliceSample",
     "dataset_groups",
     "exact_groups",
+    "model_slices",
 ]
 
 
@@ -319,6 +322,9 @@ class ExactGroups:
     reference_rows : int
     in_reference : numpy.ndarray of bool, shape (G,), or None
         Windows holding rows of the reference period.
+    statistics : BinStatistics or None
+        Per-group equal-width bins of the confidence, shape (G, M): the
+        groups' reliability diagrams (as ``SliceReport.statistics``).
     """
 
     labels: tuple[str, ...]
@@ -330,6 +336,7 @@ class ExactGroups:
     reference: dict | None = None
     reference_rows: int = 0
     in_reference: np.ndarray | None = None
+    statistics: BinStatistics | None = None
 
     @property
     def small(self) -> np.ndarray:
@@ -337,11 +344,16 @@ class ExactGroups:
         return self.sizes < self.min_rows
 
 
-def table_metrics(totals: list[GroupTotals], n_bins: int) -> dict[str, np.ndarray]:
-    """Per-group metrics of totals, by the in-memory formulas (``metrics_from_sums``)."""
+def table_statistics(totals: list[GroupTotals], n_bins: int) -> BinStatistics:
+    """The equal-width bins of every group's confidence, shape (G, M)."""
     bins = np.stack([t.bins for t in totals], axis=1)  # (3, G, M)
     edges = np.broadcast_to(width_edges(n_bins), (len(totals), n_bins + 1))
-    stats = BinStatistics(edges, bins[0], bins[1], bins[2])
+    return BinStatistics(edges, bins[0], bins[1], bins[2])
+
+
+def table_metrics(totals: list[GroupTotals], n_bins: int) -> dict[str, np.ndarray]:
+    """Per-group metrics of totals, by the in-memory formulas (``metrics_from_sums``)."""
+    stats = table_statistics(totals, n_bins)
     n = np.array([t.rows for t in totals], dtype=np.float64)
     sums = np.stack([t.sums for t in totals], axis=1)
     return metrics_from_sums(stats, n, dict(zip(ROW_MEANS, sums, strict=True)))
@@ -371,7 +383,9 @@ def _exact(merged, labels, spec, min_rows, columns, **extra) -> ExactGroups:
     whole = table_metrics([_total(merged)], spec.n_bins)
     sizes = np.array([t.rows for t in merged], dtype=np.int64)
     whole = {name: float(v[0]) for name, v in whole.items()}
-    return ExactGroups(tuple(labels), sizes, metrics, whole, int(min_rows), columns, **extra)
+    stats = table_statistics(merged, spec.n_bins)
+    return ExactGroups(tuple(labels), sizes, metrics, whole, int(min_rows), columns, **extra,
+                       statistics=stats)  # fmt: skip
 
 
 def _exact_windows(groups: ModelGroups, keys: list, spec: GroupSpec) -> ExactGroups:
@@ -502,3 +516,121 @@ def time_dict(exact: ExactGroups, drawn: dict | None, period: ReferencePeriod, o
         "evaluated_on": "all rows",
         "intervals_evaluated_on": on,
     }
+
+
+# ------------------------------------------------------------------ the sample's bounds
+@dataclass(frozen=True)
+class SliceSample:
+    """The reproducible sample behind the bounds, the test and the flags of a Dask run.
+
+    Attributes
+    ----------
+    rows : int
+        Largest sample per model (``--sample-rows``).
+    seed : int
+        Of the draw and of the bootstrap.
+    n_resamples : int
+        Bootstrap resamples of the intervals.
+    level : float
+        Level of the intervals.
+    min_rows : int
+        Groups with fewer rows are listed, not judged.
+    """
+
+    rows: int = DEFAULT_SAMPLE_ROWS
+    seed: int = 0
+    n_resamples: int = 200
+    level: float = 0.95
+    min_rows: int = MIN_GROUP_ROWS
+
+
+def model_slices(
+    source,
+    name: str,
+    specs: dict[str, GroupSpec],
+    exact: dict[str, ExactGroups],
+    time_column: str | None,
+    drawn: SliceSample,
+    *,
+    client: Any = None,
+    label_column: str | None = None,
+    renormalize: bool = False,
+) -> dict[str, Any]:
+    """One model's ``slices``/``time`` objects: its exact groups, then its sample's reports.
+
+    The sample is drawn once with the group and time columns
+    (:func:`~calibration_core.distributed.sample_predictions`); the in-memory
+    reports run on it as one task each (:func:`~calibration_core.distributed.run_on_sample`).
+
+    Parameters
+    ----------
+    source, label_column, renormalize
+        As in :func:`dataset_groups`.
+    name : str
+        The model.
+    specs, exact : dict
+        ``"slices"`` and/or ``"time"`` to its :class:`GroupSpec` and its
+        :class:`ExactGroups` (:func:`exact_groups`).
+    time_column : str or None
+        The time column the windows were computed on (:attr:`ModelGroups.time_column`).
+    drawn : SliceSample
+    client : distributed.Client, optional
+    """
+    from .sample import sample_predictions
+
+    columns = (*specs["slices"].columns,) if "slices" in specs else ()
+    columns += (time_column,) if time_column else ()
+    sample, info = sample_predictions(
+        source, size=drawn.rows, seed=drawn.seed, client=client, model=name, columns=columns,
+        label_column=label_column, renormalize=renormalize,
+    )  # fmt: skip
+    on = {"rows": info.rows, "seed": info.seed, "of": int(next(iter(exact.values())).sizes.sum())}
+    out: dict[str, Any] = {}
+    if "slices" in exact:
+        out["slices"] = sample_slices(sample, exact["slices"], specs["slices"], drawn, on, client)
+    if "time" in exact:
+        out["time"] = sample_time(sample, exact["time"], specs["time"], time_column, drawn, on,
+                                  client)  # fmt: skip
+    return out
+
+
+def sample_slices(sample: Predictions, exact: ExactGroups, spec: GroupSpec, drawn: SliceSample,
+                  on: dict, client: Any = None) -> dict[str, Any]:  # fmt: skip
+    """The ``slices`` object: exact estimates, ``slice_report``'s bounds and test on the sample."""
+    from ..binning import Binning
+    from ..slices import slice_report
+    from .sample import run_on_sample
+
+    index = group_index(sample, exact.columns, min_rows=drawn.min_rows)
+    report = run_on_sample(slice_report, sample, client, groups=index,
+                           binning=Binning("width", spec.n_bins), n_resamples=drawn.n_resamples,
+                           level=drawn.level, seed=drawn.seed)  # fmt: skip
+    return slices_dict(exact, report.to_dict(), on, drawn.level)
+
+
+def sample_time(sample: Predictions, exact: ExactGroups, spec: GroupSpec, column: str,
+                drawn: SliceSample, on: dict, client: Any = None) -> dict[str, Any]:  # fmt: skip
+    """The ``time`` object: exact windows, ``drift_report``'s bounds and flags on the sample.
+
+    When the sample cannot be judged on its own (e.g. no sampled row falls in
+    the reference period), the bounds are null, nothing is flagged, and
+    ``intervals_error`` says why.
+    """
+    from ..binning import Binning
+    from ..slices import drift_report
+    from .sample import run_on_sample
+
+    period = spec.reference or parse_reference(1)
+    report, error = None, None
+    try:
+        windows = sample_windows(sample, column, spec.window)
+        report = run_on_sample(drift_report, sample, client, windows=windows, reference=period,
+                               binning=Binning("width", spec.n_bins),
+                               n_resamples=max(drawn.n_resamples, 1), level=drawn.level,
+                               seed=drawn.seed)  # fmt: skip
+    except CalibrationInputError as exc:
+        error = f"on the sample: {exc}"
+    doc = time_dict(exact, None if report is None else report.to_dict(), period, on, drawn.level)
+    if error is not None:
+        doc["intervals_error"] = error
+    return {"time_column": column, "window": spec.window, **doc}

@@ -37,6 +37,19 @@ DATASET_MAPS_PROGRESS = "dataset-maps-progress"
 DATASET_MAPS_STATUS = "dataset-maps-status"
 DATASET_MAPS_DONE = "dataset-maps-done"  # dcc.Store: bumped when the maps' job ends
 DATASET_MAPS_VIEW = "dataset-maps-view"  # the maps' held-out table and diagrams
+# "Per group" and "Over time" of a picked dataset (app/dataset_slices.py)
+DATASET_SLICES = "dataset-slices"  # their controls and view, shown once a dataset is picked
+DATASET_GROUP_SELECT = "dataset-group-select"  # column to group by (from the Parquet schema)
+DATASET_GROUP_MIN_ROWS = "dataset-group-min-rows"
+DATASET_TIME_COLUMN = "dataset-time-column"
+DATASET_WINDOW = "dataset-window"  # day, week or month (empty: no windows)
+DATASET_REFERENCE = "dataset-reference"
+DATASET_SLICES_RUN = "dataset-slices-run"  # "Compute": their cluster job
+DATASET_SLICES_CANCEL = "dataset-slices-cancel"
+DATASET_SLICES_PROGRESS = "dataset-slices-progress"
+DATASET_SLICES_STATUS = "dataset-slices-status"
+DATASET_SLICES_DONE = "dataset-slices-done"  # dcc.Store: bumped when their job ends
+DATASET_SLICES_VIEW = "dataset-slices-view"  # the groups' and windows' tables and figures
 
 # -- controls ----------------------------------------------------------------
 CONTROLS_DOCK = "controls-dock"  # the controls (upload, models, settings) and their toggle bar

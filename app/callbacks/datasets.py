@@ -14,6 +14,7 @@
   (:func:`maps_panel`) draws the kept held-out predictions for the page's
   binning (either scheme), notion, band and diagram kind, and the verdict
   of each model's sample (:func:`app.verdict.sample_verdicts`).
+* "Per group and over time" of the dataset: :mod:`app.callbacks.dataset_slices`.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from ..figures.common import graph_config
 from ..metrics_table import PARTS
 from ..settings import RawSettings, SettingsError
 from ..verdict import verdict_children
+from . import dataset_slices
 from .controls import setting_inputs
 from .diagnostics.wiring import JobIds, failure_message, note, register_job, run_job
 
@@ -351,6 +353,7 @@ def register(app, ctx: AppContext) -> None:
         return dataset_panel(ctx, ctx.session_id(), name, done, RawSettings(**settings))
 
     register_maps(app, ctx)
+    dataset_slices.register(app, ctx)
 
 
 #: Browser-side: the maps' controls are hidden until a dataset is picked.

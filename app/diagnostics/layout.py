@@ -167,6 +167,13 @@ def _beyond_card() -> html.Div:
     )
 
 
+#: The hint under a reference period's field (the "Over time" card, a dataset's windows).
+REFERENCE_HINT = (
+    "K: the first K windows; A:B: windows A to B; dates 2024-01-01:2024-01-31; "
+    "or one day or month (2024-01)"
+)
+
+
 def over_time_card(time: TimeSettings) -> html.Div:
     """The "Over time" card: window controls, the time chart, its table, a window's diagram.
 
@@ -199,8 +206,7 @@ def over_time_card(time: TimeSettings) -> html.Div:
                 maxLength=MAX_REFERENCE_CHARS,
                 className="diag-number diag-period",
             ),
-            "K: the first K windows; A:B: windows A to B; dates 2024-01-01:2024-01-31; "
-            "or one day or month (2024-01)",
+            REFERENCE_HINT,
         ),
     ]
     return _card(

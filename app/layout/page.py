@@ -36,6 +36,7 @@ from ..settings import (
 )
 from ..store.records import ModelInfo
 from ..view_update import grid_slots
+from .dataset_slices import dataset_slices_section
 from .groups import group_picker, group_section
 from .jobs import job_controls
 from .results import metrics_grid
@@ -679,7 +680,8 @@ def _dataset_maps_controls() -> html.Div:
 
 
 def _dataset_section(datasets) -> list:
-    """Where a picked dataset's view goes (filled by app.callbacks.datasets); None: nothing."""
+    """Where a picked dataset's view, maps and groups go (filled by app.callbacks.datasets and
+    app.callbacks.dataset_slices); None: nothing."""
     if datasets is None:
         return []
     return [
@@ -694,6 +696,7 @@ def _dataset_section(datasets) -> list:
             type="dot",
             delay_show=400,
         ),
+        dataset_slices_section(),
     ]
 
 

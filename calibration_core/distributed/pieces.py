@@ -99,6 +99,19 @@ def _paths(source) -> list[str]:
     return sorted(glob.glob(text)) if glob.has_magic(text) else [text]
 
 
+def dataset_columns(source, label_column: str | None = None) -> list[str]:
+    """The other columns of a Parquet dataset (group or time columns), from its first file's
+    schema (footer only); [] when no file matches or it cannot be read."""
+    from ..io.readers import other_column_names
+
+    paths = _paths(source)
+    try:
+        schema = pq.read_schema(paths[0]) if paths else None
+    except (pa.ArrowException, OSError):
+        schema = None
+    return [] if schema is None else other_column_names(schema, label_column)
+
+
 def find_pieces(source) -> list[Piece]:
     """Every row group of the files of ``source`` (path, folder, glob or list of paths).
 

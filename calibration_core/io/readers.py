@@ -410,6 +410,13 @@ def scalar_columns(schema: pa.Schema, loader: set[str]) -> list[str]:
     return out
 
 
+def other_column_names(schema: pa.Schema, label_column: str | None = None) -> list[str]:
+    """The columns of ``schema`` that travel with the predictions (group or time columns):
+    one value per cell, and neither the label, the model nor a score column."""
+    loader = _loader_columns(list(schema.names), label_column)
+    return [name for name in scalar_columns(schema, loader) if name not in loader]
+
+
 def _is_text_or_bytes(t: pa.DataType) -> bool:
     return any(
         f(t) for f in (pa.types.is_string, pa.types.is_large_string, pa.types.is_binary,

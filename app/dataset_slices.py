@@ -1,0 +1,341 @@
+"""Per group and over time on a server-side dataset: settings, the cluster job, the views.
+
+The uploads' "Per group" section and "Over time" card read a model's rows in
+memory; a dataset's rows stay on the cluster. Here:
+
+* the settings (:class:`SliceSettings`, :func:`parse_slices`): a column to group
+  by and the minimum group size; a time column (default the one the core finds),
+  a calendar window and the reference period. They are checked against the
+  columns of the dataset's Parquet schema (:func:`offered_columns`) before any
+  job runs, so a column it does not have is a message, not a cluster error;
+* the job's body (:func:`compute_slices`): one pass over the dataset per kind
+  (:func:`~calibration_core.distributed.slices.dataset_groups`), exact point
+  estimates of every group or window on every row, then one reproducible sample
+  per model for the intervals, the homogeneity test and the drift flags
+  (:func:`~calibration_core.distributed.slices.model_slices`, what
+  ``evaluate --engine dask --group-by/--window`` computes). The results are kept
+  in the datasets' cache per session, dataset, kind and settings, so that going
+  back to earlier settings is a cache read;
+* the views (:func:`dataset_group_views`, :func:`dataset_time_views`): the
+  uploads' :class:`~app.group_view.GroupView` and ``time`` documents, so that the
+  page draws them with the uploads' tables and figures, plus lines saying what
+  was computed on every row and what on the sample.
+
+Core calls only (no Dash, no Plotly), like :mod:`app.group_view`; the core's
+slices import pandas and are imported when used.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from calibration_core import Binning, CalibrationInputError
+
+from .dataset_view import model_info
+from .datasets import MAPS_SAMPLE_ROWS, Datasets, Progress, killed_error
+from .diagnostics.over_time import WINDOW_CHOICES, parse_reference_text
+from .group_view import (
+    INTERVAL_LEVEL,
+    INTERVAL_RESAMPLES,
+    INTERVAL_SEED,
+    MAX_COLUMN_CHARS,
+    GroupView,
+    parse_group,
+    parse_min_rows,
+)
+from .settings import SCHEME_LABELS, SettingsError, ViewSettings
+
+#: The windows a dataset offers: the calendar ones (windows of N rows pass through to
+#: the engine once it counts them).
+DATASET_WINDOWS = {key: label for key, label in WINDOW_CHOICES.items() if key != "rows"}
+CONFIDENCE_NOTE = (
+    "on a dataset the groups and windows are compared on the top-label confidence (its "
+    "per-group sums are what the cluster keeps), whatever the view's notion"
+)
+
+
+@dataclass(frozen=True)
+class SliceSettings:
+    """The dataset's "Per group" and "Over time" settings (validated by :func:`parse_slices`).
+
+    Attributes
+    ----------
+    group : str or None
+        The column to group by (None: no groups).
+    min_rows : int
+        Groups with fewer rows are listed, flagged small and not judged.
+    time_column : str or None
+        The time column (None: ``timestamp``, ``time`` or ``date``).
+    window : str or None
+        ``1d``, ``1w`` or ``1m`` (None: no windows).
+    reference : str
+        The reference period as the core reads it (``"1"``: the first window).
+    """
+
+    group: str | None = None
+    min_rows: int = 100
+    time_column: str | None = None
+    window: str | None = None
+    reference: str = "1"
+
+    def groups_key(self, sid: str, name: str, n_bins: int) -> tuple:
+        """The datasets' cache key of the groups of these settings."""
+        return (sid, name, "slices-groups", self.group, self.min_rows, int(n_bins))
+
+    def time_key(self, sid: str, name: str, n_bins: int) -> tuple:
+        """The datasets' cache key of the windows of these settings."""
+        return (sid, name, "slices-time", self.time_column, self.window, self.reference,
+                int(n_bins))  # fmt: skip
+
+    def record(self, n_bins: Any) -> dict:
+        """What a job's record says it computed (its error is shown for these settings only)."""
+        return {**self.__dict__, "n_bins": n_bins}
+
+
+def parse_slices(group: Any, min_rows: Any, time_column: Any, window: Any, reference: Any):
+    """The settings from the section's controls.
+
+    Raises
+    ------
+    SettingsError
+        A value of the wrong form (the message says what is accepted).
+    """
+    if window in (None, ""):
+        window = None
+    elif window not in DATASET_WINDOWS:
+        raise SettingsError(f"the window must be one of {', '.join(DATASET_WINDOWS.values())}.")
+    if time_column in (None, ""):
+        time_column = None
+    elif not isinstance(time_column, str) or len(time_column) > MAX_COLUMN_CHARS:
+        raise SettingsError("the time column must be one of the dataset's columns.")
+    return SliceSettings(parse_group(group), parse_min_rows(min_rows), time_column, window,
+                         parse_reference_text(reference))  # fmt: skip
+
+
+def offered_columns(datasets: Datasets, name: Any) -> list[str]:
+    """The dataset's columns to group by or take the time from: its Parquet schema's
+    other columns (not the label, model or score columns)."""
+    from calibration_core.distributed.pieces import dataset_columns
+
+    return dataset_columns(datasets.resolve(name))
+
+
+def check_columns(s: SliceSettings, columns: list[str], name: str) -> None:
+    """Refuse a column the dataset does not have, or windows without a time column."""
+    from calibration_core.slices.times import TIME_CANDIDATES
+
+    listed = ", ".join(columns) or "none"
+    for what, column in (("group by", s.group), ("take the time from", s.time_column)):
+        if column is not None and column not in columns:
+            raise CalibrationInputError(
+                f"dataset {name} has no column {column!r} to {what}; its columns besides the "
+                f"label, model and scores are: {listed}."
+            )
+    lower = {c.lower() for c in columns}
+    if s.window and s.time_column is None and not lower & set(TIME_CANDIDATES):
+        raise CalibrationInputError(
+            f"dataset {name} has no time column (timestamp, time or date): pick the column "
+            f"holding its times under Time column (its columns: {listed}), or no window."
+        )
+
+
+def slice_bins(view: ViewSettings) -> int:
+    """The bin count of the groups and windows: equal-width bins only (else a message)."""
+    if view.scheme != "width":
+        raise CalibrationInputError(
+            f"per group and over time, a dataset is binned in equal-width bins (the cluster "
+            f"sums each group's rows per bin); {SCHEME_LABELS[view.scheme]} bins would need "
+            "every group's scores sorted. Choose equal-width bins to see them."
+        )
+    return view.n_bins
+
+
+# ------------------------------------------------------------------ the job
+def wanted_specs(datasets: Datasets, sid: str, name: str, s: SliceSettings, n_bins: int):
+    """``{"slices"|"time": GroupSpec}`` of what these settings ask for and is not kept."""
+    from calibration_core.distributed.slices import GroupSpec
+    from calibration_core.slices import parse_reference
+
+    specs = {}
+    if s.group and datasets.results.get(s.groups_key(sid, name, n_bins)) is None:
+        specs["slices"] = GroupSpec(columns=(s.group,), n_bins=n_bins)
+    if s.window and datasets.results.get(s.time_key(sid, name, n_bins)) is None:
+        period = parse_reference(s.reference)
+        specs["time"] = GroupSpec(
+            window=s.window, time_column=s.time_column, reference=period, n_bins=n_bins
+        )
+    return specs
+
+
+def compute_slices(
+    datasets: Datasets, sid: str | None, name: Any, s: SliceSettings, n_bins: int,
+    progress: Progress,
+) -> None:  # fmt: skip
+    """Compute and keep the groups and windows these settings ask for (the job's body).
+
+    The dataset's summaries come first (:meth:`Datasets.compute`: the models' classes).
+    Every failure the user can act on is a :class:`CalibrationInputError`, file paths
+    shown relative to ``DATASETS_DIR``.
+    """
+    path = datasets.resolve(name)
+    check_columns(s, offered_columns(datasets, name), name)
+    if sid is None:
+        return
+    specs = wanted_specs(datasets, sid, name, s, n_bins)
+    if not specs:
+        return
+    datasets.compute(sid, name, progress)
+    start = time.perf_counter()
+    try:
+        models = run_slices(datasets, path, specs, s, progress)
+    except CalibrationInputError as exc:
+        raise CalibrationInputError(datasets.relative(str(exc))) from None
+    seconds = time.perf_counter() - start
+    keys = {"slices": s.groups_key(sid, name, n_bins), "time": s.time_key(sid, name, n_bins)}
+    for kind in specs:
+        kept = {model: found[kind] for model, found in models.items()}
+        entry = {"models": kept, "seconds": seconds, "settings": s}
+        datasets.results.set(keys[kind], entry, expire=datasets.ttl_seconds)
+
+
+def run_slices(datasets: Datasets, path: Path, specs: dict, s: SliceSettings, progress) -> dict:
+    """``{model: {kind: {"exact": ExactGroups, "doc": dict}}}`` computed on the cluster."""
+    from distributed import KilledWorker
+
+    from calibration_core.distributed.slices import (
+        SliceSample,
+        dataset_groups,
+        exact_groups,
+        model_slices,
+    )
+
+    drawn = SliceSample(MAPS_SAMPLE_ROWS, INTERVAL_SEED, INTERVAL_RESAMPLES, INTERVAL_LEVEL,
+                        s.min_rows)  # fmt: skip
+    what = {"slices": f"groups of {s.group}", "time": f"windows of {DATASET_WINDOWS.get(s.window)}"}
+    out: dict[str, dict] = {}
+    with datasets.client() as client:
+        try:
+            found = {}
+            for i, (kind, spec) in enumerate(specs.items()):
+                progress(i, len(specs) + 1, f"{what[kind]}: exact sums of every row on the cluster")
+                found[kind] = dataset_groups(str(path), spec, client=client)
+            models = list(next(iter(found.values())))
+            for j, model in enumerate(models):
+                progress(len(specs), len(specs) + 1, f"{model}: intervals on a sample of up to "
+                         f"{MAPS_SAMPLE_ROWS:,} rows ({j + 1} of {len(models)})")  # fmt: skip
+                exact = {k: exact_groups(found[k][model], specs[k], s.min_rows) for k in specs}
+                column = found["time"][model].time_column if "time" in found else None
+                docs = model_slices(str(path), model, specs, exact, column, drawn, client=client)
+                out[model] = {k: {"exact": exact[k], "doc": docs[k]} for k in specs}
+        except KilledWorker as exc:
+            raise killed_error(exc) from None
+    progress(1, 1, "per group and over time computed")
+    return out
+
+
+# ------------------------------------------------------------------ the views
+def kept_slices(datasets: Datasets, sid: str | None, name: Any, key: tuple) -> dict | None:
+    """The kept groups or windows under ``key``, or None (no session, nothing kept)."""
+    if sid is None or not isinstance(name, str):
+        return None
+    return datasets.results.get(key)
+
+
+def sample_intervals(doc: dict) -> dict:
+    """The ``slices`` document's sample bounds and test in :class:`GroupView`'s form."""
+    from calibration_core.slices import GROUP_METRICS
+
+    groups = {m: [[row[f"{m}_lower"], row[f"{m}_upper"]] for row in doc["groups"]]
+              for m in GROUP_METRICS}  # fmt: skip
+    whole = {m: [doc["whole"][f"{m}_lower"], doc["whole"][f"{m}_upper"]] for m in GROUP_METRICS}
+    return {"groups": groups, "whole": whole, "test": doc["homogeneity"]}
+
+
+def group_view_of(info, exact, doc: dict, column: str, view: ViewSettings) -> GroupView:
+    """The uploads' :class:`GroupView` of one dataset model's exact groups and sample bounds."""
+    from calibration_core.slices import GroupIndex, SliceReport, worst_group
+
+    labels = exact.labels
+    groups = GroupIndex(np.arange(len(labels)), labels, exact.columns, exact.min_rows)
+    report = SliceReport(groups, exact.metrics, None, exact.whole, None, exact.statistics,
+                         worst_group(exact.metrics["ece"], exact.small), None,
+                         doc["level"])  # fmt: skip
+    note = None if view.notion == "confidence" else CONFIDENCE_NOTE
+    binning = Binning("width", exact.statistics.count.shape[-1])
+    return GroupView(info, column, report, binning, ("confidence", None), note, exact.sizes,
+                     exact.small, sample_intervals(doc))  # fmt: skip
+
+
+def evaluated_line(doc: dict, what: str) -> str:
+    """Which numbers are exact on every row and which come from the sample (and its size)."""
+    on = doc["intervals_evaluated_on"]
+    return (
+        f"Exact on all {on['of']:,} rows (summed on the cluster): rows, {what}. On a "
+        f"reproducible uniform sample of {on['rows']:,} rows (seed {on['seed']}): the "
+        "intervals in brackets, "
+        + ("the test and the windows flagged." if "windows" in doc else "the homogeneity test.")
+    )
+
+
+@dataclass
+class DatasetSlice:
+    """One model's groups or windows on the page: what to draw and the lines above it."""
+
+    model: str
+    lines: list[str]
+    group: GroupView | None = None
+    time: dict | None = None
+
+
+def dataset_group_views(
+    datasets: Datasets, sid: str | None, name: Any, s: SliceSettings, view: ViewSettings
+) -> list[DatasetSlice] | None:
+    """Per model, the :class:`DatasetSlice` of its groups (None: not computed for these)."""
+    entry = kept_slices(datasets, sid, name, s.groups_key(sid, name, slice_bins(view)))
+    stats = datasets.cached(sid, name)
+    if entry is None or stats is None:
+        return None
+    out = []
+    for model, found in entry["models"].items():
+        info = model_info(name, stats["summaries"][model])
+        doc = found["doc"]
+        gv = group_view_of(info, found["exact"], doc, s.group, view)
+        line = evaluated_line(doc, "accuracy, ECE, MCE, Brier score, log-loss, the worst group")
+        out.append(DatasetSlice(model, [line], group=gv))
+    return out
+
+
+def dataset_time_views(
+    datasets: Datasets, sid: str | None, name: Any, s: SliceSettings, view: ViewSettings
+) -> list[DatasetSlice] | None:
+    """Per model, the :class:`DatasetSlice` of its windows (None: not computed for these)."""
+    entry = kept_slices(datasets, sid, name, s.time_key(sid, name, slice_bins(view)))
+    if entry is None:
+        return None
+    out = []
+    for model, found in entry["models"].items():
+        doc = found["doc"]
+        lines = [evaluated_line(doc, "ECE, accuracy and mean confidence of every window and of "
+                                "the reference period")]  # fmt: skip
+        if doc.get("intervals_error"):
+            lines.append(f"No intervals: {doc['intervals_error']}")
+        if view.notion != "confidence":
+            lines.append(CONFIDENCE_NOTE[0].upper() + CONFIDENCE_NOTE[1:] + ".")
+        out.append(DatasetSlice(model, lines, time=doc))
+    return out
+
+
+def time_subtitle(doc: dict, view: ViewSettings) -> str:
+    """E.g. ``"12 windows of a week (time column 'timestamp') · ... · reference: ..."``."""
+    n = len(doc["windows"])
+    binning = replace(view, scheme="width").describe_binning()
+    return (
+        f"{n} windows of a {DATASET_WINDOWS[doc['window']].split(' ')[0]} (time column "
+        f"{doc['time_column']!r}) · ECE of the confidence notion · {binning} · reference: "
+        f"{doc['reference_description']} · uncalibrated predictions"
+    )

@@ -1,0 +1,234 @@
+"""A dataset's "Per group" and "Over time", computed on a Dask LocalCluster by the page's job.
+
+The point estimates equal the in-memory core's on all rows (to float rounding);
+the intervals and the test come from the sample and the page says so. Results
+are kept per dataset and settings (a later view needs no cluster); bad choices
+(a column the dataset lacks, too many groups, no time column, equal-frequency
+bins) are messages in the block, never a traceback.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+distributed = pytest.importorskip("distributed", reason="the 'dask' extra is not installed")
+
+from dash import no_update  # noqa: E402
+
+from app.callbacks.dataset_slices import (  # noqa: E402
+    run_slices_job,
+    slice_options,
+    slices_panel,
+)
+from app.context import AppContext  # noqa: E402
+from app.dataset_slices import (  # noqa: E402
+    dataset_group_views,
+    dataset_time_views,
+    parse_slices,
+)
+from app.datasets import Datasets  # noqa: E402
+from app.session import new_session_id  # noqa: E402
+from app.settings import RawSettings, parse_view  # noqa: E402
+from calibration_core import Binning, load_predictions  # noqa: E402
+from calibration_core.slices import (  # noqa: E402
+    drift_report,
+    group_index,
+    slice_report,
+    time_values,
+    window_index,
+)
+
+from .conftest import make_context  # noqa: E402
+
+TOL = 1e-9
+REGIONS = np.array(["north", "south", "east", "west", "tiny"])
+
+
+def _write(path: Path, n: int, seed: int, start: int) -> None:
+    """K = 3 scores, a label, two models, a region (one rare), a row id, a timestamp."""
+    rng = np.random.default_rng(seed)
+    z = rng.normal(size=(n, 3)) * 2.0
+    p = np.exp(z) / np.exp(z).sum(axis=1, keepdims=True)
+    y = (rng.random(n)[:, None] > np.cumsum(p, axis=1)).sum(axis=1).clip(0, 2)
+    region = REGIONS[rng.choice(5, size=n, p=[0.3, 0.3, 0.2, 0.19, 0.01])]
+    seconds = 1_704_067_200 + start * 86_400 + np.sort(rng.integers(0, 21 * 86_400, size=n))
+    cols = {f"p_{j}": p[:, j] for j in range(3)}
+    cols |= {"label": y, "model": np.where(np.arange(n) % 2 == 0, "a", "b"), "region": region}
+    cols |= {"row_id": np.arange(n) + start * 10_000, "timestamp": seconds.astype("datetime64[s]")}
+    pq.write_table(pa.table(cols), path, row_group_size=700)
+
+
+@pytest.fixture(scope="module")
+def datasets_dir(tmp_path_factory) -> Path:
+    """``events/`` (two files, three weeks each) and ``plain.parquet`` (no other column)."""
+    root = tmp_path_factory.mktemp("datasets")
+    (root / "events").mkdir()
+    _write(root / "events" / "part-0.parquet", 2400, seed=1, start=0)
+    _write(root / "events" / "part-1.parquet", 1800, seed=2, start=21)
+    rng = np.random.default_rng(3)
+    p = rng.dirichlet(np.ones(2), size=500)
+    pq.write_table(
+        pa.table({"p_0": p[:, 0], "p_1": p[:, 1], "label": rng.integers(0, 2, 500)}),
+        root / "plain.parquet",
+    )
+    return root
+
+
+@pytest.fixture(scope="module")
+def scheduler():
+    """A LocalCluster of 2 worker processes; its scheduler's address."""
+    cluster = distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None, silence_logs=40
+    )
+    with cluster:
+        yield cluster.scheduler_address
+
+
+def _context(tmp_path, datasets_dir, address) -> AppContext:
+    base = make_context(tmp_path)
+    datasets = Datasets(datasets_dir, address, tmp_path / "datasets", 3600)
+    return AppContext(config=base.config, store=base.store, sessions=base.sessions,
+                      datasets=datasets)  # fmt: skip
+
+
+@pytest.fixture
+def ctx(tmp_path, datasets_dir, scheduler) -> AppContext:
+    context = _context(tmp_path, datasets_dir, scheduler)
+    yield context
+    context.store.close()
+
+
+def _controls(**values) -> dict:
+    return {"group": None, "min_rows": None, "time_column": None, "window": None,
+            "reference": "1", **values}  # fmt: skip
+
+
+def _job(ctx, sid, name, slices, raw=None) -> dict:
+    progress = []
+    raw = RawSettings(n_bins=10) if raw is None else raw
+    state = run_slices_job(ctx, sid, None, raw, name, slices, set_progress=progress.append)
+    return state
+
+
+def _text(component) -> str:
+    """Every string of a component tree, joined (what the page shows)."""
+    if isinstance(component, str):
+        return component
+    if isinstance(component, (list, tuple)):
+        return " ".join(_text(c) for c in component)
+    children = getattr(component, "children", None)
+    return "" if children is None else _text(children)
+
+
+def _in_memory(datasets_dir: Path, tmp_path: Path) -> dict:
+    """Per model, the in-memory predictions of all rows of ``events/`` with their columns."""
+    paths = sorted((datasets_dir / "events").glob("*.parquet"))
+    whole = tmp_path / "events.parquet"
+    pq.write_table(pa.concat_tables([pq.read_table(p) for p in paths]), whole)
+    return {pred.name: pred for pred in load_predictions(whole, name="events")}
+
+
+def test_columns_come_from_the_parquet_schema(ctx):
+    hidden, groups, times, group, column = slice_options(ctx, "events", "gone", "timestamp")
+    assert not hidden
+    assert (
+        [o["value"] for o in groups]
+        == ["region", "row_id", "timestamp"]
+        == [o["value"] for o in times]
+    )
+    assert group is None  # a column the dataset does not have is cleared
+    assert column is no_update  # one it has stays
+    assert slice_options(ctx, "plain", None, None)[1] == []
+    assert slice_options(ctx, None, None, None)[0] is True
+
+
+def test_groups_and_windows_are_exact_on_every_row_and_labelled(ctx, datasets_dir, tmp_path):
+    """The groups' and windows' point estimates are the in-memory core's on all rows; the
+    page says which numbers are exact and which come from the sample."""
+    sid = new_session_id()
+    slices = _controls(group="region", window="1w", reference="2")
+    state = _job(ctx, sid, "events", slices)
+    assert state["error"] is None, state
+    raw = RawSettings(n_bins=10)
+    view = parse_view("confidence", None, "width", 10, "wilson", 0.95)
+    s = parse_slices(**slices)
+    reference = _in_memory(datasets_dir, tmp_path)
+    groups = dataset_group_views(ctx.datasets, sid, "events", s, view)
+    assert [g.model for g in groups] == ["a", "b"]
+    for item in groups:
+        pred = reference[item.model]
+        want = slice_report(pred, group_index(pred, ["region"]), binning=Binning("width", 10),
+                            n_resamples=0, test_resamples=0)  # fmt: skip
+        gv = item.group
+        assert gv.report.groups.labels == want.groups.labels
+        assert list(gv.sizes) == list(want.groups.sizes)
+        for name, values in want.metrics.items():
+            np.testing.assert_allclose(gv.report.metrics[name], values, atol=TOL, rtol=0)
+        np.testing.assert_allclose(gv.report.statistics.count, want.statistics.count)
+        assert gv.report.worst == want.worst
+        assert gv.intervals["test"] is not None  # the sample's homogeneity test
+    times = dataset_time_views(ctx.datasets, sid, "events", s, view)
+    for item in times:
+        pred = reference[item.model]
+        windows = window_index(time_values(pred, "timestamp"), "1w", pred.n_samples)
+        want = drift_report(pred, windows, reference="2", binning=Binning("width", 10),
+                            n_resamples=0).to_dict()  # fmt: skip
+        got = item.time
+        assert [w["window"] for w in got["windows"]] == [w["window"] for w in want["windows"]]
+        for mine, theirs in zip(got["windows"], want["windows"], strict=True):
+            assert mine["rows"] == theirs["rows"]
+            assert abs(mine["ece"] - theirs["ece"]) <= TOL
+        assert abs(got["reference"]["ece"] - want["reference"]["ece"]) <= TOL
+    shown = _text(slices_panel(ctx, sid, "events", state, slices, raw))
+    n_rows = sum(reference[m].n_samples for m in ("a",))
+    assert f"Exact on all {n_rows:,} rows" in shown
+    assert "reproducible uniform sample of" in shown
+    assert "Per group of region" in shown and "Over time" in shown
+    assert "Worst group: region=" in shown
+    assert "tiny" in shown and "small: not judged" in shown
+
+
+def test_kept_results_are_drawn_again_without_the_cluster(ctx, tmp_path, datasets_dir):
+    """Settings computed once are read back from the cache: with the scheduler out of
+    reach the job does nothing and the block draws them; new settings say it cannot."""
+    sid = new_session_id()
+    first = _controls(group="region")
+    assert _job(ctx, sid, "events", first)["error"] is None
+    offline = Datasets(datasets_dir, "tcp://127.0.0.1:1", tmp_path / "datasets", 3600)
+    away = AppContext(config=ctx.config, store=ctx.store, sessions=ctx.sessions,
+                      datasets=offline)  # fmt: skip
+    assert _job(away, sid, "events", first)["error"] is None
+    shown = _text(slices_panel(away, sid, "events", None, first, RawSettings(n_bins=10)))
+    assert "Per group of region" in shown and "not computed" not in shown
+    other = _controls(group="region", min_rows=50)
+    assert "not computed for these settings" in _text(
+        slices_panel(away, sid, "events", None, other, RawSettings(n_bins=10))
+    )
+
+
+@pytest.mark.parametrize(
+    ("name", "slices", "raw", "message"),
+    [
+        ("events", _controls(group="nope"), None, "has no column 'nope' to group by"),
+        ("events", _controls(group="row_id"), None, "1,000"),
+        ("plain", _controls(window="1w"), None, "has no time column"),
+        ("events", _controls(window="1w", time_column="region"), None, "not times"),
+        ("events", _controls(group="region"), RawSettings(scheme="frequency"), "equal-width"),
+        ("events", _controls(window="2y"), None, "the window must be one of"),
+    ],
+)
+def test_bad_choices_are_messages_in_the_block(ctx, name, slices, raw, message):
+    """The job's record and the block say what is wrong; nothing raises."""
+    sid = new_session_id()
+    raw = RawSettings(n_bins=10) if raw is None else raw
+    state = _job(ctx, sid, name, slices, raw)
+    assert message in state["error"], state
+    assert "Traceback" not in state["error"]
+    assert message in _text(slices_panel(ctx, sid, name, state, slices, raw))
+    # Another setting's error is not shown against these ones.
+    assert message not in _text(slices_panel(ctx, sid, name, state, _controls(), raw))

@@ -172,6 +172,20 @@ def wanted_specs(datasets: Datasets, sid: str, name: str, s: SliceSettings, n_bi
     return specs
 
 
+def missing(datasets: Datasets, sid: str | None, name: Any, s: SliceSettings, view) -> bool:
+    """Whether these settings ask for groups or windows that are not kept (a job is needed).
+
+    False for settings the block refuses (it says why without a job).
+    """
+    if sid is None or not (s.group or s.window):
+        return False
+    try:
+        check_columns(s, offered_columns(datasets, name), name)
+        return bool(wanted_specs(datasets, sid, name, s, slice_bins(view)))
+    except CalibrationInputError:
+        return False
+
+
 def compute_slices(
     datasets: Datasets, sid: str | None, name: Any, s: SliceSettings, n_bins: int,
     progress: Progress,
@@ -179,32 +193,53 @@ def compute_slices(
     """Compute and keep the groups and windows these settings ask for (the job's body).
 
     The dataset's summaries come first (:meth:`Datasets.compute`: the models' classes).
-    Every failure the user can act on is a :class:`CalibrationInputError`, file paths
-    shown relative to ``DATASETS_DIR``.
+    Groups and windows are computed and kept one after the other, so that a bad group
+    column does not cost the windows (the message names what failed). Every failure
+    the user can act on is a :class:`CalibrationInputError`, file paths shown
+    relative to ``DATASETS_DIR``.
     """
-    path = datasets.resolve(name)
     check_columns(s, offered_columns(datasets, name), name)
-    if sid is None:
-        return
-    specs = wanted_specs(datasets, sid, name, s, n_bins)
+    specs = {} if sid is None else wanted_specs(datasets, sid, name, s, n_bins)
     if not specs:
         return
     datasets.compute(sid, name, progress)
-    start = time.perf_counter()
-    try:
-        models = run_slices(datasets, path, specs, s, progress)
-    except CalibrationInputError as exc:
-        raise CalibrationInputError(datasets.relative(str(exc))) from None
-    seconds = time.perf_counter() - start
     keys = {"slices": s.groups_key(sid, name, n_bins), "time": s.time_key(sid, name, n_bins)}
-    for kind in specs:
-        kept = {model: found[kind] for model, found in models.items()}
-        entry = {"models": kept, "seconds": seconds, "settings": s}
+    errors = []
+    for i, (kind, spec) in enumerate(specs.items()):
+        start = time.perf_counter()
+        steps = Steps(progress, i, len(specs))
+        try:
+            models = run_slices(datasets, datasets.resolve(name), kind, spec, s, steps)
+        except CalibrationInputError as exc:
+            errors.append(f"{KIND_NAMES[kind]}: {datasets.relative(str(exc))}")
+            continue
+        entry = {"models": models, "seconds": time.perf_counter() - start, "settings": s}
         datasets.results.set(keys[kind], entry, expire=datasets.ttl_seconds)
+    progress(1, 1, "per group and over time: done" if not errors else "")
+    if errors:
+        raise CalibrationInputError(" ".join(errors))
 
 
-def run_slices(datasets: Datasets, path: Path, specs: dict, s: SliceSettings, progress) -> dict:
-    """``{model: {kind: {"exact": ExactGroups, "doc": dict}}}`` computed on the cluster."""
+#: A kind's name in messages.
+KIND_NAMES = {"slices": "Per group", "time": "Over time"}
+
+
+@dataclass(frozen=True)
+class Steps:
+    """The progress of kind ``index`` of ``count``, each in two steps (the pass, the samples)."""
+
+    progress: Progress
+    index: int
+    count: int
+
+    def __call__(self, step: int, text: str) -> None:
+        self.progress(2 * self.index + step, 2 * self.count, text)
+
+
+def run_slices(datasets: Datasets, path: Path, kind: str, spec, s: SliceSettings,
+               steps: Steps) -> dict:  # fmt: skip
+    """``{model: {"exact": ExactGroups, "doc": dict}}`` of one kind, computed on the cluster:
+    one pass over the dataset, then each model's sample."""
     from distributed import KilledWorker
 
     from calibration_core.distributed.slices import (
@@ -216,25 +251,21 @@ def run_slices(datasets: Datasets, path: Path, specs: dict, s: SliceSettings, pr
 
     drawn = SliceSample(MAPS_SAMPLE_ROWS, INTERVAL_SEED, INTERVAL_RESAMPLES, INTERVAL_LEVEL,
                         s.min_rows)  # fmt: skip
-    what = {"slices": f"groups of {s.group}", "time": f"windows of {DATASET_WINDOWS.get(s.window)}"}
+    what = f"groups of {s.group}" if kind == "slices" else f"windows of a {window_noun(s.window)}"
     out: dict[str, dict] = {}
     with datasets.client() as client:
         try:
-            found = {}
-            for i, (kind, spec) in enumerate(specs.items()):
-                progress(i, len(specs) + 1, f"{what[kind]}: exact sums of every row on the cluster")
-                found[kind] = dataset_groups(str(path), spec, client=client)
-            models = list(next(iter(found.values())))
-            for j, model in enumerate(models):
-                progress(len(specs), len(specs) + 1, f"{model}: intervals on a sample of up to "
-                         f"{MAPS_SAMPLE_ROWS:,} rows ({j + 1} of {len(models)})")  # fmt: skip
-                exact = {k: exact_groups(found[k][model], specs[k], s.min_rows) for k in specs}
-                column = found["time"][model].time_column if "time" in found else None
-                docs = model_slices(str(path), model, specs, exact, column, drawn, client=client)
-                out[model] = {k: {"exact": exact[k], "doc": docs[k]} for k in specs}
+            steps(0, f"{what}: exact sums of every row on the cluster")
+            found = dataset_groups(str(path), spec, client=client)
+            for j, (model, groups) in enumerate(found.items()):
+                steps(1, f"{what}, {model}: intervals on a sample of up to "
+                      f"{MAPS_SAMPLE_ROWS:,} rows ({j + 1} of {len(found)})")  # fmt: skip
+                exact = exact_groups(groups, spec, s.min_rows)
+                docs = model_slices(str(path), model, {kind: spec}, {kind: exact},
+                                    groups.time_column, drawn, client=client)  # fmt: skip
+                out[model] = {"exact": exact, "doc": docs[kind]}
         except KilledWorker as exc:
             raise killed_error(exc) from None
-    progress(1, 1, "per group and over time computed")
     return out
 
 
@@ -274,11 +305,13 @@ def group_view_of(info, exact, doc: dict, column: str, view: ViewSettings) -> Gr
 def evaluated_line(doc: dict, what: str) -> str:
     """Which numbers are exact on every row and which come from the sample (and its size)."""
     on = doc["intervals_evaluated_on"]
+    found = (
+        "the windows flagged above the reference" if "windows" in doc else "the homogeneity test"
+    )
     return (
         f"Exact on all {on['of']:,} rows (summed on the cluster): rows, {what}. On a "
         f"reproducible uniform sample of {on['rows']:,} rows (seed {on['seed']}): the "
-        "intervals in brackets, "
-        + ("the test and the windows flagged." if "windows" in doc else "the homogeneity test.")
+        f"intervals in brackets (bounds of the sample's estimates) and {found}."
     )
 
 
@@ -330,12 +363,17 @@ def dataset_time_views(
     return out
 
 
+def window_noun(window: str) -> str:
+    """``"day"``, ``"week"`` or ``"month"``."""
+    return DATASET_WINDOWS[window].split(" ")[0]
+
+
 def time_subtitle(doc: dict, view: ViewSettings) -> str:
     """E.g. ``"12 windows of a week (time column 'timestamp') · ... · reference: ..."``."""
     n = len(doc["windows"])
     binning = replace(view, scheme="width").describe_binning()
     return (
-        f"{n} windows of a {DATASET_WINDOWS[doc['window']].split(' ')[0]} (time column "
+        f"{n} windows of a {window_noun(doc['window'])} (time column "
         f"{doc['time_column']!r}) · ECE of the confidence notion · {binning} · reference: "
         f"{doc['reference_description']} · uncalibrated predictions"
     )

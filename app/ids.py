@@ -49,6 +49,7 @@ DATASET_SLICES_CANCEL = "dataset-slices-cancel"
 DATASET_SLICES_PROGRESS = "dataset-slices-progress"
 DATASET_SLICES_STATUS = "dataset-slices-status"
 DATASET_SLICES_DONE = "dataset-slices-done"  # dcc.Store: bumped when their job ends
+DATASET_SLICES_REQUEST = "dataset-slices-request"  # dcc.Store: settings not kept yet: start it
 DATASET_SLICES_VIEW = "dataset-slices-view"  # the groups' and windows' tables and figures
 
 # -- controls ----------------------------------------------------------------

@@ -4,8 +4,11 @@
   schema's other columns; a value the new dataset does not have is cleared.
 * The job (:func:`run_slices_job`, a :func:`~app.job_limits.cluster_job`
   registered with the Diagnostics section's job wiring: progress bar, cancel
-  button) starts when a control changes or Compute is pressed and computes what
-  the settings ask for and is not kept (:func:`app.dataset_slices.compute_slices`).
+  button) computes what the settings ask for and is not kept
+  (:func:`app.dataset_slices.compute_slices`). It starts on Compute, or on a
+  request (:func:`slices_request`) written when a control, the dataset or the
+  bin count changes to settings that are not kept: kept ones are drawn at once,
+  without a job (Dash would hold the view until a started job ends).
 * The view (:func:`slices_panel`) follows the controls, the job's record and the
   view's notion, binning and band; it draws the kept results with the uploads'
   tables and figures (:func:`~app.group_view.group_table`,
@@ -16,6 +19,7 @@
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import replace
 from typing import Any
 
@@ -31,6 +35,7 @@ from ..dataset_slices import (
     compute_slices,
     dataset_group_views,
     dataset_time_views,
+    missing,
     offered_columns,
     parse_slices,
     slice_bins,
@@ -63,8 +68,8 @@ PICK = (
 )
 NOT_COMPUTED = (
     "{what} of dataset {name}: not computed for these settings yet. The job starts when a "
-    "control changes (see the progress bar above); after a cancel, an error or a change of "
-    "the bin count, press Compute."
+    "control or the bin count changes (see the progress bar above); after a cancel or an "
+    "error, press Compute."
 )
 
 
@@ -99,9 +104,13 @@ def slice_view(raw: RawSettings) -> ViewSettings:
 
 def run_slices_job(
     ctx: AppContext, sid: str | None, _handle, raw: RawSettings, name: Any, slices: dict,
-    set_progress,
+    set_progress, request: Any = None,
 ) -> dict:  # fmt: skip
-    """Compute and keep the groups and windows the block asks for (the job's body)."""
+    """Compute and keep the groups and windows the block asks for (the job's body).
+
+    ``request``: what started it (:func:`slices_request`), or None (Compute); the
+    controls' current values are computed either way.
+    """
 
     def work(progress) -> None:
         if name is None:
@@ -112,6 +121,35 @@ def run_slices_job(
             compute_slices(ctx.datasets, sid, name, s, n_bins, progress)
 
     return {**run_job(work, set_progress), "settings": job_record(name, slices, raw)}
+
+
+def slices_request(
+    ctx: AppContext, sid: str | None, name: Any, slices: dict, raw: RawSettings
+) -> Any:
+    """A new request (the job starts) when the settings ask for what is not kept, else
+    ``no_update``: kept results are drawn at once, without waiting on a job."""
+    try:
+        s = parse_slices(**slices)
+        needed = name is not None and missing(ctx.datasets, sid, name, s, slice_view(raw))
+    except CalibrationInputError:  # the view says what is wrong
+        needed = False
+    return {"nonce": uuid.uuid4().hex} if needed else no_update
+
+
+def register_request(app, ctx: AppContext, controls: dict) -> None:
+    """The request store written on a change of the controls, the dataset or the bins."""
+    output = Output(ids.DATASET_SLICES_REQUEST, "data")
+    inputs = {
+        "name": Input(ids.DATASET_SELECT, "value"),
+        "slices": controls,
+        "settings": setting_inputs(("notion", "class_value", "scheme", "n_bins")),
+    }
+    what = "request of per group and over time"
+    ctx.failures.reply(what, lambda rid: no_update, output=output, inputs=inputs)
+
+    @app.callback(output=output, inputs=inputs, prevent_initial_call=True)
+    def request_slices(name, slices: dict, settings: dict):
+        return slices_request(ctx, ctx.session_id(), name, slices, RawSettings(**settings))
 
 
 def job_error(done: Any, name: Any, slices: dict, raw: RawSettings) -> list:
@@ -179,9 +217,9 @@ def slices_panel(
     except CalibrationInputError as exc:
         return [*errors, note(str(exc))]
     out = list(errors)
-    if s.group:
+    if s.group and (groups is not None or not errors):  # the error says why it is missing
         out += group_children(name, s.group, groups, view)
-    if s.window:
+    if s.window and (times is not None or not errors):
         out += time_children(name, times, view)
     return out
 
@@ -210,6 +248,7 @@ def register(app, ctx: AppContext) -> None:
         return slice_options(ctx, name, group, time_column)
 
     controls = {name: Input(*prop) for name, prop in SLICE_PROPS.items()}
+    register_request(app, ctx, controls)
     register_job(
         app,
         ctx,
@@ -220,8 +259,11 @@ def register(app, ctx: AppContext) -> None:
             progress=ids.DATASET_SLICES_PROGRESS,
             status=ids.DATASET_SLICES_STATUS,
         ),
-        {"slices": controls},
-        {"name": State(ids.DATASET_SELECT, "value")},
+        {"request": Input(ids.DATASET_SLICES_REQUEST, "data")},
+        {
+            "name": State(ids.DATASET_SELECT, "value"),
+            "slices": {name: State(*prop) for name, prop in SLICE_PROPS.items()},
+        },
         "per group and over time of a dataset",
         run_slices_job,
         cluster=True,

@@ -22,8 +22,8 @@ CAPTION = (
     "Calibration per group of a column and per time window of the dataset, computed on the "
     "cluster: every number of the tables is exact on all rows; the intervals, the "
     "homogeneity test and the windows flagged above the reference come from a reproducible "
-    "sample of each model. Picking a column or a window starts the job; results are kept, so "
-    "going back to earlier settings is instant."
+    "sample of each model. Picking a column or a window starts the job when its results are "
+    "not kept yet; kept ones are shown at once."
 )
 
 
@@ -110,6 +110,7 @@ def dataset_slices_section() -> html.Section:
                 *slice_controls(),
             ),
             dcc.Store(id=ids.DATASET_SLICES_DONE),
+            dcc.Store(id=ids.DATASET_SLICES_REQUEST),
             dcc.Loading(html.Div(id=ids.DATASET_SLICES_VIEW), type="dot", delay_show=400),
         ],
         id=ids.DATASET_SLICES,

@@ -24,6 +24,7 @@ from app.callbacks.dataset_slices import (  # noqa: E402
     run_slices_job,
     slice_options,
     slices_panel,
+    slices_request,
 )
 from app.context import AppContext  # noqa: E402
 from app.dataset_slices import (  # noqa: E402
@@ -198,7 +199,13 @@ def test_kept_results_are_drawn_again_without_the_cluster(ctx, tmp_path, dataset
     reach the job does nothing and the block draws them; new settings say it cannot."""
     sid = new_session_id()
     first = _controls(group="region")
+    raw = RawSettings(n_bins=10)
+    assert slices_request(ctx, sid, "events", first, raw) is not no_update  # starts the job
     assert _job(ctx, sid, "events", first)["error"] is None
+    assert slices_request(ctx, sid, "events", first, raw) is no_update  # kept: no job
+    assert slices_request(ctx, sid, "events", first, RawSettings(n_bins=12)) is not no_update
+    for refused in (_controls(group="nope"), _controls(), _controls(window="2y")):
+        assert slices_request(ctx, sid, "events", refused, raw) is no_update  # the view says why
     offline = Datasets(datasets_dir, "tcp://127.0.0.1:1", tmp_path / "datasets", 3600)
     away = AppContext(config=ctx.config, store=ctx.store, sessions=ctx.sessions,
                       datasets=offline)  # fmt: skip
@@ -232,3 +239,19 @@ def test_bad_choices_are_messages_in_the_block(ctx, name, slices, raw, message):
     assert message in _text(slices_panel(ctx, sid, name, state, slices, raw))
     # Another setting's error is not shown against these ones.
     assert message not in _text(slices_panel(ctx, sid, name, state, _controls(), raw))
+
+
+def test_a_bad_group_column_does_not_cost_the_windows(ctx):
+    """Picked together, a column with too many groups fails alone: the windows are kept and
+    drawn, the message says which part failed."""
+    sid = new_session_id()
+    slices = _controls(group="row_id", window="1m")
+    raw = RawSettings(n_bins=10)
+    state = _job(ctx, sid, "events", slices, raw)
+    assert state["error"].startswith("Per group: grouping by row_id gives"), state
+    shown = _text(slices_panel(ctx, sid, "events", state, slices, raw))
+    assert "Per group: grouping by row_id" in shown
+    assert "Over time" in shown and "not computed" not in shown
+    view = parse_view("confidence", None, "width", 10, "wilson", 0.95)
+    times = dataset_time_views(ctx.datasets, sid, "events", parse_slices(**slices), view)
+    assert [t.model for t in times] == ["a", "b"]

@@ -5,7 +5,8 @@ datasets; a LocalCluster of 2 worker processes computes them. The server's
 per-job limits are tiny (1 s, 64 MB): the dataset job, which only waits on the
 cluster, is exempt, so it finishes all the same. Changing the bin count redraws
 from the cached statistics; maps fitted on a sample show their table, verdict
-and diagrams of every kind; a dataset with a bad row shows the core's message.
+and diagrams of every kind; per group and over time are computed on the cluster
+too; a dataset with a bad row shows the core's message.
 """
 
 from __future__ import annotations
@@ -54,12 +55,29 @@ def _write(path: Path, n: int, k: int, seed: int) -> None:
     pq.write_table(pa.table(cols), path, row_group_size=2000)
 
 
+def _write_events(path: Path, n: int) -> None:
+    """K = 3 scores with a region (one over-confident) and a timestamp over eight weeks."""
+    rng = np.random.default_rng(4)
+    z = rng.normal(size=(n, 3)) * 2.0
+    truth = np.exp(z) / np.exp(z).sum(axis=1, keepdims=True)
+    y = (rng.random(n)[:, None] > np.cumsum(truth, axis=1)).sum(axis=1).clip(0, 2)
+    region = np.array(["north", "south", "west"])[rng.integers(0, 3, n)]
+    z = z * np.where(region == "west", 1.8, 1.0)[:, None]
+    p = np.exp(z) / np.exp(z).sum(axis=1, keepdims=True)
+    seconds = 1_704_067_200 + np.sort(rng.integers(0, 56 * 86_400, n))
+    cols = {f"p_{j}": p[:, j] for j in range(3)}
+    cols |= {"label": y, "region": region, "row_id": np.arange(n)}
+    cols["timestamp"] = seconds.astype("datetime64[s]")
+    pq.write_table(pa.table(cols), path, row_group_size=2000)
+
+
 @pytest.fixture(scope="module")
 def datasets_dir(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("datasets")
     (root / "requests").mkdir()
     for i in range(2):
         _write(root / "requests" / f"day-{i}.parquet", 5000, 3, seed=i)
+    _write_events(root / "events.parquet", 4000)
     _write(root / "broken.parquet", 3000, 3, seed=9)
     table = pq.read_table(root / "broken.parquet").to_pydict()
     table["label"][2500] = 7  # a label out of range
@@ -182,6 +200,47 @@ def test_pick_a_dataset_see_its_diagram_and_rebin_from_the_cache(tab):
         expect(section).to_contain_text("the whole dataset shows its binned reliability diagram")
     ui.wait_callbacks()
     ui.page.screenshot(path=str(SCREENS / "dataset-maps-cumulative.png"), full_page=True)
+    ui.watch.assert_clean()
+
+
+def _choose(ui: Dashboard, dropdown: str, option: str) -> None:
+    ui.page.locator(dropdown).click()
+    ui.page.get_by_role("option", name=option, exact=True).click()
+
+
+def test_a_dataset_per_group_and_over_time(tab):
+    """Group by a column of the dataset's schema, then weekly windows: the uploads' tables
+    and figures, labelled exact on every row / from the sample; a column with too many
+    groups is a message that leaves the windows; going back is drawn from the cache."""
+    ui = tab
+    ui.open()
+    _pick(ui, "events")
+    block = ui.page.locator("#dataset-slices")
+    expect(block).to_be_visible()
+    _choose(ui, "#dataset-group-select", "region")
+    expect(block).to_contain_text("Worst group: region=west", timeout=120_000)
+    expect(block).to_contain_text("Exact on all 4,000 rows (summed on the cluster)")
+    expect(block).to_contain_text("reproducible uniform sample of 4,000 rows (seed 0)")
+    expect(block.locator("table.diag-table").first).to_contain_text("region=west")
+    expect(block.locator(".js-plotly-plot").first).to_be_visible()
+    _choose(ui, "#dataset-window", "week (from Monday)")
+    expect(block.locator(".dataset-slices-title").nth(1)).to_have_text("Over time", timeout=120_000)
+    expect(block.locator("table.diag-table").nth(1)).to_contain_text(
+        "reference (the first window)", timeout=120_000
+    )
+    expect(block).to_contain_text("the windows flagged above the reference")
+    ui.wait_callbacks()
+    SCREENS.mkdir(parents=True, exist_ok=True)
+    block.screenshot(path=str(SCREENS / "dataset-slices.png"))
+    _choose(ui, "#dataset-group-select", "row_id")
+    expect(block).to_contain_text("Per group: ", timeout=120_000)
+    expect(block).to_contain_text("more than the 1,000 that can be compared and drawn")
+    expect(block.locator("table.diag-table").first).to_contain_text("reference (the first")
+    ui.wait_callbacks()
+    block.screenshot(path=str(SCREENS / "dataset-slices-too-many-groups.png"))
+    _choose(ui, "#dataset-group-select", "region")
+    expect(block).to_contain_text("Worst group: region=west")
+    expect(ui.page.locator("#dataset-slices-cancel")).to_be_disabled()
     ui.watch.assert_clean()
 
 

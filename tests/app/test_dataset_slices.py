@@ -9,6 +9,10 @@ bins) are messages in the block, never a traceback.
 
 from __future__ import annotations
 
+import multiprocessing
+import os
+import signal
+import time
 from pathlib import Path
 
 import numpy as np
@@ -28,6 +32,7 @@ from app.callbacks.dataset_slices import (  # noqa: E402
 )
 from app.context import AppContext  # noqa: E402
 from app.dataset_slices import (  # noqa: E402
+    compute_slices,
     dataset_group_views,
     dataset_time_views,
     parse_slices,
@@ -255,3 +260,41 @@ def test_a_bad_group_column_does_not_cost_the_windows(ctx):
     view = parse_view("confidence", None, "width", 10, "wilson", 0.95)
     times = dataset_time_views(ctx.datasets, sid, "events", parse_slices(**slices), view)
     assert [t.model for t in times] == ["a", "b"]
+
+
+def _slices_job_in_child(datasets, sid, name, slices) -> None:
+    compute_slices(datasets, sid, name, parse_slices(**slices), 10, lambda *_: None)
+
+
+def _wait(condition, timeout: float = 120.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "condition not reached"
+        time.sleep(0.05)
+
+
+def test_a_cancelled_slices_job_keeps_nothing_and_lets_go_of_the_cluster(ctx, tmp_path):
+    """The job is killed (the job manager's cancel) while its pass waits on a scheduler
+    without workers: the scheduler forgets its tasks, nothing is kept, computing again works."""
+    sid = new_session_id()
+    slices = _controls(group="region")
+    ctx.datasets.compute(sid, "events", lambda *_: None)  # the summaries, kept
+    idle = distributed.LocalCluster(
+        n_workers=0, processes=True, dashboard_address=None, silence_logs=40
+    )
+    with idle:
+        stalled = Datasets(ctx.datasets.root, idle.scheduler_address, tmp_path / "datasets", 3600)
+        child = multiprocessing.get_context("fork").Process(
+            target=_slices_job_in_child, args=(stalled, sid, "events", slices)
+        )
+        child.start()
+        _wait(lambda: len(idle.scheduler.tasks) > 0)  # the pass's graph is submitted
+        os.kill(child.pid, signal.SIGKILL)
+        child.join()
+        _wait(lambda: len(idle.scheduler.tasks) == 0)
+    raw = RawSettings(n_bins=10)
+    assert "not computed for these settings" in _text(
+        slices_panel(ctx, sid, "events", None, slices, raw)
+    )
+    assert _job(ctx, sid, "events", slices, raw)["error"] is None
+    assert "Worst group" in _text(slices_panel(ctx, sid, "events", None, slices, raw))

@@ -271,24 +271,29 @@ def dask_slices(args: argparse.Namespace, client) -> dict[str, dict[str, Any]]:
 
 
 def model_dask_slices(args, client, name: str, specs: dict, groups: dict) -> dict[str, Any]:
-    """One model's ``slices``/``time`` objects: exact totals, then its sample's reports."""
-    from calibration_core.distributed import sample_predictions
+    """One model's ``slices``/``time`` objects: exact totals, then its sample's reports.
+
+    With windows of N rows the sampled rows are numbered among the model's rows,
+    which gives their windows.
+    """
+    from calibration_core.distributed import draw_sample
     from calibration_core.distributed.slices import exact_groups
 
     exact = {key: exact_groups(g, specs[key], args.min_group_rows) for key, g in groups.items()}
     time_column = groups["time"].time_column if "time" in groups else None
     columns = (*specs["slices"].columns,) if "slices" in specs else ()
     columns += (time_column,) if time_column else ()
-    sample, info = sample_predictions(
+    sample, info, numbers = draw_sample(
         args.file, size=sample_rows(args), seed=args.seed, client=client, model=name,
         columns=columns, label_column=args.label_column, renormalize=args.renormalize,
+        row_numbers="time" in specs and specs["time"].rows_window,
     )  # fmt: skip
     on = evaluated_on(info, int(next(iter(exact.values())).sizes.sum()))
     out = {}
     if "slices" in exact:
         out["slices"] = sample_slices(args, client, sample, exact["slices"], on)
     if "time" in exact:
-        out["time"] = sample_time(args, client, sample, exact["time"], time_column, on)
+        out["time"] = sample_time(args, client, sample, exact["time"], time_column, on, numbers)
     return out
 
 
@@ -306,12 +311,15 @@ def sample_slices(args, client, sample, exact, on: dict) -> dict[str, Any]:
     return slices_dict(exact, report.to_dict(), on, args.level)
 
 
-def sample_time(args, client, sample, exact, column: str, on: dict) -> dict[str, Any]:
+def sample_time(args, client, sample, exact, column: str | None, on: dict,
+                numbers=None) -> dict[str, Any]:  # fmt: skip
     """The ``time`` object: exact windows, ``drift_report``'s bounds and flags on the sample.
 
-    When the sample cannot be judged on its own (e.g. no sampled row falls in
-    the reference period), the bounds are null, nothing is flagged, and
-    ``intervals_error`` says why.
+    ``numbers``: with windows of N rows, the sampled rows' numbers among the
+    model's rows (their windows, labelled as the dataset's). When the sample
+    cannot be judged on its own (e.g. no sampled row falls in the reference
+    period), the bounds are null, nothing is flagged, and ``intervals_error``
+    says why.
     """
     from calibration_core import CalibrationInputError
     from calibration_core.binning import Binning
@@ -324,7 +332,7 @@ def sample_time(args, client, sample, exact, column: str, on: dict) -> dict[str,
     period = parse_reference(reference_argument(args))
     drawn, error = None, None
     try:
-        windows = sample_windows(sample, column, args.window)
+        windows = sample_windows(sample, column, args.window, numbers, int(exact.sizes.sum()))
         report = run_on_sample(drift_report, sample, client, windows=windows, reference=period,
                                binning=Binning("width", args.bins),
                                n_resamples=max(args.slice_resamples, 1), level=args.level,

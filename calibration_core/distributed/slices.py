@@ -22,7 +22,7 @@ one group, more than 1,000 groups refused); a single batch with more than
 
 Windows of N rows number each model's rows from 0 in the order of the pieces
 (files sorted by path, row groups in file order), as the in-memory engine
-numbers a model's rows of one file (:func:`~calibration_core.slices.row_windows`):
+numbers a model's rows of one file (:func:`~calibration_core.slices.times.row_windows`):
 the dataset is one file made of its files in that order. Every task gets the
 number of its piece's first row of each model, counted on the client from the
 files' footers (:func:`~.pieces.model_first_rows`: row counts, and the

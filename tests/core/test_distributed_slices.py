@@ -351,8 +351,14 @@ def test_bad_times_are_named_by_file_and_rows(client, tmp_path):
     assert "'soon'" in message and "rows 851, 1102" in message
 
 
-def test_cli_refusals(dataset, capsys):
+def test_cli_refusals(dataset, tmp_path, capsys):
     pattern, _ = dataset
+    mixed = _table(300, 2, 6).append_column("model", pa.array(["a", "b"] * 150))
+    pq.write_table(mixed, tmp_path / "mixed.parquet")
+    code = main(["evaluate", str(tmp_path / "mixed.parquet"), "--engine", "dask",
+                 "--scheduler", "tcp://127.0.0.1:9", "--window", "100rows"])  # fmt: skip
+    assert code == 1  # refused from the footers, before the (unreachable) scheduler is asked
+    assert "holds rows of several models" in capsys.readouterr().err
     code = main(["evaluate", pattern, "--engine", "dask", "--window", "100rows", "--reference",
                  "2024-01-01:2024-01-31"])  # fmt: skip
     assert code == 1

@@ -13,6 +13,7 @@ the files concatenated in that order.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -90,6 +91,11 @@ def dataset(tmp_path_factory):
     return str(folder / "*.parquet"), load_predictions(whole, name=NAME)[0]
 
 
+def _whole(pattern: str) -> str:
+    """The file holding the whole dataset of ``pattern`` (the ``dataset`` fixture's)."""
+    return str(Path(pattern).parent.parent / f"{NAME}-whole.parquet")
+
+
 def _assert_metrics(got: dict, want: dict) -> None:
     for name in GROUP_METRICS:
         np.testing.assert_allclose(got[name], want[name], rtol=0, atol=TOL, err_msg=name)
@@ -163,8 +169,7 @@ def test_row_windows_span_batches_of_a_piece(dataset, monkeypatch):
     # one row group of 5,000 rows read in batches of 384 rows: numbers run on across batches
     from calibration_core.distributed import slices
 
-    folder = str(dataset[0]).rsplit("/", 1)[0]
-    whole = f"{folder}/../{NAME}-whole.parquet"
+    whole = _whole(dataset[0])
     monkeypatch.setattr(slices, "summary_batch_rows", lambda piece: 384)
     spec = GroupSpec(window="500rows", reference=parse_reference("2:3"))
     exact = exact_groups(dataset_groups(whole, spec, name=NAME)[NAME], spec)
@@ -206,6 +211,23 @@ def test_row_windows_count_each_models_rows(client, models):
     rows = memory[1].probs  # each sampled row is the model's row of its number
     np.testing.assert_array_equal(sample.probs, rows[numbers])
     assert np.all(np.diff(numbers) > 0) and numbers.shape == (sample.n_samples,)
+
+
+def test_cli_row_windows_of_models_without_time_column(client, models, capsys):
+    pattern, memory = models
+    doc = _evaluate(capsys, pattern, "--engine", "dask", "--scheduler", client.scheduler.address,
+                    "--window", "450rows", "--reference", "2:3", "--sample-rows", "900",
+                    "--slice-resamples", "20")  # fmt: skip
+    assert [m["model"] for m in doc["models"]] == ["b", "a"]
+    for model, pred in zip(doc["models"], memory, strict=True):
+        t = model["time"]
+        _, windows = time_windows(pred, "450rows")
+        want = drift_report(pred, windows, reference="2:3", n_resamples=0).to_dict()
+        assert t["time_column"] is None and t["reference_windows"] == 2
+        assert [w["window"] for w in t["windows"]] == [w["window"] for w in want["windows"]]
+        for got, row in zip(t["windows"], want["windows"], strict=True):
+            assert got["rows"] == row["rows"] and got["ece"] == pytest.approx(row["ece"], abs=TOL)
+        assert sum(w["sample_rows"] for w in t["windows"]) == t["intervals_evaluated_on"]["rows"]
 
 
 def test_row_windows_refuse_row_groups_of_several_models(client, tmp_path):
@@ -281,7 +303,7 @@ def test_cli_bounds_are_the_reports_on_the_sample(client, dataset, capsys):
 
 def test_cli_row_windows_match_the_memory_engine(client, dataset, capsys):
     pattern, _ = dataset
-    whole = pattern.rsplit("/", 2)[0] + f"/{NAME}-whole.parquet"
+    whole = _whole(pattern)
     common = ["--window", "1100rows", "--reference", "1:2", "--seed", "3",
               "--slice-resamples", "40"]  # fmt: skip
     doc = _evaluate(capsys, pattern, "--engine", "dask", "--scheduler",
@@ -337,15 +359,19 @@ def test_too_many_groups_are_refused_as_in_memory(client, tmp_path):
         dataset_groups(str(tmp_path / "v.parquet"), spec, client=client)
 
 
-def test_bad_times_are_named_by_file_and_rows(client, tmp_path):
+@pytest.mark.parametrize("window", ["1d", "500rows"])  # rows: checked as in memory, not used
+def test_bad_times_are_named_by_file_and_rows(client, tmp_path, window):
     table = _table(1200, 2, 2)
     stamps = np.array([f"2024-01-{1 + i % 28:02d}" for i in range(1200)], dtype=object)
     stamps[[850, 1101]] = "soon"
     table = table.drop_columns(["timestamp"]).append_column("timestamp", pa.array(stamps))
     pq.write_table(table, tmp_path / "t.parquet", row_group_size=800)
-    spec = GroupSpec(window="1d", reference=parse_reference(1))
+    spec = GroupSpec(window=window, reference=parse_reference(1))
     with pytest.raises(CalibrationInputError) as err:
         dataset_groups(str(tmp_path / "t.parquet"), spec, client=client)
+    memory = load_predictions(tmp_path / "t.parquet")[0]
+    with pytest.raises(CalibrationInputError, match="has values that are not times"):
+        time_windows(memory, window)
     message = str(err.value)
     assert "rows 801-1,200 (row group 1)" in message
     assert "'soon'" in message and "rows 851, 1102" in message

@@ -187,20 +187,22 @@ def _model_leaf(meta: pq.FileMetaData, options: ReadOptions) -> int | None:
     return leaves[0] if leaves else None
 
 
+_NOT_NUMBERED = (
+    "so each model's rows cannot be numbered in file order from the files' footers (windows "
+    "of N rows count every model's rows on their own); write each row group with the rows of "
+    "one model (a stable sort by model before writing keeps each model's rows in order; or "
+    "write one file per model), or use a calendar window of a time column (1d, 1w, 1m), or "
+    "--engine memory."
+)
+
+
 def _piece_models(piece: Piece, meta: pq.FileMetaData, options: ReadOptions) -> dict[str, int]:
     """The models of one piece and their rows, from its row group's statistics."""
     leaf = _model_leaf(meta, options)
     if leaf is None:
         return {options.name: piece.n_rows}
     column = meta.row_group(piece.row_group).column(leaf)
-    stats = column.statistics
-    how = (
-        "so each model's rows cannot be numbered in file order from the files' footers "
-        "(windows of N rows count every model's rows on their own); write each row group "
-        "with the rows of one model (sort the rows by model before writing them, or write "
-        "one file per model), or use a calendar window of a time column (1d, 1w, 1m), or "
-        "--engine memory."
-    )
+    stats, how = column.statistics, _NOT_NUMBERED
     if stats is not None and stats.has_null_count and stats.null_count:
         return {}  # the loader refuses rows without a model when the piece is read
     if stats is None or not stats.has_min_max:

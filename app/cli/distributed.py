@@ -182,6 +182,7 @@ def evaluate_on_dask(args: argparse.Namespace, out) -> int:
     from calibration_core.distributed.frequency import frequency_statistics
 
     maps = sample_maps(args)
+    time_spec(args)  # refused windows before the cluster starts
     bar = ProgressBar(sys.stderr, "summarising") if sys.stderr.isatty() else None
     with dask_client(args) as client:
         read = {"label_column": args.label_column, "renormalize": args.renormalize}
@@ -249,18 +250,15 @@ def dask_slices(args: argparse.Namespace, client) -> dict[str, dict[str, Any]]:
     with the group and time columns.
     """
     from calibration_core.distributed.slices import GroupSpec, dataset_groups
-    from calibration_core.slices import parse_reference
 
-    from .slices import group_columns, reference_argument
+    from .slices import group_columns
 
     read = {"label_column": args.label_column, "renormalize": args.renormalize}
     specs = {}
     if args.group_by:
         specs["slices"] = GroupSpec(columns=tuple(group_columns(args.group_by)), n_bins=args.bins)
     if args.window:
-        period = parse_reference(reference_argument(args))
-        specs["time"] = GroupSpec(window=args.window, time_column=args.time_column,
-                                  reference=period, n_bins=args.bins)  # fmt: skip
+        specs["time"] = time_spec(args)
     found = {key: dataset_groups(args.file, spec, client=client, **read)
              for key, spec in specs.items()}  # fmt: skip
     names = list(next(iter(found.values())))
@@ -270,25 +268,59 @@ def dask_slices(args: argparse.Namespace, client) -> dict[str, dict[str, Any]]:
     }
 
 
+def time_spec(args: argparse.Namespace):
+    """The :class:`~calibration_core.distributed.slices.GroupSpec` of ``--window`` (None without).
+
+    Its refusals come before any pass: a reference in dates for windows of N
+    rows, and for them a row group of several models, found in the files'
+    footers (:func:`~calibration_core.distributed.pieces.model_first_rows`).
+    """
+    from calibration_core.distributed.pieces import (
+        ReadOptions,
+        dataset_name,
+        find_pieces,
+        model_first_rows,
+    )
+    from calibration_core.distributed.slices import GroupSpec
+    from calibration_core.slices import parse_reference
+
+    from .slices import reference_argument
+
+    if not args.window:
+        return None
+    period = parse_reference(reference_argument(args))
+    spec = GroupSpec(window=args.window, time_column=args.time_column, reference=period,
+                     n_bins=args.bins)  # fmt: skip
+    if spec.rows_window:
+        options = ReadOptions(args.label_column, args.renormalize, dataset_name(args.file))
+        model_first_rows(find_pieces(args.file), options)
+    return spec
+
+
 def model_dask_slices(args, client, name: str, specs: dict, groups: dict) -> dict[str, Any]:
-    """One model's ``slices``/``time`` objects: exact totals, then its sample's reports."""
-    from calibration_core.distributed import sample_predictions
+    """One model's ``slices``/``time`` objects: exact totals, then its sample's reports.
+
+    With windows of N rows the sampled rows are numbered among the model's rows,
+    which gives their windows.
+    """
+    from calibration_core.distributed import draw_sample
     from calibration_core.distributed.slices import exact_groups
 
     exact = {key: exact_groups(g, specs[key], args.min_group_rows) for key, g in groups.items()}
     time_column = groups["time"].time_column if "time" in groups else None
     columns = (*specs["slices"].columns,) if "slices" in specs else ()
     columns += (time_column,) if time_column else ()
-    sample, info = sample_predictions(
+    sample, info, numbers = draw_sample(
         args.file, size=sample_rows(args), seed=args.seed, client=client, model=name,
         columns=columns, label_column=args.label_column, renormalize=args.renormalize,
+        row_numbers="time" in specs and specs["time"].rows_window,
     )  # fmt: skip
     on = evaluated_on(info, int(next(iter(exact.values())).sizes.sum()))
     out = {}
     if "slices" in exact:
         out["slices"] = sample_slices(args, client, sample, exact["slices"], on)
     if "time" in exact:
-        out["time"] = sample_time(args, client, sample, exact["time"], time_column, on)
+        out["time"] = sample_time(args, client, sample, exact["time"], time_column, on, numbers)
     return out
 
 
@@ -306,12 +338,15 @@ def sample_slices(args, client, sample, exact, on: dict) -> dict[str, Any]:
     return slices_dict(exact, report.to_dict(), on, args.level)
 
 
-def sample_time(args, client, sample, exact, column: str, on: dict) -> dict[str, Any]:
+def sample_time(args, client, sample, exact, column: str | None, on: dict,
+                numbers=None) -> dict[str, Any]:  # fmt: skip
     """The ``time`` object: exact windows, ``drift_report``'s bounds and flags on the sample.
 
-    When the sample cannot be judged on its own (e.g. no sampled row falls in
-    the reference period), the bounds are null, nothing is flagged, and
-    ``intervals_error`` says why.
+    ``numbers``: with windows of N rows, the sampled rows' numbers among the
+    model's rows (their windows, labelled as the dataset's). When the sample
+    cannot be judged on its own (e.g. no sampled row falls in the reference
+    period), the bounds are null, nothing is flagged, and ``intervals_error``
+    says why.
     """
     from calibration_core import CalibrationInputError
     from calibration_core.binning import Binning
@@ -324,7 +359,7 @@ def sample_time(args, client, sample, exact, column: str, on: dict) -> dict[str,
     period = parse_reference(reference_argument(args))
     drawn, error = None, None
     try:
-        windows = sample_windows(sample, column, args.window)
+        windows = sample_windows(sample, column, args.window, numbers, int(exact.sizes.sum()))
         report = run_on_sample(drift_report, sample, client, windows=windows, reference=period,
                                binning=Binning("width", args.bins),
                                n_resamples=max(args.slice_resamples, 1), level=args.level,

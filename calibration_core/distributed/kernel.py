@@ -135,9 +135,12 @@ SUB_ROWS = 256
 
 
 def _summarize_block(
-    values, labels, exact, conf, classes, binary, true_p, cells, clipped, table, padded, sub_rows,
+    values, labels, exact, start, stop, conf, classes, binary, true_p, cells, clipped, table,
+    padded, sub_rows, seen, brier,
 ):  # fmt: skip
-    """Accumulate one block, ``sub_rows`` rows at a time; see :func:`summarize_block`.
+    """Accumulate rows ``start..stop`` of a block, ``sub_rows`` at a time; see
+    :func:`summarize_block`. ``seen`` (largest value, largest ``|row sum - 1|``) and
+    ``brier`` carry on from the previous rows; ``true_p`` is indexed from ``start``.
 
     A sub-block whose rows are all clean (finite sums, no negative value, no zero
     sum to divide by, labels in range) runs in passes: row sums column by column,
@@ -145,15 +148,14 @@ def _summarize_block(
     row by row, in row order, so every sum adds the same floats in the same order
     as :func:`_rows_one_by_one`, which takes any other sub-block.
     """
-    k, n = values.shape
+    k = values.shape[0]
     rows = np.empty((_ROW_FIELDS, sub_rows))
     first = np.empty(sub_rows, dtype=np.intp)
     scores = np.empty((k, sub_rows))
     score_cells = np.empty((k, sub_rows), dtype=np.uint32)
-    seen = np.array([-np.inf, 0.0])  # largest value, largest |row sum - 1|
-    bad, used, hits, brier = 0, 0, 0, 0.0
-    for i0 in range(0, n, sub_rows):
-        nb = min(sub_rows, n - i0)
+    bad, used, hits = 0, 0, 0
+    for i0 in range(start, stop, sub_rows):
+        nb = min(sub_rows, stop - i0)
         if _sub_block_sums(values, labels, exact, i0, nb, rows, seen):
             _divided_cells(values, i0, nb, rows, first, scores, score_cells, table, padded)
             hits, brier = _add_sub_block(
@@ -167,7 +169,7 @@ def _summarize_block(
                 clipped, table, padded, used, hits, brier,
             )  # fmt: skip
             bad += skipped
-    return bad, hits, brier, seen[0], seen[1]
+    return bad, hits, brier
 
 
 #: Rows of the per-row buffer of a sub-block: row sum, divisor (the sum, or 1 for rows
@@ -474,18 +476,15 @@ class BlockTotals:
         self.log_loss = 0.0
 
 
-#: Rows up to which a thread keeps its per-row buffers from block to block (a fresh
-#: multi-MB array per block costs its page faults, 2 ms per 1e6 rows at K = 2): the
-#: engine's batches (``SUMMARY_BATCH_ROWS``); 26 bytes a row at K = 2, at most 6.8 MB
-#: per thread.
+#: Rows of the per-row buffers a thread keeps from block to block (a fresh multi-MB
+#: array per block costs its page faults, 2 ms per 1e6 rows at K = 2): larger blocks are
+#: summarised this many rows at a time. 26 bytes a row at K = 2, at most 6.8 MB per thread.
 SCRATCH_ROWS = 1 << 18
 _SCRATCH = threading.local()
 
 
 def _row_buffer(name: str, n: int, shape: tuple[int, ...], dtype) -> np.ndarray:
-    """A buffer of ``n`` rows: this thread's, kept for the next block up to :data:`SCRATCH_ROWS`."""
-    if n > SCRATCH_ROWS:
-        return np.empty((n, *shape), dtype)
+    """A buffer of ``n <= SCRATCH_ROWS`` rows: this thread's, kept for the next block."""
     kept = getattr(_SCRATCH, name, None)
     if kept is None or kept.shape[0] < n:
         kept = np.empty((n, *shape), dtype)
@@ -500,7 +499,7 @@ def summarize_block(
     totals: BlockTotals,
     sub_rows: int = SUB_ROWS,
 ) -> BlockCheck:
-    """Add the statistics of one block of probability rows to ``totals``, in one loop.
+    """Add the statistics of one block of probability rows to ``totals``, in one pass.
 
     Parameters
     ----------
@@ -526,29 +525,32 @@ def summarize_block(
         look at the block again (largest value and row-sum deviation).
     """
     n = values.shape[1]
+    labels = np.asarray(labels, dtype=np.intp)
+    seen = np.array([-np.inf, 0.0])  # largest value, largest |row sum - 1|
+    bad = 0
+    for start in range(0, n, SCRATCH_ROWS):  # the per-row buffers stay this thread's
+        bad += _summarize_rows(values, labels, exact, totals, start, min(n, start + SCRATCH_ROWS),
+                               sub_rows, seen)  # fmt: skip
+    return BlockCheck(bad, float(seen[0]), float(seen[1]))
+
+
+def _summarize_rows(values, labels, exact, totals, start, stop, sub_rows, seen) -> int:
+    """Rows ``start..stop`` (at most :data:`SCRATCH_ROWS`) into ``totals``; the bad rows."""
     # The logarithms are vectorised NumPy passes after the loop, 3x faster than math.log.
     binary = totals.n_classes == 2
+    n = stop - start
     true_p = _row_buffer("true_p", n, (), np.float64)
     cells = _row_buffer("cells", n if binary else 0, (), np.uint16)
     clipped = _row_buffer("clipped", n if binary else 0, (2,), np.float64)
-    bad, hits, brier, largest, deviation = _summarize_block_jit(
-        values,
-        np.asarray(labels, dtype=np.intp),
-        float(exact),
-        totals.confidence.reshape(-1),
-        totals.class_cells.reshape(-1),
-        totals.binary.reshape(-1),
-        true_p,
-        cells,
-        clipped,
-        _TABLE,
-        _PADDED,
-        int(sub_rows),
-    )
+    bad, hits, brier = _summarize_block_jit(
+        values, labels, float(exact), start, stop, totals.confidence.reshape(-1),
+        totals.class_cells.reshape(-1), totals.binary.reshape(-1), true_p, cells, clipped,
+        _TABLE, _PADDED, int(sub_rows), seen, totals.brier,
+    )  # fmt: skip
     used = n - bad
     totals.rows += used
     totals.hits += hits
-    totals.brier += brier
+    totals.brier = brier
     true_log = true_p[:used]
     if binary:
         logs = np.log(clipped[:used], out=clipped[:used])
@@ -556,7 +558,7 @@ def summarize_block(
     else:
         np.log(true_log, out=true_log)
     totals.log_loss -= float(true_log.sum())
-    return BlockCheck(bad, largest, deviation)
+    return bad
 
 
 def warm() -> None:

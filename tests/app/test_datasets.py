@@ -48,6 +48,7 @@ from calibration_core import (  # noqa: E402
     score_parts,
 )
 from calibration_core.compare.results import score_probs  # noqa: E402
+from calibration_core.measures import cumulative_differences  # noqa: E402
 from calibration_core.metrics import classwise_statistics, confidence_statistics  # noqa: E402
 
 from .conftest import make_context  # noqa: E402
@@ -236,7 +237,8 @@ def test_views_the_cells_cannot_answer_say_so(ctx):
     frequency = dataset_panel(ctx, sid, "binary", state, RawSettings(scheme="frequency"))
     assert FREQUENCY_NOTE.format(n_bins=15) in str(frequency)
     smooth = str(dataset_panel(ctx, sid, "binary", state, RawSettings(kind="smooth")))
-    assert "need the rows" in smooth and "Fit maps on a sample" in smooth
+    assert "drawn for the sample only" in smooth and "Fit maps on a sample" in smooth
+    assert "No bound in the cell width exists" in smooth
     binary = dataset_panel(ctx, sid, "binary", state, RawSettings(notion="binary"))
     assert "Dataset binary" in str(binary)
     # The page's class follows the model list's models: one the dataset lacks shows its worst.
@@ -246,6 +248,55 @@ def test_views_the_cells_cannot_answer_say_so(ctx):
     assert "has no class named '8'" in lacking and "showing all 2 classes" in lacking
     other = new_session_id()  # another session has to compute its own
     assert "not computed yet" in str(dataset_panel(ctx, other, "binary", None, RawSettings()))
+
+
+def _traces(figure: dict, name: str) -> list[dict]:
+    return [trace for trace in figure["data"] if trace.get("name") == name]
+
+
+@pytest.mark.parametrize(
+    ("dataset", "notion", "class_value"),
+    [("logs", "confidence", None), ("logs", "class", "all"), ("binary", "binary", None)],
+)
+def test_the_cumulative_diagram_of_a_dataset_is_exact_at_the_cell_edges(
+    ctx, datasets_dir, dataset, notion, class_value
+):
+    folder = datasets_dir / dataset
+    one = [str(datasets_dir / f"{dataset}.parquet")]
+    paths = sorted(str(p) for p in folder.glob("*.parquet")) if folder.is_dir() else one
+    reference = _reference(paths) if folder.is_dir() else None
+    sid = new_session_id()
+    state, _ = _run(ctx, sid, dataset)
+    assert state["error"] is None
+    raw = RawSettings(kind="cumulative", notion=notion, class_value=class_value, handles=[])
+    shown = str(dataset_panel(ctx, sid, dataset, state, raw))
+    assert "exact at every cell edge" in shown and "need the rows" not in shown
+    summaries = ctx.datasets.cached(sid, dataset)["summaries"]
+    view = dataset_view(dataset, summaries, raw.parse()[3])
+    for figure, name in zip(view.figures, summaries, strict=True):
+        if reference is None:
+            (pred,) = load_predictions(paths[0])
+            probs, labels = pred.probs, pred.labels
+        else:
+            probs, labels = reference[name]
+        curves = _traces(figure, "cumulative difference (labels − scores)")
+        boxes = _traces(figure, "range between cell edges")
+        assert len(curves) == len(boxes) >= 1
+        assert "exact at the edges of the cached cells" in str(figure["layout"])
+        classes = [None] if notion != "class" else list(range(4))
+        for curve in curves:  # in "all classes" the worst come first: match each by its class
+            matched = False
+            for k in classes:
+                full = cumulative_differences(probs, labels, notion=notion, class_index=k)
+                rows = np.rint(full.rank * full.n_samples).astype(np.int64)
+                edges = np.rint(np.asarray(curve["x"]) * full.n_samples).astype(np.int64)
+                at = np.searchsorted(rows, edges).clip(0, rows.shape[0] - 1)
+                if np.array_equal(rows[at], edges) and np.allclose(
+                    full.difference[at], curve["y"], rtol=0, atol=TOL
+                ):
+                    matched = True
+                    break
+            assert matched, (dataset, notion, name)
 
 
 # ------------------------------------------------------------------- maps
@@ -353,7 +404,7 @@ def test_maps_of_a_dataset_draw_every_kind_and_the_samples_verdict(
 
     from app.cli import main
     from app.curves import cumulative_panel, smooth_panel
-    from app.dataset_view import KIND_NOTE, maps_view
+    from app.dataset_view import KIND_NOTES, maps_view
 
     sid = new_session_id()
     maps = ["isotonic", "temperature"]
@@ -389,12 +440,14 @@ def test_maps_of_a_dataset_draw_every_kind_and_the_samples_verdict(
                 np.testing.assert_array_equal(trace["y"], want.difference)
         shown = str(maps_panel(ctx, sid, "binary", state, raw))
         assert "not drawn for a dataset" not in shown
-        # The whole dataset's diagrams stay binned, from the cached statistics, and say so.
+        # The whole dataset's smooth diagram stays binned and says so; its cumulative
+        # one is drawn from the cached statistics.
         whole = dataset_panel(ctx, sid, "binary", state, raw)
-        assert KIND_NOTE in str(whole) and "Verdict" not in str(whole)
+        assert KIND_NOTES[kind] in str(whole) and "Verdict" not in str(whole)
         whole_figure = dataset_view("binary", stats, raw.parse()[3]).figures[0]
-        assert "15 equal-width bins" in str(whole_figure["layout"])
-        assert "no bins" not in str(whole_figure["layout"])
+        binned = "15 equal-width bins" in str(whole_figure["layout"])
+        assert binned == (kind == "smooth")
+        assert ("no bins" in str(whole_figure["layout"])) == (kind == "cumulative")
     # The page's redraws keep the curves of this fit in the store's memo (not another fit's).
     import app.curves
 

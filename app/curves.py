@@ -202,12 +202,11 @@ def variants_curve_view(
 
 #: Why a whole dataset has no smooth curve from its cells (the page's note, docs/dask.md).
 SMOOTH_FROM_CELLS = (
-    "The smooth diagram is drawn for the sample only: its kernel weighs each row by its "
-    "distance to the curve's point, and the cells (up to 0.01 wide at both ends of [0, 1], "
-    "where an overconfident network puts most of its rows) do not say where in the cell "
-    "the rows are; the curve drawn from the cells' means moved by up to 0.048 on DenseNet "
-    "CIFAR-100 at the same bandwidth, and its automatic bandwidth is itself a fixed point "
-    "on the rows. No bound in the cell width exists."
+    "Smooth diagram: on the sample only. Its kernel weighs each row by where its score "
+    "lies, which the cells do not keep (they are up to 0.01 wide at both ends of [0, 1], "
+    "where most rows of an overconfident network are): drawn from the cells' means, the "
+    "curve moved by up to 0.048 (DenseNet on CIFAR-100, same bandwidth), and its automatic "
+    "bandwidth is a fixed point on the rows. No bound in the cell width holds."
 )
 
 
@@ -237,7 +236,4 @@ def summary_curve_view(
 
 
 #: The figure's note of a dataset's cumulative panels.
-CELLS_NOTE = (
-    "exact at the edges of the cached cells (markers); shaded box: where the curve can be "
-    "between two edges; KS and Kuiper bracketed"
-)
+CELLS_NOTE = "exact at the cell edges (markers) · grey: its range between edges"

@@ -237,8 +237,8 @@ def test_views_the_cells_cannot_answer_say_so(ctx):
     frequency = dataset_panel(ctx, sid, "binary", state, RawSettings(scheme="frequency"))
     assert FREQUENCY_NOTE.format(n_bins=15) in str(frequency)
     smooth = str(dataset_panel(ctx, sid, "binary", state, RawSettings(kind="smooth")))
-    assert "drawn for the sample only" in smooth and "Fit maps on a sample" in smooth
-    assert "No bound in the cell width exists" in smooth
+    assert "Smooth diagram: on the sample only" in smooth and "Fit maps on a sample" in smooth
+    assert "No bound in the cell width holds" in smooth
     binary = dataset_panel(ctx, sid, "binary", state, RawSettings(notion="binary"))
     assert "Dataset binary" in str(binary)
     # The page's class follows the model list's models: one the dataset lacks shows its worst.
@@ -282,7 +282,7 @@ def test_the_cumulative_diagram_of_a_dataset_is_exact_at_the_cell_edges(
         curves = _traces(figure, "cumulative difference (labels − scores)")
         boxes = _traces(figure, "range between cell edges")
         assert len(curves) == len(boxes) >= 1
-        assert "exact at the edges of the cached cells" in str(figure["layout"])
+        assert "exact at the cell edges (markers)" in str(figure["layout"])
         classes = [None] if notion != "class" else list(range(4))
         for curve in curves:  # in "all classes" the worst come first: match each by its class
             matched = False

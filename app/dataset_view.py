@@ -99,8 +99,11 @@ KIND_NOTES = {
 MAPS_NOTE = (
     "The diagrams above are the whole dataset, uncalibrated. Calibration maps are fitted on "
     "a sample (Fit maps on a sample, below), which also gives their diagrams of every kind "
-    "and their verdict, on that sample. The diagnostics cards (Diagnostics section) need "
-    "every row in memory: they are offered for uploaded models only."
+    "and their verdict, on that sample. The uploads' diagnostics cards are shown where they "
+    "can be, each saying on which rows: on all rows here when the cached statistics give "
+    "them exactly (the calibration-error estimators, once this bin count's equal-frequency "
+    "bins are computed), on the sample with the maps otherwise; the resampling test, the "
+    "bootstrap intervals and the decision view resample or split rows: uploads only."
 )
 LOG_LOSS_PARTS_NOTE = (
     "Log-loss cal. and ref. are n/a for {models}: {why}. The Brier parts are exact for any "

@@ -31,6 +31,7 @@ from app.callbacks.datasets import (  # noqa: E402
 )
 from app.config import AppConfig, ConfigError  # noqa: E402
 from app.context import AppContext  # noqa: E402
+from app.dataset_diagnostics import whole_estimators  # noqa: E402
 from app.dataset_view import (  # noqa: E402
     FREQUENCY_NOTE,
     dataset_view,
@@ -39,8 +40,10 @@ from app.dataset_view import (  # noqa: E402
     target_statistics,
 )
 from app.datasets import Datasets, scan_datasets  # noqa: E402
+from app.diagnostics.overview import estimators  # noqa: E402
+from app.diagnostics.target import notion_spec  # noqa: E402
 from app.session import new_session_id  # noqa: E402
-from app.settings import SCORE_PARTS_ON, RawSettings, parse_view  # noqa: E402
+from app.settings import ALL_CLASSES, SCORE_PARTS_ON, RawSettings, parse_view  # noqa: E402
 from calibration_core import (  # noqa: E402
     CalibrationInputError,
     compare_maps,
@@ -328,9 +331,16 @@ def test_maps_on_a_dataset_sample_are_the_in_memory_comparison(ctx, datasets_dir
             maps=["temperature", "isotonic"], n_bins=m, scheme=scheme, score_parts=parts,
             handles=[],
         )  # fmt: skip
-        shown = str(maps_panel(ctx, sid, "logs", state, raw))
+        *panel, cards = maps_panel(ctx, sid, "logs", state, raw)
+        shown = str(panel)  # the cards' notes say rows were "not fitted on"
         assert "calibration maps on a sample" in shown and "3-fold cross-fitting" in shown
         assert "not fitted" not in shown
+        assert "Diagnostics, on the sample" in str(cards)
+        for rows in ("2,100", "500", "1,000"):  # each model's own sample: logs, main, other
+            assert f"Computed on the sample ({rows} rows, seed 0)" in str(cards)
+        for title in ("ECE against the number of bins", "Hosmer-Lemeshow goodness of fit"):
+            assert f"{title} · other" in str(cards)
+        assert "Plug-in, adaptive and debiased calibration errors · main" in str(cards)
         assert ("log-loss cal." in shown) == bool(parts)  # the parts box adds the parts
         stats = ctx.datasets.cached(sid, "logs")["summaries"]
         view = maps_view_of(entry, stats, raw)
@@ -526,6 +536,21 @@ def test_equal_frequency_bins_of_a_dataset_are_the_in_memory_core_once_computed(
     # Asking again does not run anything on the cluster.
     state, progress = _run_with(ctx, sid, "logs", raw)
     assert state["error"] is None and progress == []
+    # The estimators card is then offered on all rows, equal to the uploads' card in memory.
+    for scheme in ("frequency", "width"):
+        shown = str(dataset_panel(ctx, sid, "logs", state, RawSettings(scheme=scheme, n_bins=7)))
+        assert "Diagnostics, on all rows" in shown and "Computed on all rows." in shown
+        for notion, value in (("confidence", None), ("class", "2"), ("class", ALL_CLASSES)):
+            view = parse_view(notion, value, scheme, 7, "wilson", 0.95)
+            for name, summary in summaries.items():
+                got = whole_estimators(summary, view, frequency[name])
+                pred = load_predictions_of(*reference[name], name)
+                want = estimators(pred, notion_spec(model_info("logs", summary), view), view)
+                for key in ("plugin_ece", "adaptive_ece", "plugin_l2", "debiased_l2", "ace"):
+                    assert abs(getattr(got, key) - getattr(want, key)) <= TOL, (scheme, key)
+    assert "Diagnostics, on all rows" not in str(
+        dataset_panel(ctx, sid, "logs", state, RawSettings(n_bins=8))  # not computed for 8
+    )
 
 
 def _run_with(ctx, sid, name, raw):

@@ -62,7 +62,13 @@ Calibration per group and per calendar time window (:mod:`.slices`) is exact on
 every row for the point estimates (the kernel on each group's rows, kept as the
 sums of the bins asked for); intervals and tests run on the sample.
 
-Not yet: equal-width bin counts above 100 and the consistency band.
+The cumulative-differences curve of the whole dataset
+(:func:`~.cumulative.summary_cumulative`) is exact at every cell edge (the rows
+below a threshold are whole cells); between edges the cells bound it, so its
+KS and Kuiper statistics, sigma and p-values come as ``(low, high)``.
+
+Not yet: equal-width bin counts above 100, the consistency band, and a smooth
+reliability curve from the cells (no bound in the cell width: docs/dask.md).
 
 Entry points
 ------------
@@ -75,6 +81,7 @@ from __future__ import annotations
 
 from .apply import apply_map_to_dataset, dataset_deployable
 from .cells import CELL_THRESHOLDS, MAX_CELL_BINS, CellStatistics
+from .cumulative import CellCumulative, summary_cumulative
 from .engine import dataset_summaries, piece_summaries, require_dask, tree_merge
 from .frequency import frequency_statistics
 from .pieces import Piece, ReadOptions, find_pieces
@@ -87,6 +94,7 @@ from .temperature import fit_temperature_on_dataset
 __all__ = [
     "CELL_THRESHOLDS",
     "MAX_CELL_BINS",
+    "CellCumulative",
     "CellStatistics",
     "ModelSummary",
     "Piece",
@@ -109,5 +117,6 @@ __all__ = [
     "sample_predictions",
     "select_map_on_dataset",
     "summarize",
+    "summary_cumulative",
     "tree_merge",
 ]

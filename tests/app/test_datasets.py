@@ -31,7 +31,7 @@ from app.callbacks.datasets import (  # noqa: E402
 )
 from app.config import AppConfig, ConfigError  # noqa: E402
 from app.context import AppContext  # noqa: E402
-from app.dataset_diagnostics import whole_estimators  # noqa: E402
+from app.dataset_diagnostics import HL_MISSING, sample_cards, whole_estimators  # noqa: E402
 from app.dataset_view import (  # noqa: E402
     FREQUENCY_NOTE,
     dataset_view,
@@ -40,6 +40,7 @@ from app.dataset_view import (  # noqa: E402
     target_statistics,
 )
 from app.datasets import Datasets, scan_datasets  # noqa: E402
+from app.diagnostics.cards import hosmer_lemeshow_row  # noqa: E402
 from app.diagnostics.overview import estimators  # noqa: E402
 from app.diagnostics.target import notion_spec  # noqa: E402
 from app.session import new_session_id  # noqa: E402
@@ -341,6 +342,7 @@ def test_maps_on_a_dataset_sample_are_the_in_memory_comparison(ctx, datasets_dir
         for title in ("ECE against the number of bins", "Hosmer-Lemeshow goodness of fit"):
             assert f"{title} · other" in str(cards)
         assert "Plug-in, adaptive and debiased calibration errors · main" in str(cards)
+        assert HL_MISSING not in str(cards)  # the maps' job ran the test once, kept with it
         assert ("log-loss cal." in shown) == bool(parts)  # the parts box adds the parts
         stats = ctx.datasets.cached(sid, "logs")["summaries"]
         view = maps_view_of(entry, stats, raw)
@@ -390,6 +392,14 @@ def test_maps_on_a_dataset_sample_are_the_in_memory_comparison(ctx, datasets_dir
     # Other maps picked since: the last fit is shown, and says so.
     stale = str(maps_panel(ctx, sid, "logs", state, RawSettings(maps=["platt"], handles=[])))
     assert "the maps of the last fit (isotonic, temperature)" in stale
+    hl = entry["models"]["main"]["hosmer_lemeshow"]
+    assert [r.calibrator for r in hl] == ["uncalibrated", "isotonic", "temperature"]
+    want = hosmer_lemeshow_row(entry["models"]["main"]["comparison"].calibrated["isotonic"], 10)
+    assert (hl[1].statistic, hl[1].p_value) == (want.statistic, want.p_value)  # seed 0
+    older = {**entry["models"]["main"]}
+    del older["hosmer_lemeshow"]  # an entry kept before the job ran it
+    old_entry = {**entry, "models": {"main": older}}
+    assert HL_MISSING in str(sample_cards("logs", old_entry, stats, raw.parse()[3], ctx.store))
 
 
 def maps_view_of(entry, summaries, raw):

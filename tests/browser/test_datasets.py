@@ -172,6 +172,12 @@ def test_pick_a_dataset_see_its_diagram_and_rebin_from_the_cache(tab):
     expect(maps.locator(".section-title").nth(1)).to_have_text("Verdict, on the sample")
     card = maps.locator('.verdict-card[data-model="requests"]')
     expect(card).to_contain_text("Computed on the sample: 10,000 rows of requests")
+    # The uploads' diagnostics cards, on the sample, each saying so.
+    cards = maps.locator(".dataset-diagnostics")
+    expect(cards).to_contain_text("Hosmer-Lemeshow goodness of fit · requests")
+    expect(cards.locator(".card-source").first).to_have_text(
+        "Computed on the sample (10,000 rows, seed 0)."
+    )
     ui.wait_callbacks()
     ui.page.screenshot(path=str(SCREENS / "dataset-maps.png"), full_page=True)
     # Smooth and cumulative diagrams of the maps on the sample; the whole dataset stays

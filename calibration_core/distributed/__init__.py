@@ -65,7 +65,13 @@ run on the sample. Windows of rows number each model's rows in the order of the
 pieces (files sorted by path, row groups in file order), counted from the
 footers.
 
-Not yet: equal-width bin counts above 100 and the consistency band.
+The cumulative-differences curve of the whole dataset
+(:func:`~.cumulative.summary_cumulative`) is exact at every cell edge (the rows
+below a threshold are whole cells); between edges the cells bound it, so its
+KS and Kuiper statistics, sigma and p-values come as ``(low, high)``.
+
+Not yet: equal-width bin counts above 100, the consistency band, and a smooth
+reliability curve from the cells (no bound in the cell width: docs/dask.md).
 
 Entry points
 ------------
@@ -78,6 +84,7 @@ from __future__ import annotations
 
 from .apply import apply_map_to_dataset, dataset_deployable
 from .cells import CELL_THRESHOLDS, MAX_CELL_BINS, CellStatistics
+from .cumulative import CellCumulative, summary_cumulative
 from .engine import dataset_summaries, piece_summaries, require_dask, tree_merge
 from .frequency import frequency_statistics
 from .pieces import Piece, ReadOptions, find_pieces
@@ -96,6 +103,7 @@ from .temperature import fit_temperature_on_dataset
 __all__ = [
     "CELL_THRESHOLDS",
     "MAX_CELL_BINS",
+    "CellCumulative",
     "CellStatistics",
     "ModelSummary",
     "Piece",
@@ -119,5 +127,6 @@ __all__ = [
     "sample_predictions",
     "select_map_on_dataset",
     "summarize",
+    "summary_cumulative",
     "tree_merge",
 ]

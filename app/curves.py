@@ -25,6 +25,13 @@ kind's own band at the chosen level (the binomial methods are for bins).
 
 Results are kept in the store's per-process memo by predictions handle,
 notion, class and level.
+
+A server-side dataset's cumulative panels (:func:`summary_curve_view`) come
+from its cell statistics instead
+(:func:`calibration_core.distributed.cumulative.summary_cumulative`): exact
+at the cell edges, with the curve's range between them and its KS and Kuiper
+statistics bracketed. Its smooth curve is not drawn from the cells (see
+:data:`SMOOTH_FROM_CELLS`).
 """
 
 from __future__ import annotations
@@ -34,7 +41,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .analysis import PENDING, Variant, targets, variants
+from .analysis import PENDING, UNCALIBRATED, Variant, targets, variants
 from .settings import HeldOut, ViewSettings
 from .store.data_store import DataStore
 from .store.records import ModelInfo
@@ -68,6 +75,10 @@ class CurvePanel:
     band: np.ndarray | None = None  # half-width under calibration, at the thinned points
     test: Any = None  # calibration_core.measures.CumulativeTestResult (full curve)
     message: str | None = None
+    #: A whole dataset's curve from its cells: the bounds between cell edges
+    #: (calibration_core.distributed.cumulative.CellCumulative); ``test`` is then its
+    #: bracketed test (CumulativeBounds).
+    cells: Any = None
 
 
 @dataclass
@@ -187,3 +198,42 @@ def variants_curve_view(
             else:
                 panels.append(_one_panel(store, variant, label, k, view, band))
     return CurveView(view.kind, panels, notes)
+
+
+#: Why a whole dataset has no smooth curve from its cells (the page's note, docs/dask.md).
+SMOOTH_FROM_CELLS = (
+    "Smooth diagram: on the sample only. Its kernel weighs each row by where its score "
+    "lies, which the cells do not keep (they are up to 0.01 wide at both ends of [0, 1], "
+    "where most rows of an overconfident network are): drawn from the cells' means, the "
+    "curve moved by up to 0.048 (DenseNet on CIFAR-100, same bandwidth), and its automatic "
+    "bandwidth is a fixed point on the rows. No bound in the cell width holds."
+)
+
+
+def summary_cumulative_panel(summary, notion: str, k: int | None, label, level: float):
+    """One cumulative panel of a whole dataset from a model's cells (label: its class)."""
+    from calibration_core.distributed.cumulative import summary_cumulative
+
+    cells = summary_cumulative(summary, notion, k)
+    panel = CurvePanel(UNCALIBRATED, label, cumulative=cells.curve, cells=cells)
+    panel.band, panel.test = cells.curve.band(level), cells.test()
+    return panel
+
+
+def summary_curve_view(
+    summary, rows: list[tuple[int | None, str | None]], view: ViewSettings
+) -> CurveView:
+    """The cumulative panels of a dataset model's uncalibrated scores, one per panel row.
+
+    ``summary``: its :class:`~calibration_core.distributed.ModelSummary`;
+    ``rows``: as :func:`variants_curve_view`'s. Milliseconds: at most 3,098
+    points a panel, no rows read.
+    """
+    panels = [
+        summary_cumulative_panel(summary, view.notion, k, label, view.level) for k, label in rows
+    ]
+    return CurveView("cumulative", panels, [CELLS_NOTE])
+
+
+#: The figure's note of a dataset's cumulative panels.
+CELLS_NOTE = "exact at the cell edges (markers) · grey: its range between edges"

@@ -92,10 +92,6 @@ class SliceSettings:
         return (sid, name, "slices-time", self.time_column, self.window, self.reference,
                 int(n_bins))  # fmt: skip
 
-    def record(self, n_bins: Any) -> dict:
-        """What a job's record says it computed (its error is shown for these settings only)."""
-        return {**self.__dict__, "n_bins": n_bins}
-
 
 def parse_slices(group: Any, min_rows: Any, time_column: Any, window: Any, reference: Any):
     """The settings from the section's controls.

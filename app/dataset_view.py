@@ -14,8 +14,11 @@ parts of a model with more than two classes are not mergeable, and a note says s
 Equal-frequency bins are computed on demand (their edges are order statistics
 of the whole dataset: four more passes over the data on the cluster, per bin
 count; :func:`~calibration_core.distributed.frequency_statistics`, exact) and
-kept per bin count. What needs the rows is not offered for the whole dataset,
-and the page says so: the smooth and cumulative diagrams and the diagnostics.
+kept per bin count. The cumulative diagram is drawn from the cells too
+(:func:`app.curves.summary_curve_view`: exact at every cell edge, the curve's
+range between edges shaded, KS and Kuiper bracketed). What needs the rows is
+not offered for the whole dataset, and the page says so: the smooth diagram
+(:data:`app.curves.SMOOTH_FROM_CELLS`) and the diagnostics cards.
 
 Calibration maps are compared on a reproducible sample of each model
 (:func:`maps_view`): the core's cross-fitted comparison, whose held-out
@@ -85,16 +88,22 @@ FREQUENCY_NOTE = (
     "on the cluster, for each bin count. Press Compute to compute {n_bins} equal-frequency "
     "bins, or choose equal-width bins (any count 1..100), drawn at once."
 )
-KIND_NOTE = (
-    "The smooth and cumulative diagrams need the rows; the whole dataset shows its binned "
-    "reliability diagram, computed from the cached statistics. The maps' section below "
-    "draws them on a sample of each model (Fit maps on a sample)."
-)
+KIND_NOTES = {
+    "smooth": "The whole dataset shows its binned reliability diagram instead; the maps' "
+    "section below draws the smooth one on a sample of each model (Fit maps on a sample).",
+    "cumulative": "The whole dataset's cumulative diagram comes from the cached cell "
+    "statistics: exact at every cell edge (the markers), with the box of each cell where "
+    "the curve can be between two edges; KS and Kuiper are the full curve's, as ranges "
+    "when the cells leave them open.",
+}
 MAPS_NOTE = (
     "The diagrams above are the whole dataset, uncalibrated. Calibration maps are fitted on "
     "a sample (Fit maps on a sample, below), which also gives their diagrams of every kind "
-    "and their verdict, on that sample. The diagnostics cards (Diagnostics section) need "
-    "every row in memory: they are offered for uploaded models only."
+    "and their verdict, on that sample. The uploads' diagnostics cards are shown where they "
+    "can be, each saying on which rows: on all rows here when the cached statistics give "
+    "them exactly (the calibration-error estimators, once this bin count's equal-frequency "
+    "bins are computed), on the sample with the maps otherwise; the resampling test, the "
+    "bootstrap intervals and the decision view resample or split rows: uploads only."
 )
 LOG_LOSS_PARTS_NOTE = (
     "Log-loss cal. and ref. are n/a for {models}: {why}. The Brier parts are exact for any "
@@ -205,7 +214,25 @@ def model_panels(dataset: str, summary, view: ViewSettings, frequency=None) -> M
         keep = worst_classes(eces, DATASET_CLASSES_SHOWN)
         rows, shown = [rows[k] for k in keep], (len(keep), len(rows))
     panels = [panel_of(summary, view, k, label, frequency) for k, label in rows]
-    return ModelView(info, panels, n_scored=summary.n_samples, classes_shown=shown)
+    return ModelView(info, panels, summary.n_samples, classes_shown=shown, class_rows=rows)
+
+
+def whole_figure(summary, mv: ModelView, view: ViewSettings, side_by_side: bool) -> dict:
+    """The whole dataset's diagram of one model: cumulative from its cells, else binned.
+
+    The smooth kind has no version from the cells
+    (:data:`app.curves.SMOOTH_FROM_CELLS`): the binned diagram is drawn, and
+    its subtitle says so.
+    """
+    from .curves import summary_curve_view
+    from .figures.diagram import curves_figure_dict
+    from .figures.reliability import reliability_figure_dict
+
+    if view.kind == "cumulative":
+        cv = summary_curve_view(summary, mv.class_rows, view)
+        return curves_figure_dict(mv, cv, view, WholeDataset(), side_by_side)
+    binned = replace(view, kind="binned")
+    return reliability_figure_dict(mv, binned, WholeDataset(), side_by_side)
 
 
 def model_settings(summary, view: ViewSettings) -> tuple[ViewSettings, list[str]]:
@@ -250,13 +277,16 @@ def dataset_view(
         Equal-frequency bins not computed yet, or a notion the models do not
         have (binary on K != 2, an unknown class).
     """
-    from .figures.reliability import reliability_figure_dict
-
     if view.scheme != "width" and frequency is None:
         raise CalibrationInputError(FREQUENCY_NOTE.format(n_bins=view.n_bins))
     if view.scheme == "width":
         frequency = None
-    notes = [MAPS_NOTE] + ([KIND_NOTE] if view.kind != "binned" else [])
+    from .curves import SMOOTH_FROM_CELLS
+
+    notes = [MAPS_NOTE]
+    if view.kind != "binned":
+        notes += [SMOOTH_FROM_CELLS] if view.kind == "smooth" else []
+        notes.append(KIND_NOTES[view.kind])
     notes += part_notes(summaries, view)
     side_by_side = len(summaries) > 1
     figures, rows = [], []
@@ -265,8 +295,7 @@ def dataset_view(
         notes += why
         own = None if frequency is None else frequency[summary.name]
         mv = model_panels(dataset, summary, shown, own)
-        binned = replace(shown, kind="binned")  # its subtitle names the diagram drawn
-        figures.append(reliability_figure_dict(mv, binned, WholeDataset(), side_by_side))
+        figures.append(whole_figure(summary, mv, shown, side_by_side))
         rows.append(metric_row(summary, view.n_bins, own, view.score_parts))
     return DatasetView(figures, rows, notes, with_parts(DATASET_METRICS, view))
 

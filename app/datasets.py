@@ -200,9 +200,10 @@ class Datasets:
 
         A dict: ``fit_id`` (new for every fit: it keys the page's memo of
         curves), ``maps`` (names), ``heldout`` (its description), ``models``
-        (model name -> ``{"comparison", "info", "measures", "verdict"}``: the
-        core's Comparison on the sample, its SampleInfo, ``measures_summary``
-        of the sample's uncalibrated rows and the comparison's Verdict) and
+        (model name -> ``{"comparison", "info", "measures", "verdict",
+        "hosmer_lemeshow"}``: the core's Comparison on the sample, its
+        SampleInfo, ``measures_summary`` of the sample's uncalibrated rows, the
+        comparison's Verdict and every calibrator's Hosmer-Lemeshow row) and
         ``seconds``.
         """
         if sid is None or not isinstance(name, str):
@@ -242,18 +243,22 @@ class Datasets:
         self.results.set((sid, str(name), "maps"), kept, expire=self.ttl_seconds)
 
     def compare_models(self, path: Path, models: list, maps, heldout, progress: Progress) -> dict:
-        """``{model: {"comparison", "info", "measures", "verdict"}}``: each model's sample.
+        """``{model: {"comparison", "info", "measures", "verdict", "hosmer_lemeshow"}}``.
 
-        The maps are cross-fitted on the sample and the binning-free measures of
-        its uncalibrated rows computed (seeded by the sample's seed), each as
-        one task on the cluster, as ``evaluate --engine dask --maps --measures``;
-        then the comparison's verdict (its paired bootstrap, here in the job,
-        once: about 0.5 s per model at 1e5 rows), as that command computes it.
+        The maps are cross-fitted on each model's sample and the binning-free
+        measures of its uncalibrated rows computed (seeded by the sample's
+        seed), each as one task on the cluster, as ``evaluate --engine dask
+        --maps --measures``; then the comparison's verdict (its paired
+        bootstrap, here in the job, once: about 0.5 s per model at 1e5 rows),
+        as that command computes it, and the uploads' Hosmer-Lemeshow card of
+        every calibrator (:func:`app.dataset_diagnostics.sample_hosmer_lemeshow`).
         """
         from distributed import KilledWorker
 
         from calibration_core.distributed import compare_maps_on_sample, run_on_sample
         from calibration_core.measures import measures_summary
+
+        from .dataset_diagnostics import sample_hosmer_lemeshow
 
         done = {}
         with self.client() as client:
@@ -262,7 +267,8 @@ class Datasets:
                     i,
                     len(models),
                     f"{model}: sampling up to {MAPS_SAMPLE_ROWS:,} rows and cross-fitting "
-                    f"{', '.join(maps)} on the cluster, then its measures and verdict",
+                    f"{', '.join(maps)} on the cluster, then its measures, verdict and "
+                    "Hosmer-Lemeshow test",
                 )
                 try:
                     found = compare_maps_on_sample(
@@ -283,6 +289,7 @@ class Datasets:
                     "info": found.info,
                     "measures": measures,
                     "verdict": found.comparison.verdict(),
+                    "hosmer_lemeshow": sample_hosmer_lemeshow(found.comparison),
                 }
         progress(len(models), len(models), "maps fitted")
         return done

@@ -14,6 +14,9 @@
   (:func:`maps_panel`) draws the kept held-out predictions for the page's
   binning (either scheme), notion, band and diagram kind, and the verdict
   of each model's sample (:func:`app.verdict.sample_verdicts`).
+* Diagnostics cards (:mod:`app.dataset_diagnostics`): the uploads' cards, on
+  all rows under the dataset's view where the cached statistics give them
+  exactly, on the sample under the maps' view otherwise, each saying which.
 * "Per group and over time" of the dataset: :mod:`app.callbacks.dataset_slices`.
 """
 
@@ -28,8 +31,10 @@ from calibration_core import CalibrationInputError
 
 from .. import ids
 from ..context import AppContext
+from ..dataset_diagnostics import DatasetCard, sample_cards, whole_cards
 from ..dataset_view import dataset_view, maps_view
 from ..diagnostics.beyond import MEASURES
+from ..diagnostics.layout import GRAPH_CONFIG, table_component
 from ..figures.common import graph_config
 from ..metrics_table import PARTS
 from ..settings import RawSettings, SettingsError
@@ -177,6 +182,33 @@ def measures_table(rows: list[dict]) -> html.Div:
     )
 
 
+def cards_section(cards: list[DatasetCard], title: str) -> html.Div:
+    """A dataset's diagnostics cards, each naming its model and the rows it was computed on."""
+    if not cards:
+        return html.Div()
+    items = []
+    for card in cards:
+        if card.table is not None:
+            body = table_component(card.table)
+        else:
+            body = dcc.Graph(figure=card.figure, config=GRAPH_CONFIG)
+        heading_text = f"{card.title} · {card.model}"
+        items.append(
+            html.Div(
+                [
+                    html.H3(heading_text, className="diag-title"),
+                    html.P(f"Computed on {card.source}.", className="caption card-source"),
+                    body,
+                ],
+                className="diag-card",
+            )
+        )
+    return html.Div(
+        [html.H3(title, className="dataset-measures-title"), *items],
+        className="dataset-diagnostics",
+    )
+
+
 def maps_heading(name: str, entry: dict, shown: list) -> html.Div:
     """What was fitted on which sample, how long it took, and how stale it is."""
     samples = ", ".join(
@@ -212,6 +244,8 @@ def maps_panel(ctx: AppContext, sid: str | None, name: Any, done: Any, raw: RawS
             return [*errors, note(NO_MAPS.format(name=name))]
         _, maps, _, view = raw.parse()
         shown = maps_view(name, entry, stats["summaries"], view, ctx.store)
+        whole = ctx.datasets.cached_frequency(sid, name, view.n_bins) is not None
+        cards = sample_cards(name, entry, stats["summaries"], view, ctx.store, whole)
     except CalibrationInputError as exc:
         return [*errors, note(str(exc))]
     stale = []
@@ -238,6 +272,7 @@ def maps_panel(ctx: AppContext, sid: str | None, name: Any, done: Any, raw: RawS
             verdict_children(shown.verdicts, "Verdict, on the sample"), className="dataset-verdict"
         ),
         html.Div(graphs, className="reliability-grid"),
+        cards_section(cards, "Diagnostics, on the sample"),
     ]
 
 
@@ -297,10 +332,9 @@ def dataset_panel(ctx: AppContext, sid: str | None, name: Any, done: Any, raw: R
             return [*errors, note(NOT_COMPUTED.format(name=name))]
         start = time.perf_counter()
         view = raw.parse()[3]
-        frequency = None
-        if view.scheme == "frequency":
-            frequency = ctx.datasets.cached_frequency(sid, name, view.n_bins)
+        frequency = ctx.datasets.cached_frequency(sid, name, view.n_bins)
         shown = dataset_view(name, entry["summaries"], view, frequency)
+        cards = whole_cards(entry["summaries"], view, frequency)
         seconds = time.perf_counter() - start
     except CalibrationInputError as exc:
         return [*errors, note(str(exc))]
@@ -314,6 +348,7 @@ def dataset_panel(ctx: AppContext, sid: str | None, name: Any, done: Any, raw: R
         *(note(n) for n in shown.notes),
         html.Div(graphs, className="reliability-grid"),
         metrics_table(shown.rows, shown.columns),
+        cards_section(cards, "Diagnostics, on all rows"),
     ]
 
 

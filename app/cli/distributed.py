@@ -182,6 +182,7 @@ def evaluate_on_dask(args: argparse.Namespace, out) -> int:
     from calibration_core.distributed.frequency import frequency_statistics
 
     maps = sample_maps(args)
+    time_spec(args)  # refused windows before the cluster starts
     bar = ProgressBar(sys.stderr, "summarising") if sys.stderr.isatty() else None
     with dask_client(args) as client:
         read = {"label_column": args.label_column, "renormalize": args.renormalize}
@@ -249,18 +250,15 @@ def dask_slices(args: argparse.Namespace, client) -> dict[str, dict[str, Any]]:
     with the group and time columns.
     """
     from calibration_core.distributed.slices import GroupSpec, dataset_groups
-    from calibration_core.slices import parse_reference
 
-    from .slices import group_columns, reference_argument
+    from .slices import group_columns
 
     read = {"label_column": args.label_column, "renormalize": args.renormalize}
     specs = {}
     if args.group_by:
         specs["slices"] = GroupSpec(columns=tuple(group_columns(args.group_by)), n_bins=args.bins)
     if args.window:
-        period = parse_reference(reference_argument(args))
-        specs["time"] = GroupSpec(window=args.window, time_column=args.time_column,
-                                  reference=period, n_bins=args.bins)  # fmt: skip
+        specs["time"] = time_spec(args)
     found = {key: dataset_groups(args.file, spec, client=client, **read)
              for key, spec in specs.items()}  # fmt: skip
     names = list(next(iter(found.values())))
@@ -268,6 +266,35 @@ def dask_slices(args: argparse.Namespace, client) -> dict[str, dict[str, Any]]:
         name: model_dask_slices(args, client, name, specs, {k: f[name] for k, f in found.items()})
         for name in names
     }
+
+
+def time_spec(args: argparse.Namespace):
+    """The :class:`~calibration_core.distributed.slices.GroupSpec` of ``--window`` (None without).
+
+    Its refusals come before any pass: a reference in dates for windows of N
+    rows, and for them a row group of several models, found in the files'
+    footers (:func:`~calibration_core.distributed.pieces.model_first_rows`).
+    """
+    from calibration_core.distributed.pieces import (
+        ReadOptions,
+        dataset_name,
+        find_pieces,
+        model_first_rows,
+    )
+    from calibration_core.distributed.slices import GroupSpec
+    from calibration_core.slices import parse_reference
+
+    from .slices import reference_argument
+
+    if not args.window:
+        return None
+    period = parse_reference(reference_argument(args))
+    spec = GroupSpec(window=args.window, time_column=args.time_column, reference=period,
+                     n_bins=args.bins)  # fmt: skip
+    if spec.rows_window:
+        options = ReadOptions(args.label_column, args.renormalize, dataset_name(args.file))
+        model_first_rows(find_pieces(args.file), options)
+    return spec
 
 
 def model_dask_slices(args, client, name: str, specs: dict, groups: dict) -> dict[str, Any]:

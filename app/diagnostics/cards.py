@@ -77,7 +77,7 @@ class HosmerLemeshowRow:
     message: str | None = None
 
 
-def _hosmer_lemeshow(pred: Predictions, groups: int) -> HosmerLemeshowRow:
+def hosmer_lemeshow_row(pred: Predictions, groups: int) -> HosmerLemeshowRow:
     """The test of one calibrator with the core's defaults; a refusal becomes the row's message."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", SmallSampleWarning)
@@ -121,7 +121,10 @@ def hosmer_lemeshow_rows(
             rows.append(HosmerLemeshowRow(v.calibrator, message=v.message))
             continue
         row = memo(
-            store, v, ("hl", groups, HL_P_VALUE), lambda pred=v.pred: _hosmer_lemeshow(pred, groups)
+            store,
+            v,
+            ("hl", groups, HL_P_VALUE),
+            lambda pred=v.pred: hosmer_lemeshow_row(pred, groups),
         )
         rows.append(HosmerLemeshowRow(**{**row.__dict__, "calibrator": v.calibrator}))
     return rows

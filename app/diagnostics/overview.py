@@ -101,6 +101,19 @@ def estimators(pred: Predictions, spec: NotionSpec, view: ViewSettings) -> Estim
     per_class = (
         mass if spec.kind == "classwise" else pred.classwise_statistics(Binning("frequency", n))
     )
+    return estimators_from_statistics(plugin, mass, per_class)
+
+
+def estimators_from_statistics(
+    plugin: list[BinStatistics], mass: list[BinStatistics], per_class
+) -> EstimatorRow:
+    """The estimators of :func:`estimators` from per-bin statistics alone.
+
+    ``plugin``: the view's bins of each column of the notion; ``mass``: their
+    equal-mass bins; ``per_class``: every class's equal-mass bins (ACE). A
+    server-side dataset passes its exact equal-frequency statistics
+    (:func:`app.dataset_diagnostics.whole_estimators`).
+    """
     gaps = np.concatenate([s.gap[s.count > 0] for s in per_class])
     return EstimatorRow(
         calibrator="",

@@ -10,6 +10,12 @@ its p-value and Kuiper's p-value in the corner (computed on the full curve).
 A calibrated model stays inside the band; a steady slope over a stretch of
 ranks is a miscalibrated stretch of scores, and the slope is the gap there
 (upwards: more events than predicted).
+
+A server-side dataset's panel (:func:`app.curves.summary_curve_view`) is drawn
+from its cell statistics: the curve with a marker at every cell edge, where
+it is exact, a grey box per cell for where the curve can be between two
+edges, and the KS error, its p-value and Kuiper's p-value as ranges (each
+shown as one number when both ends agree to the digits shown).
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ from .curve_grid import colour_of, corner_note, curve_figure, legend_once
 from .diagnostics import format_p
 
 BAND_FILL = "rgba(230, 159, 0, 0.28)"
+CELLS_FILL = "rgba(90, 90, 90, 0.30)"
 
 
 def _band(panel: CurvePanel, level: float, s: str, legend: set) -> dict:
@@ -44,8 +51,33 @@ def _band(panel: CurvePanel, level: float, s: str, legend: set) -> dict:
     }
 
 
+def _within_cells(panel: CurvePanel, s: str, legend: set) -> dict:
+    """One box per cell, spanning its ranks and the curve's range inside it."""
+    rank, cells = panel.cumulative.rank, panel.cells
+    x = np.repeat(rank, 2)[1:-1]  # r0 r1 r1 r2 r2 ... r_M
+    top, bottom = np.repeat(cells.upper[1:], 2), np.repeat(cells.lower[1:], 2)
+    return {
+        "type": "scatter",
+        "x": np.concatenate([x, x[::-1]]),
+        "y": np.concatenate([top, bottom[::-1]]),
+        "xaxis": f"x{s}",
+        "yaxis": f"y{s}",
+        "fill": "toself",
+        "fillcolor": CELLS_FILL,
+        "line": {"width": 0},
+        "mode": "lines",
+        "name": "range between cell edges",
+        "legendgroup": "cells",
+        "showlegend": legend_once("cells", legend),
+        "hoverinfo": "skip",
+    }
+
+
 def _curve(panel: CurvePanel, s: str, legend: set) -> dict:
     curve = panel.cumulative
+    edges = {}
+    if panel.cells is not None:  # exact at the cell edges only: mark them
+        edges = {"mode": "lines+markers", "marker": {"size": 3, "color": colour_of(panel)}}
     return {
         "type": "scatter",
         "x": curve.rank,
@@ -60,6 +92,7 @@ def _curve(panel: CurvePanel, s: str, legend: set) -> dict:
         "customdata": curve.score,
         "hovertemplate": "rank %{x:.3f}<br>score %{customdata:.4f}"
         "<br>difference %{y:.5f}<extra></extra>",
+        **edges,
     }
 
 
@@ -71,16 +104,31 @@ def cumulative_note(test) -> str:
     )
 
 
+def _span(bounds: tuple[float, float], show) -> str:
+    """``"a"`` when both ends show alike, else ``"a–b"``."""
+    low, high = (show(v) for v in bounds)
+    return low if low == high else f"{low}–{high}"
+
+
+def cells_note(bounds) -> str:
+    """The corner of a panel from the cells: KS, its p-value and Kuiper's, as ranges."""
+    return (
+        f"KS {_span(bounds.ks_error, lambda v: f'{v:.4f}')} "
+        f"(p {_span(bounds.ks_p_value, format_p)})"
+        f"<br>Kuiper p {_span(bounds.kuiper_p_value, format_p)}"
+    )
+
+
 def cumulative_panel_traces(
     panel: CurvePanel, s: str, legend: set, level: float = 0.95, band: bool = True
 ) -> tuple[list[dict], list[dict]]:
-    """Band, zero line and curve of one panel, and its KS/Kuiper note."""
+    """Band, zero line, (a dataset's range between cell edges) and curve, and the KS/Kuiper note."""
     traces = [_band(panel, level, s, legend)] if band else []
-    traces += [
-        perfect_calibration_trace(s, legend_once("diagonal", legend), y_end=0.0),
-        _curve(panel, s, legend),
-    ]
-    return traces, [corner_note(cumulative_note(panel.test), s)]
+    traces.append(perfect_calibration_trace(s, legend_once("diagonal", legend), y_end=0.0))
+    if panel.cells is None:
+        return [*traces, _curve(panel, s, legend)], [corner_note(cumulative_note(panel.test), s)]
+    traces += [_within_cells(panel, s, legend), _curve(panel, s, legend)]
+    return traces, [corner_note(cells_note(panel.test), s)]
 
 
 def y_limit(cv: CurveView, band: bool) -> float:
@@ -89,6 +137,8 @@ def y_limit(cv: CurveView, band: bool) -> float:
     for panel in cv.panels:
         if panel.cumulative is not None:
             top = max(top, float(np.max(np.abs(panel.cumulative.difference))))
+            if panel.cells is not None:
+                top = max(top, float(np.abs(panel.cells.lower).max()), panel.cells.upper.max())
             if band:
                 top = max(top, float(np.max(panel.band)))
     return 1.1 * top if top > 0 else 0.01

@@ -58,11 +58,20 @@ log-loss (K = 2) come from per-bin sums too (:mod:`.parts`,
 (each row's estimated class frequencies are renormalised over its K bins at
 once) and are None.
 
-Calibration per group and per calendar time window (:mod:`.slices`) is exact on
-every row for the point estimates (the kernel on each group's rows, kept as the
-sums of the bins asked for); intervals and tests run on the sample.
+Calibration per group, per calendar time window and per window of N rows
+(:mod:`.slices`) is exact on every row for the point estimates (the kernel on
+each group's rows, kept as the sums of the bins asked for); intervals and tests
+run on the sample. Windows of rows number each model's rows in the order of the
+pieces (files sorted by path, row groups in file order), counted from the
+footers.
 
-Not yet: equal-width bin counts above 100 and the consistency band.
+The cumulative-differences curve of the whole dataset
+(:func:`~.cumulative.summary_cumulative`) is exact at every cell edge (the rows
+below a threshold are whole cells); between edges the cells bound it, so its
+KS and Kuiper statistics, sigma and p-values come as ``(low, high)``.
+
+Not yet: equal-width bin counts above 100, the consistency band, and a smooth
+reliability curve from the cells (no bound in the cell width: docs/dask.md).
 
 Entry points
 ------------
@@ -75,11 +84,18 @@ from __future__ import annotations
 
 from .apply import apply_map_to_dataset, dataset_deployable
 from .cells import CELL_THRESHOLDS, MAX_CELL_BINS, CellStatistics
+from .cumulative import CellCumulative, summary_cumulative
 from .engine import dataset_summaries, piece_summaries, require_dask, tree_merge
 from .frequency import frequency_statistics
 from .pieces import Piece, ReadOptions, find_pieces
 from .platt import fit_platt_on_dataset
-from .sample import SampleInfo, fit_map_on_sample, run_on_sample, sample_predictions
+from .sample import (
+    SampleInfo,
+    draw_sample,
+    fit_map_on_sample,
+    run_on_sample,
+    sample_predictions,
+)
 from .select import SampleComparison, compare_maps_on_sample, select_map_on_dataset
 from .summary import ModelSummary, merge_summaries, summarize
 from .temperature import fit_temperature_on_dataset
@@ -87,6 +103,7 @@ from .temperature import fit_temperature_on_dataset
 __all__ = [
     "CELL_THRESHOLDS",
     "MAX_CELL_BINS",
+    "CellCumulative",
     "CellStatistics",
     "ModelSummary",
     "Piece",
@@ -97,6 +114,7 @@ __all__ = [
     "compare_maps_on_sample",
     "dataset_deployable",
     "dataset_summaries",
+    "draw_sample",
     "find_pieces",
     "fit_map_on_sample",
     "fit_platt_on_dataset",
@@ -109,5 +127,6 @@ __all__ = [
     "sample_predictions",
     "select_map_on_dataset",
     "summarize",
+    "summary_cumulative",
     "tree_merge",
 ]

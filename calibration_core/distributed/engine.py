@@ -23,6 +23,7 @@ __all__ = [
     "SPLIT_EVERY",
     "SUMMARY_BATCH_BYTES",
     "SUMMARY_BATCH_ROWS",
+    "WHOLE_ROW_GROUP_BYTES",
     "WORKER_MALLOC",
     "dataset_summaries",
     "local_cluster",
@@ -111,13 +112,24 @@ SUMMARY_BATCH_ROWS = 1 << 18
 SUMMARY_BATCH_BYTES = 48 << 20
 
 
+#: Decoded bytes (counted as for :data:`SUMMARY_BATCH_BYTES`) up to which a row group is read
+#: in one batch: pyarrow decodes a row group read whole without the copy into batches that a
+#: row group read in parts costs, 20-25 % of the decode (0.041-0.045 against 0.052-0.055 CPU s
+#: per 1e6 x 10 float32 row group, whatever the batch size below the row group;
+#: BENCHMARKS.md). 96 MiB takes pyarrow's default row groups of 2**20 rows whole up to K = 11.
+WHOLE_ROW_GROUP_BYTES = 96 << 20
+
+
 def summary_batch_rows(piece: Piece) -> int:
-    """Rows per batch of a piece: :data:`SUMMARY_BATCH_ROWS` within :data:`SUMMARY_BATCH_BYTES`.
+    """Rows per batch of a piece: the whole row group within :data:`WHOLE_ROW_GROUP_BYTES`,
+    else :data:`SUMMARY_BATCH_ROWS` within :data:`SUMMARY_BATCH_BYTES`.
 
     At least 1,024 rows (the budget is exceeded only beyond 6,000 columns).
     """
     if not piece.n_columns:
         return SUMMARY_BATCH_ROWS
+    if piece.n_rows * 8 * piece.n_columns <= WHOLE_ROW_GROUP_BYTES:
+        return max(piece.n_rows, 1)
     return max(1024, min(SUMMARY_BATCH_ROWS, SUMMARY_BATCH_BYTES // (8 * piece.n_columns)))
 
 

@@ -21,6 +21,7 @@ import pyarrow.parquet as pq
 
 from ..errors import CalibrationInputError
 from ..io.checks import Context
+from ..io.columns import MODEL_COLUMN, find_label_column
 from ..io.tables import table_to_predictions
 from ..predictions import Predictions
 
@@ -33,6 +34,8 @@ __all__ = [
     "ReadOptions",
     "dataset_name",
     "find_pieces",
+    "model_first_row",
+    "model_first_rows",
     "piece_batches",
     "read_piece",
     "read_piece_batches",
@@ -142,6 +145,113 @@ def find_pieces(source) -> list[Piece]:
                 pieces.append(Piece(path, i, first, n, meta.num_columns))
             first += n
     return pieces
+
+
+def model_first_rows(pieces: list[Piece], options: ReadOptions) -> list[dict[str, int]]:
+    """Per piece, the number of its first row of each model among that model's rows.
+
+    Rows are numbered from 0 in the order of the pieces (files sorted by path,
+    row groups in file order), each model's rows on their own, as the in-memory
+    loader numbers a model's rows of one file (the rows of its ``model``
+    column's value, or all rows without one). Only the footers are read: a row
+    group's rows belong to one model when the files have no ``model`` column,
+    or when its statistics show one value.
+
+    Returns
+    -------
+    list of dict of str to int
+        One dict per piece: its models (by name) and the number of the first
+        row of each. Empty for a row group whose model column has missing
+        values (the loader refuses them when the piece is read).
+
+    Raises
+    ------
+    CalibrationInputError
+        A row group holding several models, or without statistics of its model
+        column: its models' rows cannot be numbered from the footers.
+    """
+    metadata: dict[str, pq.FileMetaData] = {}
+    seen: dict[str, int] = {}
+    out = []
+    for piece in pieces:
+        if piece.path not in metadata:
+            metadata[piece.path] = pq.ParquetFile(piece.path).metadata
+        counts = _piece_models(piece, metadata[piece.path], options)
+        out.append({name: seen.get(name, 0) for name in counts})
+        for name, n in counts.items():
+            seen[name] = seen.get(name, 0) + n
+    return out
+
+
+def _model_leaf(meta: pq.FileMetaData, options: ReadOptions) -> int | None:
+    """The leaf column of the file's model column as the loader finds it (None: no such column).
+
+    A schema the loader refuses counts as none: reading the piece reports it.
+    """
+    names = [str(n) for n in meta.schema.to_arrow_schema().names]
+    try:
+        label = names[find_label_column(names, options.label_column, Context("", "table"))]
+    except CalibrationInputError:
+        return None
+    found = [n for n in names if n.lower() == MODEL_COLUMN and n != label]
+    leaves = [
+        j for j in range(meta.num_columns) if found and meta.schema.column(j).path == found[0]
+    ]
+    return leaves[0] if leaves else None
+
+
+_NOT_NUMBERED = (
+    "so each model's rows cannot be numbered in file order from the files' footers (windows "
+    "of N rows count every model's rows on their own); write each row group with the rows of "
+    "one model (a stable sort by model before writing keeps each model's rows in order; or "
+    "write one file per model), or use a calendar window of a time column (1d, 1w, 1m), or "
+    "--engine memory."
+)
+
+
+def _piece_models(piece: Piece, meta: pq.FileMetaData, options: ReadOptions) -> dict[str, int]:
+    """The models of one piece and their rows, from its row group's statistics."""
+    leaf = _model_leaf(meta, options)
+    if leaf is None:
+        return {options.name: piece.n_rows}
+    column = meta.row_group(piece.row_group).column(leaf)
+    stats, how = column.statistics, _NOT_NUMBERED
+    if stats is not None and stats.has_null_count and stats.null_count:
+        return {}  # the loader refuses rows without a model when the piece is read
+    if stats is None or not stats.has_min_max:
+        raise CalibrationInputError(
+            f"{piece.where}: its model column {column.path_in_schema!r} has no statistics "
+            f"(minimum and maximum), {how}"
+        )
+    if stats.min != stats.max:
+        raise CalibrationInputError(
+            f"{piece.where} holds rows of several models (its column "
+            f"{column.path_in_schema!r} runs from {stats.min!r} to {stats.max!r}), {how}"
+        )
+    value = stats.min
+    return {
+        value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value): piece.n_rows
+    }
+
+
+def model_first_row(first_rows: dict[str, int], model: str) -> int:
+    """The number of ``model``'s first row in a piece, of :func:`model_first_rows`.
+
+    Raises
+    ------
+    CalibrationInputError
+        When the piece's rows name a model its row group's statistics do not
+        (a model column whose values the statistics write otherwise).
+    """
+    if model not in first_rows:
+        listed = ", ".join(repr(n) for n in first_rows) or "none"
+        raise CalibrationInputError(
+            f"these rows are of model {model!r}, but the statistics of their row group "
+            f"name {listed}, so they cannot be numbered from the files' footers; write the "
+            "model column as text, or use a calendar window of a time column (1d, 1w, 1m), "
+            "or --engine memory."
+        )
+    return first_rows[model]
 
 
 def dataset_name(source) -> str:

@@ -20,11 +20,19 @@ from ..errors import CalibrationInputError
 from ..maps.registry import make_map
 from ..predictions import Predictions, with_extra
 from .engine import require_dask
-from .pieces import ReadOptions, dataset_name, find_pieces, read_piece
+from .pieces import (
+    ReadOptions,
+    dataset_name,
+    find_pieces,
+    model_first_row,
+    model_first_rows,
+    read_piece,
+)
 
 __all__ = [
     "DEFAULT_SAMPLE_ROWS",
     "SampleInfo",
+    "draw_sample",
     "fit_map_on_sample",
     "fit_on_sample",
     "run_on_sample",
@@ -64,11 +72,15 @@ def sample_piece(
     q: float,
     seed: int,
     columns: tuple[str, ...] = (),
+    first_rows: dict[str, int] | None = None,
 ):
     """Task: the sampled rows of ``model`` in one piece.
 
-    Returns ``(probs, logits or None, labels, class names, other columns)``; the
-    other columns are those of ``columns`` the piece has (``Predictions.extra``).
+    Returns ``(probs, logits or None, labels, class names, other columns, row
+    numbers or None)``; the other columns are those of ``columns`` the piece has
+    (``Predictions.extra``); the row numbers, with ``first_rows``
+    (:func:`~.pieces.model_first_rows` of the piece), number the sampled rows
+    among the model's rows.
     """
     for pred in read_piece(piece, options):
         if pred.name != model:
@@ -77,11 +89,28 @@ def sample_piece(
         rows = np.flatnonzero(draw < q)
         logits = None if pred.logits is None else pred.logits[rows]
         extra = {c: pred.extra[c][rows] for c in columns if c in pred.extra}
-        return pred.probs[rows], logits, pred.labels[rows], tuple(pred.class_names), extra
+        numbers = None
+        if first_rows is not None:
+            try:
+                numbers = model_first_row(first_rows, model) + rows
+            except CalibrationInputError as exc:
+                raise CalibrationInputError(f"{piece.where}: {exc}") from None
+        found = pred.probs[rows], logits, pred.labels[rows], tuple(pred.class_names), extra
+        return *found, numbers
     return None
 
 
-def sample_predictions(
+def sample_predictions(source, **options) -> tuple[Predictions, SampleInfo]:
+    """A reproducible uniform sample of at most ``size`` rows of one model.
+
+    :func:`draw_sample` without the rows' numbers: the same parameters but
+    ``row_numbers``, and its first two results.
+    """
+    pred, info, _ = draw_sample(source, **options)
+    return pred, info
+
+
+def draw_sample(
     source,
     *,
     size: int = DEFAULT_SAMPLE_ROWS,
@@ -92,8 +121,9 @@ def sample_predictions(
     renormalize: bool = False,
     name: str | None = None,
     columns: tuple[str, ...] = (),
-) -> tuple[Predictions, SampleInfo]:
-    """A reproducible uniform sample of at most ``size`` rows of one model.
+    row_numbers: bool = False,
+) -> tuple[Predictions, SampleInfo, np.ndarray | None]:
+    """A reproducible uniform sample of at most ``size`` rows of one model, and their numbers.
 
     Parameters
     ----------
@@ -109,10 +139,16 @@ def sample_predictions(
         Other columns of the files kept with the sampled rows
         (``Predictions.extra``: group or time columns); the same rows are drawn
         with or without them.
+    row_numbers : bool
+        Also number the sampled rows among the model's rows in the order of
+        the pieces (:func:`~.pieces.model_first_rows`, which may refuse a row
+        group of several models); the same rows are drawn either way.
 
     Returns
     -------
-    Predictions, SampleInfo
+    Predictions, SampleInfo, numpy.ndarray of int64 or None
+        The sample, how it was drawn, and (with ``row_numbers``) the 0-based
+        numbers of its rows, shape (rows,), increasing.
     """
     dask = require_dask()
     if int(size) < 1:
@@ -122,23 +158,37 @@ def sample_predictions(
     pieces = find_pieces(source)
     total = sum(p.n_rows for p in pieces)
     q = min(1.0, int(size) / total)
+    firsts = model_first_rows(pieces, options) if row_numbers else [None] * len(pieces)
     task = dask.delayed(sample_piece, pure=True)
     columns = tuple(columns)
-    parts = [task(p, i, options, model, q, int(seed), columns) for i, p in enumerate(pieces)]
+    parts = [task(p, i, options, model, q, int(seed), columns, f)
+             for i, (p, f) in enumerate(zip(pieces, firsts, strict=True))]  # fmt: skip
     results = dask.compute(*parts) if client is None else client.gather(client.compute(parts))
     found = [r for r in results if r is not None]
     if not found:
         raise CalibrationInputError(f"the dataset has no rows of model {model!r}.")
+    pred, numbers = _gathered(found, model, int(size), int(seed))
+    return pred, SampleInfo(pred.n_samples, int(seed), q, total), numbers
+
+
+def _gathered(found: list[tuple], model: str, size: int, seed: int):
+    """The pieces' sampled rows as one :class:`Predictions` of at most ``size`` rows.
+
+    When more were drawn, a draw seeded by ``(seed, 1)`` keeps ``size`` of them.
+    Returns the predictions and the rows' numbers (None when not numbered).
+    """
     probs = np.concatenate([r[0] for r in found])
     labels = np.concatenate([r[2] for r in found])
     logits = None if found[0][1] is None else np.concatenate([r[1] for r in found])
     kept = [c for c in found[0][4] if all(c in r[4] for r in found)]
     extra = {c: np.concatenate([r[4][c] for r in found]) for c in kept}
+    numbers = None if found[0][5] is None else np.concatenate([r[5] for r in found])
     if labels.shape[0] > size:
-        keep = np.sort(np.random.default_rng([int(seed), 1]).choice(labels.shape[0], size, False))
+        keep = np.sort(np.random.default_rng([seed, 1]).choice(labels.shape[0], size, False))
         probs, labels = probs[keep], labels[keep]
         logits = None if logits is None else logits[keep]
         extra = {c: v[keep] for c, v in extra.items()}
+        numbers = None if numbers is None else numbers[keep]
     common = {"class_names": found[0][3], "name": model}
     pred = (
         Predictions.from_probs(probs, labels, **common)
@@ -147,7 +197,7 @@ def sample_predictions(
     )
     if extra:
         pred = with_extra(pred, extra)
-    return pred, SampleInfo(int(labels.shape[0]), int(seed), q, total)
+    return pred, numbers
 
 
 def run_on_sample(function, sample: Predictions, client: Any = None, /, **kwargs):
@@ -189,7 +239,7 @@ def fit_map_on_sample(
     map_name : str
         A registry name (``"isotonic"``, ``"histogram"``, ``"dirichlet"``, ...).
     size, seed, **options
-        As in :func:`sample_predictions`.
+        As in :func:`draw_sample`.
 
     Returns
     -------

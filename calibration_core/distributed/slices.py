@@ -18,9 +18,16 @@ Groups are numbered and labelled at the end, from the distinct combinations of
 all pieces, by the in-memory rules
 (:func:`~calibration_core.slices.value_groups`: sorted by value, missing values
 one group, more than 1,000 groups refused); a single batch with more than
-1,000 is refused at once, naming its rows. Windows of N rows are refused: the
-in-memory engine counts a model's rows in file order, which the pieces of a
-dataset do not know without another pass.
+1,000 is refused at once, naming its rows.
+
+Windows of N rows number each model's rows from 0 in the order of the pieces
+(files sorted by path, row groups in file order), as the in-memory engine
+numbers a model's rows of one file (:func:`~calibration_core.slices.times.row_windows`):
+the dataset is one file made of its files in that order. Every task gets the
+number of its piece's first row of each model, counted on the client from the
+files' footers (:func:`~.pieces.model_first_rows`: row counts, and the
+statistics of a ``model`` column), so no pass over the data is added; a row
+group holding several models is refused, naming it.
 """
 
 from __future__ import annotations
@@ -46,13 +53,22 @@ from ..slices.times import (
     find_time_column,
     parse_times,
     parse_window,
+    row_window_label,
+    row_windows,
     time_values,
     window_index,
     window_label,
     window_starts,
 )
 from .engine import require_dask, summary_batch_rows, tree_merge
-from .pieces import ReadOptions, dataset_name, find_pieces, read_piece_batches
+from .pieces import (
+    ReadOptions,
+    dataset_name,
+    find_pieces,
+    model_first_row,
+    model_first_rows,
+    read_piece_batches,
+)
 from .sample import DEFAULT_SAMPLE_ROWS
 from .summary import ModelSummary, SummaryBuilder
 
@@ -76,12 +92,13 @@ class GroupSpec:
     columns : tuple of str
         Group columns (empty for windows).
     window : str or None
-        A calendar window (``1d``, ``1w``, ``1m``); windows of rows are refused.
+        A calendar window (``1d``, ``1w``, ``1m``) or N rows (``5000rows``).
     time_column : str or None
         The time column; default the one the in-memory engine finds.
     reference : ReferencePeriod or None
         The reference period of the windows: rows of a period in dates are
-        kept apart within their window (the reference block is exact too).
+        kept apart within their window (the reference block is exact too);
+        windows of rows take window numbers only, as in memory.
     n_bins : int
         M of the equal-width bins of the ECE/MCE (1..100).
     """
@@ -93,13 +110,13 @@ class GroupSpec:
     n_bins: int = 15
 
     def __post_init__(self) -> None:
-        if self.window is not None and parse_window(self.window)[0] == "rows":
-            raise CalibrationInputError(
-                f"--window {self.window}: windows of rows are not supported with --engine dask "
-                "(they count each model's rows in file order, which the pieces of a dataset "
-                "do not know); use calendar windows of a time column (1d, 1w, 1m) or "
-                "--engine memory."
-            )
+        if self.rows_window and self.reference is not None and self.reference.kind == "dates":
+            reference_rows(self.reference, row_windows(np.zeros(0, np.int64), 1, 0))  # refused
+
+    @property
+    def rows_window(self) -> bool:
+        """Windows of N rows (not of a time column)."""
+        return self.window is not None and parse_window(self.window)[0] == "rows"
 
 
 @dataclass(frozen=True, eq=False)
@@ -244,14 +261,39 @@ def window_keys(pred: Predictions, spec: GroupSpec, table: pa.Table, ctx: Contex
     return codes, keys, seen
 
 
-def batch_groups(table: pa.Table, ctx: Context, options: ReadOptions, spec: GroupSpec):
-    """The :class:`ModelGroups` of every model of one batch (the loader's predictions)."""
+def row_keys(pred: Predictions, spec: GroupSpec, table: pa.Table, ctx: Context,
+             next_rows: dict[str, int]):  # fmt: skip
+    """Windows of N rows: codes, keys ``(window number, False)``, the batch's :class:`ModelGroups`.
+
+    ``next_rows`` holds the number of every model's next row (among its rows)
+    and is moved past this batch's. A time column is checked as in memory
+    (an unknown ``time_column``, values that are not times) though not used.
+    """
+    column = find_time_column(pred, spec.time_column)
+    if column is not None:
+        batch_times(pred, spec, table, ctx)
+    first = model_first_row(next_rows, pred.name)
+    next_rows[pred.name] = first + pred.n_samples
+    count = parse_window(spec.window)[1]
+    windows = (first + np.arange(pred.n_samples)) // count
+    keys = [(int(w), False) for w in range(windows[0], windows[-1] + 1)]
+    return windows - windows[0], keys, ModelGroups({}, column)
+
+
+def batch_groups(table: pa.Table, ctx: Context, options: ReadOptions, spec: GroupSpec,
+                 next_rows: dict[str, int] | None = None):  # fmt: skip
+    """The :class:`ModelGroups` of every model of one batch (the loader's predictions).
+
+    ``next_rows``: for windows of rows, as :func:`row_keys` takes it.
+    """
     from .pieces import table_predictions
 
     out = {}
     for pred in table_predictions(table, ctx, options):
         if spec.window is None:
             (codes, keys), seen = column_keys(pred, spec), ModelGroups()
+        elif spec.rows_window:
+            codes, keys, seen = row_keys(pred, spec, table, ctx, next_rows)
         else:
             codes, keys, seen = window_keys(pred, spec, table, ctx)
         order = np.argsort(codes, kind="stable")
@@ -264,10 +306,17 @@ def batch_groups(table: pa.Table, ctx: Context, options: ReadOptions, spec: Grou
     return out
 
 
-def groups_piece(piece, options: ReadOptions, spec: GroupSpec) -> dict[str, ModelGroups]:
-    """Task: the groups of one row group of one file, batch by batch."""
+def groups_piece(
+    piece, options: ReadOptions, spec: GroupSpec, first_rows: dict[str, int] | None = None
+) -> dict[str, ModelGroups]:
+    """Task: the groups of one row group of one file, batch by batch.
+
+    ``first_rows``: for windows of rows, the number of the piece's first row of
+    each model (:func:`~.pieces.model_first_rows`).
+    """
     rows = summary_batch_rows(piece)
-    use = lambda table, ctx, opts: batch_groups(table, ctx, opts, spec)  # noqa: E731
+    next_rows = None if first_rows is None else dict(first_rows)
+    use = lambda table, ctx, opts: batch_groups(table, ctx, opts, spec, next_rows)  # noqa: E731
     return merge_groups(list(read_piece_batches(piece, options, rows, use=use)))
 
 
@@ -296,7 +345,10 @@ def dataset_groups(
     dask = require_dask()
     options = ReadOptions(label_column, renormalize, name or dataset_name(source))
     task = dask.delayed(groups_piece, pure=True)
-    total = tree_merge([task(p, options, spec) for p in find_pieces(source)], merge=merge_groups)
+    pieces = find_pieces(source)
+    firsts = model_first_rows(pieces, options) if spec.rows_window else [None] * len(pieces)
+    parts = [task(p, options, spec, f) for p, f in zip(pieces, firsts, strict=True)]
+    total = tree_merge(parts, merge=merge_groups)
     result = total.compute() if client is None else client.compute(total).result()
     if not result:
         raise CalibrationInputError("the dataset has no rows.")
@@ -391,9 +443,10 @@ def _exact(merged, labels, spec, min_rows, columns, **extra) -> ExactGroups:
 def _exact_windows(groups: ModelGroups, keys: list, spec: GroupSpec) -> ExactGroups:
     starts = sorted({k[0] for k in keys})
     merged = [_total([groups.totals[k] for k in keys if k[0] == s]) for s in starts]
+    labels = _window_labels(starts, spec, sum(t.rows for t in merged))
     period = spec.reference or parse_reference(1)
     if period.kind == "windows":
-        where = GroupIndex(np.arange(len(starts)), tuple(map(window_label, starts)), ("time",), 0)
+        where = GroupIndex(np.arange(len(starts)), labels, ("time",), 0)
         in_reference = reference_rows(period, where)  # its checks: windows that exist
         block = [merged[w] for w in np.flatnonzero(in_reference)]
     else:
@@ -407,13 +460,42 @@ def _exact_windows(groups: ModelGroups, keys: list, spec: GroupSpec) -> ExactGro
     check_windows_left(period, in_reference)
     reference = _total(block)
     ref = {k: float(v[0]) for k, v in table_metrics([reference], spec.n_bins).items()}
-    labels = tuple(window_label(s) for s in starts)
     return _exact(merged, labels, spec, 0, ("time",), reference=ref,
                   reference_rows=reference.rows, in_reference=in_reference)  # fmt: skip
 
 
-def sample_windows(sample: Predictions, column: str, window: str) -> GroupIndex:
-    """The windows of a drawn sample (its time column kept by ``sample_predictions``)."""
+def _window_labels(starts: list[int], spec: GroupSpec, n_rows: int) -> tuple[str, ...]:
+    """Labels of windows by key: first days, or window numbers of N rows of ``n_rows``."""
+    if spec.rows_window:
+        count = parse_window(spec.window)[1]
+        return tuple(row_window_label(w, count, n_rows) for w in starts)
+    return tuple(window_label(s) for s in starts)
+
+
+def sample_windows(
+    sample: Predictions,
+    column: str | None,
+    window: str,
+    rows: np.ndarray | None = None,
+    n_rows: int = 0,
+) -> GroupIndex:
+    """The windows of a drawn sample, labelled as the dataset's.
+
+    Parameters
+    ----------
+    sample : Predictions
+        Calendar windows: its time column ``column`` kept by ``sample_predictions``.
+    column : str or None
+    window : str
+    rows : numpy.ndarray of int, optional
+        Windows of rows: the sampled rows' numbers among the model's rows
+        (``draw_sample(..., row_numbers=True)``).
+    n_rows : int
+        Windows of rows: the model's rows in the dataset.
+    """
+    unit, count = parse_window(window)
+    if unit == "rows":
+        return row_windows(rows, count, n_rows)
     return window_index(time_values(sample, column), window, sample.n_samples)
 
 
@@ -559,8 +641,10 @@ def model_slices(
     """One model's ``slices``/``time`` objects: its exact groups, then its sample's reports.
 
     The sample is drawn once with the group and time columns
-    (:func:`~calibration_core.distributed.sample_predictions`); the in-memory
-    reports run on it as one task each (:func:`~calibration_core.distributed.run_on_sample`).
+    (:func:`~calibration_core.distributed.draw_sample`); with windows of N rows
+    its rows are numbered among the model's rows, which gives their windows. The
+    in-memory reports run on it as one task each
+    (:func:`~calibration_core.distributed.run_on_sample`).
 
     Parameters
     ----------
@@ -576,13 +660,14 @@ def model_slices(
     drawn : SliceSample
     client : distributed.Client, optional
     """
-    from .sample import sample_predictions
+    from .sample import draw_sample
 
     columns = (*specs["slices"].columns,) if "slices" in specs else ()
     columns += (time_column,) if time_column else ()
-    sample, info = sample_predictions(
+    sample, info, numbers = draw_sample(
         source, size=drawn.rows, seed=drawn.seed, client=client, model=name, columns=columns,
         label_column=label_column, renormalize=renormalize,
+        row_numbers="time" in specs and specs["time"].rows_window,
     )  # fmt: skip
     on = {"rows": info.rows, "seed": info.seed, "of": int(next(iter(exact.values())).sizes.sum())}
     out: dict[str, Any] = {}
@@ -590,7 +675,7 @@ def model_slices(
         out["slices"] = sample_slices(sample, exact["slices"], specs["slices"], drawn, on, client)
     if "time" in exact:
         out["time"] = sample_time(sample, exact["time"], specs["time"], time_column, drawn, on,
-                                  client)  # fmt: skip
+                                  client, numbers)  # fmt: skip
     return out
 
 
@@ -608,13 +693,16 @@ def sample_slices(sample: Predictions, exact: ExactGroups, spec: GroupSpec, draw
     return slices_dict(exact, report.to_dict(), on, drawn.level)
 
 
-def sample_time(sample: Predictions, exact: ExactGroups, spec: GroupSpec, column: str,
-                drawn: SliceSample, on: dict, client: Any = None) -> dict[str, Any]:  # fmt: skip
+def sample_time(sample: Predictions, exact: ExactGroups, spec: GroupSpec, column: str | None,
+                drawn: SliceSample, on: dict, client: Any = None,
+                numbers: np.ndarray | None = None) -> dict[str, Any]:  # fmt: skip
     """The ``time`` object: exact windows, ``drift_report``'s bounds and flags on the sample.
 
-    When the sample cannot be judged on its own (e.g. no sampled row falls in
-    the reference period), the bounds are null, nothing is flagged, and
-    ``intervals_error`` says why.
+    ``numbers``: with windows of N rows, the sampled rows' numbers among the
+    model's rows (their windows, labelled as the dataset's). When the sample
+    cannot be judged on its own (e.g. no sampled row falls in the reference
+    period), the bounds are null, nothing is flagged, and ``intervals_error``
+    says why.
     """
     from ..binning import Binning
     from ..slices import drift_report
@@ -623,7 +711,7 @@ def sample_time(sample: Predictions, exact: ExactGroups, spec: GroupSpec, column
     period = spec.reference or parse_reference(1)
     report, error = None, None
     try:
-        windows = sample_windows(sample, column, spec.window)
+        windows = sample_windows(sample, column, spec.window, numbers, int(exact.sizes.sum()))
         report = run_on_sample(drift_report, sample, client, windows=windows, reference=period,
                                binning=Binning("width", spec.n_bins),
                                n_resamples=max(drawn.n_resamples, 1), level=drawn.level,

@@ -123,11 +123,7 @@ def window_index(times: np.ndarray | None, window: str, n_rows: int) -> GroupInd
     """
     unit, count = parse_window(window)
     if unit == "rows":
-        codes = np.arange(n_rows) // count
-        labels = tuple(
-            f"rows {c * count + 1}-{min((c + 1) * count, n_rows)}" for c in range(codes[-1] + 1)
-        )
-        return GroupIndex(codes.astype(np.intp), labels, ("row",), 0)
+        return row_windows(np.arange(n_rows), count, n_rows)
     if times is None:
         raise CalibrationInputError(
             f"a window of {window!r} needs a time column (timestamp, time or date, or name "
@@ -136,6 +132,34 @@ def window_index(times: np.ndarray | None, window: str, n_rows: int) -> GroupInd
     codes, uniques = pd.factorize(window_starts(times, unit, count), sort=True)
     labels = tuple(window_label(u) for u in uniques)
     return GroupIndex(codes.astype(np.intp), labels, ("time",), 0, times)
+
+
+def row_windows(rows: np.ndarray, count: int, n_rows: int) -> GroupIndex:
+    """Windows of ``count`` rows as groups: row ``r`` (0-based, in file order) is in ``r // count``.
+
+    Parameters
+    ----------
+    rows : numpy.ndarray of int, shape (N,)
+        The rows' numbers among the model's rows: ``arange(n_rows)`` for all of
+        them, or those of a sample (only the windows holding one of them are groups).
+    count : int
+        Rows per window.
+    n_rows : int
+        The model's rows (the last window ends there).
+
+    Returns
+    -------
+    GroupIndex
+        Labels ``rows 1-5000`` (1-based, both ends included), in row order.
+    """
+    codes, uniques = pd.factorize(np.asarray(rows, dtype=np.int64) // count, sort=True)
+    labels = tuple(row_window_label(int(u), count, n_rows) for u in uniques)
+    return GroupIndex(codes.astype(np.intp), labels, ("row",), 0)
+
+
+def row_window_label(window: int, count: int, n_rows: int) -> str:
+    """The label of window ``window`` (0-based) of ``count`` rows: ``rows 5001-10000``."""
+    return f"rows {window * count + 1}-{min((window + 1) * count, n_rows)}"
 
 
 def window_starts(times: np.ndarray, unit: str, count: int) -> np.ndarray:

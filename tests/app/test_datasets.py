@@ -31,6 +31,7 @@ from app.callbacks.datasets import (  # noqa: E402
 )
 from app.config import AppConfig, ConfigError  # noqa: E402
 from app.context import AppContext  # noqa: E402
+from app.dataset_diagnostics import HL_MISSING, sample_cards, whole_estimators  # noqa: E402
 from app.dataset_view import (  # noqa: E402
     FREQUENCY_NOTE,
     dataset_view,
@@ -39,8 +40,11 @@ from app.dataset_view import (  # noqa: E402
     target_statistics,
 )
 from app.datasets import Datasets, scan_datasets  # noqa: E402
+from app.diagnostics.cards import hosmer_lemeshow_row  # noqa: E402
+from app.diagnostics.overview import estimators  # noqa: E402
+from app.diagnostics.target import notion_spec  # noqa: E402
 from app.session import new_session_id  # noqa: E402
-from app.settings import SCORE_PARTS_ON, RawSettings, parse_view  # noqa: E402
+from app.settings import ALL_CLASSES, SCORE_PARTS_ON, RawSettings, parse_view  # noqa: E402
 from calibration_core import (  # noqa: E402
     CalibrationInputError,
     compare_maps,
@@ -48,6 +52,7 @@ from calibration_core import (  # noqa: E402
     score_parts,
 )
 from calibration_core.compare.results import score_probs  # noqa: E402
+from calibration_core.measures import cumulative_differences  # noqa: E402
 from calibration_core.metrics import classwise_statistics, confidence_statistics  # noqa: E402
 
 from .conftest import make_context  # noqa: E402
@@ -236,7 +241,8 @@ def test_views_the_cells_cannot_answer_say_so(ctx):
     frequency = dataset_panel(ctx, sid, "binary", state, RawSettings(scheme="frequency"))
     assert FREQUENCY_NOTE.format(n_bins=15) in str(frequency)
     smooth = str(dataset_panel(ctx, sid, "binary", state, RawSettings(kind="smooth")))
-    assert "need the rows" in smooth and "Fit maps on a sample" in smooth
+    assert "Smooth diagram: on the sample only" in smooth and "Fit maps on a sample" in smooth
+    assert "No bound in the cell width holds" in smooth
     binary = dataset_panel(ctx, sid, "binary", state, RawSettings(notion="binary"))
     assert "Dataset binary" in str(binary)
     # The page's class follows the model list's models: one the dataset lacks shows its worst.
@@ -246,6 +252,55 @@ def test_views_the_cells_cannot_answer_say_so(ctx):
     assert "has no class named '8'" in lacking and "showing all 2 classes" in lacking
     other = new_session_id()  # another session has to compute its own
     assert "not computed yet" in str(dataset_panel(ctx, other, "binary", None, RawSettings()))
+
+
+def _traces(figure: dict, name: str) -> list[dict]:
+    return [trace for trace in figure["data"] if trace.get("name") == name]
+
+
+@pytest.mark.parametrize(
+    ("dataset", "notion", "class_value"),
+    [("logs", "confidence", None), ("logs", "class", "all"), ("binary", "binary", None)],
+)
+def test_the_cumulative_diagram_of_a_dataset_is_exact_at_the_cell_edges(
+    ctx, datasets_dir, dataset, notion, class_value
+):
+    folder = datasets_dir / dataset
+    one = [str(datasets_dir / f"{dataset}.parquet")]
+    paths = sorted(str(p) for p in folder.glob("*.parquet")) if folder.is_dir() else one
+    reference = _reference(paths) if folder.is_dir() else None
+    sid = new_session_id()
+    state, _ = _run(ctx, sid, dataset)
+    assert state["error"] is None
+    raw = RawSettings(kind="cumulative", notion=notion, class_value=class_value, handles=[])
+    shown = str(dataset_panel(ctx, sid, dataset, state, raw))
+    assert "exact at every cell edge" in shown and "need the rows" not in shown
+    summaries = ctx.datasets.cached(sid, dataset)["summaries"]
+    view = dataset_view(dataset, summaries, raw.parse()[3])
+    for figure, name in zip(view.figures, summaries, strict=True):
+        if reference is None:
+            (pred,) = load_predictions(paths[0])
+            probs, labels = pred.probs, pred.labels
+        else:
+            probs, labels = reference[name]
+        curves = _traces(figure, "cumulative difference (labels − scores)")
+        boxes = _traces(figure, "range between cell edges")
+        assert len(curves) == len(boxes) >= 1
+        assert "exact at the cell edges (markers)" in str(figure["layout"])
+        classes = [None] if notion != "class" else list(range(4))
+        for curve in curves:  # in "all classes" the worst come first: match each by its class
+            matched = False
+            for k in classes:
+                full = cumulative_differences(probs, labels, notion=notion, class_index=k)
+                rows = np.rint(full.rank * full.n_samples).astype(np.int64)
+                edges = np.rint(np.asarray(curve["x"]) * full.n_samples).astype(np.int64)
+                at = np.searchsorted(rows, edges).clip(0, rows.shape[0] - 1)
+                if np.array_equal(rows[at], edges) and np.allclose(
+                    full.difference[at], curve["y"], rtol=0, atol=TOL
+                ):
+                    matched = True
+                    break
+            assert matched, (dataset, notion, name)
 
 
 # ------------------------------------------------------------------- maps
@@ -277,9 +332,17 @@ def test_maps_on_a_dataset_sample_are_the_in_memory_comparison(ctx, datasets_dir
             maps=["temperature", "isotonic"], n_bins=m, scheme=scheme, score_parts=parts,
             handles=[],
         )  # fmt: skip
-        shown = str(maps_panel(ctx, sid, "logs", state, raw))
+        *panel, cards = maps_panel(ctx, sid, "logs", state, raw)
+        shown = str(panel)  # the cards' notes say rows were "not fitted on"
         assert "calibration maps on a sample" in shown and "3-fold cross-fitting" in shown
         assert "not fitted" not in shown
+        assert "Diagnostics, on the sample" in str(cards)
+        for rows in ("2,100", "500", "1,000"):  # each model's own sample: logs, main, other
+            assert f"Computed on the sample ({rows} rows, seed 0)" in str(cards)
+        for title in ("ECE against the number of bins", "Hosmer-Lemeshow goodness of fit"):
+            assert f"{title} · other" in str(cards)
+        assert "Plug-in, adaptive and debiased calibration errors · main" in str(cards)
+        assert HL_MISSING not in str(cards)  # the maps' job ran the test once, kept with it
         assert ("log-loss cal." in shown) == bool(parts)  # the parts box adds the parts
         stats = ctx.datasets.cached(sid, "logs")["summaries"]
         view = maps_view_of(entry, stats, raw)
@@ -329,6 +392,14 @@ def test_maps_on_a_dataset_sample_are_the_in_memory_comparison(ctx, datasets_dir
     # Other maps picked since: the last fit is shown, and says so.
     stale = str(maps_panel(ctx, sid, "logs", state, RawSettings(maps=["platt"], handles=[])))
     assert "the maps of the last fit (isotonic, temperature)" in stale
+    hl = entry["models"]["main"]["hosmer_lemeshow"]
+    assert [r.calibrator for r in hl] == ["uncalibrated", "isotonic", "temperature"]
+    want = hosmer_lemeshow_row(entry["models"]["main"]["comparison"].calibrated["isotonic"], 10)
+    assert (hl[1].statistic, hl[1].p_value) == (want.statistic, want.p_value)  # seed 0
+    older = {**entry["models"]["main"]}
+    del older["hosmer_lemeshow"]  # an entry kept before the job ran it
+    old_entry = {**entry, "models": {"main": older}}
+    assert HL_MISSING in str(sample_cards("logs", old_entry, stats, raw.parse()[3], ctx.store))
 
 
 def maps_view_of(entry, summaries, raw):
@@ -353,7 +424,7 @@ def test_maps_of_a_dataset_draw_every_kind_and_the_samples_verdict(
 
     from app.cli import main
     from app.curves import cumulative_panel, smooth_panel
-    from app.dataset_view import KIND_NOTE, maps_view
+    from app.dataset_view import KIND_NOTES, maps_view
 
     sid = new_session_id()
     maps = ["isotonic", "temperature"]
@@ -389,12 +460,14 @@ def test_maps_of_a_dataset_draw_every_kind_and_the_samples_verdict(
                 np.testing.assert_array_equal(trace["y"], want.difference)
         shown = str(maps_panel(ctx, sid, "binary", state, raw))
         assert "not drawn for a dataset" not in shown
-        # The whole dataset's diagrams stay binned, from the cached statistics, and say so.
+        # The whole dataset's smooth diagram stays binned and says so; its cumulative
+        # one is drawn from the cached statistics.
         whole = dataset_panel(ctx, sid, "binary", state, raw)
-        assert KIND_NOTE in str(whole) and "Verdict" not in str(whole)
+        assert KIND_NOTES[kind] in str(whole) and "Verdict" not in str(whole)
         whole_figure = dataset_view("binary", stats, raw.parse()[3]).figures[0]
-        assert "15 equal-width bins" in str(whole_figure["layout"])
-        assert "no bins" not in str(whole_figure["layout"])
+        binned = "15 equal-width bins" in str(whole_figure["layout"])
+        assert binned == (kind == "smooth")
+        assert ("no bins" in str(whole_figure["layout"])) == (kind == "cumulative")
     # The page's redraws keep the curves of this fit in the store's memo (not another fit's).
     import app.curves
 
@@ -473,6 +546,21 @@ def test_equal_frequency_bins_of_a_dataset_are_the_in_memory_core_once_computed(
     # Asking again does not run anything on the cluster.
     state, progress = _run_with(ctx, sid, "logs", raw)
     assert state["error"] is None and progress == []
+    # The estimators card is then offered on all rows, equal to the uploads' card in memory.
+    for scheme in ("frequency", "width"):
+        shown = str(dataset_panel(ctx, sid, "logs", state, RawSettings(scheme=scheme, n_bins=7)))
+        assert "Diagnostics, on all rows" in shown and "Computed on all rows." in shown
+        for notion, value in (("confidence", None), ("class", "2"), ("class", ALL_CLASSES)):
+            view = parse_view(notion, value, scheme, 7, "wilson", 0.95)
+            for name, summary in summaries.items():
+                got = whole_estimators(summary, view, frequency[name])
+                pred = load_predictions_of(*reference[name], name)
+                want = estimators(pred, notion_spec(model_info("logs", summary), view), view)
+                for key in ("plugin_ece", "adaptive_ece", "plugin_l2", "debiased_l2", "ace"):
+                    assert abs(getattr(got, key) - getattr(want, key)) <= TOL, (scheme, key)
+    assert "Diagnostics, on all rows" not in str(
+        dataset_panel(ctx, sid, "logs", state, RawSettings(n_bins=8))  # not computed for 8
+    )
 
 
 def _run_with(ctx, sid, name, raw):

@@ -190,14 +190,25 @@ def test_pick_a_dataset_see_its_diagram_and_rebin_from_the_cache(tab):
     expect(maps.locator(".section-title").nth(1)).to_have_text("Verdict, on the sample")
     card = maps.locator('.verdict-card[data-model="requests"]')
     expect(card).to_contain_text("Computed on the sample: 10,000 rows of requests")
+    # The uploads' diagnostics cards, on the sample, each saying so.
+    cards = maps.locator(".dataset-diagnostics")
+    expect(cards).to_contain_text("Hosmer-Lemeshow goodness of fit · requests")
+    expect(cards.locator(".card-source").first).to_have_text(
+        "Computed on the sample (10,000 rows, seed 0)."
+    )
     ui.wait_callbacks()
     ui.page.screenshot(path=str(SCREENS / "dataset-maps.png"), full_page=True)
-    # Smooth and cumulative diagrams of the maps on the sample; the whole dataset stays binned.
+    # Smooth and cumulative diagrams of the maps on the sample; the whole dataset stays
+    # binned for the smooth kind and draws its cumulative diagram from the cells.
+    whole = {
+        "smooth": "The whole dataset shows its binned reliability diagram instead",
+        "cumulative": "exact at every cell edge",
+    }
     for kind, curve in (("smooth", "smoothed frequency"), ("cumulative", "cumulative difference")):
         ui.page.locator(f"#diagram-kind input[value={kind}]").check()
         expect(maps.locator(".reliability-graph").first).to_contain_text(curve)
         expect(maps.locator(".reliability-graph").first).to_contain_text("on a sample of")
-        expect(section).to_contain_text("the whole dataset shows its binned reliability diagram")
+        expect(section).to_contain_text(whole[kind])
     ui.wait_callbacks()
     ui.page.screenshot(path=str(SCREENS / "dataset-maps-cumulative.png"), full_page=True)
     ui.watch.assert_clean()

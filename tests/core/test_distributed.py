@@ -455,9 +455,13 @@ def test_wide_files_are_summarised_in_batches_of_fewer_rows(tmp_path, monkeypatc
     _write(tmp_path / "wide.parquet", probs, labels, row_group_size=5000)
     (piece,) = find_pieces(str(tmp_path / "wide.parquet"))
     assert piece.n_columns == 31
-    assert summary_batch_rows(piece) == SUMMARY_BATCH_BYTES // (8 * 31) < SUMMARY_BATCH_ROWS
-    assert summary_batch_rows(replace(piece, n_columns=11)) == SUMMARY_BATCH_ROWS
-    assert summary_batch_rows(replace(piece, n_columns=10**6)) == 1024
+    assert summary_batch_rows(piece) == 5000  # the whole row group: 1.2 MB decoded
+    big = replace(piece, n_rows=10**6)  # 248 MB decoded
+    assert summary_batch_rows(big) == SUMMARY_BATCH_BYTES // (8 * 31) < SUMMARY_BATCH_ROWS
+    assert summary_batch_rows(replace(big, n_columns=11)) == 10**6  # 88 MB: whole
+    assert summary_batch_rows(replace(big, n_rows=2 * 10**6, n_columns=11)) == SUMMARY_BATCH_ROWS
+    assert summary_batch_rows(replace(big, n_columns=10**6)) == 1024
+    monkeypatch.setattr(engine, "WHOLE_ROW_GROUP_BYTES", 0)
     monkeypatch.setattr(engine, "SUMMARY_BATCH_BYTES", 8 * 31 * 1500)
     read, batch_rows = engine.read_piece_batches, []
 

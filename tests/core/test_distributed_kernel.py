@@ -27,6 +27,7 @@ from calibration_core import (
     RenormalisedRowsWarning,
     score_parts,
 )
+from calibration_core.distributed import kernel
 from calibration_core.distributed.cells import CELL_THRESHOLDS, N_CELLS
 from calibration_core.distributed.kernel import (
     BlockTotals,
@@ -145,6 +146,50 @@ def test_argmax_ties_after_division_go_to_the_first_column():
         totals = BlockTotals(3)
         summarize_block(row.T.copy(), np.array([label]), exact_tolerance(3), totals)
         assert totals.hits == hits
+
+
+def _damaged(rng, n: int, k: int, dtype) -> tuple[np.ndarray, np.ndarray]:
+    """Rows as stored with bad rows on both sides of sub-block edges (rows 255, 256,
+    511, 700) and a float64 row whose sum overflows without a non-finite value."""
+    stored, labels = _rows(rng, n, k, dtype)
+    stored[255, 1] = np.nan
+    stored[256] = 0.0
+    stored[511, 0] = -0.25
+    labels[700] = k
+    stored[900, 0] = np.inf
+    if dtype == np.float64:
+        stored[901] = 1e308  # sum inf, every value finite: used, as the row loop does
+    return stored, labels
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("k", [2, 3, 10])
+@pytest.mark.parametrize("exact", ["tolerance", "inf"])
+def test_the_sub_block_size_never_changes_a_sum(dtype, k, exact, monkeypatch):
+    """Clean sub-blocks run in vectorised passes, others row by row (one row per
+    sub-block: every clean row through the passes); the sums are the same floats,
+    also when the block is summarised a few rows at a time (``SCRATCH_ROWS``), but
+    for the log-loss, then summed in parts."""
+    stored, labels = _damaged(np.random.default_rng(k), 1500, k, dtype)
+    tolerance = exact_tolerance(k) if exact == "tolerance" else np.inf
+    results = []
+    for sub_rows, scratch_rows in ((1, 1 << 18), (3, 1 << 18), (256, 1 << 18), (4096, 1 << 18),
+                                   (256, 512), (3, 700)):  # fmt: skip
+        monkeypatch.setattr(kernel, "SCRATCH_ROWS", scratch_rows)
+        totals = BlockTotals(k)
+        with np.errstate(all="ignore"):
+            check = summarize_block(stored.T.copy(), labels, tolerance, totals, sub_rows)
+        results.append((totals, check))
+    (first, first_check), *others = results
+    bad = 5 if exact == "tolerance" else 4  # a zero row is only bad when divided
+    assert first_check.bad == bad and first.rows == 1500 - bad
+    for totals, check in others:
+        assert check == first_check
+        for name in ("confidence", "class_cells", "binary"):
+            np.testing.assert_array_equal(getattr(totals, name), getattr(first, name))
+        assert (totals.rows, totals.hits) == (first.rows, first.hits)
+        np.testing.assert_equal(totals.brier, first.brier)
+        np.testing.assert_allclose(totals.log_loss, first.log_loss, rtol=1e-15)
 
 
 @pytest.mark.parametrize("damage", ["nan", "inf", "negative", "zero row", "label -1", "label K"])

@@ -5,12 +5,15 @@ ECE, MCE, Brier score, log-loss) are exact: equal to ``slice_report`` and
 ``drift_report`` on the same rows to 1e-12. Bounds, the homogeneity test and
 the drift flags are those reports' on the recorded uniform sample. The
 in-memory guards hold: small groups flagged, more than 1,000 groups refused,
-values that are not times named by file and rows.
+values that are not times named by file and rows. Windows of N rows number each
+model's rows in the order of the pieces, as the in-memory engine numbers them in
+the files concatenated in that order.
 """
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -23,8 +26,13 @@ distributed = pytest.importorskip("distributed", reason="the 'dask' extra is not
 from app.cli import main  # noqa: E402
 from calibration_core import CalibrationInputError, load_predictions  # noqa: E402
 from calibration_core.binning import Binning  # noqa: E402
-from calibration_core.distributed import sample_predictions  # noqa: E402
+from calibration_core.distributed import draw_sample, sample_predictions  # noqa: E402
 from calibration_core.distributed.engine import local_cluster  # noqa: E402
+from calibration_core.distributed.pieces import (  # noqa: E402
+    ReadOptions,
+    find_pieces,
+    model_first_rows,
+)
 from calibration_core.distributed.slices import (  # noqa: E402
     GroupSpec,
     dataset_groups,
@@ -83,6 +91,11 @@ def dataset(tmp_path_factory):
     return str(folder / "*.parquet"), load_predictions(whole, name=NAME)[0]
 
 
+def _whole(pattern: str) -> str:
+    """The file holding the whole dataset of ``pattern`` (the ``dataset`` fixture's)."""
+    return str(Path(pattern).parent.parent / f"{NAME}-whole.parquet")
+
+
 def _assert_metrics(got: dict, want: dict) -> None:
     for name in GROUP_METRICS:
         np.testing.assert_allclose(got[name], want[name], rtol=0, atol=TOL, err_msg=name)
@@ -122,6 +135,125 @@ def test_window_estimates_equal_drift_report(client, dataset, window, reference)
     assert exact.reference_rows == want.reference.groups.sizes[0]
     _assert_metrics(exact.metrics, want.windows.metrics)
     _assert_metrics({k: [v] for k, v in exact.reference.items()}, want.reference.metrics)
+
+
+def _assert_windows(exact, want) -> None:
+    """Exact windows of a dataset equal a ``DriftReport`` of the same rows (point estimates)."""
+    assert exact.labels == want.windows.groups.labels
+    np.testing.assert_array_equal(exact.sizes, want.windows.groups.sizes)
+    np.testing.assert_array_equal(exact.in_reference, want.in_reference)
+    assert exact.reference_rows == want.reference.groups.sizes[0]
+    _assert_metrics(exact.metrics, want.windows.metrics)
+    _assert_metrics({k: [v] for k, v in exact.reference.items()}, want.reference.metrics)
+
+
+@pytest.mark.parametrize(
+    ("window", "reference"),
+    [("300rows", "1"), ("650rows", "3:4"), ("1100rows", "2:3"), ("2000rows", "1")],
+)
+def test_row_window_estimates_equal_drift_report(client, dataset, window, reference):
+    # row groups of 700 and 900 rows (and the files' last ones of 200): windows smaller and
+    # larger than a row group, none dividing them, the last window partial but for 2000rows
+    pattern, memory = dataset
+    spec = GroupSpec(window=window, reference=parse_reference(reference))
+    found = dataset_groups(pattern, spec, client=client)[NAME]
+    assert found.time_column == "timestamp"  # found and checked, as in memory, not used
+    _, windows = time_windows(memory, window)
+    want = drift_report(memory, windows, reference=reference, n_resamples=0)
+    _assert_windows(exact_groups(found, spec), want)
+    assert want.windows.groups.labels[-1] in ("rows 4801-5000", "rows 4551-5000",
+                                              "rows 4401-5000", "rows 4001-5000")  # fmt: skip
+
+
+def test_row_windows_span_batches_of_a_piece(dataset, monkeypatch):
+    # one row group of 5,000 rows read in batches of 384 rows: numbers run on across batches
+    from calibration_core.distributed import slices
+
+    whole = _whole(dataset[0])
+    monkeypatch.setattr(slices, "summary_batch_rows", lambda piece: 384)
+    spec = GroupSpec(window="500rows", reference=parse_reference("2:3"))
+    exact = exact_groups(dataset_groups(whole, spec, name=NAME)[NAME], spec)
+    _, windows = time_windows(dataset[1], "500rows")
+    _assert_windows(exact, drift_report(dataset[1], windows, reference="2:3", n_resamples=0))
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory):
+    """Two models, one per row group, over two files; the whole as one file (same order)."""
+    folder = tmp_path_factory.mktemp("models")
+    table = _table(3100, 2, 5).drop_columns(["timestamp"])
+    owners = ["b", "a", "b", "a", "a"]  # row groups of 700, 700, 700, 500; then 500
+    model = np.repeat(owners, [700, 700, 700, 500, 500]).astype(object)
+    table = table.append_column("model", pa.array(model))
+    pq.write_table(table.slice(0, 2600), folder / "1.parquet", row_group_size=700)
+    pq.write_table(table.slice(2600), folder / "2.parquet")
+    pq.write_table(table, folder.parent / "models-whole.parquet")
+    return str(folder / "*.parquet"), load_predictions(folder.parent / "models-whole.parquet")
+
+
+def test_row_windows_count_each_models_rows(client, models):
+    pattern, memory = models
+    assert [p.name for p in memory] == ["b", "a"] and [p.n_samples for p in memory] == [1400, 1700]
+    pieces = find_pieces(pattern)
+    firsts = model_first_rows(pieces, ReadOptions(name="x"))
+    assert firsts == [{"b": 0}, {"a": 0}, {"b": 700}, {"a": 700}, {"a": 1200}]
+    spec = GroupSpec(window="450rows", reference=parse_reference("2:3"))
+    found = dataset_groups(pattern, spec, client=client)
+    assert list(found) == ["b", "a"]
+    for pred in memory:
+        _, windows = time_windows(pred, "450rows")
+        want = drift_report(pred, windows, reference="2:3", n_resamples=0)
+        _assert_windows(exact_groups(found[pred.name], spec), want)
+    sample, _, numbers = draw_sample(pattern, size=600, seed=4, model="a", client=client,
+                                     row_numbers=True)  # fmt: skip
+    again, _ = sample_predictions(pattern, size=600, seed=4, model="a", client=client)
+    np.testing.assert_array_equal(sample.probs, again.probs)  # the same rows either way
+    rows = memory[1].probs  # each sampled row is the model's row of its number
+    np.testing.assert_array_equal(sample.probs, rows[numbers])
+    assert np.all(np.diff(numbers) > 0) and numbers.shape == (sample.n_samples,)
+
+
+def test_cli_row_windows_of_models_without_time_column(client, models, capsys):
+    pattern, memory = models
+    doc = _evaluate(capsys, pattern, "--engine", "dask", "--scheduler", client.scheduler.address,
+                    "--window", "450rows", "--reference", "2:3", "--sample-rows", "900",
+                    "--slice-resamples", "20")  # fmt: skip
+    assert [m["model"] for m in doc["models"]] == ["b", "a"]
+    for model, pred in zip(doc["models"], memory, strict=True):
+        t = model["time"]
+        _, windows = time_windows(pred, "450rows")
+        want = drift_report(pred, windows, reference="2:3", n_resamples=0).to_dict()
+        assert t["time_column"] is None and t["reference_windows"] == 2
+        assert [w["window"] for w in t["windows"]] == [w["window"] for w in want["windows"]]
+        for got, row in zip(t["windows"], want["windows"], strict=True):
+            assert got["rows"] == row["rows"] and got["ece"] == pytest.approx(row["ece"], abs=TOL)
+        assert sum(w["sample_rows"] for w in t["windows"]) == t["intervals_evaluated_on"]["rows"]
+
+
+def test_row_windows_refuse_row_groups_of_several_models(client, tmp_path):
+    table = _table(1200, 2, 6).append_column("model", pa.array(["a", "b"] * 600))
+    pq.write_table(table, tmp_path / "mixed.parquet", row_group_size=800)
+    spec = GroupSpec(window="100rows")
+    with pytest.raises(CalibrationInputError, match=r"rows 1-800 \(row group 0\) holds rows of "
+                       r"several models \(its column 'model' runs from 'a' to 'b'\), so each "
+                       "model's rows cannot be numbered"):  # fmt: skip
+        dataset_groups(str(tmp_path / "mixed.parquet"), spec, client=client)
+    pq.write_table(table, tmp_path / "plain.parquet", write_statistics=False)
+    with pytest.raises(CalibrationInputError, match="its model column 'model' has no statistics"):
+        dataset_groups(str(tmp_path / "plain.parquet"), spec, client=client)
+    found = dataset_groups(str(tmp_path / "mixed.parquet"), GroupSpec(window="1d"), client=client)
+    assert list(found) == ["a", "b"]  # calendar windows need no numbers
+
+
+def test_row_windows_take_window_numbers_only(dataset):
+    _, memory = dataset
+    _, windows = time_windows(memory, "500rows")
+    with pytest.raises(CalibrationInputError) as want:
+        drift_report(memory, windows, reference="2024-01-01:2024-01-10", n_resamples=0)
+    with pytest.raises(CalibrationInputError) as got:
+        GroupSpec(window="500rows", reference=parse_reference("2024-01-01:2024-01-10"))
+    assert str(got.value) == str(want.value)
+    assert "the windows are rows" in str(got.value)
 
 
 def _evaluate(capsys, *args) -> dict:
@@ -169,6 +301,37 @@ def test_cli_bounds_are_the_reports_on_the_sample(client, dataset, capsys):
     assert t["reference"]["ece_upper"] == drift["reference"]["ece_upper"]
 
 
+def test_cli_row_windows_match_the_memory_engine(client, dataset, capsys):
+    pattern, _ = dataset
+    whole = _whole(pattern)
+    common = ["--window", "1100rows", "--reference", "1:2", "--seed", "3",
+              "--slice-resamples", "40"]  # fmt: skip
+    doc = _evaluate(capsys, pattern, "--engine", "dask", "--scheduler",
+                    client.scheduler.address, "--sample-rows", "1500", *common)  # fmt: skip
+    t = _evaluate(capsys, whole, "--maps", "temperature", *common)["models"][0]["time"]
+    got = doc["models"][0]["time"]
+    assert got["time_column"] == t["time_column"] == "timestamp"
+    assert got["reference_windows"] == t["reference_windows"] == 2
+    assert [w["window"] for w in got["windows"]] == [w["window"] for w in t["windows"]]
+    assert t["windows"][-1]["window"] == "rows 4401-5000"
+    for a, b in zip([got["reference"], *got["windows"]], [t["reference"], *t["windows"]],
+                    strict=True):  # fmt: skip
+        assert a["rows"] == b["rows"]
+        for name in GROUP_METRICS:
+            assert a[name] == pytest.approx(b[name], abs=TOL)
+    sample, info, numbers = draw_sample(pattern, size=1500, seed=3, client=client,
+                                        row_numbers=True)  # fmt: skip
+    assert got["intervals_evaluated_on"] == {"rows": info.rows, "seed": 3, "of": 5000}
+    windows = sample_windows(sample, None, "1100rows", numbers, 5000)
+    drift = drift_report(sample, windows, reference="1:2", n_resamples=40, seed=3).to_dict()
+    assert [w["window"] for w in drift["windows"]] == [w["window"] for w in got["windows"]]
+    for row, bounds in zip(got["windows"], drift["windows"], strict=True):
+        assert row["sample_rows"] == bounds["rows"] > 0
+        assert row["ece_lower"] == bounds["ece_lower"] and row["ece_upper"] == bounds["ece_upper"]
+        assert row["flagged"] == (bounds["flagged"] and not row["reference"])
+    assert got["reference"]["ece_upper"] == drift["reference"]["ece_upper"]
+
+
 def test_cli_table_output(client, dataset, capsys):
     pattern, _ = dataset
     args = ["evaluate", pattern, "--engine", "dask", "--scheduler", client.scheduler.address,
@@ -196,25 +359,36 @@ def test_too_many_groups_are_refused_as_in_memory(client, tmp_path):
         dataset_groups(str(tmp_path / "v.parquet"), spec, client=client)
 
 
-def test_bad_times_are_named_by_file_and_rows(client, tmp_path):
+@pytest.mark.parametrize("window", ["1d", "500rows"])  # rows: checked as in memory, not used
+def test_bad_times_are_named_by_file_and_rows(client, tmp_path, window):
     table = _table(1200, 2, 2)
     stamps = np.array([f"2024-01-{1 + i % 28:02d}" for i in range(1200)], dtype=object)
     stamps[[850, 1101]] = "soon"
     table = table.drop_columns(["timestamp"]).append_column("timestamp", pa.array(stamps))
     pq.write_table(table, tmp_path / "t.parquet", row_group_size=800)
-    spec = GroupSpec(window="1d", reference=parse_reference(1))
+    spec = GroupSpec(window=window, reference=parse_reference(1))
     with pytest.raises(CalibrationInputError) as err:
         dataset_groups(str(tmp_path / "t.parquet"), spec, client=client)
+    memory = load_predictions(tmp_path / "t.parquet")[0]
+    with pytest.raises(CalibrationInputError, match="has values that are not times"):
+        time_windows(memory, window)
     message = str(err.value)
     assert "rows 801-1,200 (row group 1)" in message
     assert "'soon'" in message and "rows 851, 1102" in message
 
 
-def test_cli_refusals(dataset, capsys):
+def test_cli_refusals(dataset, tmp_path, capsys):
     pattern, _ = dataset
-    code = main(["evaluate", pattern, "--engine", "dask", "--window", "100rows"])
+    mixed = _table(300, 2, 6).append_column("model", pa.array(["a", "b"] * 150))
+    pq.write_table(mixed, tmp_path / "mixed.parquet")
+    code = main(["evaluate", str(tmp_path / "mixed.parquet"), "--engine", "dask",
+                 "--scheduler", "tcp://127.0.0.1:9", "--window", "100rows"])  # fmt: skip
+    assert code == 1  # refused from the footers, before the (unreachable) scheduler is asked
+    assert "holds rows of several models" in capsys.readouterr().err
+    code = main(["evaluate", pattern, "--engine", "dask", "--window", "100rows", "--reference",
+                 "2024-01-01:2024-01-31"])  # fmt: skip
     assert code == 1
-    assert "windows of rows are not supported with --engine dask" in capsys.readouterr().err
+    assert "is in dates, but the windows are rows" in capsys.readouterr().err
     code = main(["evaluate", pattern, "--engine", "dask", "--group-by", "region",
                  "--scheme", "frequency"])  # fmt: skip
     assert code == 1

@@ -5,7 +5,8 @@ memory; a dataset's rows stay on the cluster. Here:
 
 * the settings (:class:`SliceSettings`, :func:`parse_slices`): a column to group
   by and the minimum group size; a time column (default the one the core finds),
-  a calendar window and the reference period. They are checked against the
+  a window (a day, a week, a month, or every N rows in the files' order) and the
+  reference period. They are checked against the
   columns of the dataset's Parquet schema (:func:`offered_columns`) before any
   job runs, so a column it does not have is a message, not a cluster error;
 * the job's body (:func:`compute_slices`): one pass over the dataset per kind
@@ -38,7 +39,7 @@ from calibration_core import Binning, CalibrationInputError
 
 from .dataset_view import model_info
 from .datasets import MAPS_SAMPLE_ROWS, Datasets, Progress, killed_error
-from .diagnostics.over_time import WINDOW_CHOICES, parse_reference_text
+from .diagnostics.over_time import WINDOW_CHOICES, parse_reference_text, parse_time
 from .group_view import (
     INTERVAL_LEVEL,
     INTERVAL_RESAMPLES,
@@ -50,9 +51,10 @@ from .group_view import (
 )
 from .settings import SCHEME_LABELS, SettingsError, ViewSettings
 
-#: The windows a dataset offers: the calendar ones (windows of N rows pass through to
-#: the engine once it counts them).
-DATASET_WINDOWS = {key: label for key, label in WINDOW_CHOICES.items() if key != "rows"}
+#: The windows a dataset offers: the uploads' (a day, an ISO week, a month, every N rows).
+DATASET_WINDOWS = WINDOW_CHOICES
+#: A calendar window in words.
+CALENDAR_WORDS = {"1d": "a day", "1w": "a week", "1m": "a month"}
 CONFIDENCE_NOTE = (
     "on a dataset the groups and windows are compared on the top-label confidence (its "
     "per-group sums are what the cluster keeps), whatever the view's notion"
@@ -72,7 +74,7 @@ class SliceSettings:
     time_column : str or None
         The time column (None: ``timestamp``, ``time`` or ``date``).
     window : str or None
-        ``1d``, ``1w`` or ``1m`` (None: no windows).
+        As the engine reads it: ``1d``, ``1w``, ``1m`` or ``5000rows`` (None: no windows).
     reference : str
         The reference period as the core reads it (``"1"``: the first window).
     """
@@ -93,24 +95,32 @@ class SliceSettings:
                 int(n_bins))  # fmt: skip
 
 
-def parse_slices(group: Any, min_rows: Any, time_column: Any, window: Any, reference: Any):
-    """The settings from the section's controls.
+def parse_slices(
+    group: Any, min_rows: Any, time_column: Any, window: Any, reference: Any, rows: Any = None
+) -> SliceSettings:
+    """The settings from the section's controls (the "Over time" card's rules for the window,
+    :func:`~app.diagnostics.over_time.parse_time`; every N rows needs N here).
 
     Raises
     ------
     SettingsError
         A value of the wrong form (the message says what is accepted).
     """
+    group, min_rows = parse_group(group), parse_min_rows(min_rows)
     if window in (None, ""):
-        window = None
-    elif window not in DATASET_WINDOWS:
-        raise SettingsError(f"the window must be one of {', '.join(DATASET_WINDOWS.values())}.")
-    if time_column in (None, ""):
-        time_column = None
-    elif not isinstance(time_column, str) or len(time_column) > MAX_COLUMN_CHARS:
-        raise SettingsError("the time column must be one of the dataset's columns.")
-    return SliceSettings(parse_group(group), parse_min_rows(min_rows), time_column, window,
-                         parse_reference_text(reference))  # fmt: skip
+        if time_column not in (None, "") and (
+            not isinstance(time_column, str) or len(time_column) > MAX_COLUMN_CHARS
+        ):
+            raise SettingsError("the time column must be one of the dataset's columns.")
+        return SliceSettings(group, min_rows, time_column or None, None,
+                             parse_reference_text(reference))  # fmt: skip
+    t = parse_time(time_column, window, rows, reference)
+    if t.window == "rows" and t.rows is None:
+        raise SettingsError(
+            "every N rows needs N: write the rows per window under N rows (e.g. 5000)."
+        )
+    engine = t.row_window(0) if t.window == "rows" else t.window
+    return SliceSettings(group, min_rows, t.column, engine, t.reference)
 
 
 def offered_columns(datasets: Datasets, name: Any) -> list[str]:
@@ -133,10 +143,12 @@ def check_columns(s: SliceSettings, columns: list[str], name: str) -> None:
                 f"label, model and scores are: {listed}."
             )
     lower = {c.lower() for c in columns}
-    if s.window and s.time_column is None and not lower & set(TIME_CANDIDATES):
+    calendar = s.window in CALENDAR_WORDS
+    if calendar and s.time_column is None and not lower & set(TIME_CANDIDATES):
         raise CalibrationInputError(
             f"dataset {name} has no time column (timestamp, time or date): pick the column "
-            f"holding its times under Time column (its columns: {listed}), or no window."
+            f"holding its times under Time column (its columns: {listed}), every N rows, or no "
+            "window."
         )
 
 
@@ -247,7 +259,7 @@ def run_slices(datasets: Datasets, path: Path, kind: str, spec, s: SliceSettings
 
     drawn = SliceSample(MAPS_SAMPLE_ROWS, INTERVAL_SEED, INTERVAL_RESAMPLES, INTERVAL_LEVEL,
                         s.min_rows)  # fmt: skip
-    what = f"groups of {s.group}" if kind == "slices" else f"windows of a {window_noun(s.window)}"
+    what = f"groups of {s.group}" if kind == "slices" else f"windows of {window_words(s.window)}"
     out: dict[str, dict] = {}
     with datasets.client() as client:
         try:
@@ -359,17 +371,21 @@ def dataset_time_views(
     return out
 
 
-def window_noun(window: str) -> str:
-    """``"day"``, ``"week"`` or ``"month"``."""
-    return DATASET_WINDOWS[window].split(" ")[0]
+def window_words(window: str) -> str:
+    """``"a week"``, ``"5,000 rows"``."""
+    if window in CALENDAR_WORDS:
+        return CALENDAR_WORDS[window]
+    return f"{int(window.removesuffix('rows')):,} rows"
 
 
 def time_subtitle(doc: dict, view: ViewSettings) -> str:
     """E.g. ``"12 windows of a week (time column 'timestamp') · ... · reference: ..."``."""
     n = len(doc["windows"])
     binning = replace(view, scheme="width").describe_binning()
+    column = doc["time_column"]
+    source = "row order" if column is None else f"time column {column!r}"
     return (
-        f"{n} windows of a {window_noun(doc['window'])} (time column "
-        f"{doc['time_column']!r}) · ECE of the confidence notion · {binning} · reference: "
-        f"{doc['reference_description']} · uncalibrated predictions"
+        f"{n} windows of {window_words(doc['window'])} ({source}) · ECE of the confidence "
+        f"notion · {binning} · reference: {doc['reference_description']} · uncalibrated "
+        "predictions"
     )

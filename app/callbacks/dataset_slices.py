@@ -58,6 +58,7 @@ SLICE_PROPS = {
     "min_rows": (ids.DATASET_GROUP_MIN_ROWS, "value"),
     "time_column": (ids.DATASET_TIME_COLUMN, "value"),
     "window": (ids.DATASET_WINDOW, "value"),
+    "rows": (ids.DATASET_WINDOW_ROWS, "value"),
     "reference": (ids.DATASET_REFERENCE, "value"),
 }
 #: The view's settings the block follows.

@@ -80,6 +80,19 @@ def slice_controls() -> list[html.Label]:
             ),
         ),
         labelled(
+            "N rows",
+            dcc.Input(
+                id=ids.DATASET_WINDOW_ROWS,
+                type="number",
+                min=1,
+                step=1,
+                debounce=True,
+                placeholder="N",
+                className="diag-number",
+            ),
+            "every N rows, in the files' order",
+        ),
+        labelled(
             "Reference",
             dcc.Input(
                 id=ids.DATASET_REFERENCE,

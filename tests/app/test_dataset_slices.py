@@ -36,6 +36,7 @@ from app.dataset_slices import (  # noqa: E402
     dataset_group_views,
     dataset_time_views,
     parse_slices,
+    time_subtitle,
 )
 from app.datasets import Datasets  # noqa: E402
 from app.session import new_session_id  # noqa: E402
@@ -111,7 +112,7 @@ def ctx(tmp_path, datasets_dir, scheduler) -> AppContext:
 
 def _controls(**values) -> dict:
     return {"group": None, "min_rows": None, "time_column": None, "window": None,
-            "reference": "1", **values}  # fmt: skip
+            "rows": None, "reference": "1", **values}  # fmt: skip
 
 
 def _job(ctx, sid, name, slices, raw=None) -> dict:
@@ -232,6 +233,8 @@ def test_kept_results_are_drawn_again_without_the_cluster(ctx, tmp_path, dataset
         ("events", _controls(window="1w", time_column="region"), None, "not times"),
         ("events", _controls(group="region"), RawSettings(scheme="frequency"), "equal-width"),
         ("events", _controls(window="2y"), None, "the window must be one of"),
+        ("events", _controls(window="rows"), None, "every N rows needs N"),
+        ("events", _controls(window="rows", rows=500), None, "Over time: "),
     ],
 )
 def test_bad_choices_are_messages_in_the_block(ctx, name, slices, raw, message):
@@ -298,3 +301,23 @@ def test_a_cancelled_slices_job_keeps_nothing_and_lets_go_of_the_cluster(ctx, tm
     )
     assert _job(ctx, sid, "events", slices, raw)["error"] is None
     assert "Worst group" in _text(slices_panel(ctx, sid, "events", None, slices, raw))
+
+
+def test_windows_of_n_rows_pass_through_to_the_engine(ctx, datasets_dir):
+    """Every N rows needs no time column: the windows equal the in-memory ones of the
+    file's rows in order."""
+    sid = new_session_id()
+    slices = _controls(window="rows", rows=120)
+    raw = RawSettings(n_bins=10)
+    assert _job(ctx, sid, "plain", slices, raw)["error"] is None
+    view = parse_view("confidence", None, "width", 10, "wilson", 0.95)
+    (item,) = dataset_time_views(ctx.datasets, sid, "plain", parse_slices(**slices), view)
+    (pred,) = load_predictions(datasets_dir / "plain.parquet", name="plain")
+    windows = window_index(None, "120rows", pred.n_samples)
+    want = drift_report(pred, windows, binning=Binning("width", 10), n_resamples=0).to_dict()
+    got = item.time
+    assert [w["window"] for w in got["windows"]] == [w["window"] for w in want["windows"]]
+    assert [w["rows"] for w in got["windows"]] == [120, 120, 120, 120, 20]
+    for mine, theirs in zip(got["windows"], want["windows"], strict=True):
+        assert abs(mine["ece"] - theirs["ece"]) <= TOL
+    assert "5 windows of 120 rows (row order)" in time_subtitle(got, view)

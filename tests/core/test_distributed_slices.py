@@ -25,6 +25,7 @@ from calibration_core import CalibrationInputError, load_predictions  # noqa: E4
 from calibration_core.binning import Binning  # noqa: E402
 from calibration_core.distributed import sample_predictions  # noqa: E402
 from calibration_core.distributed.engine import local_cluster  # noqa: E402
+from calibration_core.distributed.group_bins import group_frequency_bins  # noqa: E402
 from calibration_core.distributed.slices import (  # noqa: E402
     GroupSpec,
     dataset_groups,
@@ -118,6 +119,48 @@ def test_window_estimates_equal_drift_report(client, dataset, window, reference)
     want = drift_report(memory, windows, reference=reference, n_resamples=0)
     assert exact.labels == want.windows.groups.labels
     np.testing.assert_array_equal(exact.sizes, want.windows.groups.sizes)
+    np.testing.assert_array_equal(exact.in_reference, want.in_reference)
+    assert exact.reference_rows == want.reference.groups.sizes[0]
+    _assert_metrics(exact.metrics, want.windows.metrics)
+    _assert_metrics({k: [v] for k, v in exact.reference.items()}, want.reference.metrics)
+
+
+def _frequency_groups(client, pattern, spec, min_rows=100):
+    found = dataset_groups(pattern, spec, client=client)
+    bins = group_frequency_bins(pattern, spec, found, min_rows=min_rows, client=client)
+    return exact_groups(found[NAME], spec, min_rows, bins[NAME]), bins[NAME]
+
+
+@pytest.mark.parametrize(("columns", "n_bins"), [(("region",), 10), (("region", "tier"), 7)])
+def test_group_frequency_estimates_equal_slice_report(client, dataset, columns, n_bins):
+    pattern, memory = dataset
+    spec = GroupSpec(columns=columns, n_bins=n_bins)
+    exact, bins = _frequency_groups(client, pattern, spec)
+    groups = group_index(memory, columns)
+    want = slice_report(memory, groups, binning=Binning("frequency", n_bins),
+                        n_resamples=0, test_resamples=0)  # fmt: skip
+    assert exact.labels == want.groups.labels
+    counts = np.stack([b[0] for b in bins[: len(exact.labels)]])
+    np.testing.assert_array_equal(counts, want.statistics.count)  # the same edges, ties up
+    np.testing.assert_array_equal(np.stack([b[2] for b in bins[: len(exact.labels)]]),
+                                  want.statistics.sum_target)  # fmt: skip
+    assert (np.ptp(counts, axis=1) > 1).any()  # ties on edges: bins of unequal counts
+    _assert_metrics(exact.metrics, want.metrics)
+    _assert_metrics({k: [v] for k, v in exact.whole.items()},
+                    {k: [v] for k, v in want.whole.items()})  # fmt: skip
+    width = exact_groups(dataset_groups(pattern, spec, client=client)[NAME], spec)
+    assert not np.allclose(width.metrics["ece"], exact.metrics["ece"])  # not the width bins
+
+
+@pytest.mark.parametrize(("window", "reference"), [("1w", "2024-01-10:2024-02-03"), ("1w", "2:3")])
+def test_window_frequency_estimates_equal_drift_report(client, dataset, window, reference):
+    pattern, memory = dataset
+    spec = GroupSpec(window=window, reference=parse_reference(reference), n_bins=8)
+    exact, _ = _frequency_groups(client, pattern, spec)
+    _, windows = time_windows(memory, window)
+    want = drift_report(memory, windows, reference=reference, n_resamples=0,
+                        binning=Binning("frequency", 8))  # fmt: skip
+    assert exact.labels == want.windows.groups.labels
     np.testing.assert_array_equal(exact.in_reference, want.in_reference)
     assert exact.reference_rows == want.reference.groups.sizes[0]
     _assert_metrics(exact.metrics, want.windows.metrics)

@@ -12,7 +12,11 @@ a K = 100 model stay small). Totals merge by addition in the engine's tree
 reduction. The point estimates (rows, accuracy, mean confidence, confidence
 ECE/MCE, Brier score, log-loss) equal the in-memory
 :func:`~calibration_core.slices.slice_report` and
-:func:`~calibration_core.slices.drift_report` to float rounding.
+:func:`~calibration_core.slices.drift_report` to float rounding. With
+equal-frequency bins, every group, window, the whole and the reference period
+(the blocks of :class:`GroupLayout`) has its own edges, selected exactly in
+four more passes (:func:`~.group_bins.group_frequency_bins`), whose bins
+replace the equal-width ones (:func:`exact_groups` ``bins``).
 
 Groups are numbered and labelled at the end, from the distinct combinations of
 all pieces, by the in-memory rules
@@ -56,11 +60,13 @@ from .pieces import ReadOptions, dataset_name, find_pieces, read_piece_batches
 from .summary import ModelSummary, SummaryBuilder
 
 __all__ = [
+    "GroupLayout",
     "GroupSpec",
     "GroupTotals",
     "ModelGroups",
     "dataset_groups",
     "exact_groups",
+    "group_layout",
 ]
 
 
@@ -110,7 +116,8 @@ class GroupTotals:
         Sums over rows of :data:`~calibration_core.slices.grouped.ROW_MEANS`
         (correct, top-label confidence, Brier score, log-loss).
     bins : numpy.ndarray, shape (3, M)
-        Count, confidence sum and hits per equal-width bin of the confidence.
+        Count, confidence sum and hits per equal-width bin of the confidence
+        (or per bin of the group's own equal-frequency edges: :func:`exact_groups`).
     """
 
     rows: int
@@ -354,7 +361,11 @@ class ExactGroups:
 
 
 def table_metrics(totals: list[GroupTotals], n_bins: int) -> dict[str, np.ndarray]:
-    """Per-group metrics of totals, by the in-memory formulas (``metrics_from_sums``)."""
+    """Per-group metrics of totals, by the in-memory formulas (``metrics_from_sums``).
+
+    ECE and MCE read only the bins' counts and sums, so the same formulas serve
+    equal-frequency bins (the edges given here are never read).
+    """
     bins = np.stack([t.bins for t in totals], axis=1)  # (3, G, M)
     edges = np.broadcast_to(width_edges(n_bins), (len(totals), n_bins + 1))
     stats = BinStatistics(edges, bins[0], bins[1], bins[2])

@@ -39,6 +39,7 @@ __all__ = [
     "edge_targets",
     "frequency_statistics",
     "select_edges",
+    "shared_value",
 ]
 
 #: Bits of the digit selected by each pass (most significant first; 64 in all).
@@ -209,6 +210,16 @@ def run_graph(client, graph):
     return graph.compute() if client is None else client.compute(graph).result()
 
 
+def shared_value(value):
+    """``value`` as one node of a task graph, which every task that takes it depends on.
+
+    A dict given to each of P tasks as it is would be tokenized and copied P
+    times (with 1,000 groups, most of the client's time); as one node it is
+    sent once per worker.
+    """
+    return require_dask().delayed(value, traverse=False)
+
+
 def select_edges(client, pieces, count_pass, targets: dict, *args) -> dict[Any, np.ndarray]:
     """The exact edges ``[0, e_1, ..., e_{M-1}, 1]`` of every key: three selection passes.
 
@@ -227,12 +238,14 @@ def select_edges(client, pieces, count_pass, targets: dict, *args) -> dict[Any, 
     *args
         Given to ``count_pass`` before ``requests`` and ``level``.
     """
-    task = require_dask().delayed(count_pass, pure=True)
+    dask = require_dask()
+    task = dask.delayed(count_pass, pure=True)
     for level, width in enumerate(DIGIT_BITS):
         requests = {
             key: np.unique([t.prefix for t in ts]).astype(np.uint64) for key, ts in targets.items()
         }
-        parts = [task(p, *args, requests, level) for p in pieces]
+        shared = shared_value(requests)
+        parts = [task(p, *args, shared, level) for p in pieces]
         counts = run_graph(client, tree_merge(parts, merge=merge_counts))
         for key, ts in targets.items():
             for t in ts:
@@ -285,7 +298,7 @@ def frequency_statistics(
     edges: dict = {}
     for (model, notion, _), cuts in found.items():
         edges.setdefault((model, notion), []).append(cuts)
-    parts = [task(binning_pass)(p, opts, edges) for p in pieces]
+    parts = [task(binning_pass)(p, opts, shared_value(edges)) for p in pieces]
     merged = run_graph(client, tree_merge(parts, merge=merge_statistics))
     out: dict[str, dict[str, BinStatistics]] = {}
     for (model, notion), stats in merged.items():

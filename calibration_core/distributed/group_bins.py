@@ -36,6 +36,7 @@ from .frequency import (
     merge_counts,
     run_graph,
     select_edges,
+    shared_value,
 )
 from .pieces import ReadOptions, dataset_name, find_pieces, read_piece_batches
 from .slices import GroupSpec, ModelGroups, batch_keys, group_layout, key_rows
@@ -138,7 +139,7 @@ def group_frequency_bins(
     options = ReadOptions(label_column, renormalize, name or dataset_name(source))
     pieces = find_pieces(source)
     layouts = {model: group_layout(g, spec, min_rows) for model, g in groups.items()}
-    owners = {model: layout.owners() for model, layout in layouts.items()}
+    owners = shared_value({model: layout.owners() for model, layout in layouts.items()})
     targets = {
         (model, b): edge_targets(n, spec.n_bins)
         for model, layout in layouts.items()
@@ -146,6 +147,7 @@ def group_frequency_bins(
     }
     edges = select_edges(client, pieces, selection_piece, targets, options, spec, owners)
     task = require_dask().delayed(binning_piece, pure=True)
+    edges = shared_value(edges)
     parts = [task(p, options, spec, owners, edges) for p in pieces]
     merged = run_graph(client, tree_merge(parts, merge=merge_bins))
     empty = np.zeros((3, spec.n_bins))  # a block without rows (none is expected)

@@ -28,6 +28,7 @@ import numpy as np
 
 from ..binning import ScoreBinCounter
 from ..notions import top_label
+from ..predictions import Predictions
 from ..slices.groups import MIN_GROUP_ROWS
 from .engine import require_dask, summary_batch_rows, tree_merge
 from .frequency import (
@@ -53,7 +54,7 @@ def block_rows(codes: np.ndarray, keys: list, owners: dict) -> dict[int, np.ndar
     return {b: np.concatenate(rows) for b, rows in parts.items()}
 
 
-def _confidences(pred) -> tuple[np.ndarray, np.ndarray]:
+def _confidences(pred: Predictions) -> tuple[np.ndarray, np.ndarray]:
     """Top-label confidence and correctness (0/1) of every row, as the in-memory report."""
     confidence, correct = top_label(np.asarray(pred.probs, dtype=np.float64), pred.labels)
     return confidence, correct.astype(np.int8)
@@ -72,7 +73,9 @@ def _batches(piece, options: ReadOptions, spec: GroupSpec, owners: dict, step):
     return list(read_piece_batches(piece, options, summary_batch_rows(piece), use=use))
 
 
-def selection_piece(piece, options, spec, owners, requests: dict, level: int) -> dict:
+def selection_piece(
+    piece, options: ReadOptions, spec: GroupSpec, owners: dict, requests: dict, level: int
+) -> dict:
     """Task: digit counts of every block's confidences under its requested prefixes."""
 
     def step(out, model, scores, _, rows):
@@ -82,7 +85,7 @@ def selection_piece(piece, options, spec, owners, requests: dict, level: int) ->
     return merge_counts(_batches(piece, options, spec, owners, step))
 
 
-def binning_piece(piece, options, spec, owners, edges: dict) -> dict:
+def binning_piece(piece, options: ReadOptions, spec: GroupSpec, owners: dict, edges: dict) -> dict:
     """Task: per (model, block) count, score sum and hits per bin, shape (3, M)."""
 
     def step(out, model, scores, targets, rows):

@@ -14,8 +14,10 @@ candidate; with ``--measures`` the measures of the same sample. Every row,
 verdict and measures object says what it was computed on (``evaluated_on``:
 ``"all rows"`` or ``{"rows", "seed", "of"}``). With ``--group-by``/``--window``, the
 ``slices``/``time`` objects: point estimates exact on every row
-(:mod:`calibration_core.distributed.slices`), bounds, test and flags of the
-in-memory reports on the sample (``intervals_evaluated_on``). The ``uncalibrated`` row's
+(:mod:`calibration_core.distributed.slices`; equal-frequency edges of every
+group selected exactly, :mod:`calibration_core.distributed.group_bins`), bounds,
+test and flags of the in-memory reports on the sample (``intervals_evaluated_on``);
+``--group-maps`` the in-memory ``group_maps`` of the sample. The ``uncalibrated`` row's
 Brier parts are exact for every K, its log-loss parts for K = 2 only: for
 K > 2 they are null, because the core renormalises each row's binned class
 frequencies over its K bins at once, which no per-bin sum of one class column
@@ -100,18 +102,7 @@ def check_dask_options(args: argparse.Namespace) -> None:
     check_sample_option(args)
     if args.engine != "dask":
         return
-    if getattr(args, "group_maps", None):
-        raise CommandError(
-            "--group-maps: not supported with --engine dask yet (per-group maps are fitted "
-            "in memory); drop it or use --engine memory."
-        )
     sliced = bool(args.group_by or args.window)
-    if sliced and args.scheme == "frequency":
-        raise CommandError(
-            "--group-by and --window with --engine dask need --scheme width: equal-frequency "
-            "bins of every group are order statistics of that group's scores, which the "
-            "per-group sums do not give; use --scheme width or --engine memory."
-        )
     if args.sample_rows is not None and args.maps is None and not args.measures and not sliced:
         raise CommandError(
             f"--sample-rows {args.sample_rows}: nothing is computed on a sample without "
@@ -183,6 +174,7 @@ def evaluate_on_dask(args: argparse.Namespace, out) -> int:
 
     maps = sample_maps(args)
     time_spec(args)  # refused windows before the cluster starts
+    group_map_names(args)  # an unknown map fails before any work on the cluster
     bar = ProgressBar(sys.stderr, "summarising") if sys.stderr.isatty() else None
     with dask_client(args) as client:
         read = {"label_column": args.label_column, "renormalize": args.renormalize}
@@ -236,18 +228,37 @@ def write_dask_result(args: argparse.Namespace, maps, models: list[dict[str, Any
         write_dask_tables(models, args, out)
         for m in models:
             lines = slice_lines(m["model"], m)
+            if m.get("group_maps"):
+                where = on_words(m["group_maps"][0]["evaluated_on"])
+                lines.append(f"  group maps fitted, held out and scored on {where}")
             if lines:
                 out.write("\n" + "\n".join(lines) + "\n")
 
 
+def group_map_names(args: argparse.Namespace) -> tuple[str, ...]:
+    """The maps of ``--group-maps`` (with ``--group-by``), each checked by the registry."""
+    from calibration_core.maps import make_map
+
+    from .slices import group_columns
+
+    if not (args.group_by and getattr(args, "group_maps", None)):
+        return ()
+    names = tuple(group_columns(args.group_maps))
+    for name in names:
+        make_map(name)
+    return names
+
+
 def dask_slices(args: argparse.Namespace, client) -> dict[str, dict[str, Any]]:
-    """Per model, its ``slices`` and ``time`` objects (``--group-by``, ``--window``).
+    """Per model, its ``slices``, ``group_maps`` and ``time`` objects.
 
     Point estimates are exact, from one pass over the dataset per option
-    (:func:`~calibration_core.distributed.slices.dataset_groups`); intervals,
-    the homogeneity test and the drift flags are the in-memory reports' on the
-    model's reproducible sample (``--sample-rows``, ``--seed``), drawn once
-    with the group and time columns.
+    (:func:`~calibration_core.distributed.slices.dataset_groups`), and with
+    ``--scheme frequency`` four more that select and apply every group's
+    own edges (:func:`~calibration_core.distributed.group_bins.group_frequency_bins`);
+    intervals, the homogeneity test, the drift flags and the group maps are the
+    in-memory reports' on the model's reproducible sample (``--sample-rows``,
+    ``--seed``), drawn once with the group and time columns.
     """
     from calibration_core.distributed.slices import GroupSpec, dataset_groups
 
@@ -261,11 +272,14 @@ def dask_slices(args: argparse.Namespace, client) -> dict[str, dict[str, Any]]:
         specs["time"] = time_spec(args)
     found = {key: dataset_groups(args.file, spec, client=client, **read)
              for key, spec in specs.items()}  # fmt: skip
+    bins = {key: frequency_bins(args, client, spec, found[key]) for key, spec in specs.items()}
     names = list(next(iter(found.values())))
-    return {
-        name: model_dask_slices(args, client, name, specs, {k: f[name] for k, f in found.items()})
-        for name in names
-    }
+    out = {}
+    for name in names:
+        groups = {k: f[name] for k, f in found.items()}
+        out[name] = model_dask_slices(args, client, name, specs, groups,
+                                      {k: b.get(name) for k, b in bins.items()})  # fmt: skip
+    return out
 
 
 def time_spec(args: argparse.Namespace):
@@ -297,15 +311,31 @@ def time_spec(args: argparse.Namespace):
     return spec
 
 
-def model_dask_slices(args, client, name: str, specs: dict, groups: dict) -> dict[str, Any]:
-    """One model's ``slices``/``time`` objects: exact totals, then its sample's reports
-    (:func:`~calibration_core.distributed.slices.model_slices`)."""
+def frequency_bins(args: argparse.Namespace, client, spec, groups: dict) -> dict[str, Any]:
+    """Per model, every group's own equal-frequency bins (``--scheme frequency``), else {}."""
+    from calibration_core.distributed.group_bins import group_frequency_bins
+
+    if args.scheme != "frequency":
+        return {}
+    return group_frequency_bins(
+        args.file, spec, groups, min_rows=args.min_group_rows, client=client,
+        label_column=args.label_column, renormalize=args.renormalize,
+    )  # fmt: skip
+
+
+def model_dask_slices(
+    args, client, name: str, specs: dict, groups: dict, bins: dict
+) -> dict[str, Any]:
+    """One model's ``slices``/``group_maps``/``time`` objects: exact totals, then its
+    sample's (:func:`~calibration_core.distributed.slices.model_slices`)."""
     from calibration_core.distributed.slices import SliceSample, exact_groups, model_slices
 
-    exact = {key: exact_groups(g, specs[key], args.min_group_rows) for key, g in groups.items()}
+    exact = {key: exact_groups(g, specs[key], args.min_group_rows, bins[key])
+             for key, g in groups.items()}  # fmt: skip
     time_column = groups["time"].time_column if "time" in groups else None
     drawn = SliceSample(sample_rows(args), args.seed, args.slice_resamples, args.level,
-                        args.min_group_rows)  # fmt: skip
+                        args.min_group_rows, args.scheme, group_map_names(args),
+                        args.folds)  # fmt: skip
     return model_slices(args.file, name, specs, exact, time_column, drawn, client=client,
                         label_column=args.label_column, renormalize=args.renormalize)  # fmt: skip
 

@@ -13,9 +13,10 @@ ranks is a miscalibrated stretch of scores, and the slope is the gap there
 
 A server-side dataset's panel (:func:`app.curves.summary_curve_view`) is drawn
 from its cell statistics: the curve with a marker at every cell edge, where
-it is exact, a grey box per cell for where the curve can be between two
-edges, and the KS error, its p-value and Kuiper's p-value as ranges (each
-shown as one number when both ends agree to the digits shown).
+it is exact, joined by a dotted line (the path between two edges is not
+known), a grey box per cell for where the curve can be between two edges,
+and the KS error, its p-value and Kuiper's p-value as ranges (each shown as
+one number when both ends agree to the digits shown).
 """
 
 from __future__ import annotations
@@ -75,9 +76,10 @@ def _within_cells(panel: CurvePanel, s: str, legend: set) -> dict:
 
 def _curve(panel: CurvePanel, s: str, legend: set) -> dict:
     curve = panel.cumulative
-    edges = {}
-    if panel.cells is not None:  # exact at the cell edges only: mark them
+    edges, line = {}, {"color": colour_of(panel), "width": 1.5}
+    if panel.cells is not None:  # exact at the cell edges only: mark them, dot the path between
         edges = {"mode": "lines+markers", "marker": {"size": 3, "color": colour_of(panel)}}
+        line["dash"] = "dot"
     return {
         "type": "scatter",
         "x": curve.rank,
@@ -85,7 +87,7 @@ def _curve(panel: CurvePanel, s: str, legend: set) -> dict:
         "xaxis": f"x{s}",
         "yaxis": f"y{s}",
         "mode": "lines",
-        "line": {"color": colour_of(panel), "width": 1.5},
+        "line": line,
         "name": "cumulative difference (labels − scores)",
         "legendgroup": "curve",
         "showlegend": legend_once("curve", legend),

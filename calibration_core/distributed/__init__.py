@@ -29,6 +29,9 @@ with no rank error: their edges, order statistics of the whole dataset, are
 selected digit by digit from the floats' bit patterns in three passes of
 sparse digit counts, then a fourth pass bins every column with them; edges
 and counts equal the core's, for any M (also above 100).
+Per group and time window (:mod:`.slices`, ``--group-by``/``--window``) the
+same selection picks every group's own edges, all groups at once
+(:func:`~.group_bins.group_frequency_bins`), as the in-memory slices bin them.
 
 Temperature scaling is fitted exactly on every row
 (:func:`~.temperature.fit_temperature_on_dataset`): the core's own Newton

@@ -31,7 +31,16 @@ from .parts import PartSums
 from .pieces import ReadOptions, dataset_name, find_pieces, read_piece
 from .summary import Summaries
 
-__all__ = ["DIGIT_BITS", "FREQUENCY_NOTIONS", "frequency_statistics"]
+__all__ = [
+    "DIGIT_BITS",
+    "FREQUENCY_NOTIONS",
+    "OrderStatistic",
+    "add_digit_counts",
+    "edge_targets",
+    "frequency_statistics",
+    "select_edges",
+    "shared_value",
+]
 
 #: Bits of the digit selected by each pass (most significant first; 64 in all).
 DIGIT_BITS = (22, 21, 21)
@@ -76,20 +85,29 @@ def _digit_counts(bits: np.ndarray, prefixes: np.ndarray, level: int) -> dict[in
     return out
 
 
+def add_digit_counts(out: dict, key, scores: np.ndarray, prefixes: np.ndarray, level: int):
+    """Add to ``out`` the digit counts of ``scores`` under ``(key, prefix)`` per prefix.
+
+    The one step of every selection pass (whole columns here, groups in
+    :mod:`~.group_frequency`); nothing is added without a prefix (M = 1: no
+    interior edge) or a score.
+    """
+    if not prefixes.size or not scores.size:
+        return
+    for prefix, sparse in _digit_counts(_bits(scores), prefixes, level).items():
+        out[(key, prefix)] = sparse
+
+
 def selection_pass(piece, options: ReadOptions, requests: dict, level: int) -> dict:
     """Task: digit counts of one piece for every requested (model, notion, column) prefix."""
     out: dict = {}
     for pred in read_piece(piece, options):
         for notion in FREQUENCY_NOTIONS:
-            wanted = requests.get((pred.name, notion))
-            if wanted is None:
+            if (pred.name, notion, 0) not in requests:
                 continue
             for j, (scores, _) in enumerate(_columns(pred, notion)):
-                if not wanted[j].size:  # M = 1: no interior edge
-                    continue
-                counts = _digit_counts(_bits(scores), wanted[j], level)
-                for prefix, sparse in counts.items():
-                    out[(pred.name, notion, j, prefix)] = sparse
+                add_digit_counts(out, (pred.name, notion, j), scores,
+                                 requests[(pred.name, notion, j)], level)  # fmt: skip
     return out
 
 
@@ -148,15 +166,16 @@ def merge_statistics(parts: Sequence[dict]) -> dict:
     return out
 
 
-class _Target:
-    """One order statistic being selected: column, rank left in the prefix, prefix bits."""
+class OrderStatistic:
+    """One order statistic being selected: its rank left in the prefix, the prefix bits."""
 
-    __slots__ = ("column", "prefix", "rank")
+    __slots__ = ("prefix", "rank")
 
-    def __init__(self, column: int, rank: int) -> None:
-        self.column, self.rank, self.prefix = column, rank, 0
+    def __init__(self, rank: int) -> None:
+        self.rank, self.prefix = rank, 0
 
     def step(self, sparse: Sparse, width: int) -> None:
+        """Fix the next digit from the counts of the digits under the current prefix."""
         digits, counts = sparse
         cum = np.cumsum(counts)
         i = int(np.searchsorted(cum, self.rank, side="right"))
@@ -165,26 +184,73 @@ class _Target:
 
     @property
     def value(self) -> float:
+        """The selected value (once every digit is fixed)."""
         return float(np.array([self.prefix], dtype=np.uint64).view(np.float64)[0])
 
 
+def edge_targets(n: int, n_bins: int) -> list[OrderStatistic]:
+    """The interior edges of ``n`` scores in ``n_bins`` bins: ranks ``floor(m n / M)``."""
+    ranks = (np.arange(1, n_bins, dtype=np.int64) * int(n)) // n_bins
+    return [OrderStatistic(int(r)) for r in ranks] if n else []
+
+
 def _targets(summaries: Summaries, n_bins: int) -> dict:
-    """The order statistics to select: per (model, notion), per column, its targets."""
+    """The order statistics to select, per (model, notion, column)."""
     targets = {}
     for name, summary in summaries.items():
-        n = summary.n_samples
-        ranks = (np.arange(1, n_bins, dtype=np.int64) * n) // n_bins
         for notion in FREQUENCY_NOTIONS:
             n_columns = 1 if notion == "confidence" else summary.n_classes
-            targets[(name, notion)] = [
-                [_Target(j, int(r)) for r in ranks] for j in range(n_columns)
-            ]
+            for j in range(n_columns):
+                targets[(name, notion, j)] = edge_targets(summary.n_samples, n_bins)
     return targets
 
 
-def _run(client, graph):
+def run_graph(client, graph):
     """Compute a delayed result on ``client``, or on Dask's current scheduler."""
     return graph.compute() if client is None else client.compute(graph).result()
+
+
+def shared_value(value):
+    """``value`` as one node of a task graph, which every task that takes it depends on.
+
+    A dict given to each of P tasks as it is would be tokenized and copied P
+    times (with 1,000 groups, most of the client's time); as one node it is
+    sent once per worker.
+    """
+    return require_dask().delayed(value, traverse=False)
+
+
+def select_edges(client, pieces, count_pass, targets: dict, *args) -> dict[Any, np.ndarray]:
+    """The exact edges ``[0, e_1, ..., e_{M-1}, 1]`` of every key: three selection passes.
+
+    Parameters
+    ----------
+    client : distributed.Client or None
+    pieces : list
+        The dataset's pieces (:func:`~.pieces.find_pieces`).
+    count_pass : callable
+        Task ``count_pass(piece, *args, requests, level)``: the digit counts of
+        the piece's scores of each key under the requested prefixes
+        (``{(key, prefix): (digits, counts)}``, see :func:`add_digit_counts`),
+        where ``requests`` is ``{key: sorted prefixes}``.
+    targets : dict
+        Key to its :class:`OrderStatistic` list (:func:`edge_targets`); stepped here.
+    *args
+        Given to ``count_pass`` before ``requests`` and ``level``.
+    """
+    dask = require_dask()
+    task = dask.delayed(count_pass, pure=True)
+    for level, width in enumerate(DIGIT_BITS):
+        requests = {
+            key: np.unique([t.prefix for t in ts]).astype(np.uint64) for key, ts in targets.items()
+        }
+        shared = shared_value(requests)
+        parts = [task(p, *args, shared, level) for p in pieces]
+        counts = run_graph(client, tree_merge(parts, merge=merge_counts))
+        for key, ts in targets.items():
+            for t in ts:
+                t.step(counts[(key, t.prefix)], width)
+    return {key: np.array([0.0, *(t.value for t in ts), 1.0]) for key, ts in targets.items()}
 
 
 def frequency_statistics(
@@ -228,24 +294,12 @@ def frequency_statistics(
     opts = ReadOptions(label_column, renormalize, name or dataset_name(source))
     pieces = find_pieces(source)
     task = dask.delayed(pure=True)
-    targets = _targets(summaries, n_bins)
-    for level, width in enumerate(DIGIT_BITS):
-        requests = {
-            key: [np.unique([t.prefix for t in col]).astype(np.uint64) for col in cols]
-            for key, cols in targets.items()
-        }
-        parts = [task(selection_pass)(p, opts, requests, level) for p in pieces]
-        counts = _run(client, tree_merge(parts, merge=merge_counts))
-        for (model, notion), cols in targets.items():
-            for j, col in enumerate(cols):
-                for t in col:
-                    t.step(counts[(model, notion, j, t.prefix)], width)
-    edges = {
-        key: [np.array([0.0, *(t.value for t in col), 1.0]) for col in cols]
-        for key, cols in targets.items()
-    }
-    parts = [task(binning_pass)(p, opts, edges) for p in pieces]
-    merged = _run(client, tree_merge(parts, merge=merge_statistics))
+    found = select_edges(client, pieces, selection_pass, _targets(summaries, n_bins), opts)
+    edges: dict = {}
+    for (model, notion, _), cuts in found.items():
+        edges.setdefault((model, notion), []).append(cuts)
+    parts = [task(binning_pass)(p, opts, shared_value(edges)) for p in pieces]
+    merged = run_graph(client, tree_merge(parts, merge=merge_statistics))
     out: dict[str, dict[str, BinStatistics]] = {}
     for (model, notion), stats in merged.items():
         combined = stats[0] if notion != "classwise" else stack_statistics(stats)

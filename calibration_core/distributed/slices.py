@@ -12,7 +12,11 @@ a K = 100 model stay small). Totals merge by addition in the engine's tree
 reduction. The point estimates (rows, accuracy, mean confidence, confidence
 ECE/MCE, Brier score, log-loss) equal the in-memory
 :func:`~calibration_core.slices.slice_report` and
-:func:`~calibration_core.slices.drift_report` to float rounding.
+:func:`~calibration_core.slices.drift_report` to float rounding. With
+equal-frequency bins, every group, window, the whole and the reference period
+(the blocks of :class:`GroupLayout`) has its own edges, selected exactly in
+four more passes (:func:`~.group_bins.group_frequency_bins`), whose bins
+replace the equal-width ones (:func:`exact_groups` ``bins``).
 
 Groups are numbered and labelled at the end, from the distinct combinations of
 all pieces, by the in-memory rules
@@ -73,12 +77,14 @@ from .sample import DEFAULT_SAMPLE_ROWS
 from .summary import ModelSummary, SummaryBuilder
 
 __all__ = [
+    "GroupLayout",
     "GroupSpec",
     "GroupTotals",
     "ModelGroups",
     "SliceSample",
     "dataset_groups",
     "exact_groups",
+    "group_layout",
     "model_slices",
 ]
 
@@ -130,7 +136,8 @@ class GroupTotals:
         Sums over rows of :data:`~calibration_core.slices.grouped.ROW_MEANS`
         (correct, top-label confidence, Brier score, log-loss).
     bins : numpy.ndarray, shape (3, M)
-        Count, confidence sum and hits per equal-width bin of the confidence.
+        Count, confidence sum and hits per equal-width bin of the confidence
+        (or per bin of the group's own equal-frequency edges: :func:`exact_groups`).
     """
 
     rows: int
@@ -280,15 +287,17 @@ def row_keys(pred: Predictions, spec: GroupSpec, table: pa.Table, ctx: Context,
     return windows - windows[0], keys, ModelGroups({}, column)
 
 
-def batch_groups(table: pa.Table, ctx: Context, options: ReadOptions, spec: GroupSpec,
-                 next_rows: dict[str, int] | None = None):  # fmt: skip
-    """The :class:`ModelGroups` of every model of one batch (the loader's predictions).
+def batch_keys(table: pa.Table, ctx: Context, options: ReadOptions, spec: GroupSpec,
+               next_rows: dict[str, int] | None = None):  # fmt: skip
+    """Per model of one batch: its predictions, every row's key code, the keys, times seen.
 
-    ``next_rows``: for windows of rows, as :func:`row_keys` takes it.
+    Yields ``(pred, codes, keys, seen)``: row ``i`` has key ``keys[codes[i]]``
+    (:func:`column_keys`, :func:`window_keys` or :func:`row_keys`); ``seen`` is an
+    empty :class:`ModelGroups` with the batch's times (windows). ``next_rows``: for
+    windows of rows, as :func:`row_keys` takes it.
     """
     from .pieces import table_predictions
 
-    out = {}
     for pred in table_predictions(table, ctx, options):
         if spec.window is None:
             (codes, keys), seen = column_keys(pred, spec), ModelGroups()
@@ -296,11 +305,27 @@ def batch_groups(table: pa.Table, ctx: Context, options: ReadOptions, spec: Grou
             codes, keys, seen = row_keys(pred, spec, table, ctx, next_rows)
         else:
             codes, keys, seen = window_keys(pred, spec, table, ctx)
-        order = np.argsort(codes, kind="stable")
-        bounds = np.searchsorted(codes[order], np.arange(len(keys) + 1))
-        for g, key in enumerate(keys):
+        yield pred, codes, keys, seen
+
+
+def key_rows(codes: np.ndarray, n_keys: int) -> list[np.ndarray]:
+    """The rows of every key code ``0..n_keys-1``, in row order."""
+    order = np.argsort(codes, kind="stable")
+    bounds = np.searchsorted(codes[order], np.arange(n_keys + 1))
+    return [order[bounds[g] : bounds[g + 1]] for g in range(n_keys)]
+
+
+def batch_groups(table: pa.Table, ctx: Context, options: ReadOptions, spec: GroupSpec,
+                 next_rows: dict[str, int] | None = None):  # fmt: skip
+    """The :class:`ModelGroups` of every model of one batch (the loader's predictions).
+
+    ``next_rows``: for windows of rows, as :func:`row_keys` takes it.
+    """
+    out = {}
+    for pred, codes, keys, seen in batch_keys(table, ctx, options, spec, next_rows):
+        for key, rows in zip(keys, key_rows(codes, len(keys)), strict=True):
             builder = SummaryBuilder()  # the kernel, on this group's rows
-            builder.add_predictions(pred.subset(order[bounds[g] : bounds[g + 1]]))
+            builder.add_predictions(pred.subset(rows))
             seen.totals[key] = GroupTotals.of_summary(builder.summaries()[pred.name], spec.n_bins)
         out[pred.name] = seen
     return out
@@ -376,7 +401,8 @@ class ExactGroups:
         Windows holding rows of the reference period.
     statistics : BinStatistics or None
         Per-group equal-width bins of the confidence, shape (G, M): the
-        groups' reliability diagrams (as ``SliceReport.statistics``).
+        groups' reliability diagrams (as ``SliceReport.statistics``); None
+        with equal-frequency bins (their edges differ by group and are not kept).
     """
 
     labels: tuple[str, ...]
@@ -397,14 +423,18 @@ class ExactGroups:
 
 
 def table_statistics(totals: list[GroupTotals], n_bins: int) -> BinStatistics:
-    """The equal-width bins of every group's confidence, shape (G, M)."""
+    """The bins of every group's confidence, shape (G, M), with equal-width edges."""
     bins = np.stack([t.bins for t in totals], axis=1)  # (3, G, M)
     edges = np.broadcast_to(width_edges(n_bins), (len(totals), n_bins + 1))
     return BinStatistics(edges, bins[0], bins[1], bins[2])
 
 
 def table_metrics(totals: list[GroupTotals], n_bins: int) -> dict[str, np.ndarray]:
-    """Per-group metrics of totals, by the in-memory formulas (``metrics_from_sums``)."""
+    """Per-group metrics of totals, by the in-memory formulas (``metrics_from_sums``).
+
+    ECE and MCE read only the bins' counts and sums, so the same formulas serve
+    equal-frequency bins (the edges given here are never read).
+    """
     stats = table_statistics(totals, n_bins)
     n = np.array([t.rows for t in totals], dtype=np.float64)
     sums = np.stack([t.sums for t in totals], axis=1)
@@ -418,50 +448,121 @@ def _total(values: list[GroupTotals]) -> GroupTotals:
     return out
 
 
-def exact_groups(groups: ModelGroups, spec: GroupSpec, min_rows: int = MIN_GROUP_ROWS):
-    """The :class:`ExactGroups` of one model: groups numbered and labelled as in memory."""
+@dataclass(frozen=True, eq=False)
+class GroupLayout:
+    """The keys of one model's groups or windows, in the in-memory order, and its blocks.
+
+    Attributes
+    ----------
+    labels : tuple of str
+        The G groups or windows.
+    blocks : tuple of tuple
+        The keys of each group (``blocks[:G]``), then of all rows (``blocks[G]``),
+        then, for windows, of the reference period (``blocks[G + 1]``).
+    min_rows : int
+    columns : tuple of str
+    in_reference : numpy.ndarray of bool, shape (G,), or None
+        Windows holding rows of the reference period.
+    """
+
+    labels: tuple[str, ...]
+    blocks: tuple[tuple, ...]
+    min_rows: int
+    columns: tuple[str, ...]
+    in_reference: np.ndarray | None = None
+
+    @property
+    def n_groups(self) -> int:
+        """G."""
+        return len(self.labels)
+
+    def owners(self) -> dict:
+        """The blocks of every key (a key is in its group's, the whole's, and the reference's)."""
+        out: dict = {}
+        for b, keys in enumerate(self.blocks):
+            for key in keys:
+                out.setdefault(key, []).append(b)
+        return {key: tuple(blocks) for key, blocks in out.items()}
+
+    def rows(self, groups: ModelGroups) -> list[int]:
+        """Rows of every block."""
+        return [sum(groups.totals[k].rows for k in keys) for keys in self.blocks]
+
+
+def group_layout(groups: ModelGroups, spec: GroupSpec, min_rows: int = MIN_GROUP_ROWS):
+    """The :class:`GroupLayout` of one model: groups numbered and labelled as in memory.
+
+    Raises the in-memory errors: more than 1,000 groups; a reference period
+    outside the data, in a gap, or covering every window.
+    """
     keys = list(groups.totals)
     if spec.window is not None:
-        return _exact_windows(groups, keys, spec)
+        return _window_layout(groups, keys, spec)
     values = {c: np.array([k[j] for k in keys], dtype=object) for j, c in enumerate(spec.columns)}
     index = value_groups(values, spec.columns, min_rows=min_rows)
-    merged = [_total([groups.totals[keys[i]] for i in np.flatnonzero(index.codes == g)])
+    blocks = [tuple(keys[i] for i in np.flatnonzero(index.codes == g))
               for g in range(index.n_groups)]  # fmt: skip
-    return _exact(merged, index.labels, spec, min_rows, spec.columns)
+    return GroupLayout(index.labels, (*blocks, tuple(keys)), int(min_rows), spec.columns)
 
 
-def _exact(merged, labels, spec, min_rows, columns, **extra) -> ExactGroups:
-    metrics = table_metrics(merged, spec.n_bins)
-    whole = table_metrics([_total(merged)], spec.n_bins)
-    sizes = np.array([t.rows for t in merged], dtype=np.int64)
-    whole = {name: float(v[0]) for name, v in whole.items()}
-    stats = table_statistics(merged, spec.n_bins)
-    return ExactGroups(tuple(labels), sizes, metrics, whole, int(min_rows), columns, **extra,
-                       statistics=stats)  # fmt: skip
+def _window_layout(groups: ModelGroups, keys: list, spec: GroupSpec) -> GroupLayout:
+    from ..slices.drift import check_windows_left
 
-
-def _exact_windows(groups: ModelGroups, keys: list, spec: GroupSpec) -> ExactGroups:
     starts = sorted({k[0] for k in keys})
-    merged = [_total([groups.totals[k] for k in keys if k[0] == s]) for s in starts]
-    labels = _window_labels(starts, spec, sum(t.rows for t in merged))
+    blocks = [tuple(k for k in keys if k[0] == s) for s in starts]
+    labels = _window_labels(starts, spec, sum(groups.totals[k].rows for k in keys))
     period = spec.reference or parse_reference(1)
     if period.kind == "windows":
         where = GroupIndex(np.arange(len(starts)), labels, ("time",), 0)
         in_reference = reference_rows(period, where)  # its checks: windows that exist
-        block = [merged[w] for w in np.flatnonzero(in_reference)]
+        reference = tuple(k for w in np.flatnonzero(in_reference) for k in blocks[w])
     else:
         seen = [groups.first, groups.last] + ([groups.in_period] if groups.in_period else [])
         where = GroupIndex(np.zeros(len(seen), np.intp), ("all",), ("time",), 0, np.array(seen))
         reference_rows(period, where)  # its checks: a period outside the data, or in a gap
         in_reference = np.array([(s, True) in groups.totals for s in starts])
-        block = [groups.totals[(s, True)] for s in starts if (s, True) in groups.totals]
-    from ..slices.drift import check_windows_left
-
+        reference = tuple((s, True) for s in starts if (s, True) in groups.totals)
     check_windows_left(period, in_reference)
-    reference = _total(block)
-    ref = {k: float(v[0]) for k, v in table_metrics([reference], spec.n_bins).items()}
-    return _exact(merged, labels, spec, 0, ("time",), reference=ref,
-                  reference_rows=reference.rows, in_reference=in_reference)  # fmt: skip
+    return GroupLayout(labels, (*blocks, tuple(keys), reference), 0, ("time",), in_reference)
+
+
+def exact_groups(
+    groups: ModelGroups,
+    spec: GroupSpec,
+    min_rows: int = MIN_GROUP_ROWS,
+    bins: list[np.ndarray] | None = None,
+) -> ExactGroups:
+    """The :class:`ExactGroups` of one model: groups numbered and labelled as in memory.
+
+    Parameters
+    ----------
+    groups : ModelGroups
+    spec : GroupSpec
+    min_rows : int
+    bins : list of numpy.ndarray, shape (3, M) each, optional
+        Count, score sum and hits per bin of every block of the model's
+        :class:`GroupLayout`, binned with the block's own edges
+        (:func:`~.group_bins.group_frequency_bins`: equal-frequency bins); by
+        default the equal-width bins of the totals.
+    """
+    layout = group_layout(groups, spec, min_rows)
+    totals = [_total([groups.totals[k] for k in keys]) for keys in layout.blocks]
+    if bins is not None:
+        totals = [GroupTotals(t.rows, t.sums, b) for t, b in zip(totals, bins, strict=True)]
+    g = layout.n_groups
+    metrics = table_metrics(totals[:g], spec.n_bins)
+    whole = {name: float(v[0]) for name, v in table_metrics([totals[g]], spec.n_bins).items()}
+    sizes = np.array([t.rows for t in totals[:g]], dtype=np.int64)
+    extra = {}
+    if layout.in_reference is not None:
+        reference = totals[g + 1]
+        ref = {k: float(v[0]) for k, v in table_metrics([reference], spec.n_bins).items()}
+        extra = {"reference": ref, "reference_rows": reference.rows,
+                 "in_reference": layout.in_reference}  # fmt: skip
+    if bins is None:
+        extra["statistics"] = table_statistics(totals[:g], spec.n_bins)
+    return ExactGroups(layout.labels, sizes, metrics, whole, layout.min_rows, layout.columns,
+                       **extra)  # fmt: skip
 
 
 def _window_labels(starts: list[int], spec: GroupSpec, n_rows: int) -> tuple[str, ...]:
@@ -603,20 +704,26 @@ def time_dict(exact: ExactGroups, drawn: dict | None, period: ReferencePeriod, o
 # ------------------------------------------------------------------ the sample's bounds
 @dataclass(frozen=True)
 class SliceSample:
-    """The reproducible sample behind the bounds, the test and the flags of a Dask run.
+    """The reproducible sample behind the bounds, the test, the flags and the group maps.
 
     Attributes
     ----------
     rows : int
         Largest sample per model (``--sample-rows``).
     seed : int
-        Of the draw and of the bootstrap.
+        Of the draw, the bootstrap and the maps' folds.
     n_resamples : int
         Bootstrap resamples of the intervals.
     level : float
         Level of the intervals.
     min_rows : int
         Groups with fewer rows are listed, not judged.
+    scheme : str
+        ``"width"`` or ``"frequency"``: the bins of the sample's reports.
+    group_maps : tuple of str
+        Maps compared globally and per group on the sample (``--group-maps``).
+    folds : int
+        Their cross-fitting folds.
     """
 
     rows: int = DEFAULT_SAMPLE_ROWS
@@ -624,6 +731,9 @@ class SliceSample:
     n_resamples: int = 200
     level: float = 0.95
     min_rows: int = MIN_GROUP_ROWS
+    scheme: str = "width"
+    group_maps: tuple[str, ...] = ()
+    folds: int = 5
 
 
 def model_slices(
@@ -638,7 +748,7 @@ def model_slices(
     label_column: str | None = None,
     renormalize: bool = False,
 ) -> dict[str, Any]:
-    """One model's ``slices``/``time`` objects: its exact groups, then its sample's reports.
+    """One model's ``slices``/``group_maps``/``time`` objects: its exact groups, then its sample's.
 
     The sample is drawn once with the group and time columns
     (:func:`~calibration_core.distributed.draw_sample`); with windows of N rows
@@ -672,7 +782,7 @@ def model_slices(
     on = {"rows": info.rows, "seed": info.seed, "of": int(next(iter(exact.values())).sizes.sum())}
     out: dict[str, Any] = {}
     if "slices" in exact:
-        out["slices"] = sample_slices(sample, exact["slices"], specs["slices"], drawn, on, client)
+        out.update(sample_slices(sample, exact["slices"], specs["slices"], drawn, on, client))
     if "time" in exact:
         out["time"] = sample_time(sample, exact["time"], specs["time"], time_column, drawn, on,
                                   client, numbers)  # fmt: skip
@@ -681,16 +791,28 @@ def model_slices(
 
 def sample_slices(sample: Predictions, exact: ExactGroups, spec: GroupSpec, drawn: SliceSample,
                   on: dict, client: Any = None) -> dict[str, Any]:  # fmt: skip
-    """The ``slices`` object: exact estimates, ``slice_report``'s bounds and test on the sample."""
+    """The ``slices`` and ``group_maps`` objects: exact estimates, the sample's reports.
+
+    ``slices`` has the exact estimates and ``slice_report``'s bounds and test
+    on the sample; every ``group_maps`` entry (with ``drawn.group_maps``) is the
+    in-memory entry of the sample's groups (fitted, held out and scored on
+    sample rows only), with ``evaluated_on`` the sample.
+    """
     from ..binning import Binning
-    from ..slices import slice_report
+    from ..slices import group_maps, slice_report
     from .sample import run_on_sample
 
+    binning = Binning(drawn.scheme, spec.n_bins)
     index = group_index(sample, exact.columns, min_rows=drawn.min_rows)
-    report = run_on_sample(slice_report, sample, client, groups=index,
-                           binning=Binning("width", spec.n_bins), n_resamples=drawn.n_resamples,
-                           level=drawn.level, seed=drawn.seed)  # fmt: skip
-    return slices_dict(exact, report.to_dict(), on, drawn.level)
+    report = run_on_sample(slice_report, sample, client, groups=index, binning=binning,
+                           n_resamples=drawn.n_resamples, level=drawn.level,
+                           seed=drawn.seed)  # fmt: skip
+    out = {"slices": slices_dict(exact, report.to_dict(), on, drawn.level)}
+    if drawn.group_maps:
+        found = run_on_sample(group_maps, sample, client, groups=index, maps=drawn.group_maps,
+                              folds=drawn.folds, seed=drawn.seed, binning=binning)  # fmt: skip
+        out["group_maps"] = [{**row, "evaluated_on": on} for row in found.table]
+    return out
 
 
 def sample_time(sample: Predictions, exact: ExactGroups, spec: GroupSpec, column: str | None,
@@ -713,7 +835,7 @@ def sample_time(sample: Predictions, exact: ExactGroups, spec: GroupSpec, column
     try:
         windows = sample_windows(sample, column, spec.window, numbers, int(exact.sizes.sum()))
         report = run_on_sample(drift_report, sample, client, windows=windows, reference=period,
-                               binning=Binning("width", spec.n_bins),
+                               binning=Binning(drawn.scheme, spec.n_bins),
                                n_resamples=max(drawn.n_resamples, 1), level=drawn.level,
                                seed=drawn.seed)  # fmt: skip
     except CalibrationInputError as exc:

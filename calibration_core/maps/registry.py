@@ -65,7 +65,7 @@ def get_map_class(name) -> type:
     """The map class registered as ``name`` (its module is imported on first use)."""
     _load(name)
     if name not in _REGISTRY:
-        known = ", ".join(n for n in MAP_NAMES if n in _REGISTRY)
+        known = ", ".join(available_maps())  # every map, not only those loaded so far
         raise CalibrationInputError(f"unknown calibration map {name!r}; choose from {known}.")
     return _REGISTRY[name]
 

@@ -524,10 +524,6 @@ def test_cli_evaluate_on_a_running_scheduler(client, synthetic, capsys):
 
 def test_cli_refuses_what_the_dask_engine_cannot_do_yet(synthetic, capsys):
     folder, paths = synthetic
-    code = main(["evaluate", str(folder), "--engine", "dask", "--group-by", "model",
-                 "--group-maps", "temperature"])  # fmt: skip
-    assert code == 1
-    assert "--group-maps: not supported with --engine dask" in capsys.readouterr().err
     code = main(["evaluate", str(folder), "--engine", "dask", "--sample-rows", "50"])
     assert code == 1
     assert "--sample-rows 50: nothing is computed on a sample without --maps, --measures" in (

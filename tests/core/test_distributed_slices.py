@@ -28,6 +28,7 @@ from calibration_core import CalibrationInputError, load_predictions  # noqa: E4
 from calibration_core.binning import Binning  # noqa: E402
 from calibration_core.distributed import draw_sample, sample_predictions  # noqa: E402
 from calibration_core.distributed.engine import local_cluster  # noqa: E402
+from calibration_core.distributed.group_bins import group_frequency_bins  # noqa: E402
 from calibration_core.distributed.pieces import (  # noqa: E402
     ReadOptions,
     find_pieces,
@@ -43,6 +44,7 @@ from calibration_core.slices import (  # noqa: E402
     GROUP_METRICS,
     drift_report,
     group_index,
+    group_maps,
     parse_reference,
     slice_report,
     time_windows,
@@ -145,6 +147,48 @@ def _assert_windows(exact, want) -> None:
     assert exact.reference_rows == want.reference.groups.sizes[0]
     _assert_metrics(exact.metrics, want.windows.metrics)
     _assert_metrics({k: [v] for k, v in exact.reference.items()}, want.reference.metrics)
+
+
+def _frequency_groups(client, pattern, spec, min_rows=100):
+    found = dataset_groups(pattern, spec, client=client)
+    bins = group_frequency_bins(pattern, spec, found, min_rows=min_rows, client=client)
+    return exact_groups(found[NAME], spec, min_rows, bins[NAME]), bins[NAME]
+
+
+@pytest.mark.parametrize(("columns", "n_bins"), [(("region",), 10), (("region", "tier"), 7)])
+def test_group_frequency_estimates_equal_slice_report(client, dataset, columns, n_bins):
+    pattern, memory = dataset
+    spec = GroupSpec(columns=columns, n_bins=n_bins)
+    exact, bins = _frequency_groups(client, pattern, spec)
+    groups = group_index(memory, columns)
+    want = slice_report(memory, groups, binning=Binning("frequency", n_bins),
+                        n_resamples=0, test_resamples=0)  # fmt: skip
+    assert exact.labels == want.groups.labels
+    counts = np.stack([b[0] for b in bins[: len(exact.labels)]])
+    np.testing.assert_array_equal(counts, want.statistics.count)  # the same edges, ties up
+    np.testing.assert_array_equal(np.stack([b[2] for b in bins[: len(exact.labels)]]),
+                                  want.statistics.sum_target)  # fmt: skip
+    assert (np.ptp(counts, axis=1) > 1).any()  # ties on edges: bins of unequal counts
+    _assert_metrics(exact.metrics, want.metrics)
+    _assert_metrics({k: [v] for k, v in exact.whole.items()},
+                    {k: [v] for k, v in want.whole.items()})  # fmt: skip
+    width = exact_groups(dataset_groups(pattern, spec, client=client)[NAME], spec)
+    assert not np.allclose(width.metrics["ece"], exact.metrics["ece"])  # not the width bins
+
+
+@pytest.mark.parametrize(
+    ("window", "reference"),
+    [("1w", "2024-01-10:2024-02-03"), ("1w", "2:3"), ("650rows", "2:3")],
+)
+def test_window_frequency_estimates_equal_drift_report(client, dataset, window, reference):
+    # windows of rows: every piece's rows numbered from the footers in the four passes too
+    pattern, memory = dataset
+    spec = GroupSpec(window=window, reference=parse_reference(reference), n_bins=8)
+    exact, _ = _frequency_groups(client, pattern, spec)
+    _, windows = time_windows(memory, window)
+    want = drift_report(memory, windows, reference=reference, n_resamples=0,
+                        binning=Binning("frequency", 8))  # fmt: skip
+    _assert_windows(exact, want)
 
 
 @pytest.mark.parametrize(
@@ -332,6 +376,70 @@ def test_cli_row_windows_match_the_memory_engine(client, dataset, capsys):
     assert got["reference"]["ece_upper"] == drift["reference"]["ece_upper"]
 
 
+def test_cli_frequency_bins_of_groups_and_windows(client, dataset, capsys):
+    pattern, memory = dataset
+    doc = _evaluate(capsys, pattern, "--engine", "dask", "--scheduler", client.scheduler.address,
+                    "--scheme", "frequency", "--bins", "8", "--group-by", "region", "--window",
+                    "1w", "--reference", "1:2", "--sample-rows", "1500", "--seed", "3",
+                    "--slice-resamples", "30")  # fmt: skip
+    assert doc["settings"]["scheme"] == "frequency"
+    model, binning = doc["models"][0], Binning("frequency", 8)
+    sample, _ = sample_predictions(pattern, size=1500, seed=3, client=client,
+                                   columns=("region", "timestamp"))  # fmt: skip
+    # slices: exact estimates of every group's own edges; bounds of the sample's report
+    want = slice_report(memory, group_index(memory, ["region"]), binning=binning,
+                        n_resamples=0).to_dict()  # fmt: skip
+    drawn = slice_report(sample, group_index(sample, ["region"]), binning=binning,
+                         n_resamples=30, seed=3).to_dict()  # fmt: skip
+    s = model["slices"]
+    for got, exact, bounds in zip(s["groups"], want["groups"], drawn["groups"], strict=True):
+        assert got["group"] == exact["group"] and got["rows"] == exact["rows"]
+        for name in GROUP_METRICS:
+            assert got[name] == pytest.approx(exact[name], abs=TOL)
+            assert got[f"{name}_lower"] == bounds[f"{name}_lower"]
+    assert s["whole"]["ece"] == pytest.approx(want["whole"]["ece"], abs=TOL)
+    assert s["homogeneity"]["p_value"] == drawn["homogeneity"]["p_value"]
+    # time: every window and the reference period binned by their own edges
+    _, windows = time_windows(memory, "1w")
+    exact = drift_report(memory, windows, reference="1:2", binning=binning,
+                         n_resamples=0).to_dict()  # fmt: skip
+    t = model["time"]
+    for got, want_row in zip(t["windows"], exact["windows"], strict=True):
+        assert got["window"] == want_row["window"]
+        assert got["ece"] == pytest.approx(want_row["ece"], abs=TOL)
+    assert t["reference"]["ece"] == pytest.approx(exact["reference"]["ece"], abs=TOL)
+    windows = sample_windows(sample, "timestamp", "1w")
+    drift = drift_report(sample, windows, reference="1:2", binning=binning, n_resamples=30,
+                         seed=3).to_dict()  # fmt: skip
+    assert t["reference"]["ece_upper"] == drift["reference"]["ece_upper"]
+
+
+def test_cli_group_maps_are_the_in_memory_group_maps_on_the_sample(client, dataset, capsys):
+    pattern, _ = dataset
+    args = [pattern, "--engine", "dask", "--scheduler", client.scheduler.address, "--group-by",
+            "region", "--group-maps", "temperature,isotonic", "--min-group-rows", "480",
+            "--sample-rows", "2000", "--seed", "4", "--folds", "3", "--bins", "10",
+            "--slice-resamples", "0"]  # fmt: skip
+    doc = _evaluate(capsys, *args)
+    sample, info = sample_predictions(pattern, size=2000, seed=4, client=client,
+                                      columns=("region",))  # fmt: skip
+    index = group_index(sample, ["region"], min_rows=480)  # east: 473 rows, small
+    want = group_maps(sample, index, ("temperature", "isotonic"), folds=3, seed=4,
+                      binning=Binning("width", 10))  # fmt: skip
+    on = {"rows": info.rows, "seed": 4, "of": 5000}
+    got = doc["models"][0]["group_maps"]
+    assert got == [{**row, "evaluated_on": on} for row in want.table]
+    assert {row["map"] for row in got} == {"temperature", "isotonic"}
+    assert any(row["small"] for row in got) and any(row["better"] for row in got)
+    assert main(["evaluate", *args]) == 0  # the table says where the maps were compared
+    out = capsys.readouterr().out
+    assert "temperature on region=north: held-out ECE global" in out
+    assert f"group maps fitted, held out and scored on a uniform sample of {info.rows:,}" in out
+    code = main(["evaluate", *args[:7], "--group-maps", "nosuch"])
+    assert code == 1
+    assert "unknown calibration map 'nosuch'" in capsys.readouterr().err
+
+
 def test_cli_table_output(client, dataset, capsys):
     pattern, _ = dataset
     args = ["evaluate", pattern, "--engine", "dask", "--scheduler", client.scheduler.address,
@@ -351,6 +459,8 @@ def test_too_many_groups_are_refused_as_in_memory(client, tmp_path):
     with pytest.raises(CalibrationInputError, match="grouping by user gives 1,200 groups, more "
                        "than the 1,000"):  # fmt: skip
         exact_groups(found["u"], spec)
+    with pytest.raises(CalibrationInputError, match="gives 1,200 groups"):  # before any pass
+        group_frequency_bins(str(tmp_path / "u.parquet"), spec, found, client=client)
     ids = np.arange(2400)  # a batch with 2,000 values is refused at once, with its rows
     pq.write_table(table.append_column("user", pa.array(ids)), tmp_path / "v.parquet",
                    row_group_size=2000)  # fmt: skip
@@ -389,10 +499,6 @@ def test_cli_refusals(dataset, tmp_path, capsys):
                  "2024-01-01:2024-01-31"])  # fmt: skip
     assert code == 1
     assert "is in dates, but the windows are rows" in capsys.readouterr().err
-    code = main(["evaluate", pattern, "--engine", "dask", "--group-by", "region",
-                 "--scheme", "frequency"])  # fmt: skip
-    assert code == 1
-    assert "need --scheme width" in capsys.readouterr().err
     code = main(["evaluate", pattern, "--engine", "dask", "--window", "1d", "--time-column",
                  "when", "--workers", "1"])  # fmt: skip
     assert code == 1

@@ -20,7 +20,7 @@ sums are added row by row, so every sum adds the same floats in the same order
 as a row-by-row loop would (a sub-block with a bad row is run by that loop).
 A class column's count and score sum sit next to its positives' count and score
 sum (:attr:`BlockTotals.class_cells`), so the true class's update finds its line
-in L1. 23-41 % less CPU than one row-by-row loop (BENCHMARKS.md).
+in L1. 25-41 % less CPU than one row-by-row loop (BENCHMARKS.md).
 
 The kernel checks nothing itself beyond what keeps it safe: a row with a NaN, an
 infinity, a negative value, a zero sum it would divide by or a label out of

@@ -253,13 +253,7 @@ def register(app, ctx: AppContext) -> None:
     register_job(
         app,
         ctx,
-        JobIds(
-            done=ids.DATASET_SLICES_DONE,
-            run=ids.DATASET_SLICES_RUN,
-            cancel=ids.DATASET_SLICES_CANCEL,
-            progress=ids.DATASET_SLICES_PROGRESS,
-            status=ids.DATASET_SLICES_STATUS,
-        ),
+        JobIds.named("DATASET_SLICES"),
         {"request": Input(ids.DATASET_SLICES_REQUEST, "data")},
         {
             "name": State(ids.DATASET_SELECT, "value"),

@@ -359,13 +359,7 @@ def register(app, ctx: AppContext) -> None:
     register_job(
         app,
         ctx,
-        JobIds(
-            done=ids.DATASET_DONE,
-            run=ids.DATASET_RUN,
-            cancel=ids.DATASET_CANCEL,
-            progress=ids.DATASET_PROGRESS,
-            status=ids.DATASET_STATUS,
-        ),
+        JobIds.named("DATASET"),
         {"name": Input(ids.DATASET_SELECT, "value")},
         {},
         "dataset computation",
@@ -405,13 +399,7 @@ def register_maps(app, ctx: AppContext) -> None:
     register_job(
         app,
         ctx,
-        JobIds(
-            done=ids.DATASET_MAPS_DONE,
-            run=ids.DATASET_MAPS_RUN,
-            cancel=ids.DATASET_MAPS_CANCEL,
-            progress=ids.DATASET_MAPS_PROGRESS,
-            status=ids.DATASET_MAPS_STATUS,
-        ),
+        JobIds.named("DATASET_MAPS"),
         {},
         {"name": State(ids.DATASET_SELECT, "value")},
         "maps of a dataset",

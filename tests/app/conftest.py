@@ -59,3 +59,14 @@ def prediction_csv(n: int = 400, k: int = 3, seed: int = 0, class_names=None, mo
     buf = io.StringIO()
     frame.to_csv(buf, index=False)
     return buf.getvalue().encode()
+
+
+@pytest.fixture(scope="module")
+def scheduler():
+    """A LocalCluster of 2 worker processes (the ``dask`` extra); its scheduler's address."""
+    distributed = pytest.importorskip("distributed", reason="the 'dask' extra is not installed")
+    cluster = distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None, silence_logs=40
+    )
+    with cluster:
+        yield cluster.scheduler_address

@@ -86,16 +86,6 @@ def datasets_dir(tmp_path_factory) -> Path:
     return root
 
 
-@pytest.fixture(scope="module")
-def scheduler():
-    """A LocalCluster of 2 worker processes; its scheduler's address."""
-    cluster = distributed.LocalCluster(
-        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None, silence_logs=40
-    )
-    with cluster:
-        yield cluster.scheduler_address
-
-
 def _context(tmp_path, datasets_dir, address) -> AppContext:
     base = make_context(tmp_path)
     datasets = Datasets(datasets_dir, address, tmp_path / "datasets", 3600)

@@ -80,13 +80,7 @@ def register(app, ctx: AppContext) -> None:
     register_job(
         app,
         ctx,
-        JobIds(
-            done=ids.DIAG_BEYOND_DONE,
-            run=ids.DIAG_BEYOND_RUN,
-            cancel=ids.DIAG_BEYOND_CANCEL,
-            progress=ids.DIAG_BEYOND_PROGRESS,
-            status=ids.DIAG_BEYOND_STATUS,
-        ),
+        JobIds.named("DIAG_BEYOND"),
         {},
         {},
         "beyond-bins measures",

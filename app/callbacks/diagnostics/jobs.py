@@ -192,13 +192,7 @@ def register(app, ctx: AppContext) -> None:
     register_job(
         app,
         ctx,
-        JobIds(
-            done=ids.DIAG_TEST_DONE,
-            run=ids.DIAG_TEST_RUN,
-            cancel=ids.DIAG_TEST_CANCEL,
-            progress=ids.DIAG_TEST_PROGRESS,
-            status=ids.DIAG_TEST_STATUS,
-        ),
+        JobIds.named("DIAG_TEST"),
         {},
         {
             "measure": State(ids.DIAG_MEASURE, "value"),
@@ -224,13 +218,7 @@ def register(app, ctx: AppContext) -> None:
     register_job(
         app,
         ctx,
-        JobIds(
-            done=ids.DIAG_BOOT_DONE,
-            run=ids.DIAG_BOOT_RUN,
-            cancel=ids.DIAG_BOOT_CANCEL,
-            progress=ids.DIAG_BOOT_PROGRESS,
-            status=ids.DIAG_BOOT_STATUS,
-        ),
+        JobIds.named("DIAG_BOOT"),
         {},
         {
             "level": State(ids.DIAG_BOOT_LEVEL, "value"),

@@ -172,13 +172,7 @@ def register(app, ctx: AppContext) -> None:
     register_job(
         app,
         ctx,
-        JobIds(
-            done=ids.TIME_DONE,
-            run=ids.TIME_RUN,
-            cancel=ids.TIME_CANCEL,
-            progress=ids.TIME_PROGRESS,
-            status=ids.TIME_STATUS,
-        ),
+        JobIds.named("TIME"),
         {},
         {"time": time_states(), "resamples": State(ids.DIAG_RESAMPLES, "value")},
         "interval job of the windows",

@@ -19,6 +19,7 @@ the panel (:func:`failure_message`, through the app's
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import uuid
 from collections.abc import Callable
@@ -164,6 +165,13 @@ class JobIds:
     progress: str
     #: Status line next to the bar.
     status: str
+
+    @classmethod
+    def named(cls, prefix: str) -> JobIds:
+        """The ids ``{prefix}_DONE``, ``_RUN``, ``_CANCEL``, ``_PROGRESS`` and ``_STATUS``
+        of :mod:`app.ids`."""
+        names = (field.name.upper() for field in dataclasses.fields(cls))
+        return cls(*(getattr(ids, f"{prefix}_{name}") for name in names))
 
 
 def new_job_state() -> dict:

@@ -156,9 +156,11 @@ def slice_bins(view: ViewSettings) -> int:
     """The bin count of the groups and windows: equal-width bins only (else a message)."""
     if view.scheme != "width":
         raise CalibrationInputError(
-            f"per group and over time, a dataset is binned in equal-width bins (the cluster "
-            f"sums each group's rows per bin); {SCHEME_LABELS[view.scheme]} bins would need "
-            "every group's scores sorted. Choose equal-width bins to see them."
+            f"per group and over time, the page bins a dataset in equal-width bins (the cluster "
+            f"sums each group's rows per bin in one pass); {SCHEME_LABELS[view.scheme]} bins "
+            "of every group take four more passes: ask the command line for them (evaluate "
+            "--engine dask --scheme frequency --group-by/--window), or choose equal-width bins "
+            "here."
         )
     return view.n_bins
 

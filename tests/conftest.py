@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from .external_tools import SESSION_PROBES, require_tool
+
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -136,3 +138,107 @@ def kernel(tmp_path) -> Iterator[Kernel]:
         yield kernel
     finally:
         kernel.shutdown()
+
+
+# ------------------------------------------------------------- external tools
+def pytest_configure(config) -> None:
+    """Register the ``requires_tool`` marker (the tier markers are in pyproject.toml)."""
+    config.addinivalue_line(
+        "markers",
+        "requires_tool(name): the test needs an external tool (tests/external_tools.py), "
+        "probed once per session; skipped without it (failed under CI if .ci/run installs it)",
+    )
+
+
+def pytest_runtest_setup(item) -> None:
+    """Probe (once per session) every tool the test's ``requires_tool`` markers name."""
+    for marker in item.iter_markers(name="requires_tool"):
+        for name in marker.args:
+            require_tool(name)
+
+
+def pytest_terminal_summary(terminalreporter) -> None:
+    """One line per external tool probed this session: works, or why not, and the time."""
+    probed = SESSION_PROBES.results
+    if probed:
+        terminalreporter.write_sep("-", "external tools probed (tests/external_tools.py)")
+        for name, result in probed.items():
+            state = "works" if result.problem is None else result.problem
+            terminalreporter.write_line(f"{name}: {state} ({result.seconds:.1f} s)")
+
+
+@pytest.fixture(scope="session")
+def browser_available() -> None:
+    """Skip (or, under CI, fail) when Debian's Chromium or Playwright for Python is missing.
+
+    Every real-browser fixture uses it: it is what puts a test in the ``browser`` tier.
+    """
+    require_tool("chromium")
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError as exc:
+        reason = f"browser tests need Playwright for Python ({exc})"
+        if os.environ.get("CI"):
+            pytest.fail(f"{reason}. CI must run the browser tests: install it.", pytrace=False)
+        pytest.skip(reason)
+
+
+# ---------------------------------------------------------------------- tiers
+#: Tier marker -> fixtures that put a test in it (anywhere in the test's fixture closure).
+TIER_FIXTURES = {
+    "browser": {"browser_available"},
+    "dask": {"dask_extra"},
+    "hosting": {"gunicorn_server", "nginx_proxy", "redis_server", "stack_processes"},
+}
+
+
+def pytest_collection_modifyitems(config, items) -> None:
+    """Mark each test with the tiers of the fixtures it uses; every tier is also ``slow``.
+
+    A test is tiered by what it needs (a browser page, a Dask cluster or the Numba
+    kernel, gunicorn/Redis/nginx/Celery processes), never by hand, so a new test that
+    asks for one of those fixtures cannot land in the fast loop (``-m "not slow"``).
+    """
+    for item in items:
+        used = set(getattr(item, "fixturenames", ()))
+        tiers = [tier for tier, fixtures in TIER_FIXTURES.items() if used & fixtures]
+        for tier in tiers:
+            item.add_marker(tier)
+        if tiers:
+            item.add_marker("slow")
+
+
+# ------------------------------------------------------------------------ Dask
+@pytest.fixture(scope="session")
+def dask_extra() -> None:
+    """Skip unless the ``dask`` extra (dask, distributed, numba) is installed.
+
+    Every test of the Dask engine or its Numba kernel uses it, directly or through
+    :func:`dask_cluster`: it is what puts such a test in the ``dask`` tier.
+    """
+    for module in ("dask.dataframe", "distributed", "numba"):
+        pytest.importorskip(module, reason="the 'dask' extra is not installed")
+
+
+@pytest.fixture(scope="session")
+def dask_cluster(dask_extra) -> Iterator:
+    """The session's LocalCluster: 2 worker processes of 1 thread each (the engine's setup).
+
+    One cluster for every test module: starting one costs seconds of imports and
+    process starts. A test that needs a cluster of another shape (no workers, one it
+    scales) starts its own and says why.
+    """
+    from calibration_core.distributed.engine import local_cluster
+
+    cluster = local_cluster(2, dashboard_address=None, silence_logs=40)
+    with cluster:
+        yield cluster
+
+
+@pytest.fixture(scope="session")
+def dask_client(dask_cluster) -> Iterator:
+    """A ``distributed.Client`` of :func:`dask_cluster`."""
+    import distributed
+
+    with distributed.Client(dask_cluster) as client:
+        yield client

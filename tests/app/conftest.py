@@ -61,12 +61,7 @@ def prediction_csv(n: int = 400, k: int = 3, seed: int = 0, class_names=None, mo
     return buf.getvalue().encode()
 
 
-@pytest.fixture(scope="module")
-def scheduler():
-    """A LocalCluster of 2 worker processes (the ``dask`` extra); its scheduler's address."""
-    distributed = pytest.importorskip("distributed", reason="the 'dask' extra is not installed")
-    cluster = distributed.LocalCluster(
-        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None, silence_logs=40
-    )
-    with cluster:
-        yield cluster.scheduler_address
+@pytest.fixture(scope="session")
+def scheduler(dask_cluster) -> str:
+    """The address of the session's Dask cluster (``dask_cluster``, tests/conftest.py)."""
+    return dask_cluster.scheduler_address

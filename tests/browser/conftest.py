@@ -11,8 +11,9 @@
   teardown); ``ui`` is a small page object for the dashboard (both classes are
   in ``dashboard_page.py``).
 
-Without ``/usr/bin/chromium`` (or Playwright) the tests are skipped, except
-when the ``CI`` environment variable is set: CI must run them, so they fail.
+Without ``/usr/bin/chromium`` (probed once, tests/external_tools.py) or Playwright
+the tests are skipped, except when the ``CI`` environment variable is set: CI must
+run them, so they fail.
 """
 
 from __future__ import annotations
@@ -38,14 +39,10 @@ from .dashboard_page import Dashboard, PageWatch
 
 try:
     from playwright.sync_api import expect, sync_playwright
-
-    PLAYWRIGHT_IMPORT_ERROR = None
-except ImportError as exc:  # reported by the `browser_available` fixture
+except ImportError:  # reported by the `browser_available` fixture (tests/conftest.py)
     expect = sync_playwright = None
-    PLAYWRIGHT_IMPORT_ERROR = str(exc)
 
 REPO = Path(__file__).resolve().parents[2]
-HERE = Path(__file__).resolve().parent
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
     "--no-sandbox",
@@ -81,28 +78,6 @@ APP_ENV_VARS = (
     "LOG_LEVEL",
     "GUNICORN_CMD_ARGS",
 )
-
-
-def pytest_collection_modifyitems(config, items):
-    """Every test of this folder carries the ``browser`` marker."""
-    for item in items:
-        if HERE in Path(str(item.path)).resolve().parents:
-            item.add_marker(pytest.mark.browser)
-
-
-@pytest.fixture(scope="session")
-def browser_available() -> None:
-    """Skip (or, under CI, fail) when Chromium or Playwright is missing."""
-    problems = []
-    if not CHROMIUM.is_file():
-        problems.append(f"{CHROMIUM} is absent (Debian package `chromium`)")
-    if PLAYWRIGHT_IMPORT_ERROR is not None:
-        problems.append(f"Playwright for Python is not importable ({PLAYWRIGHT_IMPORT_ERROR})")
-    if problems:
-        reason = "browser tests need Chromium and Playwright: " + "; ".join(problems)
-        if os.environ.get("CI"):
-            pytest.fail(f"{reason}. CI must run the browser tests: install them.")
-        pytest.skip(reason)
 
 
 # ------------------------------------------------------------------- server

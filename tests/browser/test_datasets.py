@@ -86,8 +86,13 @@ def datasets_dir(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def cluster() -> Iterator:
-    """A LocalCluster of 2 worker processes (in this process: the tests may scale it)."""
+def cluster(dask_extra) -> Iterator:
+    """A LocalCluster of 2 worker processes, of this module's own.
+
+    Not the session's ``dask_cluster``: a test here scales it to no worker and back,
+    and workers started by ``scale`` do not get the engine's malloc settings, which
+    the core tests check on the session's cluster.
+    """
     local = distributed.LocalCluster(
         n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None, silence_logs=40
     )

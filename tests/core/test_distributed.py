@@ -23,6 +23,8 @@ import pytest
 
 pytest.importorskip("dask.dataframe", reason="the 'dask' extra is not installed")
 distributed = pytest.importorskip("distributed", reason="the 'dask' extra is not installed")
+#: The Dask engine on the session's cluster: the ``dask`` tier.
+pytestmark = pytest.mark.usefixtures("dask_extra")
 
 from app.cli import main  # noqa: E402
 from calibration_core import (  # noqa: E402
@@ -68,17 +70,9 @@ from .distributed_checks import TOL, assert_summary_equals_core  # noqa: E402
 BIN_COUNTS = (1, 2, 7, 15, 64, 100)
 
 
-@pytest.fixture(scope="module")
-def client():
-    """A LocalCluster of 2 worker processes (1 thread each) and its client."""
-    cluster = local_cluster(2, dashboard_address=None, silence_logs=40)
-    with cluster, distributed.Client(cluster) as c:
-        yield c
-
-
-def test_local_workers_keep_freed_blocks_in_the_heap(client):
+def test_local_workers_keep_freed_blocks_in_the_heap(dask_client):
     """The workers start with WORKER_MALLOC, not Dask's trim-everything default."""
-    seen = client.run(lambda: {k: os.environ.get(k) for k in WORKER_MALLOC})
+    seen = dask_client.run(lambda: {k: os.environ.get(k) for k in WORKER_MALLOC})
     assert len(seen) == 2
     assert all(env == WORKER_MALLOC for env in seen.values())
 
@@ -168,9 +162,9 @@ def test_cells_merge_by_addition_and_refuse_other_shapes():
 
 
 # ----------------------------------------------------- against the core
-def test_synthetic_dataset_equals_the_in_memory_core(client, synthetic):
+def test_synthetic_dataset_equals_the_in_memory_core(dask_client, synthetic):
     folder, paths = synthetic
-    summaries = dataset_summaries(str(folder / "*.parquet"), client=client, name="data")
+    summaries = dataset_summaries(str(folder / "*.parquet"), client=dask_client, name="data")
     reference = _reference(paths)
     assert list(summaries) == list(reference) == ["data", "other"]
     for name, (probs, labels) in reference.items():
@@ -178,19 +172,19 @@ def test_synthetic_dataset_equals_the_in_memory_core(client, synthetic):
         assert_summary_equals_core(summaries[name], probs, labels, BIN_COUNTS)
 
 
-def test_progress_counts_every_row_once(client, synthetic):
+def test_progress_counts_every_row_once(dask_client, synthetic):
     folder, paths = synthetic
     seen: list[tuple[int, int]] = []
-    dataset_summaries(str(folder), client=client, progress=lambda d, t: seen.append((d, t)))
+    dataset_summaries(str(folder), client=dask_client, progress=lambda d, t: seen.append((d, t)))
     total = sum(pq.ParquetFile(p).metadata.num_rows for p in paths)
     assert seen[0] == (0, total) and seen[-1] == (total, total)
     assert [d for d, _ in seen] == sorted(d for d, _ in seen)
     assert len(seen) == 1 + 3 + 3 + 4  # the start, then one call per row group
 
 
-def test_curves_and_binomial_bands_equal_the_core(client, synthetic):
+def test_curves_and_binomial_bands_equal_the_core(dask_client, synthetic):
     folder, paths = synthetic
-    summary = dataset_summaries(str(folder), client=client, name="data")["data"]
+    summary = dataset_summaries(str(folder), client=dask_client, name="data")["data"]
     probs, labels = _reference(paths)["data"]
     for m in (5, 15, 40):
         curve = summary.reliability_curve("confidence", m)
@@ -204,10 +198,10 @@ def test_curves_and_binomial_bands_equal_the_core(client, synthetic):
 
 
 @pytest.mark.parametrize("n_bins", [1, 3, 15, 150])
-def test_equal_frequency_edges_are_exact(client, synthetic, n_bins):
+def test_equal_frequency_edges_are_exact(dask_client, synthetic, n_bins):
     folder, paths = synthetic
-    summaries = dataset_summaries(str(folder), client=client, name="data")
-    got = frequency_statistics(str(folder), summaries, n_bins, client=client, name="data")
+    summaries = dataset_summaries(str(folder), client=dask_client, name="data")
+    got = frequency_statistics(str(folder), summaries, n_bins, client=dask_client, name="data")
     for name, (probs, labels) in _reference(paths).items():
         for notion, core in (
             ("confidence", confidence_statistics),
@@ -224,12 +218,12 @@ def test_equal_frequency_edges_are_exact(client, synthetic, n_bins):
             assert abs(metrics[key] - want[key]) <= TOL, (key, metrics[key], want[key])
 
 
-def test_binary_notion_equals_binary_statistics(client, tmp_path):
+def test_binary_notion_equals_binary_statistics(dask_client, tmp_path):
     rng = np.random.default_rng(3)
     p, y = _probs(rng, 3000, 2)
     path = tmp_path / "binary.parquet"
     _write(path, p, y, row_group_size=512)
-    summary = dataset_summaries(str(path), client=client)["binary"]
+    summary = dataset_summaries(str(path), client=dask_client)["binary"]
     ref = load_predictions(path)[0]
     for m in BIN_COUNTS:
         a, b = summary.statistics("binary", m), binary_statistics(ref.probs, ref.labels, n_bins=m)
@@ -238,12 +232,12 @@ def test_binary_notion_equals_binary_statistics(client, tmp_path):
         assert abs(a.ece() - b.ece()) <= TOL and abs(a.mce() - b.mce()) <= TOL
 
 
-def test_a_dask_dataframe_with_the_loader_columns(client, synthetic):
+def test_a_dask_dataframe_with_the_loader_columns(dask_client, synthetic):
     import dask.dataframe as dd
 
     _, paths = synthetic
     frame = pq.read_table(paths[0]).to_pandas()
-    summary = dataset_summaries(dd.from_pandas(frame, npartitions=3), client=client)["model"]
+    summary = dataset_summaries(dd.from_pandas(frame, npartitions=3), client=dask_client)["model"]
     probs, labels = _reference(paths[:1])["data"]
     assert_summary_equals_core(summary, probs, labels, BIN_COUNTS)
 
@@ -252,24 +246,24 @@ def test_a_dask_dataframe_with_the_loader_columns(client, synthetic):
 @pytest.mark.parametrize(
     "name", ["densenet-bc-100-cifar-100", "wideresnet-16-4-cifar-10", "lenet-5-cifar-100"]
 )
-def test_cifar_files_equal_the_in_memory_core(client, realdata, tmp_path, name):
+def test_cifar_files_equal_the_in_memory_core(dask_client, realdata, tmp_path, name):
     with np.load(realdata[name], allow_pickle=False) as data:
         p, y = data["predictions"], data["ground_truth"]
     table = pa.table({**{f"p_{j}": p[:, j] for j in range(p.shape[1])}, "label": y})
     pq.write_table(table.slice(0, 4000), tmp_path / "a.parquet", row_group_size=1000)
     pq.write_table(table.slice(4000), tmp_path / "b.parquet", row_group_size=1500)
     pq.write_table(table, tmp_path / "whole.parquet")
-    summary = dataset_summaries(str(tmp_path / "[ab].parquet"), client=client, name="m")["m"]
+    summary = dataset_summaries(str(tmp_path / "[ab].parquet"), client=dask_client, name="m")["m"]
     ref = load_predictions(tmp_path / "whole.parquet")[0]
     assert summary.n_samples == 10_000
     assert_summary_equals_core(summary, ref.probs, ref.labels, BIN_COUNTS)
 
 
 # ----------------------------------------------------------------- maps
-def test_distributed_temperature_fit_equals_the_in_memory_fit(client, synthetic):
+def test_distributed_temperature_fit_equals_the_in_memory_fit(dask_client, synthetic):
     _, paths = synthetic
     probs, labels = _reference(paths[:2])["data"]
-    fitted = fit_temperature_on_dataset(paths[:2], client=client, name="data")
+    fitted = fit_temperature_on_dataset(paths[:2], client=dask_client, name="data")
     core = TemperatureScaling().fit(probs, labels)
     assert fitted.converged_ and fitted.passes_ == fitted.n_iter_ + 1
     assert abs(fitted.temperature_ - core.temperature_) <= 1e-9 * core.temperature_
@@ -280,11 +274,11 @@ def test_distributed_temperature_fit_equals_the_in_memory_fit(client, synthetic)
 
 @pytest.mark.parametrize("transform", ["logit", "log", "raw"])
 @pytest.mark.parametrize("targets", [False, True])
-def test_distributed_platt_fit_equals_the_in_memory_fit(client, synthetic, transform, targets):
+def test_distributed_platt_fit_equals_the_in_memory_fit(dask_client, synthetic, transform, targets):
     _, paths = synthetic
     probs, labels = _reference(paths[:2])["data"]
     options = {"input_transform": transform, "platt_targets": targets}
-    fitted = fit_platt_on_dataset(paths[:2], client=client, name="data", **options)
+    fitted = fit_platt_on_dataset(paths[:2], client=dask_client, name="data", **options)
     core = PlattScaling(**options).fit(probs, labels)
     assert fitted.converged_ and fitted.coef_.shape == core.coef_.shape == (4, 2)
     assert fitted.passes_ >= fitted.n_iter_ + 1  # the counts, then one per evaluation
@@ -294,31 +288,31 @@ def test_distributed_platt_fit_equals_the_in_memory_fit(client, synthetic, trans
     np.testing.assert_array_equal(again.coef_, fitted.coef_)
 
 
-def test_distributed_platt_fit_of_a_binary_model(client, tmp_path):
+def test_distributed_platt_fit_of_a_binary_model(dask_client, tmp_path):
     rng = np.random.default_rng(8)
     p, y = _probs(rng, 5000, 2)
     _write(tmp_path / "binary.parquet", p, y, row_group_size=900)
-    fitted = fit_platt_on_dataset(str(tmp_path / "binary.parquet"), client=client)
+    fitted = fit_platt_on_dataset(str(tmp_path / "binary.parquet"), client=dask_client)
     ref = load_predictions(tmp_path / "binary.parquet")[0]
     core = PlattScaling().fit(ref.probs, ref.labels)
     assert fitted.coef_.shape == (1, 2)
     np.testing.assert_allclose(fitted.coef_, core.coef_, rtol=0, atol=1e-10)
 
 
-def test_distributed_platt_refuses_a_single_class(client, tmp_path):
+def test_distributed_platt_refuses_a_single_class(dask_client, tmp_path):
     rng = np.random.default_rng(9)
     p, _ = _probs(rng, 300, 3)
     _write(tmp_path / "one.parquet", p, np.zeros(300, dtype=np.int64), row_group_size=100)
     with pytest.raises(CalibrationInputError, match="at least two classes"):
-        fit_platt_on_dataset(str(tmp_path / "one.parquet"), client=client)
+        fit_platt_on_dataset(str(tmp_path / "one.parquet"), client=dask_client)
 
 
-def test_samples_are_reproducible_uniform_subsets(client, synthetic):
+def test_samples_are_reproducible_uniform_subsets(dask_client, synthetic):
     _, paths = synthetic
     probs, labels = _reference(paths[:2])["data"]
-    first, info = sample_predictions(paths[:2], size=1000, seed=4, client=client, name="data")
-    again, _ = sample_predictions(paths[:2], size=1000, seed=4, client=client, name="data")
-    other, _ = sample_predictions(paths[:2], size=1000, seed=5, client=client, name="data")
+    first, info = sample_predictions(paths[:2], size=1000, seed=4, client=dask_client, name="data")
+    again, _ = sample_predictions(paths[:2], size=1000, seed=4, client=dask_client, name="data")
+    other, _ = sample_predictions(paths[:2], size=1000, seed=5, client=dask_client, name="data")
     np.testing.assert_array_equal(first.probs, again.probs)
     assert not np.array_equal(first.probs[:50], other.probs[:50])
     assert info.rows == first.n_samples <= 1000 and info.seed == 4
@@ -335,12 +329,12 @@ def test_samples_are_reproducible_uniform_subsets(client, synthetic):
         previous = later[0]
 
 
-def test_a_map_fitted_on_a_whole_sample_is_the_in_memory_fit(client, synthetic):
+def test_a_map_fitted_on_a_whole_sample_is_the_in_memory_fit(dask_client, synthetic):
     from calibration_core.maps import CalibrationMap, IsotonicCalibration
 
     _, paths = synthetic
     probs, labels = _reference(paths[:2])["data"]
-    fitted = fit_map_on_sample(paths[:2], "isotonic", size=10**6, client=client, name="data")
+    fitted = fit_map_on_sample(paths[:2], "isotonic", size=10**6, client=dask_client, name="data")
     core = IsotonicCalibration().fit(probs, labels)
     np.testing.assert_array_equal(fitted.predict_proba(probs), core.predict_proba(probs))
     exported = fitted.to_dict()
@@ -353,11 +347,11 @@ def test_a_map_fitted_on_a_whole_sample_is_the_in_memory_fit(client, synthetic):
     assert CalibrationMap.from_dict(exported).fit_sample_ == exported["fit_sample"]
 
 
-def test_a_map_applied_to_a_dataset_writes_calibrated_parquet(client, synthetic, tmp_path):
+def test_a_map_applied_to_a_dataset_writes_calibrated_parquet(dask_client, synthetic, tmp_path):
     _, paths = synthetic
-    fitted = fit_temperature_on_dataset(paths[:2], client=client, name="data")
+    fitted = fit_temperature_on_dataset(paths[:2], client=dask_client, name="data")
     deployable = dataset_deployable(fitted, "data", ("0", "1", "2", "3"), n_rows=3500)
-    written = apply_map_to_dataset(deployable, paths[:2], tmp_path / "out", client=client)
+    written = apply_map_to_dataset(deployable, paths[:2], tmp_path / "out", client=dask_client)
     assert list(written) == [str(tmp_path / "out" / Path(p).name) for p in paths[:2]]
     for path, (out, rows) in zip(paths[:2], written.items(), strict=True):
         source = load_predictions(path)[0]
@@ -366,16 +360,16 @@ def test_a_map_applied_to_a_dataset_writes_calibrated_parquet(client, synthetic,
         np.testing.assert_allclose(calibrated.probs, fitted.predict_proba(source.probs), atol=1e-12)
         np.testing.assert_array_equal(calibrated.labels, source.labels)
     with pytest.raises(CalibrationInputError, match="holds the input"):
-        apply_map_to_dataset(deployable, paths[:1], Path(paths[0]).parent, client=client)
+        apply_map_to_dataset(deployable, paths[:1], Path(paths[0]).parent, client=dask_client)
 
 
 @pytest.mark.realdata
-def test_distributed_temperature_on_densenet(client, realdata, tmp_path):
+def test_distributed_temperature_on_densenet(dask_client, realdata, tmp_path):
     with np.load(realdata["densenet-bc-100-cifar-100"], allow_pickle=False) as data:
         p, y = data["predictions"], data["ground_truth"]
     table = pa.table({**{f"p_{j}": p[:, j] for j in range(p.shape[1])}, "label": y})
     pq.write_table(table, tmp_path / "densenet.parquet", row_group_size=2500)
-    fitted = fit_temperature_on_dataset(str(tmp_path / "densenet.parquet"), client=client)
+    fitted = fit_temperature_on_dataset(str(tmp_path / "densenet.parquet"), client=dask_client)
     ref = load_predictions(tmp_path / "densenet.parquet")[0]
     core = TemperatureScaling().fit(ref.probs, ref.labels)
     assert 2.0 < core.temperature_ < 2.2  # the README's over-confident network
@@ -383,12 +377,12 @@ def test_distributed_temperature_on_densenet(client, realdata, tmp_path):
 
 
 @pytest.mark.realdata
-def test_distributed_platt_on_densenet(client, realdata, tmp_path):
+def test_distributed_platt_on_densenet(dask_client, realdata, tmp_path):
     with np.load(realdata["densenet-bc-100-cifar-100"], allow_pickle=False) as data:
         p, y = data["predictions"], data["ground_truth"]
     table = pa.table({**{f"p_{j}": p[:, j] for j in range(p.shape[1])}, "label": y})
     pq.write_table(table, tmp_path / "densenet.parquet", row_group_size=2500)
-    fitted = fit_platt_on_dataset(str(tmp_path / "densenet.parquet"), client=client)
+    fitted = fit_platt_on_dataset(str(tmp_path / "densenet.parquet"), client=dask_client)
     ref = load_predictions(tmp_path / "densenet.parquet")[0]
     core = PlattScaling().fit(ref.probs, ref.labels)
     np.testing.assert_allclose(fitted.coef_, core.coef_, rtol=0, atol=1e-10)
@@ -398,18 +392,18 @@ def test_distributed_platt_on_densenet(client, realdata, tmp_path):
 
 
 # ---------------------------------------------------------------- faults
-def test_a_worker_killed_after_its_pieces_costs_a_recomputation(client, synthetic):
+def test_a_worker_killed_after_its_pieces_costs_a_recomputation(dask_client, synthetic):
     folder, paths = synthetic
     parts = piece_summaries(str(folder), name="data")
-    persisted = client.persist(parts)
+    persisted = dask_client.persist(parts)
     distributed.wait(persisted)
-    holders = client.who_has(persisted)
+    holders = dask_client.who_has(persisted)
     lost = {w for workers in holders.values() for w in workers}
     assert lost, "no worker holds a summarised piece"
     victim = sorted(lost)[0]
-    pids = client.run(os.getpid)
+    pids = dask_client.run(os.getpid)
     os.kill(pids[victim], signal.SIGKILL)  # its summaries are lost with it
-    total = client.compute(tree_merge(persisted)).result()
+    total = dask_client.compute(tree_merge(persisted)).result()
     for name, (probs, labels) in _reference(paths).items():
         assert_summary_equals_core(total[name], probs, labels, BIN_COUNTS)
 
@@ -422,7 +416,7 @@ def test_a_worker_killed_after_its_pieces_costs_a_recomputation(client, syntheti
         ("label", "not among the classes"),
     ],
 )
-def test_bad_rows_are_reported_with_file_and_row_range(client, tmp_path, damage, message):
+def test_bad_rows_are_reported_with_file_and_row_range(dask_client, tmp_path, damage, message):
     rng = np.random.default_rng(5)
     p, y = _probs(rng, 4000, 3)
     if damage == "nan":
@@ -434,19 +428,19 @@ def test_bad_rows_are_reported_with_file_and_row_range(client, tmp_path, damage,
     _write(tmp_path / "good.parquet", *_probs(rng, 1000, 3), row_group_size=1000)
     _write(tmp_path / "bad.parquet", p, y, row_group_size=1000)
     with pytest.raises(CalibrationInputError) as info:
-        dataset_summaries(str(tmp_path / "*.parquet"), client=client)
+        dataset_summaries(str(tmp_path / "*.parquet"), client=dask_client)
     text = str(info.value)
     assert "bad.parquet' rows 2,001-3,000 (row group 2)" in text
     assert message in text
     assert "at row 2346 (1-based)" in text  # the bad row itself, numbered in the file
 
 
-def test_files_with_different_classes_do_not_merge(client, tmp_path):
+def test_files_with_different_classes_do_not_merge(dask_client, tmp_path):
     rng = np.random.default_rng(6)
     _write(tmp_path / "a.parquet", *_probs(rng, 300, 3), row_group_size=300)
     _write(tmp_path / "b.parquet", *_probs(rng, 300, 4), row_group_size=300)
     with pytest.raises(CalibrationInputError, match="same prediction columns"):
-        dataset_summaries(str(tmp_path / "*.parquet"), client=client)
+        dataset_summaries(str(tmp_path / "*.parquet"), client=dask_client)
 
 
 def test_wide_files_are_summarised_in_batches_of_fewer_rows(tmp_path, monkeypatch):
@@ -482,12 +476,12 @@ def test_no_matching_file_is_a_clear_error(tmp_path):
 
 
 # ------------------------------------------------------------------- CLI
-def test_cli_evaluate_on_a_running_scheduler(client, synthetic, capsys):
+def test_cli_evaluate_on_a_running_scheduler(dask_client, synthetic, capsys):
     import json
 
     folder, paths = synthetic
     pattern = str(folder / "*.parquet")
-    args = ["evaluate", pattern, "--engine", "dask", "--scheduler", client.scheduler.address]
+    args = ["evaluate", pattern, "--engine", "dask", "--scheduler", dask_client.scheduler.address]
     assert main([*args, "--format", "json", "--bins", "10"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert main([*args, "--format", "json", "--bins", "10", "--scheme", "frequency"]) == 0
@@ -567,7 +561,7 @@ def _without_fit_seconds(doc: dict) -> dict:
     return doc
 
 
-def test_cli_evaluate_maps_on_dask_are_the_sample_comparison(client, synthetic, capsys):
+def test_cli_evaluate_maps_on_dask_are_the_sample_comparison(dask_client, synthetic, capsys):
     """``--maps`` on Dask: the exact uncalibrated row of every row, then one row per map
     equal to the in-memory rows of ``compare_maps_on_sample`` on the same sample (same
     seed, same numbers), the sample's verdict among all candidates, and ``--measures``
@@ -582,7 +576,7 @@ def test_cli_evaluate_maps_on_dask_are_the_sample_comparison(client, synthetic, 
 
     folder, _ = synthetic
     maps = ["temperature", "isotonic"]
-    where = ["--engine", "dask", "--scheduler", client.scheduler.address]
+    where = ["--engine", "dask", "--scheduler", dask_client.scheduler.address]
     common = ["evaluate", str(folder), *where, "--format", "json", "--bins", "10", "--seed", "4"]
     both = [*common, "--maps", ",".join(maps), "--sample-rows", "3000", "--measures"]
     assert main(both) == 0
@@ -592,7 +586,13 @@ def test_cli_evaluate_maps_on_dask_are_the_sample_comparison(client, synthetic, 
     assert doc["settings"]["maps"] == maps and doc["settings"]["sample_rows"] == 3000
     for model, alone in zip(doc["models"], exact["models"], strict=True):
         found = compare_maps_on_sample(
-            str(folder), maps, size=3000, seed=4, n_bins=10, model=model["model"], client=client
+            str(folder),
+            maps,
+            size=3000,
+            seed=4,
+            n_bins=10,
+            model=model["model"],
+            client=dask_client,
         )
         info = found.info
         assert 0 < info.rows < model["n_samples"] and info.dataset_rows == 6100
@@ -630,7 +630,7 @@ def test_cli_evaluate_maps_on_dask_are_the_sample_comparison(client, synthetic, 
     assert other["models"][0]["rows"][1]["log_loss"] != doc["models"][0]["rows"][1]["log_loss"]
 
 
-def test_cli_evaluate_measures_on_dask_are_the_samples(client, synthetic, capsys):
+def test_cli_evaluate_measures_on_dask_are_the_samples(dask_client, synthetic, capsys):
     """``--measures`` on Dask: the in-memory measures of the model's sample (drawn by
     ``sample_predictions`` with the same size and seed), marked with the sample; the
     table output says so too."""
@@ -639,7 +639,7 @@ def test_cli_evaluate_measures_on_dask_are_the_samples(client, synthetic, capsys
     from calibration_core.measures import measures_summary
 
     folder, _ = synthetic
-    where = ["--engine", "dask", "--scheduler", client.scheduler.address]
+    where = ["--engine", "dask", "--scheduler", dask_client.scheduler.address]
     common = ["evaluate", str(folder), *where, "--measures", "--sample-rows", "2500", "--seed", "2"]
     assert main([*common, "--format", "json"]) == 0
     doc = json.loads(capsys.readouterr().out)
@@ -677,13 +677,15 @@ def test_cli_evaluate_bad_map_names_on_dask_are_the_in_memory_errors(synthetic, 
 
 
 @pytest.mark.parametrize("map_name", ["temperature", "platt", "isotonic"])
-def test_cli_fit_on_dask_equals_the_in_memory_fit(client, synthetic, tmp_path, capsys, map_name):
+def test_cli_fit_on_dask_equals_the_in_memory_fit(
+    dask_client, synthetic, tmp_path, capsys, map_name
+):
     import json
 
     from calibration_core.deploy import load_deployable
 
     _, paths = synthetic
-    where = ["--engine", "dask", "--scheduler", client.scheduler.address]
+    where = ["--engine", "dask", "--scheduler", dask_client.scheduler.address]
     dask_map, memory_map = tmp_path / "dask.json", tmp_path / "memory.json"
     assert main(["fit", paths[0], "--map", map_name, "-o", str(dask_map), *where]) == 0
     doc = json.loads(capsys.readouterr().out)
@@ -714,11 +716,11 @@ def test_cli_fit_on_dask_equals_the_in_memory_fit(client, synthetic, tmp_path, c
         assert sample == {"rows": 2000, "seed": 0, "fraction": 1.0, "dataset_rows": 2000}
 
 
-def test_cli_apply_on_dask_writes_what_apply_writes(client, synthetic, tmp_path, capsys):
+def test_cli_apply_on_dask_writes_what_apply_writes(dask_client, synthetic, tmp_path, capsys):
     import json
 
     folder, paths = synthetic
-    where = ["--engine", "dask", "--scheduler", client.scheduler.address]
+    where = ["--engine", "dask", "--scheduler", dask_client.scheduler.address]
     map_file = tmp_path / "map.json"
     assert main(["fit", paths[0], "--map", "platt", "-o", str(map_file), *where]) == 0
     capsys.readouterr()
@@ -737,7 +739,7 @@ def test_cli_apply_on_dask_writes_what_apply_writes(client, synthetic, tmp_path,
 
 @pytest.mark.parametrize("maps", ["temperature,isotonic,histogram", "isotonic,histogram"])
 def test_cli_select_best_on_dask_chooses_as_in_memory_on_the_sample(
-    client, synthetic, tmp_path, capsys, maps
+    dask_client, synthetic, tmp_path, capsys, maps
 ):
     """With a sample of every row, ``--select best`` on Dask compares the maps as the
     in-memory command does (same folds, same table), deploys the same winner and
@@ -747,7 +749,7 @@ def test_cli_select_best_on_dask_chooses_as_in_memory_on_the_sample(
     from calibration_core.deploy import load_deployable
 
     _, paths = synthetic
-    where = ["--engine", "dask", "--scheduler", client.scheduler.address]
+    where = ["--engine", "dask", "--scheduler", dask_client.scheduler.address]
     common = ["fit", paths[0], "--select", "best", "--maps", maps, "--seed", "3"]
     dask_map, memory_map = tmp_path / "dask.json", tmp_path / "memory.json"
     assert main([*common, "-o", str(dask_map), *where, "--sample-rows", "5000"]) == 0
@@ -775,7 +777,7 @@ def test_cli_select_best_on_dask_chooses_as_in_memory_on_the_sample(
     )
 
 
-def test_select_best_on_a_sample_records_it_and_fits_on_it(client, synthetic):
+def test_select_best_on_a_sample_records_it_and_fits_on_it(dask_client, synthetic):
     """A sample smaller than the model (every row drawn with probability 3000 / 6100,
     the dataset's rows): the comparison scores the sample's rows, the winner (not
     exact) is fitted on that same sample, which the map records."""
@@ -787,7 +789,7 @@ def test_select_best_on_a_sample_records_it_and_fits_on_it(client, synthetic):
         model="other",
         class_names=("0", "1", "2", "3"),
         n_rows=1733,
-        client=client,
+        client=dask_client,
         size=3000,
         seed=5,
     )

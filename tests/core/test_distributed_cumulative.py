@@ -20,6 +20,9 @@ from calibration_core.distributed.cumulative import summary_cumulative
 from calibration_core.measures import cumulative_differences
 from calibration_core.measures.cumulative import cumulative_test_from_curve
 
+#: The Numba kernel: compiled on first use, in the ``dask`` tier.
+pytestmark = pytest.mark.usefixtures("dask_extra")
+
 
 def _predictions(n: int, k: int, seed: int, shift: float = 2.5) -> Predictions:
     """Overconfident softmax rows (a quarter rounded to 2 digits: ties on cell edges)."""

@@ -42,6 +42,9 @@ from calibration_core.io.tables import index_labels, table_columns, table_labels
 
 from .distributed_checks import TOL, assert_summary_equals_core
 
+#: The Numba kernel: compiled on first use, in the ``dask`` tier.
+pytestmark = pytest.mark.usefixtures("dask_extra")
+
 BIN_COUNTS = (1, 2, 10, 15, 100)
 CTX = Context("'block.parquet'", "table", 0)
 

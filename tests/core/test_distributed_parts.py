@@ -23,19 +23,13 @@ distributed = pytest.importorskip("distributed", reason="the 'dask' extra is not
 from app.cli import main  # noqa: E402
 from calibration_core import PART_FIELDS, load_predictions  # noqa: E402
 from calibration_core.distributed import dataset_summaries, frequency_statistics  # noqa: E402
-from calibration_core.distributed.engine import local_cluster  # noqa: E402
 
 from .test_distributed_kernel import PART_BINS, assert_parts  # noqa: E402
 
+#: The Dask engine on the session's cluster: the ``dask`` tier.
+pytestmark = pytest.mark.usefixtures("dask_extra")
+
 FREQUENCY_BINS = (1, 3, 15, 150)
-
-
-@pytest.fixture(scope="module")
-def client():
-    """A LocalCluster of 2 worker processes (1 thread each) and its client."""
-    cluster = local_cluster(2, dashboard_address=None, silence_logs=40)
-    with cluster, distributed.Client(cluster) as c:
-        yield c
 
 
 def _softmax_rows(rng, n: int, k: int) -> tuple[np.ndarray, np.ndarray]:
@@ -75,19 +69,19 @@ def dataset(request, tmp_path_factory):
     return folder, *_loaded(paths)
 
 
-def test_dataset_parts_equal_the_core_for_every_binning(client, dataset):
+def test_dataset_parts_equal_the_core_for_every_binning(dask_client, dataset):
     folder, probs, labels = dataset
-    summary = dataset_summaries(str(folder), client=client)["logs"]
+    summary = dataset_summaries(str(folder), client=dask_client)["logs"]
     for m in PART_BINS:
         assert_parts(summary.score_parts(m), probs, labels, m)
     for m in FREQUENCY_BINS:
-        frequency = frequency_statistics(str(folder), {"logs": summary}, m, client=client)
+        frequency = frequency_statistics(str(folder), {"logs": summary}, m, client=dask_client)
         assert_parts(summary.score_parts(m, frequency["logs"]), probs, labels, m, "frequency")
 
 
-def test_cli_evaluate_on_dask_writes_the_parts(client, dataset, capsys):
+def test_cli_evaluate_on_dask_writes_the_parts(dask_client, dataset, capsys):
     folder, probs, labels = dataset
-    where = ["--engine", "dask", "--scheduler", client.scheduler.address, "--format", "json"]
+    where = ["--engine", "dask", "--scheduler", dask_client.scheduler.address, "--format", "json"]
     for scheme in ("width", "frequency"):
         assert main(["evaluate", str(folder), *where, "--bins", "12", "--scheme", scheme]) == 0
         (model,) = json.loads(capsys.readouterr().out)["models"]
@@ -97,7 +91,7 @@ def test_cli_evaluate_on_dask_writes_the_parts(client, dataset, capsys):
 
 
 @pytest.mark.realdata
-def test_cifar_parts_equal_the_core(client, realdata, tmp_path):
+def test_cifar_parts_equal_the_core(dask_client, realdata, tmp_path):
     """CIFAR-10 (K = 10: the Brier parts) and its top label against correctness (K = 2:
     all four), on two files of several row groups."""
     with np.load(realdata["wideresnet-16-4-cifar-10"], allow_pickle=False) as data:
@@ -113,12 +107,12 @@ def test_cifar_parts_equal_the_core(client, realdata, tmp_path):
         )
         pq.write_table(table.slice(0, 4000), folder / "a.parquet", row_group_size=1000)
         pq.write_table(table.slice(4000), folder / "b.parquet", row_group_size=1500)
-        summary = dataset_summaries(str(folder), client=client)[name]
+        summary = dataset_summaries(str(folder), client=dask_client)[name]
         ref_probs, ref_labels = _loaded(sorted(str(f) for f in folder.glob("*.parquet")))
         assert summary.n_samples == 10_000
         for m in (5, 15, 100):
             assert_parts(summary.score_parts(m), ref_probs, ref_labels, m)
-        frequency = frequency_statistics(str(folder), {name: summary}, 15, client=client)
+        frequency = frequency_statistics(str(folder), {name: summary}, 15, client=dask_client)
         assert_parts(
             summary.score_parts(15, frequency[name]), ref_probs, ref_labels, 15, "frequency"
         )

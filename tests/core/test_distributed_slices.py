@@ -22,12 +22,13 @@ import pytest
 
 pytest.importorskip("dask.dataframe", reason="the 'dask' extra is not installed")
 distributed = pytest.importorskip("distributed", reason="the 'dask' extra is not installed")
+#: The Dask engine on the session's cluster: the ``dask`` tier.
+pytestmark = pytest.mark.usefixtures("dask_extra")
 
 from app.cli import main  # noqa: E402
 from calibration_core import CalibrationInputError, load_predictions  # noqa: E402
 from calibration_core.binning import Binning  # noqa: E402
 from calibration_core.distributed import draw_sample, sample_predictions  # noqa: E402
-from calibration_core.distributed.engine import local_cluster  # noqa: E402
 from calibration_core.distributed.group_bins import group_frequency_bins  # noqa: E402
 from calibration_core.distributed.pieces import (  # noqa: E402
     ReadOptions,
@@ -52,14 +53,6 @@ from calibration_core.slices import (  # noqa: E402
 
 TOL = 1e-12
 NAME = "logs"
-
-
-@pytest.fixture(scope="module")
-def client():
-    """A LocalCluster of 2 worker processes (1 thread each) and its client."""
-    cluster = local_cluster(2, dashboard_address=None, silence_logs=40)
-    with cluster, distributed.Client(cluster) as c:
-        yield c
 
 
 def _table(n: int, k: int, seed: int) -> pa.Table:
@@ -104,10 +97,10 @@ def _assert_metrics(got: dict, want: dict) -> None:
 
 
 @pytest.mark.parametrize(("columns", "min_rows"), [(("region",), 1250), (("region", "tier"), 100)])
-def test_group_estimates_equal_slice_report(client, dataset, columns, min_rows):
+def test_group_estimates_equal_slice_report(dask_client, dataset, columns, min_rows):
     pattern, memory = dataset
     spec = GroupSpec(columns=columns, n_bins=10)
-    exact = exact_groups(dataset_groups(pattern, spec, client=client)[NAME], spec, min_rows)
+    exact = exact_groups(dataset_groups(pattern, spec, client=dask_client)[NAME], spec, min_rows)
     groups = group_index(memory, columns, min_rows=min_rows)
     want = slice_report(memory, groups, binning=Binning("width", 10),
                         n_resamples=0, test_resamples=0)  # fmt: skip
@@ -124,11 +117,11 @@ def test_group_estimates_equal_slice_report(client, dataset, columns, min_rows):
 @pytest.mark.parametrize(
     ("window", "reference"), [("1d", "1"), ("1w", "2024-01-10:2024-02-03"), ("1w", "2:3")]
 )
-def test_window_estimates_equal_drift_report(client, dataset, window, reference):
+def test_window_estimates_equal_drift_report(dask_client, dataset, window, reference):
     pattern, memory = dataset
     period = parse_reference(reference)
     spec = GroupSpec(window=window, reference=period)
-    exact = exact_groups(dataset_groups(pattern, spec, client=client)[NAME], spec)
+    exact = exact_groups(dataset_groups(pattern, spec, client=dask_client)[NAME], spec)
     _, windows = time_windows(memory, window)
     _assert_windows(exact, drift_report(memory, windows, reference=reference, n_resamples=0))
 
@@ -143,17 +136,17 @@ def _assert_windows(exact, want) -> None:
     _assert_metrics({k: [v] for k, v in exact.reference.items()}, want.reference.metrics)
 
 
-def _frequency_groups(client, pattern, spec, min_rows=100):
-    found = dataset_groups(pattern, spec, client=client)
-    bins = group_frequency_bins(pattern, spec, found, min_rows=min_rows, client=client)
+def _frequency_groups(dask_client, pattern, spec, min_rows=100):
+    found = dataset_groups(pattern, spec, client=dask_client)
+    bins = group_frequency_bins(pattern, spec, found, min_rows=min_rows, client=dask_client)
     return exact_groups(found[NAME], spec, min_rows, bins[NAME]), bins[NAME]
 
 
 @pytest.mark.parametrize(("columns", "n_bins"), [(("region",), 10), (("region", "tier"), 7)])
-def test_group_frequency_estimates_equal_slice_report(client, dataset, columns, n_bins):
+def test_group_frequency_estimates_equal_slice_report(dask_client, dataset, columns, n_bins):
     pattern, memory = dataset
     spec = GroupSpec(columns=columns, n_bins=n_bins)
-    exact, bins = _frequency_groups(client, pattern, spec)
+    exact, bins = _frequency_groups(dask_client, pattern, spec)
     groups = group_index(memory, columns)
     want = slice_report(memory, groups, binning=Binning("frequency", n_bins),
                         n_resamples=0, test_resamples=0)  # fmt: skip
@@ -166,7 +159,7 @@ def test_group_frequency_estimates_equal_slice_report(client, dataset, columns, 
     _assert_metrics(exact.metrics, want.metrics)
     _assert_metrics({k: [v] for k, v in exact.whole.items()},
                     {k: [v] for k, v in want.whole.items()})  # fmt: skip
-    width = exact_groups(dataset_groups(pattern, spec, client=client)[NAME], spec)
+    width = exact_groups(dataset_groups(pattern, spec, client=dask_client)[NAME], spec)
     assert not np.allclose(width.metrics["ece"], exact.metrics["ece"])  # not the width bins
 
 
@@ -174,11 +167,11 @@ def test_group_frequency_estimates_equal_slice_report(client, dataset, columns, 
     ("window", "reference"),
     [("1w", "2024-01-10:2024-02-03"), ("1w", "2:3"), ("650rows", "2:3")],
 )
-def test_window_frequency_estimates_equal_drift_report(client, dataset, window, reference):
+def test_window_frequency_estimates_equal_drift_report(dask_client, dataset, window, reference):
     # windows of rows: every piece's rows numbered from the footers in the four passes too
     pattern, memory = dataset
     spec = GroupSpec(window=window, reference=parse_reference(reference), n_bins=8)
-    exact, _ = _frequency_groups(client, pattern, spec)
+    exact, _ = _frequency_groups(dask_client, pattern, spec)
     _, windows = time_windows(memory, window)
     want = drift_report(memory, windows, reference=reference, n_resamples=0,
                         binning=Binning("frequency", 8))  # fmt: skip
@@ -189,12 +182,12 @@ def test_window_frequency_estimates_equal_drift_report(client, dataset, window, 
     ("window", "reference"),
     [("300rows", "1"), ("650rows", "3:4"), ("1100rows", "2:3"), ("2000rows", "1")],
 )
-def test_row_window_estimates_equal_drift_report(client, dataset, window, reference):
+def test_row_window_estimates_equal_drift_report(dask_client, dataset, window, reference):
     # row groups of 700 and 900 rows (and the files' last ones of 200): windows smaller and
     # larger than a row group, none dividing them, the last window partial but for 2000rows
     pattern, memory = dataset
     spec = GroupSpec(window=window, reference=parse_reference(reference))
-    found = dataset_groups(pattern, spec, client=client)[NAME]
+    found = dataset_groups(pattern, spec, client=dask_client)[NAME]
     assert found.time_column == "timestamp"  # found and checked, as in memory, not used
     _, windows = time_windows(memory, window)
     want = drift_report(memory, windows, reference=reference, n_resamples=0)
@@ -229,31 +222,32 @@ def models(tmp_path_factory):
     return str(folder / "*.parquet"), load_predictions(folder.parent / "models-whole.parquet")
 
 
-def test_row_windows_count_each_models_rows(client, models):
+def test_row_windows_count_each_models_rows(dask_client, models):
     pattern, memory = models
     assert [p.name for p in memory] == ["b", "a"] and [p.n_samples for p in memory] == [1400, 1700]
     pieces = find_pieces(pattern)
     firsts = model_first_rows(pieces, ReadOptions(name="x"))
     assert firsts == [{"b": 0}, {"a": 0}, {"b": 700}, {"a": 700}, {"a": 1200}]
     spec = GroupSpec(window="450rows", reference=parse_reference("2:3"))
-    found = dataset_groups(pattern, spec, client=client)
+    found = dataset_groups(pattern, spec, client=dask_client)
     assert list(found) == ["b", "a"]
     for pred in memory:
         _, windows = time_windows(pred, "450rows")
         want = drift_report(pred, windows, reference="2:3", n_resamples=0)
         _assert_windows(exact_groups(found[pred.name], spec), want)
-    sample, _, numbers = draw_sample(pattern, size=600, seed=4, model="a", client=client,
+    sample, _, numbers = draw_sample(pattern, size=600, seed=4, model="a", client=dask_client,
                                      row_numbers=True)  # fmt: skip
-    again, _ = sample_predictions(pattern, size=600, seed=4, model="a", client=client)
+    again, _ = sample_predictions(pattern, size=600, seed=4, model="a", client=dask_client)
     np.testing.assert_array_equal(sample.probs, again.probs)  # the same rows either way
     rows = memory[1].probs  # each sampled row is the model's row of its number
     np.testing.assert_array_equal(sample.probs, rows[numbers])
     assert np.all(np.diff(numbers) > 0) and numbers.shape == (sample.n_samples,)
 
 
-def test_cli_row_windows_of_models_without_time_column(client, models, capsys):
+def test_cli_row_windows_of_models_without_time_column(dask_client, models, capsys):
     pattern, memory = models
-    doc = _evaluate(capsys, pattern, "--engine", "dask", "--scheduler", client.scheduler.address,
+    address = dask_client.scheduler.address
+    doc = _evaluate(capsys, pattern, "--engine", "dask", "--scheduler", address,
                     "--window", "450rows", "--reference", "2:3", "--sample-rows", "900",
                     "--slice-resamples", "20")  # fmt: skip
     assert [m["model"] for m in doc["models"]] == ["b", "a"]
@@ -268,18 +262,20 @@ def test_cli_row_windows_of_models_without_time_column(client, models, capsys):
         assert sum(w["sample_rows"] for w in t["windows"]) == t["intervals_evaluated_on"]["rows"]
 
 
-def test_row_windows_refuse_row_groups_of_several_models(client, tmp_path):
+def test_row_windows_refuse_row_groups_of_several_models(dask_client, tmp_path):
     table = _table(1200, 2, 6).append_column("model", pa.array(["a", "b"] * 600))
     pq.write_table(table, tmp_path / "mixed.parquet", row_group_size=800)
     spec = GroupSpec(window="100rows")
     with pytest.raises(CalibrationInputError, match=r"rows 1-800 \(row group 0\) holds rows of "
                        r"several models \(its column 'model' runs from 'a' to 'b'\), so each "
                        "model's rows cannot be numbered"):  # fmt: skip
-        dataset_groups(str(tmp_path / "mixed.parquet"), spec, client=client)
+        dataset_groups(str(tmp_path / "mixed.parquet"), spec, client=dask_client)
     pq.write_table(table, tmp_path / "plain.parquet", write_statistics=False)
     with pytest.raises(CalibrationInputError, match="its model column 'model' has no statistics"):
-        dataset_groups(str(tmp_path / "plain.parquet"), spec, client=client)
-    found = dataset_groups(str(tmp_path / "mixed.parquet"), GroupSpec(window="1d"), client=client)
+        dataset_groups(str(tmp_path / "plain.parquet"), spec, client=dask_client)
+    found = dataset_groups(
+        str(tmp_path / "mixed.parquet"), GroupSpec(window="1d"), client=dask_client
+    )
     assert list(found) == ["a", "b"]  # calendar windows need no numbers
 
 
@@ -299,16 +295,16 @@ def _evaluate(capsys, *args) -> dict:
     return json.loads(capsys.readouterr().out)
 
 
-def test_cli_bounds_are_the_reports_on_the_sample(client, dataset, capsys):
+def test_cli_bounds_are_the_reports_on_the_sample(dask_client, dataset, capsys):
     pattern, memory = dataset
-    args = [pattern, "--engine", "dask", "--scheduler", client.scheduler.address,
+    args = [pattern, "--engine", "dask", "--scheduler", dask_client.scheduler.address,
             "--group-by", "region", "--window", "1w", "--reference", "1:2", "--sample-rows",
             "1500", "--seed", "3", "--slice-resamples", "50"]  # fmt: skip
     doc = _evaluate(capsys, *args)
     assert doc == _evaluate(capsys, *args)  # same seed, same document
     assert doc["settings"]["group_by"] == "region" and doc["settings"]["sample_rows"] == 1500
     model = doc["models"][0]
-    sample, info = sample_predictions(pattern, size=1500, seed=3, client=client,
+    sample, info = sample_predictions(pattern, size=1500, seed=3, client=dask_client,
                                       columns=("region", "timestamp"))  # fmt: skip
     on = {"rows": info.rows, "seed": 3, "of": 5000}
     # slices: exact estimates (as the in-memory document), the sample's bounds and test
@@ -339,13 +335,13 @@ def test_cli_bounds_are_the_reports_on_the_sample(client, dataset, capsys):
     assert t["reference"]["ece_upper"] == drift["reference"]["ece_upper"]
 
 
-def test_cli_row_windows_match_the_memory_engine(client, dataset, capsys):
+def test_cli_row_windows_match_the_memory_engine(dask_client, dataset, capsys):
     pattern, _ = dataset
     whole = _whole(pattern)
     common = ["--window", "1100rows", "--reference", "1:2", "--seed", "3",
               "--slice-resamples", "40"]  # fmt: skip
     doc = _evaluate(capsys, pattern, "--engine", "dask", "--scheduler",
-                    client.scheduler.address, "--sample-rows", "1500", *common)  # fmt: skip
+                    dask_client.scheduler.address, "--sample-rows", "1500", *common)  # fmt: skip
     t = _evaluate(capsys, whole, "--maps", "temperature", *common)["models"][0]["time"]
     got = doc["models"][0]["time"]
     assert got["time_column"] == t["time_column"] == "timestamp"
@@ -357,7 +353,7 @@ def test_cli_row_windows_match_the_memory_engine(client, dataset, capsys):
         assert a["rows"] == b["rows"]
         for name in GROUP_METRICS:
             assert a[name] == pytest.approx(b[name], abs=TOL)
-    sample, info, numbers = draw_sample(pattern, size=1500, seed=3, client=client,
+    sample, info, numbers = draw_sample(pattern, size=1500, seed=3, client=dask_client,
                                         row_numbers=True)  # fmt: skip
     assert got["intervals_evaluated_on"] == {"rows": info.rows, "seed": 3, "of": 5000}
     windows = sample_windows(sample, None, "1100rows", numbers, 5000)
@@ -370,15 +366,16 @@ def test_cli_row_windows_match_the_memory_engine(client, dataset, capsys):
     assert got["reference"]["ece_upper"] == drift["reference"]["ece_upper"]
 
 
-def test_cli_frequency_bins_of_groups_and_windows(client, dataset, capsys):
+def test_cli_frequency_bins_of_groups_and_windows(dask_client, dataset, capsys):
     pattern, memory = dataset
-    doc = _evaluate(capsys, pattern, "--engine", "dask", "--scheduler", client.scheduler.address,
+    address = dask_client.scheduler.address
+    doc = _evaluate(capsys, pattern, "--engine", "dask", "--scheduler", address,
                     "--scheme", "frequency", "--bins", "8", "--group-by", "region", "--window",
                     "1w", "--reference", "1:2", "--sample-rows", "1500", "--seed", "3",
                     "--slice-resamples", "30")  # fmt: skip
     assert doc["settings"]["scheme"] == "frequency"
     model, binning = doc["models"][0], Binning("frequency", 8)
-    sample, _ = sample_predictions(pattern, size=1500, seed=3, client=client,
+    sample, _ = sample_predictions(pattern, size=1500, seed=3, client=dask_client,
                                    columns=("region", "timestamp"))  # fmt: skip
     # slices: exact estimates of every group's own edges; bounds of the sample's report
     want = slice_report(memory, group_index(memory, ["region"]), binning=binning,
@@ -408,14 +405,14 @@ def test_cli_frequency_bins_of_groups_and_windows(client, dataset, capsys):
     assert t["reference"]["ece_upper"] == drift["reference"]["ece_upper"]
 
 
-def test_cli_group_maps_are_the_in_memory_group_maps_on_the_sample(client, dataset, capsys):
+def test_cli_group_maps_are_the_in_memory_group_maps_on_the_sample(dask_client, dataset, capsys):
     pattern, _ = dataset
-    args = [pattern, "--engine", "dask", "--scheduler", client.scheduler.address, "--group-by",
+    args = [pattern, "--engine", "dask", "--scheduler", dask_client.scheduler.address, "--group-by",
             "region", "--group-maps", "temperature,isotonic", "--min-group-rows", "480",
             "--sample-rows", "2000", "--seed", "4", "--folds", "3", "--bins", "10",
             "--slice-resamples", "0"]  # fmt: skip
     doc = _evaluate(capsys, *args)
-    sample, info = sample_predictions(pattern, size=2000, seed=4, client=client,
+    sample, info = sample_predictions(pattern, size=2000, seed=4, client=dask_client,
                                       columns=("region",))  # fmt: skip
     index = group_index(sample, ["region"], min_rows=480)  # east: 473 rows, small
     want = group_maps(sample, index, ("temperature", "isotonic"), folds=3, seed=4,
@@ -434,37 +431,37 @@ def test_cli_group_maps_are_the_in_memory_group_maps_on_the_sample(client, datas
     assert "unknown calibration map 'nosuch'" in capsys.readouterr().err
 
 
-def test_cli_table_output(client, dataset, capsys):
+def test_cli_table_output(dask_client, dataset, capsys):
     pattern, _ = dataset
-    args = ["evaluate", pattern, "--engine", "dask", "--scheduler", client.scheduler.address,
+    args = ["evaluate", pattern, "--engine", "dask", "--scheduler", dask_client.scheduler.address,
             "--group-by", "region", "--sample-rows", "500", "--slice-resamples", "0"]  # fmt: skip
     assert main(args) == 0
     out = capsys.readouterr().out
     assert f"{NAME}: per group of region" in out and "region=north" in out
 
 
-def test_too_many_groups_are_refused_as_in_memory(client, tmp_path):
+def test_too_many_groups_are_refused_as_in_memory(dask_client, tmp_path):
     table = _table(2400, 2, 1)
     ids = np.arange(2400) % 1200  # 1,200 values: no piece of 500 rows holds over 1,000
     pq.write_table(table.append_column("user", pa.array(ids)), tmp_path / "u.parquet",
                    row_group_size=500)  # fmt: skip
     spec = GroupSpec(columns=("user",))
-    found = dataset_groups(str(tmp_path / "u.parquet"), spec, client=client)
+    found = dataset_groups(str(tmp_path / "u.parquet"), spec, client=dask_client)
     with pytest.raises(CalibrationInputError, match="grouping by user gives 1,200 groups, more "
                        "than the 1,000"):  # fmt: skip
         exact_groups(found["u"], spec)
     with pytest.raises(CalibrationInputError, match="gives 1,200 groups"):  # before any pass
-        group_frequency_bins(str(tmp_path / "u.parquet"), spec, found, client=client)
+        group_frequency_bins(str(tmp_path / "u.parquet"), spec, found, client=dask_client)
     ids = np.arange(2400)  # a batch with 2,000 values is refused at once, with its rows
     pq.write_table(table.append_column("user", pa.array(ids)), tmp_path / "v.parquet",
                    row_group_size=2000)  # fmt: skip
     with pytest.raises(CalibrationInputError, match=r"'.*v.parquet' rows 1-2,000 \(row group 0\)"
                        ": grouping by user gives 2,000 groups"):  # fmt: skip
-        dataset_groups(str(tmp_path / "v.parquet"), spec, client=client)
+        dataset_groups(str(tmp_path / "v.parquet"), spec, client=dask_client)
 
 
 @pytest.mark.parametrize("window", ["1d", "500rows"])  # rows: checked as in memory, not used
-def test_bad_times_are_named_by_file_and_rows(client, tmp_path, window):
+def test_bad_times_are_named_by_file_and_rows(dask_client, tmp_path, window):
     table = _table(1200, 2, 2)
     stamps = np.array([f"2024-01-{1 + i % 28:02d}" for i in range(1200)], dtype=object)
     stamps[[850, 1101]] = "soon"
@@ -472,7 +469,7 @@ def test_bad_times_are_named_by_file_and_rows(client, tmp_path, window):
     pq.write_table(table, tmp_path / "t.parquet", row_group_size=800)
     spec = GroupSpec(window=window, reference=parse_reference(1))
     with pytest.raises(CalibrationInputError) as err:
-        dataset_groups(str(tmp_path / "t.parquet"), spec, client=client)
+        dataset_groups(str(tmp_path / "t.parquet"), spec, client=dask_client)
     memory = load_predictions(tmp_path / "t.parquet")[0]
     with pytest.raises(CalibrationInputError, match="has values that are not times"):
         time_windows(memory, window)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 
 import numpy as np
@@ -111,16 +110,8 @@ def test_one_outcome_only_is_refused():
         calibration_hierarchy(np.full((2, 3), 1 / 3), [0, 1], notion="classwise")
 
 
-def _r_with_rms() -> bool:
-    if shutil.which("Rscript") is None:
-        return False
-    done = subprocess.run(
-        ["Rscript", "-e", "library(rms)"], capture_output=True, timeout=120, check=False
-    )
-    return done.returncode == 0
-
-
-needs_rms = pytest.mark.skipif(not _r_with_rms(), reason="R with rms (r-cran-rms) not installed")
+#: R with rms (r-cran-rms), probed once per session (tests/external_tools.py).
+needs_rms = pytest.mark.requires_tool("R")
 
 R_SCRIPT = """
 suppressMessages(library(rms))

@@ -18,12 +18,15 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import quote
 
 import numpy as np
 import pandas as pd
 import pytest
+
+from ..external_tools import require_tool
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
@@ -570,10 +573,7 @@ def nginx_proxy():
 
     Skipped without Debian's nginx, except under CI, whose ``.ci/run`` installs it.
     """
-    if not os.access(Nginx.BINARY, os.X_OK):
-        if os.environ.get("CI"):
-            pytest.fail(f"{Nginx.BINARY} is missing: .ci/run installs Debian's nginx.")
-        pytest.skip(f"needs Debian's nginx ({Nginx.BINARY})")
+    require_tool("nginx")
 
     def start(directory: Path, upstream_url: str, **settings: str) -> Nginx:
         proxy = Nginx(directory, upstream_url.split("//", 1)[-1], **settings)
@@ -606,6 +606,17 @@ class RedisServer:
             self.proc.terminate()
             self.proc.wait(10)
         self._log.close()
+
+
+@pytest.fixture(scope="session")
+def redis_server() -> Callable[[Path], RedisServer]:
+    """A function ``directory -> RedisServer`` (started; stop it yourself).
+
+    Skipped without Debian's redis-server (probed once, tests/external_tools.py),
+    except under CI, whose ``.ci/run`` installs it. Puts a test in the ``hosting`` tier.
+    """
+    require_tool("redis-server")
+    return RedisServer
 
 
 class CeleryWorker:

@@ -26,7 +26,7 @@ import pytest
 from app.jobs import CANCELLED, JobBook, JobQueue
 from app.supervisor import wait_for_redis
 
-from .conftest import CeleryWorker, Fit, Gunicorn, RedisServer, fit_state, prewarm_demo, uploaded
+from .conftest import CeleryWorker, Fit, Gunicorn, fit_state, prewarm_demo, uploaded
 from .test_job_rules import local_tab, wait_for
 
 CAPS = {"MAX_JOBS_PER_SESSION": "2", "MAX_JOBS": "3", "JOB_TIME_LIMIT_SECONDS": "300"}
@@ -53,7 +53,7 @@ class Backend:
 
 
 @pytest.fixture(scope="module")
-def celery_backend(tmp_path_factory, dash_tab):
+def celery_backend(tmp_path_factory, dash_tab, redis_server):
     base = tmp_path_factory.mktemp("job-queue")
     cache_dir, gate = base / "cache", base / "gate"
     cache_dir.mkdir()
@@ -61,12 +61,12 @@ def celery_backend(tmp_path_factory, dash_tab):
     prewarm_demo(cache_dir)
     started = []
     try:
-        redis_server = RedisServer(base / "redis")
-        started.append(redis_server)
-        wait_for_redis(redis_server.url)
+        redis = redis_server(base / "redis")
+        started.append(redis)
+        wait_for_redis(redis.url)
         worker = CeleryWorker(
             cache_dir,
-            redis_server.url,
+            redis.url,
             job_workers=3,
             env={"SLOW_FIT_GATE": str(gate), **CAPS},
             app="slow_jobs:celery_app",
@@ -76,7 +76,7 @@ def celery_backend(tmp_path_factory, dash_tab):
             cache_dir,
             workers=2,
             threads=4,
-            env={"REDIS_URL": redis_server.url, **CAPS},
+            env={"REDIS_URL": redis.url, **CAPS},
             log=base / "web.log",
         )
         started.append(web)
@@ -84,7 +84,7 @@ def celery_backend(tmp_path_factory, dash_tab):
         web.wait_ready()
 
         def queued() -> int:  # tasks waiting in Celery's queue (Redis list "celery")
-            port = redis_server.url.rsplit(":", 1)[1].split("/")[0]
+            port = redis.url.rsplit(":", 1)[1].split("/")[0]
             out = subprocess.run(
                 ["redis-cli", "-p", port, "llen", "celery"], capture_output=True, text=True
             )

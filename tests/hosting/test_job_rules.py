@@ -37,7 +37,6 @@ from .conftest import (
     CeleryWorker,
     Fit,
     Gunicorn,
-    RedisServer,
     fit_state,
     prewarm_demo,
     uploaded,
@@ -78,7 +77,7 @@ def wait_for(condition, what: str, timeout: float = 60.0):
 
 
 @pytest.fixture(scope="module")
-def stack(tmp_path_factory):
+def stack(tmp_path_factory, redis_server):
     base = tmp_path_factory.mktemp("job-rules")
     with tmpfs(base / "cache", size_mb=256) as cache_dir:
         gate = base / "gate"
@@ -87,12 +86,12 @@ def stack(tmp_path_factory):
         limits = {"JOB_TIME_LIMIT_SECONDS": str(TIME_LIMIT), "MAX_JOBS_PER_SESSION": "2"}
         started = []
         try:
-            redis_server = RedisServer(base / "redis")
-            started.append(redis_server)
-            wait_for_redis(redis_server.url)
+            redis = redis_server(base / "redis")
+            started.append(redis)
+            wait_for_redis(redis.url)
             worker = CeleryWorker(
                 cache_dir,
-                redis_server.url,
+                redis.url,
                 job_workers=JOB_WORKERS,
                 env={"SLOW_FIT_GATE": str(gate), **limits, **WORKER_ENV},
                 app="slow_jobs:celery_app",
@@ -102,13 +101,13 @@ def stack(tmp_path_factory):
                 cache_dir,
                 workers=2,
                 threads=4,
-                env={"REDIS_URL": redis_server.url, **limits},
+                env={"REDIS_URL": redis.url, **limits},
                 log=base / "web.log",
             )
             started.append(web)
             worker.wait_ready()
             web.wait_ready()
-            yield Stack(web.url, cache_dir, gate, worker, redis_server.url)
+            yield Stack(web.url, cache_dir, gate, worker, redis.url)
         finally:
             (gate / "release").touch()
             for service in reversed(started):

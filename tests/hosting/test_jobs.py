@@ -29,7 +29,7 @@ import pytest
 
 from app.supervisor import wait_for_redis
 
-from .conftest import CeleryWorker, Fit, Gunicorn, RedisServer, fit_state, prewarm_demo, uploaded
+from .conftest import CeleryWorker, Fit, Gunicorn, fit_state, prewarm_demo, uploaded
 
 JOB_WORKERS = 2
 #: gunicorn threads per worker: app/gunicorn_conf.py's default with REDIS_URL (gthread).
@@ -40,24 +40,24 @@ STEP_SECONDS = 0.5
 
 
 @pytest.fixture(scope="module")
-def stack(tmp_path_factory):
+def stack(tmp_path_factory, redis_server):
     """``(A, B, worker, redis_url)``: two gunicorn servers and one job worker on one Redis."""
     cache_dir = tmp_path_factory.mktemp("jobs")
     prewarm_demo(cache_dir)
     started = []
     try:
-        redis_server = RedisServer(cache_dir / "redis")
-        started.append(redis_server)
-        wait_for_redis(redis_server.url)
+        redis = redis_server(cache_dir / "redis")
+        started.append(redis)
+        wait_for_redis(redis.url)
         worker = CeleryWorker(
             cache_dir,
-            redis_server.url,
+            redis.url,
             job_workers=JOB_WORKERS,
             env={"SLOW_FIT_SECONDS": str(STEP_SECONDS)},
             app="slow_jobs:celery_app",
         )
         started.append(worker)
-        env = {"REDIS_URL": redis_server.url}
+        env = {"REDIS_URL": redis.url}
         a = Gunicorn(cache_dir, workers=2, threads=THREADS, env=env, log=cache_dir / "a.log")
         started.append(a)
         b = Gunicorn(cache_dir, workers=1, threads=THREADS, env=env, log=cache_dir / "b.log")
@@ -65,7 +65,7 @@ def stack(tmp_path_factory):
         worker.wait_ready()
         a.wait_ready()
         b.wait_ready()
-        yield a, b, worker, redis_server.url
+        yield a, b, worker, redis.url
     finally:
         for service in reversed(started):
             service.stop()

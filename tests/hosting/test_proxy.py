@@ -19,7 +19,7 @@ import time
 import pytest
 import requests
 
-from .conftest import REPO, DashTab, RedisServer, uploaded
+from .conftest import REPO, DashTab, uploaded
 
 WORKERS, THREADS = 2, 2
 #: Three times gunicorn's request slots: without the proxy they would all be taken.
@@ -50,10 +50,10 @@ def wait_for(condition, what: str, timeout: float = 120.0) -> None:
 
 
 @pytest.fixture(scope="module")
-def stack(tmp_path_factory, gunicorn_server, nginx_proxy):
+def stack(tmp_path_factory, gunicorn_server, nginx_proxy, redis_server):
     """gunicorn (with Redis) and nginx from the deploy template in front of it."""
     tmp = tmp_path_factory.mktemp("proxy")
-    redis = RedisServer(tmp / "redis")
+    redis = redis_server(tmp / "redis")
     env = {
         "REDIS_URL": redis.url,
         "BASIC_AUTH_USER": USER,

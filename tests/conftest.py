@@ -148,10 +148,12 @@ def pytest_configure(config) -> None:
         "requires_tool(name): the test needs an external tool (tests/external_tools.py), "
         "probed once per session; skipped without it (failed under CI if .ci/run installs it)",
     )
+    config.pluginmanager.register(FixtureWatch(), "calibration-fixture-watch")
 
 
 def pytest_runtest_setup(item) -> None:
     """Probe (once per session) every tool the test's ``requires_tool`` markers name."""
+    FIXTURES_SET_UP.clear()
     for marker in item.iter_markers(name="requires_tool"):
         for name in marker.args:
             require_tool(name)
@@ -188,8 +190,52 @@ def browser_available() -> None:
 TIER_FIXTURES = {
     "browser": {"browser_available"},
     "dask": {"dask_extra"},
-    "hosting": {"gunicorn_server", "nginx_proxy", "redis_server", "stack_processes"},
+    "hosting": {"gunicorn_server", "nginx_proxy", "redis_server"},
 }
+
+
+#: Fixtures set up for the running test (:class:`FixtureWatch`), for the check below.
+FIXTURES_SET_UP: list[str] = []
+
+
+class FixtureWatch:
+    """A plugin noting each fixture set up, including those asked for by name at run time.
+
+    Registered as a plugin (:func:`pytest_configure`), not as a conftest hook: pytest
+    calls a session-scoped fixture's setup hook with the hooks of the rootdir's
+    conftests only, which this folder's conftest is not.
+    """
+
+    def pytest_fixture_setup(self, fixturedef, request) -> None:
+        """Note the fixture's name; the setup itself is left to pytest."""
+        FIXTURES_SET_UP.append(fixturedef.argname)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item):
+    """Fail a test that reached a tier's fixture without carrying that tier's marker.
+
+    A fixture asked for by name (``request.getfixturevalue``) is not in the test's
+    fixture closure at collection, so :func:`pytest_collection_modifyitems` cannot
+    see it: such a test must carry the marker itself (``pytest.param(...,
+    marks=...)``), or it would run in the fast loop unnoticed. A session-scoped
+    fixture is set up once, so the check fires in the run that matters: the fast
+    loop, where no earlier test has set it up. Checked after the test body, which may
+    ask for a fixture by name too.
+    """
+    outcome = yield
+    set_up = set(FIXTURES_SET_UP)
+    FIXTURES_SET_UP.clear()
+    for tier, fixtures in TIER_FIXTURES.items():
+        reached = sorted(set_up & fixtures)
+        if reached and item.get_closest_marker(tier) is None:
+            pytest.fail(
+                f"{item.nodeid} set up {', '.join(reached)} without the {tier!r} marker: "
+                f"it asked for it by name; mark the test (or its parameter) "
+                f"pytest.mark.{tier} and pytest.mark.slow",
+                pytrace=False,
+            )
+    return outcome
 
 
 def pytest_collection_modifyitems(config, items) -> None:

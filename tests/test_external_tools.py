@@ -101,3 +101,56 @@ def test_a_hung_rscript_skips_the_r_tests_in_one_probe(tmp_path):
     (probe_seconds,) = re.findall(r"^R: `Rscript.*\(([0-9.]+) s\)$", done.stdout, flags=re.M)
     assert float(probe_seconds) < 30
     assert elapsed < 300, elapsed
+
+
+TIERED_TESTS = """
+import pytest
+
+
+@pytest.fixture(scope="session")
+def redis_server():
+    return "a stand-in"
+
+
+def test_static(redis_server):
+    pass
+
+
+def test_by_name(request):
+    request.getfixturevalue("redis_server")
+
+
+@pytest.mark.hosting
+@pytest.mark.slow
+def test_by_name_and_marked(request):
+    request.getfixturevalue("redis_server")
+"""
+
+
+def _run_tiered(tmp_path: Path, *args: str) -> str:
+    """Run :data:`TIERED_TESTS` under this suite's root conftest; pytest's summary line."""
+    tests = tmp_path / "tests"
+    tests.mkdir()
+    for name in ("conftest.py", "external_tools.py"):
+        (tests / name).write_text((REPO / "tests" / name).read_text(encoding="utf-8"))
+    (tests / "test_tiered.py").write_text(TIERED_TESTS, encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--rootdir", str(tmp_path),
+         "--import-mode=importlib", "-o", "addopts=", *args, "tests/test_tiered.py"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    return done.stdout
+
+
+def test_tiers_come_from_fixtures_and_a_fixture_asked_by_name_needs_the_marker(tmp_path):
+    """In the fast loop a test that asks for a tier's fixture by name, unmarked, fails;
+    in a full run an earlier test may have set the session's fixture up already, so
+    only the fast loop can tell (the run that matters)."""
+    fast, full = tmp_path / "fast", tmp_path / "full"
+    fast.mkdir()
+    full.mkdir()
+    out = _run_tiered(fast, "-m", "not slow")
+    assert "test_by_name set up redis_server without the 'hosting' marker" in out, out
+    assert out.splitlines()[-1].startswith("1 failed, 2 deselected"), out
+    out = _run_tiered(full)
+    assert out.splitlines()[-1].startswith("3 passed"), out

@@ -152,6 +152,7 @@ def _expected(row: dict, name: str) -> list[float]:
     return [row[name], row[f"{name}_lower"], row[f"{name}_upper"]]
 
 
+@pytest.mark.slow  # a whole offline report, figures included
 def test_report_sections_show_the_cores_numbers(slices_csv, tmp_path, capsys):
     """Every number of the group and time tables is calibration_core.slices' (4 decimals)."""
     from calibration_core import Binning, load_predictions
@@ -192,6 +193,7 @@ def test_report_sections_show_the_cores_numbers(slices_csv, tmp_path, capsys):
     assert text.count('"staticPlot": true') >= 2  # time chart and small multiples
 
 
+@pytest.mark.slow  # a whole offline report, figures included
 def test_report_section_problem_is_a_message_not_a_failure(slices_csv, tmp_path, capsys):
     out = tmp_path / "report.html"
     argv = ["report", str(slices_csv), "--maps", "temperature", "--folds", "2", "--window",
@@ -251,6 +253,7 @@ def test_reference_period_problems_are_clear_errors(slices_csv, capsys):
     assert code == 1 and "not both" in err
 
 
+@pytest.mark.slow  # a whole offline report, figures included
 def test_report_names_the_chosen_reference_period(slices_csv, tmp_path, capsys):
     out = tmp_path / "report.html"
     argv = ["report", str(slices_csv), "--maps", "temperature", "--folds", "2", "--window",

@@ -8,6 +8,8 @@ import textwrap
 import threading
 import time
 
+import pytest
+
 from app.warmup import HEAVY_MODULES, WarmUp
 
 HEAVY = ("sklearn", "pandas", "pyarrow", "scipy.stats", "scipy.special", "scipy.sparse", "IPython")
@@ -27,6 +29,7 @@ def _run(code: str, env_dir) -> str:
     return done.stdout
 
 
+@pytest.mark.slow  # fresh interpreters import the whole stack
 def test_the_server_and_its_first_page_do_not_load_the_fitting_libraries(tmp_path):
     # A first start builds the demo (that trains scikit-learn models) into the cache.
     _run(
@@ -55,6 +58,7 @@ def test_the_server_and_its_first_page_do_not_load_the_fitting_libraries(tmp_pat
     assert out.strip() == "[]", out
 
 
+@pytest.mark.slow  # fresh interpreters import the whole stack
 def test_a_gunicorn_worker_loads_them_before_it_answers(tmp_path):
     out = _run(
         """
@@ -92,6 +96,7 @@ def test_delayed_warm_up_starts_later_and_can_be_waited_for(monkeypatch, tmp_pat
     assert isinstance(thread, threading.Thread) and thread.daemon
 
 
+@pytest.mark.slow  # fresh interpreters import the whole stack
 def test_dev_server_answers_every_request_while_the_warm_up_runs(tmp_path):
     """Regression: requests served while the warm-up imported pandas got HTTP 500
     ("partially initialized module 'pandas'") from plotly's JSON encoder."""

@@ -40,6 +40,9 @@ from .conftest import (
 )
 from .dashboard_page import Dashboard, PageWatch
 
+#: Builds the sdist and the wheel and a virtualenv: slow even where no browser is used.
+pytestmark = pytest.mark.slow
+
 #: The top-level source folders and where the wheel installs them.
 PACKAGED_TREES = {"app": "app", "calibration_core": "calibration_core", "assets": "app/assets"}
 #: Resources the page cannot work without; each must answer 200.

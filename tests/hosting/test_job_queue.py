@@ -120,8 +120,11 @@ def local_backend(tmp_path, hosting_config, dash_tab, monkeypatch):
     dash_app.server.extensions["calibration_dashboard"].store.close()
 
 
-@pytest.fixture(params=["celery", "local"])
+@pytest.fixture(
+    params=[pytest.param("celery", marks=[pytest.mark.hosting, pytest.mark.slow]), "local"]
+)
 def backend(request):
+    """Each backend in turn (asked for by name: the ``hosting`` tier is marked here)."""
     return request.getfixturevalue(f"{request.param}_backend")
 
 

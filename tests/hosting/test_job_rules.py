@@ -250,6 +250,7 @@ def gate_pids(gate: Path) -> set[int]:
     return {int(p.name.removeprefix("running-")) for p in gate.glob("running-*")}
 
 
+@pytest.mark.slow  # waits out a job time limit
 def test_local_jobs_stop_at_the_time_limit_with_a_stated_error(local_app, dash_tab, make_csv):
     dash_app, gate = local_app
     tab = local_tab(dash_app, dash_tab)
@@ -300,6 +301,7 @@ def test_another_session_cannot_read_or_cancel_a_local_job(local_app, dash_tab, 
     assert f"{handle}:isotonic" in fit_state(answer)["fitted"]
 
 
+@pytest.mark.slow  # waits out a job time limit
 def test_a_diagnostics_job_over_the_time_limit_answers_its_stopped_reply(
     local_app, dash_tab, monkeypatch
 ):

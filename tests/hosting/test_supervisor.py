@@ -15,6 +15,7 @@ import sys
 import time
 
 import psutil
+import pytest
 import requests
 
 from .conftest import REPO, SECRET, Fit, fit_state, free_port, prewarm_demo, uploaded
@@ -37,6 +38,7 @@ def _env(cache_dir, port, **extra) -> dict:
     return env
 
 
+@pytest.mark.usefixtures("redis_server")  # the supervisor starts redis-server itself
 def test_the_image_command_runs_web_jobs_and_redis_and_stops_them(tmp_path, dash_tab, make_csv):
     prewarm_demo(tmp_path)
     port = free_port()

@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 import nbformat
+import pytest
 from nbclient import NotebookClient
 
 import calibration_core as cc
@@ -30,6 +31,7 @@ def outputs_of(nb) -> list[dict]:
     return [o for cell in nb.cells if cell.cell_type == "code" for o in cell.outputs]
 
 
+@pytest.mark.slow  # runs the whole notebook in a kernel
 def test_the_example_notebook_runs_and_shows_figures_dashboard_and_map(tmp_path):
     path = tmp_path / NOTEBOOK.name
     shutil.copy(NOTEBOOK, path)

@@ -104,16 +104,61 @@ import os
 import re
 import secrets
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 ENVIRONMENTS = ("development", "production")
 MB = 1024 * 1024
+T = TypeVar("T")
 
 
 class ConfigError(ValueError):
-    """A configuration that cannot be used; the message says which variable and why."""
+    """A configuration that cannot be used; the message says which variables and why.
+
+    Parameters
+    ----------
+    *problems : str
+        One message per setting to fix, each naming its variable and the fix; kept
+        in :attr:`problems`, numbered in the error's text when there are several.
+    """
+
+    def __init__(self, *problems: str) -> None:
+        self.problems = problems
+        if len(problems) == 1:
+            super().__init__(problems[0])
+        else:
+            numbered = (f"({number}) {text}" for number, text in enumerate(problems, 1))
+            super().__init__(f"{len(problems)} problems: {' '.join(numbered)}")
+
+
+def error_line(error: ConfigError) -> str:
+    """``error`` as the one line a server prints before it exits (whitespace collapsed)."""
+    return "calibration-dashboard: configuration error: " + " ".join(str(error).split())
+
+
+def collect_problem(
+    problems: list[str], read: Callable[..., T], *args, fallback: T | None = None
+) -> T | None:
+    """``read(*args)``; on a :class:`ConfigError`, its problems added to ``problems``.
+
+    Parameters
+    ----------
+    problems : list of str
+        Where the problems of every setting read are gathered.
+    read : callable
+        Reads or checks one setting; raises ConfigError when it cannot be used.
+    *args
+        Passed to ``read``.
+    fallback : optional
+        Returned instead when ``read`` raised, so that the other settings are still read.
+    """
+    try:
+        return read(*args)
+    except ConfigError as exc:
+        problems.extend(exc.problems)
+        return fallback
 
 
 #: A werkzeug password hash: ``method$salt$hash`` (e.g. ``scrypt:32768:8:1$...$...``).
@@ -210,9 +255,8 @@ def _forwarded_allow_ips_env(env: Mapping[str, str]) -> tuple[str, ...]:
     return entries
 
 
-def _int_env(
-    env: Mapping[str, str], name: str, default: int | None, minimum: int = 1
-) -> int | None:
+def int_env(env: Mapping[str, str], name: str, default: int | None, minimum: int = 1) -> int | None:
+    """Whole number ``name`` of ``env`` (``default`` when unset or blank), at least ``minimum``."""
     raw = env.get(name)
     if raw is None or raw.strip() == "":
         return default
@@ -268,6 +312,82 @@ def check_datasets(datasets_dir: Path | None, address: str | None) -> None:
             "cluster (start one with `dask scheduler` and `dask worker tcp://host:8786`, then "
             "set DASK_SCHEDULER_ADDRESS=tcp://host:8786)."
         )
+
+
+def check_environment(app_env: str) -> None:
+    """Refuse an ``APP_ENV`` that is not one of :data:`ENVIRONMENTS`."""
+    if app_env not in ENVIRONMENTS:
+        raise ConfigError(f"APP_ENV must be one of {', '.join(ENVIRONMENTS)}, got {app_env!r}.")
+
+
+def production_problems(production: bool, secret_key: str | None, debug: bool) -> list[str]:
+    """What ``SECRET_KEY`` and ``DEBUG`` lack for ``APP_ENV`` (an empty list: nothing)."""
+    problems = []
+    if production and not secret_key:
+        problems.append(
+            "SECRET_KEY is required when APP_ENV=production: set it to a long random "
+            "string shared by all workers (e.g. python -c 'import secrets; "
+            "print(secrets.token_hex(32))')."
+        )
+    if production and debug:
+        problems.append("DEBUG must be off when APP_ENV=production.")
+    if secret_key is not None and len(secret_key) < 16:
+        problems.append("SECRET_KEY must be at least 16 characters long.")
+    return problems
+
+
+def _settings_from_env(env: Mapping[str, str], problems: list[str]) -> dict[str, object]:
+    """:class:`AppConfig`'s fields read from ``env``; each unusable one added to ``problems``
+    (and its default used meanwhile, so that the others are read and checked too)."""
+
+    def number(name: str, default: int | None, minimum: int = 1) -> int | None:
+        return collect_problem(problems, int_env, env, name, default, minimum, fallback=default)
+
+    def flag(name: str) -> bool:
+        return collect_problem(problems, _bool_env, env, name, False, fallback=False)
+
+    def parsed(read: Callable[[Mapping[str, str]], T], fallback: T) -> T:
+        return collect_problem(problems, read, env, fallback=fallback)
+
+    cache_dir = env.get("CACHE_DIR", "").strip()
+    secure = env.get("SESSION_COOKIE_SECURE")
+    datasets_dir, scheduler = _datasets_env(env)
+    return {
+        "app_env": env.get("APP_ENV", "development").strip().lower() or "development",
+        "secret_key": env.get("SECRET_KEY") or None,
+        "max_upload_mb": number("MAX_UPLOAD_MB", 200),
+        "max_classes": number("MAX_CLASSES", 1000, minimum=2),
+        "parse_memory_limit_mb": number("PARSE_MEMORY_LIMIT_MB", None, minimum=64),
+        "parse_time_limit_seconds": number("PARSE_TIME_LIMIT_SECONDS", 60),
+        "parse_concurrency": number("PARSE_CONCURRENCY", 2),
+        "cache_dir": Path(cache_dir) if cache_dir else default_cache_dir(),
+        "cache_size_limit_mb": number("CACHE_SIZE_LIMIT_MB", 4096),
+        "memory_cache_mb": number("MEMORY_CACHE_MB", 1024, minimum=0),
+        "session_ttl_seconds": number("SESSION_TTL_SECONDS", 86_400, minimum=60),
+        "max_models_per_session": number("MAX_MODELS_PER_SESSION", 20),
+        "session_quota_mb": number("SESSION_QUOTA_MB", 1024),
+        "idle_eviction_seconds": number("IDLE_EVICTION_SECONDS", 3600, minimum=60),
+        "allowed_origins": parsed(_origins_env, ()),
+        "frame_ancestors": tuple(
+            filter(None, (e.strip() for e in env.get("FRAME_ANCESTORS", "").split(",")))
+        ),
+        "session_cookie_secure": None
+        if secure is None or not secure.strip()
+        else flag("SESSION_COOKIE_SECURE"),
+        "debug": flag("DEBUG"),
+        "basic_auth": parsed(_basic_auth_env, ()),
+        "redis_url": env.get("REDIS_URL", "").strip() or None,
+        "job_workers": number("JOB_WORKERS", 2),
+        "auth_failures_per_minute": number("AUTH_RATE_LIMIT", 10),
+        "forwarded_allow_ips": parsed(_forwarded_allow_ips_env, DEFAULT_FORWARDED_ALLOW_IPS),
+        "job_time_limit_seconds": number("JOB_TIME_LIMIT_SECONDS", 300),
+        "job_memory_limit_mb": number("JOB_MEMORY_LIMIT_MB", 4096, minimum=64),
+        "max_jobs_per_session": number("MAX_JOBS_PER_SESSION", 2),
+        "max_jobs": number("MAX_JOBS", 16),
+        "max_map_parameters": number("MAX_MAP_PARAMETERS", 50_000),
+        "datasets_dir": datasets_dir,
+        "dask_scheduler_address": scheduler,
+    }
 
 
 def default_cache_dir() -> Path:
@@ -327,25 +447,17 @@ class AppConfig:
     dask_scheduler_address: str | None = None
 
     def __post_init__(self) -> None:
-        if self.app_env not in ENVIRONMENTS:
-            raise ConfigError(
-                f"APP_ENV must be one of {', '.join(ENVIRONMENTS)}, got {self.app_env!r}."
-            )
+        problems: list[str] = []
+        collect_problem(problems, check_environment, self.app_env)
         object.__setattr__(self, "cache_dir", Path(self.cache_dir))
-        object.__setattr__(self, "frame_ancestors", frame_ancestors(self.frame_ancestors))
-        if self.production and not self.secret_key:
-            raise ConfigError(
-                "SECRET_KEY is required when APP_ENV=production: set it to a long random "
-                "string shared by all workers (e.g. python -c 'import secrets; "
-                "print(secrets.token_hex(32))')."
-            )
-        if self.production and self.debug:
-            raise ConfigError("DEBUG must be off when APP_ENV=production.")
-        if self.secret_key is not None and len(self.secret_key) < 16:
-            raise ConfigError("SECRET_KEY must be at least 16 characters long.")
+        ancestors = collect_problem(problems, frame_ancestors, self.frame_ancestors, fallback=())
+        object.__setattr__(self, "frame_ancestors", ancestors)
+        problems.extend(production_problems(self.production, self.secret_key, self.debug))
         if self.datasets_dir is not None:
             object.__setattr__(self, "datasets_dir", Path(self.datasets_dir))
-        check_datasets(self.datasets_dir, self.dask_scheduler_address)
+        collect_problem(problems, check_datasets, self.datasets_dir, self.dask_scheduler_address)
+        if problems:
+            raise ConfigError(*problems)
 
     @property
     def production(self) -> bool:
@@ -361,47 +473,23 @@ class AppConfig:
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> AppConfig:
-        """Read the configuration from ``env`` (default: ``os.environ``)."""
+        """Read the configuration from ``env`` (default: ``os.environ``).
+
+        Raises
+        ------
+        ConfigError
+            Naming every missing or invalid setting at once, not only the first.
+        """
         env = os.environ if env is None else env
-        cache_dir = env.get("CACHE_DIR", "").strip()
-        secure = env.get("SESSION_COOKIE_SECURE")
-        datasets_dir, scheduler = _datasets_env(env)
-        return cls(
-            app_env=env.get("APP_ENV", "development").strip().lower() or "development",
-            secret_key=env.get("SECRET_KEY") or None,
-            max_upload_mb=_int_env(env, "MAX_UPLOAD_MB", 200),
-            max_classes=_int_env(env, "MAX_CLASSES", 1000, minimum=2),
-            parse_memory_limit_mb=_int_env(env, "PARSE_MEMORY_LIMIT_MB", None, minimum=64),
-            parse_time_limit_seconds=_int_env(env, "PARSE_TIME_LIMIT_SECONDS", 60),
-            parse_concurrency=_int_env(env, "PARSE_CONCURRENCY", 2),
-            cache_dir=Path(cache_dir) if cache_dir else default_cache_dir(),
-            cache_size_limit_mb=_int_env(env, "CACHE_SIZE_LIMIT_MB", 4096),
-            memory_cache_mb=_int_env(env, "MEMORY_CACHE_MB", 1024, minimum=0),
-            session_ttl_seconds=_int_env(env, "SESSION_TTL_SECONDS", 86_400, minimum=60),
-            max_models_per_session=_int_env(env, "MAX_MODELS_PER_SESSION", 20),
-            session_quota_mb=_int_env(env, "SESSION_QUOTA_MB", 1024),
-            idle_eviction_seconds=_int_env(env, "IDLE_EVICTION_SECONDS", 3600, minimum=60),
-            allowed_origins=_origins_env(env),
-            frame_ancestors=tuple(
-                filter(None, (e.strip() for e in env.get("FRAME_ANCESTORS", "").split(",")))
-            ),
-            session_cookie_secure=None
-            if secure is None or not secure.strip()
-            else _bool_env(env, "SESSION_COOKIE_SECURE", False),
-            debug=_bool_env(env, "DEBUG", False),
-            basic_auth=_basic_auth_env(env),
-            redis_url=env.get("REDIS_URL", "").strip() or None,
-            job_workers=_int_env(env, "JOB_WORKERS", 2),
-            auth_failures_per_minute=_int_env(env, "AUTH_RATE_LIMIT", 10),
-            forwarded_allow_ips=_forwarded_allow_ips_env(env),
-            job_time_limit_seconds=_int_env(env, "JOB_TIME_LIMIT_SECONDS", 300),
-            job_memory_limit_mb=_int_env(env, "JOB_MEMORY_LIMIT_MB", 4096, minimum=64),
-            max_jobs_per_session=_int_env(env, "MAX_JOBS_PER_SESSION", 2),
-            max_jobs=_int_env(env, "MAX_JOBS", 16),
-            max_map_parameters=_int_env(env, "MAX_MAP_PARAMETERS", 50_000),
-            datasets_dir=datasets_dir,
-            dask_scheduler_address=scheduler,
-        )
+        problems: list[str] = []
+        settings = _settings_from_env(env, problems)
+        try:
+            config = cls(**settings)
+        except ConfigError as exc:
+            raise ConfigError(*problems, *exc.problems) from None
+        if problems:
+            raise ConfigError(*problems)
+        return config
 
     def resolved_secret_key(self) -> str:
         """The secret key; in development without one, a random key kept in ``cache_dir``.

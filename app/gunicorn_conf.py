@@ -27,34 +27,18 @@ from __future__ import annotations
 
 import os
 
+from app.web_settings import web_settings
 
-def _int(name: str, default: int) -> int:
-    raw = os.environ.get(name, "").strip()
-    if not raw:
-        return default
-    value = int(raw)
-    if value < 1:
-        raise ValueError(f"{name} must be at least 1, got {value}")
-    return value
-
-
-bind = os.environ.get("BIND") or f"0.0.0.0:{_int('PORT', 8050)}"
-workers = _int("WEB_CONCURRENCY", 4)
-# With REDIS_URL background jobs run in Celery job workers and nothing forks from a web
-# worker, so threads are safe: gthread with 4 threads answered more changes per second
-# with lower latencies than sync under benchmarks/load_test.py (docs/hosting.md).
-# Without it Dash's DiskcacheManager forks each job from the worker, and a fork while
-# another thread holds SQLite's (diskcache's) mutex hangs the job: one thread (sync).
-_jobs_in_celery = bool(os.environ.get("REDIS_URL", "").strip())
-threads = _int("THREADS", 4 if _jobs_in_celery else 1)
-if threads > 1 and not _jobs_in_celery:
-    raise ValueError(
-        f"THREADS={threads} needs REDIS_URL: without it background jobs are forked from the "
-        "web worker, and a fork from a threaded worker can hang the job. Set REDIS_URL (jobs "
-        "then run in Celery) or THREADS=1."
-    )
-worker_class = "gthread" if threads > 1 else "sync"
-timeout = _int("TIMEOUT", 120)
+# Read (and checked) in app.web_settings: an invalid value stops gunicorn with a
+# ConfigError naming every bad setting; app.supervisor checks them before it starts.
+_settings = web_settings(os.environ)
+bind = _settings.bind
+workers = _settings.workers
+# With REDIS_URL jobs run in Celery job workers: gthread, 4 threads by default. Without
+# it they are forked from the web worker: one thread (sync), more are refused.
+threads = _settings.threads
+worker_class = _settings.worker_class
+timeout = _settings.timeout
 graceful_timeout = 30
 loglevel = os.environ.get("LOG_LEVEL", "info")
 accesslog = "-"

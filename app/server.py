@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import logging
 
-from .config import AppConfig, ConfigError
+from .config import AppConfig, ConfigError, error_line
 from .factory import create_app, finish_setup
 from .warmup import import_before_serving
 
@@ -23,7 +23,7 @@ def serve(host: str = "127.0.0.1", port: int = 8050, debug: bool = False) -> Non
     try:
         config = AppConfig.from_env()
     except ConfigError as exc:
-        raise SystemExit(f"calibration-dashboard: configuration error: {exc}") from None
+        raise SystemExit(error_line(exc)) from None
     app = create_app(config)
     ctx = app.server.extensions["calibration_dashboard"]
     import_before_serving()

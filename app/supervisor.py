@@ -10,6 +10,11 @@ on to each of them, web first and Redis last (the job worker's SIGTERM is
 Celery's cold shutdown, :data:`WORKER_ENV`: its running jobs stop with it); when
 one exits, the others are stopped and the supervisor exits with the first one's
 status, so the container stops instead of serving with half its processes.
+
+The configuration (the app's, the job worker's and gunicorn's settings) is checked
+once before any process starts: a missing or invalid setting stops the supervisor
+with one line on stderr naming every such setting and exit status 2
+(:data:`CONFIG_ERROR`), instead of each web worker failing on its own.
 """
 
 from __future__ import annotations
@@ -21,7 +26,14 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Mapping
 from pathlib import Path
+
+from .config import AppConfig, ConfigError, collect_problem, error_line
+from .web_settings import web_settings
+
+#: Exit status of the supervisor when the configuration cannot be used (nothing started).
+CONFIG_ERROR = 2
 
 
 def web_command() -> list[str]:
@@ -97,8 +109,38 @@ def wait_for_redis(url: str, timeout: float = 30.0) -> None:
             time.sleep(0.1)
 
 
+def check_configuration(env: Mapping[str, str]) -> None:
+    """Check the settings of every process the supervisor would start.
+
+    Parameters
+    ----------
+    env : mapping of str to str
+        The supervisor's environment; without ``REDIS_URL``, the private Redis's
+        URL is assumed, as the processes will get it.
+
+    Raises
+    ------
+    ConfigError
+        Naming every missing or invalid setting (app, job worker, gunicorn).
+    """
+    served = dict(env)
+    if not served.get("REDIS_URL", "").strip():
+        served["REDIS_URL"] = "redis+socket:///private/redis.sock"
+    problems: list[str] = []
+    collect_problem(problems, AppConfig.from_env, served)
+    collect_problem(problems, web_settings, served)
+    if problems:
+        raise ConfigError(*problems)
+
+
 def main() -> int:
-    """Start the processes; stop them all (web first, Redis last) when one exits or on a signal."""
+    """Check the configuration, start the processes; stop them all (web first, Redis
+    last) when one exits or on a signal."""
+    try:
+        check_configuration(os.environ)
+    except ConfigError as exc:
+        print(error_line(exc), file=sys.stderr, flush=True)
+        return CONFIG_ERROR
     received: list[int] = []
     signal.signal(signal.SIGTERM, lambda signum, _frame: received.append(signum))
     signal.signal(signal.SIGINT, lambda signum, _frame: received.append(signum))

@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import sys
 
-from .config import ConfigError
+from .config import ConfigError, error_line
 from .factory import create_app, finish_setup
 
 #: Exit status of a worker whose application cannot load (gunicorn's APP_LOAD_ERROR).
@@ -26,7 +26,7 @@ if not logging.getLogger().handlers:  # gunicorn configures only its own loggers
 try:
     app = create_app()
 except ConfigError as exc:
-    print(f"calibration-dashboard: configuration error: {exc}", file=sys.stderr, flush=True)
+    print(error_line(exc), file=sys.stderr, flush=True)
     raise SystemExit(APP_LOAD_ERROR) from None
 server = app.server
 # Dash's setup, before the worker accepts connections (plotly/dash#3971); it also

@@ -36,10 +36,15 @@ if [[ -z "$BASE" ]]; then
     echo "container_e2e: no 'ARG PYTHON_IMAGE=' default in $REPO/Dockerfile" >&2
     exit 2
 fi
-case "${BASE%%/*}" in
-    *.*|*:*|localhost) QUALIFIED="$BASE" ;;           # already has a registry
-    *) if [[ "$BASE" == */* ]]; then QUALIFIED="docker.io/$BASE"; else QUALIFIED="docker.io/library/$BASE"; fi ;;
-esac
+# A first component names a registry only when a '/' follows it (python:3.11 has none).
+FIRST="${BASE%%/*}"
+if [[ "$BASE" == */* && ( "$FIRST" == *.* || "$FIRST" == *:* || "$FIRST" == localhost ) ]]; then
+    QUALIFIED="$BASE"                                  # already has a registry
+elif [[ "$BASE" == */* ]]; then
+    QUALIFIED="docker.io/$BASE"
+else
+    QUALIFIED="docker.io/library/$BASE"
+fi
 
 # No systemd and no journald here: cgroupfs and a file event log; always runc.
 podman_() { podman --runtime runc --cgroup-manager cgroupfs --events-backend file "$@"; }

@@ -33,8 +33,10 @@
 This module never imports dash at module level: ``evaluate`` stays fast and
 works without the web stack. Errors are printed to stderr as one line,
 never as a traceback. Exit codes: 0 success, 1 bad input (file, data or
-settings), 2 bad command line, 130 interrupted; ``check`` alone uses 1 for a
-failed bound and 2 for any bad input, so that a CI gate can tell them apart.
+settings), 2 bad command line (for ``serve``, also a configuration from the
+environment that cannot be used, every bad variable named), 130 interrupted;
+``check`` alone uses 1 for a failed bound and 2 for any bad input, so that a
+CI gate can tell them apart.
 """
 
 from __future__ import annotations
@@ -1019,7 +1021,18 @@ def _without_ipython() -> None:
 
 
 def serve(args: argparse.Namespace) -> int:
-    """Start the dashboard (imports dash only now)."""
+    """Start the dashboard (imports dash only now).
+
+    The configuration is checked first: a missing or invalid setting is one line
+    on stderr naming every such setting, and exit code 2, before the server starts.
+    """
+    from app.config import AppConfig, ConfigError, error_line
+
+    try:
+        AppConfig.from_env()
+    except ConfigError as exc:
+        print(error_line(exc), file=sys.stderr, flush=True)
+        return EXIT_USAGE
     _without_ipython()
     try:
         from app.server import serve as run_server

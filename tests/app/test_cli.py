@@ -5,8 +5,11 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
+import socket
 import subprocess
 import sys
+import time
 import types
 from pathlib import Path
 
@@ -325,6 +328,42 @@ def test_serve_without_server_module_is_a_clean_error(monkeypatch, capsys):
     assert code == 1
     assert err.startswith("calibration-dashboard: error: the dashboard is not available")
     assert "Traceback" not in err
+
+
+def test_serve_checks_the_configuration_before_the_server(fake_server, monkeypatch, capsys):
+    monkeypatch.setenv("APP_ENV", "production")
+    monkeypatch.delenv("SECRET_KEY", raising=False)
+    monkeypatch.setenv("MAX_JOBS", "-1")
+    code, out, err = run(["serve"], capsys)
+    assert (code, out, fake_server) == (2, "", [])
+    assert err.count("\n") == 1 and "SECRET_KEY" in err and "MAX_JOBS" in err, err
+
+
+def test_serve_with_a_bad_configuration_in_a_subprocess(tmp_path):
+    """``calibration-dashboard serve``: one line naming both settings, exit 2, within
+    10 s, and no server started (nothing else printed, the port never bound)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    env = {k: v for k, v in os.environ.items() if k != "SECRET_KEY"}
+    env.update(APP_ENV="production", MAX_UPLOAD_MB="lots", CACHE_DIR=str(tmp_path))
+    started = time.monotonic()
+    proc = subprocess.run(
+        [sys.executable, "-m", "app.cli", "serve", "--port", str(port)],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert time.monotonic() - started < 10
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert proc.stdout == ""
+    lines = proc.stderr.splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert lines[0].startswith("calibration-dashboard: configuration error: 2 problems: ")
+    assert "MAX_UPLOAD_MB" in lines[0] and "SECRET_KEY is required" in lines[0]
+    assert not list(tmp_path.iterdir()), "the server wrote to CACHE_DIR"
 
 
 def test_help_exits_zero(capsys):

@@ -9,7 +9,10 @@ the image as a team would (``-p``, ``-e SECRET_KEY``), wait for
 ``/healthz``, load the page, call a Dash callback over HTTP, run a background
 fit (in the container's own Celery worker and Redis), check that the server's
 processes run as a non-root user and that the image refuses to start without
-``SECRET_KEY``. Every failure names the command that failed and its output.
+``SECRET_KEY`` (one line, exit status 2). A throwaway image built with the
+repository as its context holds exactly the files of the build-context matcher
+of tests/hosting/build_context.py. Every failure names the command that failed
+and its output.
 
 Takes minutes the first time (bootstrap and pip install); later runs reuse
 the base image and podman's build cache.
@@ -29,6 +32,8 @@ import time
 from pathlib import Path
 
 import pytest
+
+from .build_context import context_files
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "scripts" / "container_e2e.sh"
@@ -253,11 +258,51 @@ def test_image_runs_the_installed_wheel_without_a_source_tree(container):
 
 
 def test_image_refuses_to_start_without_secret_key(image):
+    """Without SECRET_KEY (and with another bad setting): one line naming both, exit 2,
+    within 10 s, and nothing started. ``--no-healthcheck``: without systemd, podman
+    itself prints two lines about the HEALTHCHECK timer it cannot set up."""
     name = f"calibration-e2e-nokey-{secrets.token_hex(4)}"
+    command = [*PODMAN, "run", "--name", name, "--no-healthcheck", *ulimits()]
     try:
-        result = run([*PODMAN, "run", "--name", name, *ulimits(), image], check=False, timeout=240)
+        started = time.monotonic()
+        result = run([*command, "-e", "MAX_UPLOAD_MB=lots", image], check=False, timeout=60)
+        seconds = time.monotonic() - started
         output = result.stdout + result.stderr
-        assert result.returncode != 0, f"started without SECRET_KEY:\n{_tail(output)}"
-        assert "SECRET_KEY is required" in output, _tail(output)
+        assert result.returncode == 2, f"exit status {result.returncode}:\n{_tail(output)}"
+        assert seconds < 10, f"took {seconds:.1f} s:\n{_tail(output)}"
+        assert len(output.splitlines()) == 1, output
+        assert output.startswith("calibration-dashboard: configuration error: 2 problems: ")
+        assert "SECRET_KEY is required" in output and "MAX_UPLOAD_MB" in output, output
     finally:
         run([*PODMAN, "rm", "--force", name], check=False, timeout=90)
+
+
+def test_podman_sends_the_build_context_the_matcher_computes(image, tmp_path):
+    """``COPY . /context`` of a throwaway image (its Containerfile outside the
+    repository, the repository as the context) holds exactly the files of
+    tests/hosting/build_context.py's matcher."""
+    base = _arg_default("PYTHON_IMAGE")
+    containerfile = tmp_path / "Containerfile"
+    containerfile.write_text(f"FROM {base}\nCOPY . /context\n", encoding="utf-8")
+    throwaway = f"localhost/calibration-context:{secrets.token_hex(4)}"
+    try:
+        build = [*PODMAN, "build", "--pull=never", "-f", str(containerfile), "-t", throwaway]
+        run([*build, str(REPO)], timeout=600)
+        listing = run(
+            [*PODMAN, "run", "--rm", *ulimits(), throwaway, "find", "/context", "-type", "f"],
+            timeout=120,
+        ).stdout
+    finally:
+        run([*PODMAN, "rmi", "--force", throwaway], check=False, timeout=120)
+    sent = {line.removeprefix("/context/") for line in listing.splitlines() if line}
+    computed = context_files(REPO)
+    assert "docs/statistics.md" in sent and "docs/hosting.md" not in sent
+    assert sorted(sent - computed) == [] and sorted(computed - sent) == []
+
+
+def _arg_default(name: str) -> str:
+    """The default of ``ARG name=...`` in the Dockerfile (the base image's name)."""
+    for line in (REPO / "Dockerfile").read_text(encoding="utf-8").splitlines():
+        if line.startswith(f"ARG {name}="):
+            return line.split("=", 1)[1].strip()
+    raise AssertionError(f"the Dockerfile has no ARG {name}= default")

@@ -1,8 +1,10 @@
 """The Dockerfile, checked without a Docker engine: lint, structure, install replay.
 
 No engine runs on these machines, so the image is verified in layers:
-hadolint, a structural reading of the Dockerfile, and a replay of its install
-steps in a fresh virtualenv followed by ``gunicorn --check-config``. The real
+hadolint, a structural reading of the Dockerfile, its COPY sources checked
+against the build context Docker computes from ``.dockerignore``
+(tests/hosting/build_context.py), and a replay of its install steps from that
+context in a fresh virtualenv followed by ``gunicorn --check-config``. The real
 build-and-run test is opt-in (``CONTAINER_E2E=1``, tests/hosting/test_container_e2e.py).
 """
 
@@ -16,6 +18,15 @@ import sys
 from pathlib import Path
 
 import pytest
+
+from .build_context import (
+    context_files,
+    copy_arguments,
+    copy_context,
+    copy_sources,
+    dockerignore_rules,
+    missing_sources,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 DOCKERFILE = REPO / "Dockerfile"
@@ -110,19 +121,33 @@ def test_runtime_stage_installs_no_build_tools():
     assert all("--from=build" in c for c in copies), copies
 
 
-def test_every_copy_source_exists():
-    for word, rest in _instructions():
-        if word != "COPY" or "--from=" in rest:
-            continue
-        parts = [p for p in rest.split() if not p.startswith("--")]
-        for source in parts[:-1]:
-            assert (REPO / source).exists(), f"COPY source {source} does not exist"
+def test_every_copy_source_is_in_the_build_context():
+    """Each COPY/ADD source is in the context Docker computes from .dockerignore: a
+    file included, a folder with at least one file included."""
+    sources = copy_sources(_instructions())
+    assert "docs/statistics.md" in sources and "app" in sources, sources
+    assert missing_sources(sources, context_files(REPO)) == []
+
+
+def test_the_context_check_catches_a_copy_source_left_out(tmp_path):
+    """``docs`` excluded without the exception for the page the image serves: the
+    check names that page (the image did not build for it)."""
+    text = (REPO / ".dockerignore").read_text(encoding="utf-8")
+    rules = [rule for rule in dockerignore_rules(text) if rule != "!docs/statistics.md"]
+    assert "docs" in rules
+    without_exception = tmp_path / ".dockerignore"
+    without_exception.write_text("\n".join(rules) + "\n", encoding="utf-8")
+    files = context_files(REPO, without_exception.read_text(encoding="utf-8"))
+    assert missing_sources(copy_sources(_instructions()), files) == ["docs/statistics.md"]
 
 
 def test_dockerignore_keeps_tests_and_git_out():
-    ignored = (REPO / ".dockerignore").read_text(encoding="utf-8").split()
+    rules = dockerignore_rules((REPO / ".dockerignore").read_text(encoding="utf-8"))
     for entry in (".git", "tests", "**/__pycache__"):
-        assert entry in ignored
+        assert entry in rules
+    files = context_files(REPO)
+    assert not [name for name in files if name.startswith(("tests/", ".git/"))]
+    assert not [name for name in files if "__pycache__" in name or name.endswith(".pyc")]
 
 
 def _gunicorn_settings(env: dict[str, str]) -> list[str]:
@@ -156,20 +181,20 @@ def test_gunicorn_config_refuses_threads_when_jobs_are_forked():
     assert "THREADS=4 needs REDIS_URL" in refused.value.stderr
 
 
-def _copy_sources(rest: str, workdir: Path) -> None:
-    """Replay one ``COPY`` of the build stage into ``workdir`` (Docker's rules: with
-    several sources or a target ending in ``/``, the target is a folder)."""
-    *sources, target = [p for p in rest.split() if not p.startswith("--")]
+def _copy_sources(rest: str, workdir: Path, context: Path) -> None:
+    """Replay one ``COPY`` of the build stage from the build ``context`` (a copy of the
+    files Docker sends) into ``workdir`` (Docker's rules: with several sources or a
+    target ending in ``/``, the target is a folder)."""
+    *sources, target = copy_arguments(rest)[1]
     into_folder = len(sources) > 1 or target.endswith("/")
     for source in sources:
+        assert (context / source).exists(), f"COPY {source}: not in the build context"
         dest = workdir / target / Path(source).name if into_folder else workdir / target
         dest.parent.mkdir(parents=True, exist_ok=True)
-        if (REPO / source).is_dir():
-            shutil.copytree(
-                REPO / source, dest, ignore=shutil.ignore_patterns("__pycache__", "*.pyc")
-            )
+        if (context / source).is_dir():
+            shutil.copytree(context / source, dest)
         else:
-            shutil.copy2(REPO / source, dest)
+            shutil.copy2(context / source, dest)
 
 
 def _replay_run(command: str, venv: Path, tmp_path: Path, cwd: Path, env: dict) -> None:
@@ -194,13 +219,15 @@ def _replay_run(command: str, venv: Path, tmp_path: Path, cwd: Path, env: dict) 
 
 @pytest.mark.slow
 def test_install_steps_replay_in_a_fresh_virtualenv(tmp_path):
-    """Replay both stages without an engine: build stage's COPY and RUN steps in a fresh
-    folder and virtualenv, then the runtime stage's steps in an empty folder (the image
-    has no source tree), a check that the installed package is used and
-    ``gunicorn --check-config``."""
+    """Replay both stages without an engine: build stage's COPY (from the build context
+    .dockerignore leaves) and RUN steps in a fresh folder and virtualenv, then the
+    runtime stage's steps in an empty folder (the image has no source tree), a check
+    that the installed package is used and ``gunicorn --check-config``."""
     venv = tmp_path / "venv"
     src = tmp_path / "src"
     src.mkdir()
+    # COPY reads the build context as Docker computes it, not the working tree.
+    context = copy_context(REPO, context_files(REPO), tmp_path / "context")
     env = {
         "PATH": f"{venv / 'bin'}:{os.environ.get('PATH', '')}",
         "HOME": str(tmp_path),
@@ -208,7 +235,7 @@ def test_install_steps_replay_in_a_fresh_virtualenv(tmp_path):
     }
     for word, rest in _stages()[0]:
         if word == "COPY":
-            _copy_sources(rest, src)
+            _copy_sources(rest, src, context)
         elif word == "RUN":
             _replay_run(rest, venv, tmp_path, src, env)
     py = venv / "bin" / "python"

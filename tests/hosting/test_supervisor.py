@@ -2,8 +2,8 @@
 
 Without ``REDIS_URL`` it starts a private redis-server (Unix socket), a Celery job
 worker and gunicorn; a background fit runs in the job worker; SIGTERM stops all
-three; a configuration error stops the supervisor with a non-zero status and a
-one-line message (and gunicorn's own "App failed to load").
+three; a configuration error stops the supervisor before it starts any of them,
+with one line naming every bad setting and exit status 2.
 """
 
 from __future__ import annotations
@@ -90,17 +90,35 @@ def test_the_image_command_runs_web_jobs_and_redis_and_stops_them(tmp_path, dash
         log.close()
 
 
-def test_a_configuration_error_stops_the_supervisor(tmp_path):
-    env = _env(tmp_path, free_port())
+def test_a_configuration_error_stops_the_supervisor_before_any_process(tmp_path):
+    """One line naming every bad setting, exit 2, within 10 s; Redis, Celery and
+    gunicorn never start (a stub redis-server first on PATH would leave a marker)."""
+    stubs = tmp_path / "bin"
+    stubs.mkdir()
+    marker = tmp_path / "redis-server-started"
+    stub = stubs / "redis-server"
+    stub.write_text(f"#!/bin/sh\ntouch {marker}\nexec sleep 60\n")
+    stub.chmod(0o755)
+    env = _env(tmp_path, free_port(), MAX_UPLOAD_MB="lots", WEB_CONCURRENCY="none")
     env.pop("SECRET_KEY")
+    env["PATH"] = f"{stubs}:{env['PATH']}"
+    started = time.monotonic()
     done = subprocess.run(
         [sys.executable, "-m", "app.supervisor"],
         cwd=REPO,
         env=env,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=60,
         check=False,
     )
-    assert done.returncode != 0
-    assert "SECRET_KEY is required" in done.stdout + done.stderr
+    seconds = time.monotonic() - started
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert seconds < 10, seconds
+    assert done.stdout == ""
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1, done.stderr
+    assert lines[0].startswith("calibration-dashboard: configuration error: 3 problems: ")
+    for setting in ("SECRET_KEY is required", "MAX_UPLOAD_MB", "WEB_CONCURRENCY"):
+        assert setting in lines[0], lines[0]
+    assert not marker.exists(), "redis-server was started"

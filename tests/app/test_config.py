@@ -1,0 +1,54 @@
+"""Reading the configuration: every missing or invalid setting named at once (app.config)."""
+
+from __future__ import annotations
+
+import pytest
+
+from app.config import AppConfig, ConfigError, error_line
+from app.supervisor import check_configuration
+from app.web_settings import web_settings
+
+BAD_PRODUCTION = {
+    "APP_ENV": "production",
+    "MAX_UPLOAD_MB": "lots",
+    "DEBUG": "maybe",
+    "ALLOWED_ORIGINS": "example.org/path",
+    "FRAME_ANCESTORS": "*",
+}
+
+
+def test_every_bad_setting_is_named_not_only_the_first():
+    with pytest.raises(ConfigError) as caught:
+        AppConfig.from_env(BAD_PRODUCTION)
+    named = [problem.split()[0] for problem in caught.value.problems]
+    assert named == ["MAX_UPLOAD_MB", "ALLOWED_ORIGINS", "DEBUG", "FRAME_ANCESTORS", "SECRET_KEY"]
+    assert str(caught.value).startswith("5 problems: (1) MAX_UPLOAD_MB must be a whole number")
+
+
+def test_one_problem_keeps_its_own_message():
+    with pytest.raises(ConfigError, match=r"^JOB_WORKERS must be at least 1, got 0\.$"):
+        AppConfig.from_env({"JOB_WORKERS": "0"})
+
+
+def test_the_error_line_is_one_line():
+    error = ConfigError("A must be set.", "B must be\na number.")
+    assert error_line(error) == (
+        "calibration-dashboard: configuration error: 2 problems: (1) A must be set. "
+        "(2) B must be a number."
+    )
+
+
+def test_web_settings_name_every_bad_gunicorn_variable():
+    with pytest.raises(ConfigError) as caught:
+        web_settings({"PORT": "http", "WEB_CONCURRENCY": "0", "THREADS": "4"})
+    assert [p.split()[0] for p in caught.value.problems] == ["PORT", "WEB_CONCURRENCY", "THREADS=4"]
+    assert web_settings({"REDIS_URL": "redis://r"}).worker_class == "gthread"
+
+
+def test_the_supervisor_checks_the_app_and_gunicorn_together():
+    env = {"APP_ENV": "production", "WEB_CONCURRENCY": "none"}
+    with pytest.raises(ConfigError) as caught:
+        check_configuration(env)
+    assert [p.split()[0] for p in caught.value.problems] == ["SECRET_KEY", "WEB_CONCURRENCY"]
+    # Without REDIS_URL the supervisor starts its own Redis: threads are allowed.
+    check_configuration({"THREADS": "4"})

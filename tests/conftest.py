@@ -1,4 +1,13 @@
-"""Shared fixtures: where ../shared lives, the real CIFAR prediction files, a wall clock."""
+"""Shared fixtures and the suite's tiers.
+
+* Where ../shared lives, the real CIFAR prediction files, a wall clock, a Jupyter kernel.
+* External tools (R, relplot, Chromium, redis-server, nginx, podman) probed once per
+  session within 20 s: the ``requires_tool`` marker and tests/external_tools.py.
+* Tiers: ``browser``, ``dask`` and ``hosting`` markers added from the fixtures a test
+  uses (:data:`TIER_FIXTURES`), each also ``slow``; ``pytest -m "not slow"`` is the
+  fast loop.
+* One Dask LocalCluster for the session (:func:`dask_cluster`, :func:`dask_client`).
+"""
 
 from __future__ import annotations
 

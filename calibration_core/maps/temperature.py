@@ -237,6 +237,8 @@ class TemperatureScaling(CalibrationMap):
     n_iter_ : int
         Newton steps of the fit.
     converged_ : bool
+    n_parameters_ : int
+        1 (``T``).
 
     Notes
     -----
@@ -291,6 +293,9 @@ class TemperatureScaling(CalibrationMap):
     def _predict_proba(self, probs: np.ndarray, logits: np.ndarray | None) -> np.ndarray:
         x = self._scores(probs, logits)
         return np.exp(log_softmax(x / self.temperature_, axis=1))
+
+    def _count_parameters(self) -> int:
+        return 1
 
     def _fitted_state(self) -> dict[str, Any]:
         return {"temperature": float(self.temperature_), "n_iter": int(self.n_iter_)}

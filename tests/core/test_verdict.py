@@ -101,8 +101,13 @@ def test_resampled_means_draws_as_bootstrap_ci():
     boot = bootstrap_ci("log_loss", pred, n_resamples=200, seed=5)
     values = log_loss_per_row(pred.probs, pred.labels)
     np.testing.assert_allclose(resampled_means(values, 200, 5), boot.samples, rtol=1e-12)
-    with pytest.raises(CalibrationInputError, match="1-D"):
-        resampled_means(np.zeros((2, 2)))
+    columns = np.column_stack([values, 2.0 * values, -values])
+    np.testing.assert_allclose(
+        resampled_means(columns, 200, 5), boot.samples[:, None] * [1.0, 2.0, -1.0], rtol=1e-12
+    )
+    for bad in (np.zeros((2, 2, 2)), np.zeros(0), np.zeros((3, 0))):
+        with pytest.raises(CalibrationInputError, match=r"shape \(N,\) or \(N, C\)"):
+            resampled_means(bad)
 
 
 def test_single_candidate_and_bad_candidates():

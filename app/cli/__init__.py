@@ -569,6 +569,10 @@ def write_tables(results, out) -> None:
             for row in result.rows()
         ]
         errors = table.pop("error")
+        counts = result.n_parameters()
+        table.insert(
+            0, "parameters", ["-" if counts[n] is None else counts[n] for n in table.index]
+        )
         out.write(table.reset_index().to_string(index=False) + "\n")
         for name, message in errors.items():
             if message is not None:
@@ -576,12 +580,23 @@ def write_tables(results, out) -> None:
 
 
 def verdict_line(verdict: dict[str, Any]) -> str:
-    """One line: the verdict's summary and the winner's parameters in words.
+    """One line: the summary, the winner's parameters in words, the recommendation, merges.
 
-    ``verdict``: ``Verdict.to_dict()`` (both engines' JSON verdict).
+    ``verdict``: ``Verdict.to_dict()`` (both engines' JSON verdict). A merged
+    contender ("matrix = dirichlet") is followed by why its maps coincide.
     """
     words = verdict["parameters"].get(verdict["winner"])
-    return f"verdict: {verdict['summary']}" + (f" {verdict['winner']}: {words}." if words else "")
+    parts = [f"verdict: {verdict['summary']}"]
+    if words:
+        parts.append(f"{verdict['winner']}: {words}.")
+    if verdict.get("recommendation"):
+        parts.append(verdict["recommendation"])
+    parts += [
+        f"{c['label']}: {c['same_because']}."
+        for c in verdict.get("contenders", ())
+        if c["same_because"]
+    ]
+    return " ".join(parts)
 
 
 def write_verdicts(results, args: argparse.Namespace, out) -> None:

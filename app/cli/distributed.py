@@ -442,11 +442,12 @@ def evaluated_on(info, n_rows: int) -> dict[str, int]:
 
 def single_verdict(summary, row: dict[str, Any], level: float, resamples: int, seed: int):
     """The verdict of a table whose only row is ``uncalibrated`` (nothing was cross-fitted)."""
-    from calibration_core.compare import Verdict
+    from calibration_core.compare import UNCALIBRATED, Contender, Verdict
 
     return Verdict(
-        winner="uncalibrated",
+        winner=UNCALIBRATED,
         runner_up=None,
+        recommended=UNCALIBRATED,
         clear=False,
         difference=None,
         lower=None,
@@ -455,8 +456,9 @@ def single_verdict(summary, row: dict[str, Any], level: float, resamples: int, s
         n_resamples=resamples,
         seed=seed,
         n_rows=summary.n_samples,
-        log_loss={"uncalibrated": row["log_loss"]},
-        confidence_ece={"uncalibrated": row["confidence_ece"]},
+        log_loss={UNCALIBRATED: row["log_loss"]},
+        contenders=(Contender((UNCALIBRATED,), row["log_loss"], 0),),
+        confidence_ece={UNCALIBRATED: row["confidence_ece"]},
     )
 
 

@@ -811,7 +811,9 @@ def _add_deploy_commands(sub) -> None:
         "--select",
         choices=("best",),
         default=None,
-        help="'best': deploy the map with the lowest held-out log-loss among --map",
+        help="'best': deploy the verdict's recommended map among --map: the fewest parameters "
+        "among those not clearly worse than the lowest held-out log-loss ('uncalibrated': the "
+        "identity map)",
     )
     ft.add_argument("-o", "--output", required=True, metavar="OUT", help="the map file (.json)")
     ft.add_argument("--model", default=None, metavar="M", help="model of a multi-model file")
@@ -868,7 +870,8 @@ def _one_model(models, wanted: str | None, file: str):
 def fit_map(args: argparse.Namespace, out) -> int:
     """Run ``fit``: compare, refit the chosen map on all rows, write the document."""
     from calibration_core import compare_maps
-    from calibration_core.deploy import best_map, deployable_map
+    from calibration_core.compare import UNCALIBRATED
+    from calibration_core.deploy import IDENTITY_WORDS, deployable_map
 
     from .distributed import check_fit_options, fit_on_dask, select_on_dask
 
@@ -886,7 +889,14 @@ def fit_map(args: argparse.Namespace, out) -> int:
     comparison = compare_maps(
         model, maps, folds=args.folds, n_bins=args.bins, scheme=args.scheme, seed=args.seed
     )
-    chosen = maps[0] if args.select is None else best_map(comparison)
+    verdict = comparison.verdict()
+    chosen = maps[0] if args.select is None else verdict.recommended
+    if chosen == UNCALIBRATED:
+        print(
+            f"{PROG}: no map is clearly better than the uncalibrated predictions: the "
+            f"deployable map is {IDENTITY_WORDS}.",
+            file=sys.stderr,
+        )
     deployable = deployable_map(model, chosen, comparison)
     deployable.save(args.output)
     settings = {
@@ -904,7 +914,7 @@ def fit_map(args: argparse.Namespace, out) -> int:
         map_name=chosen,
         settings=settings,
         comparison=comparison.rows(),
-        verdict=comparison.verdict().to_dict(),
+        verdict=verdict.to_dict(),
     )
 
 

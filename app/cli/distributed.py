@@ -746,12 +746,13 @@ def select_on_dask(args: argparse.Namespace, maps, out) -> int:
 
     The maps are cross-fitted on the reproducible sample (``--sample-rows``,
     ``--seed``) as the in-memory ``fit --select best`` cross-fits them on all
-    rows; the winner (lowest held-out log-loss) is refitted as ``fit --map``
+    rows; the verdict's recommended map is refitted as ``fit --map``
     fits it on this engine. ``comparison`` and ``verdict`` are the sample's;
     ``held_out`` records the sample under ``"sample"``.
     """
     from distributed import KilledWorker
 
+    from calibration_core.compare import UNCALIBRATED
     from calibration_core.distributed import dataset_summaries, select_map_on_dataset
     from calibration_core.distributed.select import EXACT_MAPS
 
@@ -778,13 +779,14 @@ def select_on_dask(args: argparse.Namespace, maps, out) -> int:
         except KilledWorker as exc:
             raise killed_error(exc) from None
     deployable.save(args.output)
-    chosen = deployable.map.to_dict()["map"]
+    verdict = found.comparison.verdict()
+    chosen = verdict.recommended  # "uncalibrated": the identity map was deployed
     rows = found.comparison.rows()
     settings = {
         "maps": [r["map"] for r in rows][1:],
         **settings,
         "engine": "dask",
-        "fitted_on": "all rows" if chosen in EXACT_MAPS else "sample",
+        "fitted_on": "all rows" if chosen in (*EXACT_MAPS, UNCALIBRATED) else "sample",
     }
     return write_fit_summary(
         args,
@@ -794,5 +796,5 @@ def select_on_dask(args: argparse.Namespace, maps, out) -> int:
         map_name=chosen,
         settings=settings,
         comparison=rows,
-        verdict=found.comparison.verdict().to_dict(),
+        verdict=verdict.to_dict(),
     )

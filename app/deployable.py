@@ -1,7 +1,8 @@
 """The page's "Deployable map" download: one map of one model, refitted on all rows.
 
-The user picks a model (among those shown) and a map (the verdict's winner by
-default, or any selected map whose held-out fit is done); the map is refitted
+The user picks a model (among those shown) and a map (the verdict's
+recommended map by default: the fewest parameters among the maps not clearly
+worse than the best; or any selected map whose held-out fit is done); the map is refitted
 on *every* row of the model by :func:`calibration_core.deployable_map`, the
 same function behind ``calibration-dashboard fit``, so the download loads with
 :func:`calibration_core.load_map` and applies like the command line's map.
@@ -26,10 +27,8 @@ from .settings import parse_maps
 from .store.data_store import DataStore
 from .store.records import ModelInfo
 
-#: The map picker's default: the verdict's winner of the chosen model.
+#: The map picker's default: the verdict's recommended map of the chosen model.
 BEST_MAP = "best"
-#: Said when the verdict's winner is the uncalibrated predictions.
-NO_MAP_WINS = "no map beats the uncalibrated predictions"
 
 
 @dataclass(frozen=True)
@@ -56,7 +55,7 @@ def map_picker(raw_maps, map_choice: str | None) -> tuple[list[dict], str]:
     """The map picker's options (see :func:`map_options`) and value for the selected maps.
 
     A map still selected stays picked; otherwise :data:`BEST_MAP` is. Bad maps
-    offer only the verdict's winner (the download then says what is wrong).
+    offer only the verdict's recommendation (the download then says what is wrong).
     """
     try:
         maps = parse_maps(raw_maps)
@@ -66,14 +65,17 @@ def map_picker(raw_maps, map_choice: str | None) -> tuple[list[dict], str]:
 
 
 def map_options(maps: tuple[str, ...]) -> list[dict]:
-    """The map picker's options: the verdict's winner first, then every selected map."""
-    return [{"label": "Verdict's winner", "value": BEST_MAP}] + [
+    """The map picker's options: the verdict's recommendation first, then every selected map."""
+    return [{"label": "Verdict's recommendation", "value": BEST_MAP}] + [
         {"label": name, "value": name} for name in maps
     ]
 
 
-def verdict_winner(store: DataStore, result: ViewResult, handle: str) -> str:
-    """The verdict's winning map of one model (raises CalibrationInputError when there is none)."""
+def verdict_recommendation(store: DataStore, result: ViewResult, handle: str) -> str:
+    """The verdict's recommended map of one model, maybe ``"uncalibrated"`` (the identity).
+
+    Raises CalibrationInputError when there is no verdict yet.
+    """
     from .verdict import view_verdicts
 
     model = next(mv for mv in result.models if mv.info.handle == handle)
@@ -84,12 +86,7 @@ def verdict_winner(store: DataStore, result: ViewResult, handle: str) -> str:
             f"no verdict yet for {item.model}: {item.message or 'fit the maps first'} "
             "Or pick a map in the map picker."
         )
-    if item.verdict.winner == UNCALIBRATED:
-        raise CalibrationInputError(
-            f"{item.model}: {NO_MAP_WINS} (held-out log-loss). To download a map anyway, "
-            "pick it in the map picker."
-        )
-    return item.verdict.winner
+    return item.verdict.recommended
 
 
 def resolve_choice(
@@ -98,7 +95,8 @@ def resolve_choice(
     """The model and map to deploy, from the pickers (raises CalibrationInputError).
 
     ``handle`` None means the first model of the view; ``map_choice`` None or
-    :data:`BEST_MAP` means the verdict's winner of that model.
+    :data:`BEST_MAP` means the verdict's recommended map of that model (``"uncalibrated"``:
+    the identity map).
     """
     if not result.models:
         raise CalibrationInputError("nothing to deploy: pick a model.")
@@ -111,7 +109,7 @@ def resolve_choice(
         handle = result.models[0].info.handle
     info = infos[handle]
     if map_choice in (None, BEST_MAP):
-        map_name = verdict_winner(store, result, handle)
+        map_name = verdict_recommendation(store, result, handle)
     elif map_choice in result.maps:
         map_name = map_choice
     else:
@@ -119,7 +117,8 @@ def resolve_choice(
             f"map {str(map_choice)[:40]!r} is not among the selected maps: select it under "
             "Calibration maps, or pick another one."
         )
-    check_fitted(store, info.handle, info.name, map_name, result)
+    if map_name != UNCALIBRATED:  # the identity map needs no fit
+        check_fitted(store, info.handle, info.name, map_name, result)
     return DeployChoice(info.handle, info.name, map_name)
 
 
@@ -150,7 +149,7 @@ def deployable_document(store: DataStore, result: ViewResult, choice: DeployChoi
         pred = store.predictions(choice.handle)
         comparison = compare_maps(
             pred,
-            [choice.map_name],
+            [] if choice.map_name == UNCALIBRATED else [choice.map_name],
             n_bins=view.n_bins,
             scheme=view.scheme,
             **heldout.compare_kwargs(),
@@ -171,4 +170,11 @@ def deployable_download(
         "filename": download_name("map", "json"),
         "type": "application/json",
     }
+    if choice.map_name == UNCALIBRATED:
+        from calibration_core.deploy import IDENTITY_WORDS  # loads scikit-learn: not at import
+
+        return data, (
+            f"Deployable map: uncalibrated of {choice.model}: no map is clearly better, so the "
+            f"document holds {IDENTITY_WORDS}."
+        )
     return data, f"Deployable map: {choice.map_name} of {choice.model}, refitted on all rows."

@@ -43,6 +43,7 @@ if TYPE_CHECKING:
 __all__ = [
     "VERDICT_CAPTION",
     "ModelVerdict",
+    "contenders_line",
     "sample_verdicts",
     "verdict_children",
     "verdict_headline",
@@ -54,9 +55,13 @@ __all__ = [
 #: How the verdict is decided, under the page's cards and the report's section.
 VERDICT_CAPTION = (
     "Best map by held-out log-loss (a proper score; the uncalibrated predictions compete "
-    "too). The difference is the runner-up's mean per-row log-loss minus the winner's, with "
-    "a paired-bootstrap percentile interval over the same held-out rows; “no clear winner” "
-    "when the interval covers 0."
+    "too, with 0 parameters). Maps whose held-out predictions coincide are one contender "
+    "(“matrix = dirichlet”), so the runner-up is the best different map. The difference is "
+    "the runner-up's mean per-row log-loss minus the winner's, with a paired-bootstrap "
+    "percentile interval over the same held-out rows; “no clear winner” when the interval "
+    "covers 0. The recommended map has the fewest parameters among the maps not clearly "
+    "worse than the best (the one-standard-error rule); it is the deployable map's default. "
+    "The maps are fitted once: the interval does not include the noise of fitting them."
 )
 
 
@@ -218,25 +223,50 @@ def sample_verdicts(entry: dict, view: ViewSettings) -> list[ModelVerdict]:
 
 
 def verdict_headline(item: ModelVerdict) -> str:
-    """The verdict in a few words, e.g. "clear winner: temperature" or "no clear winner"."""
-    if item.verdict is None:
+    """The verdict in a few words, e.g. "clear winner: temperature" or "no clear winner".
+
+    The recommended map follows when it is not the winner
+    ("no clear winner (best: vector); recommended: temperature").
+    """
+    verdict = item.verdict
+    if verdict is None:
         return "waiting for the fits" if item.waiting else "no verdict"
-    if item.verdict.runner_up is None:
-        return f"only candidate: {item.verdict.winner}"
-    if item.verdict.clear:
-        return f"clear winner: {item.verdict.winner}"
-    return f"no clear winner (best: {item.verdict.winner})"
+    winner = verdict.contender(verdict.winner)
+    best = verdict.winner if winner is None else winner.label
+    if verdict.runner_up is None:
+        head = f"only candidate: {best}"
+    elif verdict.clear:
+        head = f"clear winner: {best}"
+    else:
+        head = f"no clear winner (best: {best})"
+    if winner is not None and verdict.recommended not in winner.names:
+        head += f"; recommended: {verdict.contender(verdict.recommended).label}"
+    return head
+
+
+def contenders_line(verdict: Verdict) -> str:
+    """Every contender with its held-out log-loss and parameter count, best first."""
+    parts = [
+        f"{c.label} {c.log_loss:.4f} ({'?' if c.n_parameters is None else f'{c.n_parameters:,}'})"
+        for c in verdict.contenders
+    ]
+    return f"Held-out log-loss (parameters): {', '.join(parts)}."
 
 
 def verdict_lines(item: ModelVerdict) -> list[str]:
-    """The sentences of one model's verdict: summary, ECE, parameters in words, notes."""
+    """The sentences of one model's verdict.
+
+    Summary, recommendation, contenders with their parameter counts, ECE,
+    parameters in words, why merged maps coincide, then the notes.
+    """
     lines = []
     verdict = item.verdict
     if verdict is not None:
-        lines.append(verdict.summary)
+        lines += [verdict.summary, verdict.recommendation, contenders_line(verdict)]
         ece = ", ".join(f"{name} {value:.4f}" for name, value in verdict.confidence_ece.items())
         lines.append(f"Held-out confidence ECE: {ece}.")
         lines += [f"{name}: {words}." for name, words in verdict.parameters.items()]
+        lines += verdict.same_model_notes
     if item.message:
         lines.append(item.message)
     return lines

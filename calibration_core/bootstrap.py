@@ -185,7 +185,13 @@ def _copy_counts(idx: np.ndarray) -> np.ndarray:
 
 
 def _resampled_means(values: np.ndarray, blocks) -> np.ndarray:
-    return np.concatenate([values[idx].mean(axis=1) for idx in blocks])
+    """(R,) means of 1-D ``values``, or (R, C) of the columns of 2-D ones (same draws)."""
+    if values.ndim == 1:
+        return np.concatenate([values[idx].mean(axis=1) for idx in blocks])
+    columns = np.ascontiguousarray(values.T)
+    return np.concatenate(
+        [np.stack([col[idx].mean(axis=1) for col in columns], axis=1) for idx in blocks]
+    )
 
 
 def resampled_means(values, n_resamples: int = 1000, seed=None) -> np.ndarray:
@@ -193,23 +199,26 @@ def resampled_means(values, n_resamples: int = 1000, seed=None) -> np.ndarray:
 
     The draws are those of :func:`bootstrap_ci` for the same seed and number
     of rows. Given per-row *differences* of two scores of the same rows, this
-    is the paired bootstrap of the mean difference.
+    is the paired bootstrap of the mean difference; given C columns of them,
+    every column is resampled with the same rows (one draw for all).
 
     Parameters
     ----------
-    values : array-like, shape (N,)
+    values : array-like, shape (N,) or (N, C)
     n_resamples : int
         R.
     seed : None, int or numpy.random.Generator
 
     Returns
     -------
-    numpy.ndarray, shape (R,)
+    numpy.ndarray, shape (R,) or (R, C)
+        Column ``c`` is what ``resampled_means(values[:, c], R, seed)`` returns.
     """
     arr = np.asarray(values, dtype=np.float64)
-    if arr.ndim != 1 or arr.shape[0] == 0:
+    if arr.ndim not in (1, 2) or arr.size == 0:
         raise CalibrationInputError(
-            f"resampled_means needs a non-empty 1-D array of per-row values, got shape {arr.shape}."
+            "resampled_means needs a non-empty array of per-row values, shape (N,) or (N, C), "
+            f"got shape {arr.shape}."
         )
     r = check_whole_number(n_resamples, "n_resamples")
     return _resampled_means(arr, _blocks(check_seed(seed), r, arr.shape[0]))

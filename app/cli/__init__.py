@@ -569,6 +569,10 @@ def write_tables(results, out) -> None:
             for row in result.rows()
         ]
         errors = table.pop("error")
+        counts = result.n_parameters()
+        table.insert(
+            0, "parameters", ["-" if counts[n] is None else counts[n] for n in table.index]
+        )
         out.write(table.reset_index().to_string(index=False) + "\n")
         for name, message in errors.items():
             if message is not None:
@@ -576,12 +580,23 @@ def write_tables(results, out) -> None:
 
 
 def verdict_line(verdict: dict[str, Any]) -> str:
-    """One line: the verdict's summary and the winner's parameters in words.
+    """One line: the summary, the winner's parameters in words, the recommendation, merges.
 
-    ``verdict``: ``Verdict.to_dict()`` (both engines' JSON verdict).
+    ``verdict``: ``Verdict.to_dict()`` (both engines' JSON verdict). A merged
+    contender ("matrix = dirichlet") is followed by why its maps coincide.
     """
     words = verdict["parameters"].get(verdict["winner"])
-    return f"verdict: {verdict['summary']}" + (f" {verdict['winner']}: {words}." if words else "")
+    parts = [f"verdict: {verdict['summary']}"]
+    if words:
+        parts.append(f"{verdict['winner']}: {words}.")
+    if verdict.get("recommendation"):
+        parts.append(verdict["recommendation"])
+    parts += [
+        f"{c['label']}: {c['same_because']}."
+        for c in verdict.get("contenders", ())
+        if c["same_because"]
+    ]
+    return " ".join(parts)
 
 
 def write_verdicts(results, args: argparse.Namespace, out) -> None:
@@ -796,7 +811,9 @@ def _add_deploy_commands(sub) -> None:
         "--select",
         choices=("best",),
         default=None,
-        help="'best': deploy the map with the lowest held-out log-loss among --map",
+        help="'best': deploy the verdict's recommended map among --map: the fewest parameters "
+        "among those not clearly worse than the lowest held-out log-loss ('uncalibrated': the "
+        "identity map)",
     )
     ft.add_argument("-o", "--output", required=True, metavar="OUT", help="the map file (.json)")
     ft.add_argument("--model", default=None, metavar="M", help="model of a multi-model file")
@@ -853,7 +870,8 @@ def _one_model(models, wanted: str | None, file: str):
 def fit_map(args: argparse.Namespace, out) -> int:
     """Run ``fit``: compare, refit the chosen map on all rows, write the document."""
     from calibration_core import compare_maps
-    from calibration_core.deploy import best_map, deployable_map
+    from calibration_core.compare import UNCALIBRATED
+    from calibration_core.deploy import IDENTITY_WORDS, deployable_map
 
     from .distributed import check_fit_options, fit_on_dask, select_on_dask
 
@@ -871,7 +889,14 @@ def fit_map(args: argparse.Namespace, out) -> int:
     comparison = compare_maps(
         model, maps, folds=args.folds, n_bins=args.bins, scheme=args.scheme, seed=args.seed
     )
-    chosen = maps[0] if args.select is None else best_map(comparison)
+    verdict = comparison.verdict()
+    chosen = maps[0] if args.select is None else verdict.recommended
+    if chosen == UNCALIBRATED:
+        print(
+            f"{PROG}: no map is clearly better than the uncalibrated predictions: the "
+            f"deployable map is {IDENTITY_WORDS}.",
+            file=sys.stderr,
+        )
     deployable = deployable_map(model, chosen, comparison)
     deployable.save(args.output)
     settings = {
@@ -889,7 +914,7 @@ def fit_map(args: argparse.Namespace, out) -> int:
         map_name=chosen,
         settings=settings,
         comparison=comparison.rows(),
-        verdict=comparison.verdict().to_dict(),
+        verdict=verdict.to_dict(),
     )
 
 

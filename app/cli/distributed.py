@@ -442,11 +442,12 @@ def evaluated_on(info, n_rows: int) -> dict[str, int]:
 
 def single_verdict(summary, row: dict[str, Any], level: float, resamples: int, seed: int):
     """The verdict of a table whose only row is ``uncalibrated`` (nothing was cross-fitted)."""
-    from calibration_core.compare import Verdict
+    from calibration_core.compare import UNCALIBRATED, Contender, Verdict
 
     return Verdict(
-        winner="uncalibrated",
+        winner=UNCALIBRATED,
         runner_up=None,
+        recommended=UNCALIBRATED,
         clear=False,
         difference=None,
         lower=None,
@@ -455,8 +456,9 @@ def single_verdict(summary, row: dict[str, Any], level: float, resamples: int, s
         n_resamples=resamples,
         seed=seed,
         n_rows=summary.n_samples,
-        log_loss={"uncalibrated": row["log_loss"]},
-        confidence_ece={"uncalibrated": row["confidence_ece"]},
+        log_loss={UNCALIBRATED: row["log_loss"]},
+        contenders=(Contender((UNCALIBRATED,), row["log_loss"], 0),),
+        confidence_ece={UNCALIBRATED: row["confidence_ece"]},
     )
 
 
@@ -744,12 +746,13 @@ def select_on_dask(args: argparse.Namespace, maps, out) -> int:
 
     The maps are cross-fitted on the reproducible sample (``--sample-rows``,
     ``--seed``) as the in-memory ``fit --select best`` cross-fits them on all
-    rows; the winner (lowest held-out log-loss) is refitted as ``fit --map``
+    rows; the verdict's recommended map is refitted as ``fit --map``
     fits it on this engine. ``comparison`` and ``verdict`` are the sample's;
     ``held_out`` records the sample under ``"sample"``.
     """
     from distributed import KilledWorker
 
+    from calibration_core.compare import UNCALIBRATED
     from calibration_core.distributed import dataset_summaries, select_map_on_dataset
     from calibration_core.distributed.select import EXACT_MAPS
 
@@ -776,13 +779,14 @@ def select_on_dask(args: argparse.Namespace, maps, out) -> int:
         except KilledWorker as exc:
             raise killed_error(exc) from None
     deployable.save(args.output)
-    chosen = deployable.map.to_dict()["map"]
+    verdict = found.comparison.verdict()
+    chosen = verdict.recommended  # "uncalibrated": the identity map was deployed
     rows = found.comparison.rows()
     settings = {
         "maps": [r["map"] for r in rows][1:],
         **settings,
         "engine": "dask",
-        "fitted_on": "all rows" if chosen in EXACT_MAPS else "sample",
+        "fitted_on": "all rows" if chosen in (*EXACT_MAPS, UNCALIBRATED) else "sample",
     }
     return write_fit_summary(
         args,
@@ -792,5 +796,5 @@ def select_on_dask(args: argparse.Namespace, maps, out) -> int:
         map_name=chosen,
         settings=settings,
         comparison=rows,
-        verdict=found.comparison.verdict().to_dict(),
+        verdict=verdict.to_dict(),
     )

@@ -9,9 +9,17 @@
   and a paired bootstrap of its advantage (:func:`choose_map`, :class:`Verdict`).
 """
 
-from .results import METRIC_COLUMNS, TABLE_COLUMNS, UNCALIBRATED, Comparison, score_probs
+from .results import METRIC_COLUMNS, TABLE_COLUMNS, Comparison, score_probs
 from .run import CancelCallback, ComparisonCancelled, ProgressCallback, compare_maps
-from .verdict import Verdict, choose_map, map_parameters
+from .verdict import (
+    UNCALIBRATED,
+    Contender,
+    Verdict,
+    choose_map,
+    format_difference,
+    map_parameters,
+    parameter_words,
+)
 
 __all__ = [
     "METRIC_COLUMNS",
@@ -20,10 +28,13 @@ __all__ = [
     "CancelCallback",
     "Comparison",
     "ComparisonCancelled",
+    "Contender",
     "ProgressCallback",
     "Verdict",
     "choose_map",
     "compare_maps",
+    "format_difference",
     "map_parameters",
+    "parameter_words",
     "score_probs",
 ]

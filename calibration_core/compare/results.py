@@ -25,10 +25,8 @@ from ..metrics import (
     log_loss_per_row,
 )
 from ..predictions import Predictions
-from .verdict import DEFAULT_LEVEL, DEFAULT_RESAMPLES, Verdict, choose_map
+from .verdict import DEFAULT_LEVEL, DEFAULT_RESAMPLES, Verdict, choose_map, parameter_count
 
-#: Name of the always-present first row.
-UNCALIBRATED = "uncalibrated"
 #: Metric columns of :attr:`Comparison.table`, named after the core metric functions.
 METRIC_COLUMNS: tuple[str, ...] = (
     "accuracy",
@@ -142,6 +140,18 @@ class Comparison:
             item.update({col: _json_value(row[col]) for col in TABLE_COLUMNS})
             out.append(item)
         return out
+
+    def n_parameters(self) -> dict[str, int | None]:
+        """Map name to its fitted parameter count, for every row of the table.
+
+        ``"uncalibrated"`` has 0; a map's count is the largest over its folds
+        (:func:`~calibration_core.compare.verdict.parameter_count`); None for
+        a failed map or one that does not count its parameters.
+        """
+        return {
+            str(name): parameter_count(str(name), self.fitted.get(str(name), ()))
+            for name in self.table.index
+        }
 
     def row_losses(self) -> dict[str, np.ndarray]:
         """Map name to the per-row held-out log-loss of its calibrated rows.

@@ -10,20 +10,28 @@
   (:func:`text_writer`) also write the dashboard's calibrated export.
 """
 
-from .document import DEPLOY_FORMAT, DEPLOY_KIND, DeployableMap, best_map, deployable_map
+from .document import (
+    DEPLOY_FORMAT,
+    DEPLOY_KIND,
+    IDENTITY_WORDS,
+    DeployableMap,
+    deployable_map,
+    recommended_map,
+)
 from .files import apply_map_to_file, output_arrays, output_names, text_writer
 from .loader import load_deployable, load_map
 
 __all__ = [
     "DEPLOY_FORMAT",
     "DEPLOY_KIND",
+    "IDENTITY_WORDS",
     "DeployableMap",
     "apply_map_to_file",
-    "best_map",
     "deployable_map",
     "load_deployable",
     "load_map",
     "output_arrays",
     "output_names",
+    "recommended_map",
     "text_writer",
 ]

@@ -23,6 +23,7 @@ from ..compare import METRIC_COLUMNS, UNCALIBRATED, Comparison, compare_maps
 from ..errors import CalibrationInputError
 from ..maps import make_map
 from ..maps.base import CalibrationMap
+from ..maps.temperature import TemperatureScaling
 from ..predictions import Predictions
 
 #: Format family of the dashboard's exports; the fold-map export is version 1.
@@ -143,30 +144,30 @@ def held_out_estimate(comparison: Comparison, map_label: str) -> dict[str, Any]:
     }
 
 
-def best_map(comparison: Comparison, candidates=None) -> str:
-    """The map with the lowest held-out log-loss (a proper score) in ``comparison``.
+#: What the deployable map of the uncalibrated predictions is, in words.
+IDENTITY_WORDS = (
+    "the identity map (temperature scaling with T = 1), which returns the predictions unchanged"
+)
+
+
+def recommended_map(comparison: Comparison) -> str:
+    """The verdict's recommended map of ``comparison`` (what ``fit --select best`` deploys).
+
+    The map with the fewest parameters among those not clearly worse than the
+    lowest held-out log-loss (:func:`calibration_core.compare.choose_map`);
+    ``"uncalibrated"`` when no map is clearly better than doing nothing
+    (:func:`deployable_map` then wraps the identity map).
 
     Parameters
     ----------
     comparison : Comparison
-    candidates : iterable of str, optional
-        Map labels to choose from (all maps that did not fail by default).
 
     Returns
     -------
     str
-        The winning map's label.
+        A map label of ``comparison``, or ``"uncalibrated"``.
     """
-    table = comparison.table.drop(index=UNCALIBRATED)
-    if candidates is not None:
-        table = table[table.index.isin(list(candidates))]
-    scores = table["log_loss"].dropna()
-    if scores.empty:
-        raise CalibrationInputError(
-            "no map has a held-out log-loss to choose from (every map failed or none was "
-            f"compared): {comparison.errors or 'no maps'}. Compare other maps."
-        )
-    return str(scores.idxmin())
+    return comparison.verdict().recommended
 
 
 def deployable_map(
@@ -187,7 +188,8 @@ def deployable_map(
     predictions : Predictions
         All rows with labels; the map is fitted on every one of them.
     map_name : str
-        Registry name of the map (e.g. ``"temperature"``).
+        Registry name of the map (e.g. ``"temperature"``), or ``"uncalibrated"``
+        for :data:`IDENTITY_WORDS` (the predictions unchanged; nothing is fitted).
     comparison : Comparison, optional
         A comparison of ``predictions`` that includes ``map_name``; its
         held-out row is the estimate of the effect. When omitted, a
@@ -209,11 +211,15 @@ def deployable_map(
             f"calibration_core.load_predictions), got {type(predictions).__name__}."
         )
     kind = input_kind(predictions)
-    fitted = make_map(map_name, **{**params, "input": kind}).fit(predictions, None)
+    identity = map_name == UNCALIBRATED
+    if identity:
+        fitted = TemperatureScaling.identity(predictions.n_classes, input=kind)
+    else:
+        fitted = make_map(map_name, **{**params, "input": kind}).fit(predictions, None)
     if comparison is None:
         comparison = compare_maps(
             predictions,
-            {map_name: make_map(map_name, **params)},
+            {} if identity else {map_name: make_map(map_name, **params)},
             folds=folds,
             seed=seed,
             n_bins=n_bins,

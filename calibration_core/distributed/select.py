@@ -1,16 +1,18 @@
 """Choose among maps on a dataset: held-out comparison on its sample, then the refit.
 
 The in-memory ``fit --select best`` compares maps on held-out folds of all
-rows and deploys the one with the lowest held-out log-loss. On a dataset too
+rows and deploys the verdict's recommended map (the fewest parameters among
+those not clearly worse than the lowest held-out log-loss). On a dataset too
 large for memory the comparison runs on the reproducible uniform sample
 (:func:`~.sample.sample_predictions`): the core's own
 :func:`~calibration_core.compare_maps` cross-fits every map on the sample, so
 every map is scored on sample rows it was not fitted on, and
-:func:`~calibration_core.deploy.best_map` picks the winner. The winner is then
+:func:`~calibration_core.deploy.recommended_map` picks the map. It is then
 refitted as ``fit --engine dask --map`` fits it: temperature and Platt exactly
 on every row of the dataset (distributed Newton fits), any other map on the
 whole sample, its size and seed recorded as ``"fit_sample"``
-(:func:`fit_map_on_dataset`, also what ``fit --engine dask --map`` runs).
+(:func:`fit_map_on_dataset`, also what ``fit --engine dask --map`` runs); when
+the recommendation is ``"uncalibrated"``, the identity map is deployed.
 
 When a client is given, the comparison itself runs as one task on the
 cluster (the sample is bounded, default 1e6 rows), so the caller only holds
@@ -22,9 +24,10 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from ..compare import Comparison, compare_maps
-from ..deploy import DeployableMap, best_map
-from ..deploy.document import held_out_estimate
+from ..compare import UNCALIBRATED, Comparison, compare_maps
+from ..deploy import DeployableMap, recommended_map
+from ..deploy.document import held_out_estimate, input_kind
+from ..maps.temperature import TemperatureScaling
 from ..predictions import Predictions
 from .apply import dataset_deployable
 from .platt import fit_platt_on_dataset
@@ -154,7 +157,7 @@ def fit_map_on_dataset(
 def select_map_on_dataset(
     source, maps, *, model: str, class_names, n_rows: int, client: Any = None, **settings
 ) -> tuple[DeployableMap, SampleComparison]:
-    """The best map by held-out log-loss on the sample, refitted and wrapped as deployable.
+    """The verdict's recommended map on the sample, refitted and wrapped as deployable.
 
     Parameters
     ----------
@@ -179,9 +182,12 @@ def select_map_on_dataset(
     """
     read = {k: settings.pop(k) for k in ("label_column", "renormalize") if k in settings}
     found = compare_maps_on_sample(source, maps, model=model, client=client, **read, **settings)
-    chosen = best_map(found.comparison)
-    fitted = fit_map_on_dataset(source, chosen, drawn=found, client=client, model=model, **read)
-    rows = n_rows if chosen in EXACT_MAPS else found.info.rows
+    chosen = recommended_map(found.comparison)
+    if chosen == UNCALIBRATED:  # no map is clearly better: deploy the identity
+        fitted = TemperatureScaling.identity(len(class_names), input=input_kind(found.sample))
+    else:
+        fitted = fit_map_on_dataset(source, chosen, drawn=found, client=client, model=model, **read)
+    rows = n_rows if chosen in (*EXACT_MAPS, UNCALIBRATED) else found.info.rows
     deployable = dataset_deployable(fitted, model, class_names, rows)
     deployable.held_out = {
         **held_out_estimate(found.comparison, chosen),

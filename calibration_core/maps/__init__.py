@@ -13,7 +13,14 @@ from __future__ import annotations
 
 import importlib
 
-from .registry import MAP_NAMES, available_maps, get_map_class, make_map, same_model_as
+from .registry import (
+    MAP_NAMES,
+    available_maps,
+    get_map_class,
+    make_map,
+    same_model_as,
+    same_model_reason,
+)
 
 #: Public class -> the family module (named as its registry name) defining it.
 _CLASSES = {
@@ -35,6 +42,7 @@ __all__ = [
     "get_map_class",
     "make_map",
     "same_model_as",
+    "same_model_reason",
     *_CLASSES,
 ]
 

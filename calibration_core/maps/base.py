@@ -97,6 +97,11 @@ class CalibrationMap(ClassifierMixin, TransformerMixin, BaseEstimator):
         Whether the optimiser reported convergence (True for closed-form fits).
     fit_seconds_ : float
         Wall time of the last ``fit``.
+    n_parameters_ : int
+        Number of fitted parameters, the map's complexity (defined for the
+        nonparametric maps too; each map's class docstring says how it is
+        counted). The verdict recommends the map with the fewest among those
+        not clearly worse than the best.
     """
 
     #: Registry name, e.g. "temperature".
@@ -303,7 +308,17 @@ class CalibrationMap(ClassifierMixin, TransformerMixin, BaseEstimator):
         best = self.predict_proba(X).argmax(axis=1)
         return self.classes_[best]
 
+    @property
+    def n_parameters_(self) -> int:
+        """Number of fitted parameters (see the class docstring of each map)."""
+        check_is_fitted(self, "classes_")
+        return int(self._count_parameters())
+
     # ---------------------------------------------------------- subclass API
+    def _count_parameters(self) -> int:
+        """Number of fitted parameters of the fitted map (:attr:`n_parameters_`)."""
+        raise NotImplementedError
+
     def _fit(
         self,
         probs: np.ndarray | None,

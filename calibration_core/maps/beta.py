@@ -136,6 +136,9 @@ class BetaCalibration(OneVsRestMap):
         Newton's method converged for every column (and every refit).
     n_iter_ : int
         Newton iterations of the slowest column, refits included.
+    n_parameters_ : int
+        Free parameters per fitted column times C: 3 for ``"abm"``, 2 for
+        ``"ab"`` and ``"am"``.
     """
 
     name = "beta"
@@ -206,6 +209,10 @@ class BetaCalibration(OneVsRestMap):
         log_s, log_1ms = beta_features(scores)
         a, b, c = (self.coef_[:, j : j + 1] for j in range(3))
         return expit(a * log_s + b * log_1ms + c)
+
+    def _count_parameters(self) -> int:
+        per_column = 3 if self.parameters == "abm" else 2  # "ab": c = (a - b) ln 2; "am": a = b
+        return int(self.coef_.shape[0]) * per_column
 
     def _fitted_state(self) -> dict[str, Any]:
         return {

@@ -144,6 +144,9 @@ class HistogramBinning(OneVsRestMap):
     counts_ : numpy.ndarray, shape (C, M)
         Fit scores per bin: int64 counts, or their summed weights (float64)
         when fitted with ``sample_weight``.
+    n_parameters_ : int
+        Bins times columns, ``M C`` (one fitted value per bin; the edges are
+        not counted).
     """
 
     name = "histogram"
@@ -214,6 +217,9 @@ class HistogramBinning(OneVsRestMap):
             for c in range(scores.shape[0]):
                 idx[c] = binning.assign(scores[c], self.edges_[c])
         return np.take_along_axis(self.values_, idx, axis=1)
+
+    def _count_parameters(self) -> int:
+        return int(self.values_.size)
 
     def _fitted_state(self) -> dict[str, Any]:
         return {

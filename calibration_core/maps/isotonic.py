@@ -21,6 +21,7 @@ also states the one difference from scikit-learn in what counts as a tie).
 
 from __future__ import annotations
 
+from itertools import pairwise
 from typing import Any
 
 import numpy as np
@@ -51,6 +52,11 @@ class IsotonicCalibration(OneVsRestMap):
         K = 2, the positive class; else K).
     offsets_ : numpy.ndarray, shape (C + 1,)
         Column ``c`` owns points ``offsets_[c]:offsets_[c + 1]``.
+    n_parameters_ : int
+        Fitted steps: the number of distinct fitted levels (constant pieces
+        of the step function) summed over the columns, the degrees of freedom
+        of isotonic regression (Meyer & Woodroofe 2000). Breakpoints are not
+        counted apart.
     """
 
     name = "isotonic"
@@ -74,6 +80,10 @@ class IsotonicCalibration(OneVsRestMap):
         return IsotonicColumns(self.x_thresholds_, self.y_thresholds_, self.offsets_).predict(
             scores
         )
+
+    def _count_parameters(self) -> int:
+        levels = [np.unique(self.y_thresholds_[lo:hi]).size for lo, hi in pairwise(self.offsets_)]
+        return int(sum(levels))
 
     def _fitted_state(self) -> dict[str, Any]:
         return {

@@ -73,6 +73,8 @@ class PlattScaling(OneVsRestMap):
         Newton's method converged for every column.
     n_iter_ : int
         Newton iterations of the slowest column.
+    n_parameters_ : int
+        ``2 C`` (``w, b`` per fitted column).
     """
 
     name = "platt"
@@ -121,6 +123,9 @@ class PlattScaling(OneVsRestMap):
     def _predict_columns(self, scores: np.ndarray) -> np.ndarray:
         x = transform_scores(scores, self.input_transform)
         return expit(self.coef_[:, 0:1] * x + self.coef_[:, 1:2])
+
+    def _count_parameters(self) -> int:
+        return int(self.coef_.size)
 
     def _fitted_state(self) -> dict[str, Any]:
         return {"coef": self.coef_.tolist(), "n_iter": int(self.n_iter_)}

@@ -25,6 +25,12 @@ MAP_NAMES: tuple[str, ...] = (
 #: identical rows. On logits they differ (matrix scaling reads the logits).
 SAME_ON_PROBABILITIES: dict[str, str] = {"matrix": "dirichlet", "dirichlet": "matrix"}
 
+#: Why the maps of :data:`SAME_ON_PROBABILITIES` coincide, in words for the UI.
+SAME_MODEL_REASON = (
+    "matrix scaling on probabilities reads the log-probabilities ln s, which is Dirichlet "
+    "calibration: the same model, parameters and fit"
+)
+
 _REGISTRY: dict[str, type] = {}
 
 
@@ -47,6 +53,23 @@ def same_model_as(name: str, has_logits: bool) -> str | None:
         The twin's registry name, or None when ``name`` has none on these inputs.
     """
     return None if has_logits else SAME_ON_PROBABILITIES.get(name)
+
+
+def same_model_reason(first: str, second: str) -> str | None:
+    """Why maps ``first`` and ``second`` are one model on probabilities, or None.
+
+    Parameters
+    ----------
+    first, second : str
+        Registry names.
+
+    Returns
+    -------
+    str or None
+        :data:`SAME_MODEL_REASON` for matrix scaling and Dirichlet calibration
+        (either order), None for maps that are not the same model.
+    """
+    return SAME_MODEL_REASON if same_model_as(first, False) == second else None
 
 
 def register(cls: type) -> type:

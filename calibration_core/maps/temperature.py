@@ -28,7 +28,7 @@ import numpy as np
 from scipy.special import log_softmax
 
 from ..errors import CalibrationFitWarning, CalibrationInputError
-from .base import CalibrationMap, log_inputs
+from .base import JSON_FORMAT, CalibrationMap, log_inputs
 from .registry import register
 
 __all__ = ["TemperatureScaling"]
@@ -237,6 +237,8 @@ class TemperatureScaling(CalibrationMap):
     n_iter_ : int
         Newton steps of the fit.
     converged_ : bool
+    n_parameters_ : int
+        1 (``T``).
 
     Notes
     -----
@@ -291,6 +293,37 @@ class TemperatureScaling(CalibrationMap):
     def _predict_proba(self, probs: np.ndarray, logits: np.ndarray | None) -> np.ndarray:
         x = self._scores(probs, logits)
         return np.exp(log_softmax(x / self.temperature_, axis=1))
+
+    @classmethod
+    def identity(cls, n_classes: int, input: str = "probs") -> TemperatureScaling:
+        """A fitted map that returns the predictions unchanged: ``T = 1``.
+
+        ``softmax(z / 1)`` of the logits is the model's probabilities, and of
+        ``ln s`` it is ``s`` (up to the clip at ``EPS``). It is the deployable
+        map of the uncalibrated predictions when the verdict recommends them.
+
+        Parameters
+        ----------
+        n_classes : int
+            K.
+        input : {"probs", "logits"}
+
+        Returns
+        -------
+        TemperatureScaling
+        """
+        return cls.from_dict(
+            {
+                "format": JSON_FORMAT,
+                "map": cls.name,
+                "params": {"input": input},
+                "n_classes": int(n_classes),
+                "state": {"temperature": 1.0},
+            }
+        )
+
+    def _count_parameters(self) -> int:
+        return 1
 
     def _fitted_state(self) -> dict[str, Any]:
         return {"temperature": float(self.temperature_), "n_iter": int(self.n_iter_)}

@@ -216,6 +216,20 @@ def test_evaluate_table_lists_every_model_and_map(preds_csv, capsys):
     assert [v.split(":")[0] for v in verdicts] == ["alpha", "beta"]
 
 
+def test_evaluate_table_counts_parameters_and_says_the_recommendation(preds_csv, capsys):
+    code, out, err = run(
+        ["evaluate", str(preds_csv), "--maps", "temperature,vector,test-cli-prior", "--folds", "2"],
+        capsys,
+    )
+    assert code == 0, err
+    lines = out.splitlines()
+    assert lines[1].split()[:2] == ["map", "parameters"]
+    counts = {line.split()[0]: line.split()[1] for line in lines[2:6]}
+    assert counts == {"uncalibrated": "0", "temperature": "1", "vector": "6", "test-cli-prior": "-"}
+    verdicts = [line for line in lines if ": verdict: " in line]
+    assert all("Recommended: " in line and "parameter" in line for line in verdicts)
+
+
 def test_evaluate_csv_is_one_table(preds_csv, capsys):
     code, out, err = run(
         ["evaluate", str(preds_csv), "--maps", "test-cli-prior", "--format", "csv"], capsys

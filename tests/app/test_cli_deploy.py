@@ -56,8 +56,8 @@ def test_fit_writes_the_deployable_map_and_a_json_summary(files, tmp_path, capsy
     assert doc["held_out"]["calibrated"]["log_loss"] == pytest.approx(expected, abs=1e-12)
 
 
-def test_fit_select_best_deploys_the_lowest_held_out_log_loss(files, tmp_path, capsys):
-    maps = "histogram,temperature,isotonic"
+def test_fit_select_best_deploys_the_recommended_map(files, tmp_path, capsys):
+    maps = "histogram,temperature,isotonic,vector"
     code, out, _ = run(
         capsys, "fit", files / "logits.csv", "--select", "best", "--maps", maps,
         "-o", tmp_path / "m.json",
@@ -66,8 +66,32 @@ def test_fit_select_best_deploys_the_lowest_held_out_log_loss(files, tmp_path, c
     summary = json.loads(out)
     losses = {r["map"]: r["log_loss"] for r in summary["comparison"][1:]}
     assert set(losses) == set(maps.split(","))
-    assert summary["map"] == min(losses, key=losses.get) and summary["selected"] == "best"
+    verdict = summary["verdict"]
+    eligible = [c for c in verdict["contenders"] if not c["clearly_worse"]]
+    simplest = min(eligible, key=lambda c: c["n_parameters"])["maps"][0]
+    assert summary["map"] == verdict["recommended"] == simplest == "temperature"
+    assert summary["selected"] == "best"
     assert json.loads((tmp_path / "m.json").read_text())["map"]["map"] == summary["map"]
+
+
+def test_fit_select_best_of_calibrated_predictions_deploys_the_identity(tmp_path, capsys):
+    rng = np.random.default_rng(5)
+    z = rng.normal(size=(400, 3))
+    y = (stable_softmax(z).cumsum(axis=1) > rng.random(400)[:, None]).argmax(axis=1)
+    frame = pd.DataFrame({"label": np.take(CLASSES, y)})
+    for j, c in enumerate(CLASSES):
+        frame[f"logit_{c}"] = z[:, j]
+    frame.to_csv(tmp_path / "calibrated.csv", index=False, float_format="%.17g")
+    code, out, err = run(
+        capsys, "fit", tmp_path / "calibrated.csv", "--select", "best", "--maps",
+        "temperature,vector", "-o", tmp_path / "m.json",
+    )  # fmt: skip
+    assert code == cli.EXIT_OK, err
+    summary = json.loads(out)
+    assert summary["map"] == summary["verdict"]["recommended"] == "uncalibrated"
+    assert "deployable map is the identity map" in err and "unchanged" in err
+    doc = json.loads((tmp_path / "m.json").read_text())
+    assert doc["map"]["map"] == "temperature" and doc["map"]["state"]["temperature"] == 1.0
 
 
 @pytest.mark.parametrize("out_ext", ["csv", "parquet", "npz"])

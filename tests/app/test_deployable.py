@@ -10,7 +10,7 @@ import pytest
 from app.callbacks.exports import deployable_export
 from app.callbacks.fit import run_fits
 from app.callbacks.view import compute_view
-from app.deployable import BEST_MAP, NO_MAP_WINS, deploy_model_picker, map_picker, resolve_choice
+from app.deployable import BEST_MAP, deploy_model_picker, map_picker, resolve_choice
 from app.settings import RawSettings
 from calibration_core import CalibrationInputError, Predictions, deployable_map, load_map
 
@@ -41,7 +41,7 @@ def test_download_loads_and_equals_a_refit_on_all_rows(ctx, sid):
     doc = json.loads(data["content"])
     assert doc["kind"] == "deployable-map" and doc["n_rows"] == pred.n_samples
     assert doc["class_names"] == list(pred.class_names) and doc["model"] == "net"
-    winner = view_winner(ctx, sid, raw)
+    winner = view_recommended(ctx, sid, raw)
     assert doc["map"]["map"] == winner and message.startswith(f"Deployable map: {winner} of net")
     expected = deployable_map(pred, winner).map.predict_proba(pred.probs)
     assert np.abs(load_map(doc).predict_proba(pred.probs) - expected).max() <= 1e-12
@@ -49,11 +49,12 @@ def test_download_loads_and_equals_a_refit_on_all_rows(ctx, sid):
     assert doc["held_out"]["folds"] == 5 and doc["held_out"]["n_scored"] == pred.n_samples
 
 
-def view_winner(ctx, sid, raw) -> str:
+def view_recommended(ctx, sid, raw) -> str:
+    """The verdict's recommended map (the deployable default)."""
     from app.verdict import view_verdicts
 
     (item,) = view_verdicts(ctx.store, compute_view(ctx, sid, raw))
-    return item.verdict.winner
+    return item.verdict.recommended
 
 
 def test_any_selected_map_of_any_shown_model(ctx, sid):
@@ -67,12 +68,15 @@ def test_any_selected_map_of_any_shown_model(ctx, sid):
     assert message == "Deployable map: histogram of b, refitted on all rows."
 
 
-def test_uncalibrated_winner_says_so_and_a_map_can_still_be_chosen(ctx, sid):
+def test_uncalibrated_recommendation_deploys_the_identity_and_says_so(ctx, sid):
     pred = calibrated()
     (info,), raw = fitted(ctx, sid, [pred], ["histogram"])
-    assert view_winner(ctx, sid, raw) == "uncalibrated"
-    with pytest.raises(CalibrationInputError, match=NO_MAP_WINS):
-        deployable_export(ctx, sid, raw, info.handle, BEST_MAP)
+    assert view_recommended(ctx, sid, raw) == "uncalibrated"
+    data, message = deployable_export(ctx, sid, raw, info.handle, BEST_MAP)
+    doc = json.loads(data["content"])
+    assert doc["map"]["map"] == "temperature" and doc["map"]["state"]["temperature"] == 1.0
+    assert np.abs(load_map(doc).predict_proba(pred.probs) - pred.probs).max() <= 1e-12
+    assert message.startswith("Deployable map: uncalibrated of ") and "unchanged" in message
     data, _ = deployable_export(ctx, sid, raw, info.handle, "histogram")
     assert json.loads(data["content"])["map"]["map"] == "histogram"
 
@@ -103,6 +107,6 @@ def test_pickers_follow_the_selection(ctx, sid):
     assert map_picker(["temperature"], "platt")[1] == BEST_MAP
     assert deploy_model_picker([], a.handle) == ([], None)
     assert map_picker(["no such map"], "platt") == (
-        [{"label": "Verdict's winner", "value": BEST_MAP}],
+        [{"label": "Verdict's recommendation", "value": BEST_MAP}],
         BEST_MAP,
     )

@@ -100,3 +100,26 @@ def test_page_verdict_waits_for_the_fits_then_says_the_reports_words(ctx, sid, m
 def test_no_model_no_verdict_section(ctx, sid):
     assert render(ctx, sid, RawSettings([], ["temperature"]))[6] == []
     assert verdict_children([]) == []
+
+
+def test_page_shows_matrix_and_dirichlet_as_one_contender_with_parameter_counts(ctx, sid):
+    pred = overconfident(name="m")
+    (info,) = ctx.store.add_models(sid, [pred], source="m.csv")
+    maps = ["temperature", "matrix", "dirichlet"]
+    raw = RawSettings([info.handle], maps, "folds", 5)
+    run_fits(ctx, sid, [info.handle], maps, "folds", 5, 0.5, lambda _: None)
+    (item,) = view_verdicts(ctx.store, compute_view(ctx, sid, raw))
+    verdict = item.verdict
+    assert len(verdict.contenders) == 3  # uncalibrated, temperature, matrix = dirichlet
+    assert {verdict.winner, verdict.runner_up} != {"matrix", "dirichlet"}
+    lines = verdict_lines(item)
+    assert lines[1] == verdict.recommendation and lines[1].startswith("Recommended: ")
+    counts = lines[2]
+    assert counts.startswith("Held-out log-loss (parameters): ")
+    assert "matrix = dirichlet" in counts and "(12)" in counts
+    assert "temperature " in counts and "(1)" in counts and "uncalibrated " in counts
+    assert any(
+        line.startswith("matrix = dirichlet: matrix scaling on probabilities") for line in lines
+    )
+    head = verdict_headline(item)
+    assert "dirichlet" not in head or "matrix = dirichlet" in head

@@ -17,10 +17,15 @@ except ImportError:  # the fixtures skip (or fail under CI) with the reason
 pytestmark = pytest.mark.browser
 
 DEMO_MODELS = ("digits · naive Bayes", "digits · random forest")
-BADGE = re.compile(r"^(clear winner: \w+|no clear winner \(best: \w+\)|only candidate: \w+)$")
+BADGE = re.compile(
+    r"^(clear winner: \w+|no clear winner \(best: \w+\)|only candidate: \w+)"
+    r"(; recommended: \w+)?$"
+)
+#: A difference or bound: 2 significant digits, never a bare 0 (format_difference).
+NUMBER = r"-?(\d\.\d+|\d\.?\d*e-\d+|0\.0*[1-9]\d?)"
 SUMMARY = re.compile(
-    r"(beats|no clear winner).* held-out log-loss \d\.\d{4} vs \d\.\d{4}, difference "
-    r"\d\.\d{4} \(95% interval -?\d\.\d{4} to -?\d\.\d{4}, paired bootstrap, 1000 resamples "
+    rf"(beats|no clear winner).* held-out log-loss \d\.\d{{4}} vs \d\.\d{{4}}, difference "
+    rf"{NUMBER} \(95% interval {NUMBER} to {NUMBER}, paired bootstrap, 1000 resamples "
     r"of 1797 rows\)"
 )
 
@@ -44,7 +49,13 @@ def test_verdict_of_the_demo_above_the_table_follows_the_maps(page, ui, watch, s
         expect(card.locator(".verdict-badge")).to_have_text(BADGE)
         lines = ui.verdict_lines(model)
         assert SUMMARY.search(lines[0]), lines
-        assert re.fullmatch(r"Held-out confidence ECE: \w+ \d\.\d{4}, \w+ \d\.\d{4}\.", lines[1])
+        assert lines[1].startswith("Recommended: "), lines
+        assert re.fullmatch(
+            r"Held-out log-loss \(parameters\): .*\buncalibrated [\d.]+ \(0\).*", lines[2]
+        )
+        assert re.fullmatch(
+            r"Held-out confidence ECE: \w+ \d\.\d{4}(, \w+ \d\.\d{4}){1,2}\.", lines[3]
+        )
         assert any(
             re.fullmatch(r"temperature: T = [\d.]+( to [\d.]+ over 5 folds)?\.", t) for t in lines
         )

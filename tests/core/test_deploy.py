@@ -13,11 +13,12 @@ import calibration_core
 from calibration_core import CalibrationInputError, Predictions, compare_maps, stable_softmax
 from calibration_core.deploy import (
     DEPLOY_FORMAT,
+    IDENTITY_WORDS,
     apply_map_to_file,
-    best_map,
     deployable_map,
     load_deployable,
     load_map,
+    recommended_map,
 )
 from calibration_core.maps import available_maps
 
@@ -94,11 +95,25 @@ def test_document_fields(logit_preds):
     assert held["calibrated"]["log_loss"] < held["uncalibrated"]["log_loss"]
 
 
-def test_best_map_is_the_lowest_held_out_log_loss(logit_preds):
+def test_recommended_map_is_the_verdicts(logit_preds):
     comparison = compare_maps(logit_preds, ["histogram", "temperature", "platt"], folds=3)
-    losses = comparison.table["log_loss"].drop("uncalibrated")
-    assert best_map(comparison) == losses.idxmin()
-    assert best_map(comparison, ["histogram"]) == "histogram"
+    verdict = comparison.verdict()
+    assert recommended_map(comparison) == verdict.recommended
+    eligible = [c for c in verdict.contenders if not c.clearly_worse]
+    assert verdict.recommended == min(eligible, key=lambda c: c.n_parameters).name
+
+
+def test_uncalibrated_deploys_the_identity_map(logit_preds):
+    comparison = compare_maps(logit_preds, [], folds=3)
+    assert recommended_map(comparison) == "uncalibrated"
+    deployable = deployable_map(logit_preds, "uncalibrated", comparison)
+    assert deployable.map.temperature_ == 1.0 and deployable.map.n_parameters_ == 1
+    np.testing.assert_allclose(
+        deployable.map.predict_proba(logit_preds), logit_preds.probs, atol=1e-12
+    )
+    held = deployable.held_out
+    assert held["calibrated"] == held["uncalibrated"]
+    assert "unchanged" in IDENTITY_WORDS
 
 
 def test_a_map_missing_from_the_comparison_is_refused(logit_preds):

@@ -9,7 +9,8 @@ import pytest
 
 from calibration_core import CalibrationInputError, Predictions, compare_maps
 from calibration_core.bootstrap import bootstrap_ci, resampled_means
-from calibration_core.compare import choose_map, map_parameters
+from calibration_core.compare import choose_map, format_difference, map_parameters
+from calibration_core.io import load_predictions
 from calibration_core.maps import make_map
 from calibration_core.metrics import log_loss, log_loss_per_row
 
@@ -101,8 +102,13 @@ def test_resampled_means_draws_as_bootstrap_ci():
     boot = bootstrap_ci("log_loss", pred, n_resamples=200, seed=5)
     values = log_loss_per_row(pred.probs, pred.labels)
     np.testing.assert_allclose(resampled_means(values, 200, 5), boot.samples, rtol=1e-12)
-    with pytest.raises(CalibrationInputError, match="1-D"):
-        resampled_means(np.zeros((2, 2)))
+    columns = np.column_stack([values, 2.0 * values, -values])
+    np.testing.assert_allclose(
+        resampled_means(columns, 200, 5), boot.samples[:, None] * [1.0, 2.0, -1.0], rtol=1e-12
+    )
+    for bad in (np.zeros((2, 2, 2)), np.zeros(0), np.zeros((3, 0))):
+        with pytest.raises(CalibrationInputError, match=r"shape \(N,\) or \(N, C\)"):
+            resampled_means(bad)
 
 
 def test_single_candidate_and_bad_candidates():
@@ -162,3 +168,110 @@ def test_densenet_temperature_clearly_beats_histogram_binning(realdata):
         float(v) for v in verdict.parameters["temperature"][4:].split(" over")[0].split(" to ")
     )
     assert 1.9 < low <= high < 2.4  # Guo et al. (2017): T near 2.1 for this network
+
+
+def _copy(pred: Predictions, shift: float = 0.0) -> Predictions:
+    """The same rows; ``shift`` moves probability mass from column 0 to column 1."""
+    probs = pred.probs.copy()
+    probs[:, 0] -= shift
+    probs[:, 1] += shift
+    return Predictions.from_probs(probs, pred.labels)
+
+
+def test_coinciding_candidates_are_one_contender_and_the_runner_up_differs():
+    comparison = compare_maps(overconfident_data(), ["temperature"], seed=0)
+    temp = comparison.calibrated["temperature"]
+    candidates = {
+        "uncalibrated": comparison.calibrated["uncalibrated"],
+        "temperature": temp,
+        "twin": _copy(temp, 5e-10),  # within 1e-9: the same contender
+        "near": _copy(temp, 1e-4),  # a different one
+    }
+    verdict = choose_map(candidates, n_resamples=200, seed=0)
+    labels = [c.label for c in verdict.contenders]
+    assert "temperature = twin" in labels and "near" in labels and len(labels) == 3
+    assert verdict.winner in ("temperature", "near")
+    assert verdict.runner_up != verdict.winner and verdict.difference > 0
+    assert {verdict.winner, verdict.runner_up} == {"temperature", "near"}
+    merged = verdict.contender("twin")
+    assert merged.names == ("temperature", "twin")
+    assert "agree to within 1e-09" in merged.reason
+    assert "temperature = twin" in verdict.summary or "temperature = twin" in verdict.recommendation
+
+
+def test_matrix_and_dirichlet_on_probabilities_are_one_contender_with_the_reason():
+    pred = overconfident_data(n=900)
+    comparison = compare_maps(pred, ["temperature", "matrix", "dirichlet"], seed=0)
+    verdict = comparison.verdict(n_resamples=200)
+    merged = verdict.contender("dirichlet")
+    assert merged.names == ("matrix", "dirichlet") and merged.label == "matrix = dirichlet"
+    assert "Dirichlet calibration" in merged.reason
+    assert merged.n_parameters == 3 * 4
+    assert verdict.same_model_notes == [f"matrix = dirichlet: {merged.reason}."]
+    assert "dirichlet" not in (verdict.winner, verdict.runner_up) or "matrix" not in (
+        verdict.winner,
+        verdict.runner_up,
+    )
+    doc = verdict.to_dict()
+    entry = next(c for c in doc["contenders"] if c["maps"] == ["matrix", "dirichlet"])
+    assert entry["n_parameters"] == 12 and entry["same_because"] == merged.reason
+
+
+def test_parsimony_recommends_the_fewest_parameters_not_clearly_worse():
+    """Calibrated data: no map is clearly better than doing nothing, which has 0 parameters."""
+    comparison = compare_maps(calibrated_data(2), ["temperature", "vector", "matrix"], seed=2)
+    verdict = comparison.verdict(n_resamples=400)
+    counts = {c.name: c.n_parameters for c in verdict.contenders}
+    assert counts["uncalibrated"] == 0 and counts["temperature"] == 1
+    assert counts["vector"] == 6 and counts["matrix"] == 12
+    eligible = [c for c in verdict.contenders if not c.clearly_worse]
+    assert verdict.recommended == min(eligible, key=lambda c: c.n_parameters).name
+    assert verdict.recommended == "uncalibrated"
+    assert "identity" in verdict.recommendation
+    assert verdict.to_dict()["recommended"] == "uncalibrated"
+
+
+def test_parsimony_keeps_the_best_when_every_simpler_map_is_clearly_worse():
+    comparison = compare_maps(overconfident_data(), ["temperature"], seed=0)
+    verdict = comparison.verdict(n_resamples=200)
+    assert verdict.recommended == verdict.winner == "temperature" and verdict.clear
+    assert verdict.recommendation.startswith("Recommended: temperature (1 parameter), the best")
+
+
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [(0.0, "0"), (0.00033, "0.00033"), (-1.23e-5, "-1.2e-05"), (0.0161, "0.016"), (0.81, "0.81")],
+)
+def test_differences_keep_their_sign_and_a_nonzero_digit(value, text):
+    assert format_difference(value) == text
+
+
+def test_summary_bounds_never_round_to_zero():
+    pred = calibrated_data(4, n=4000)
+    comparison = compare_maps(pred, ["temperature"], seed=4)
+    verdict = comparison.verdict(n_resamples=200)
+    bounds = verdict.summary.split("interval ")[1].split(",")[0].split(" to ")
+    assert [float(b) for b in bounds] == pytest.approx([verdict.lower, verdict.upper], rel=0.06)
+    assert all(float(b) != 0 for b in bounds)
+
+
+@pytest.mark.realdata
+@pytest.mark.slow
+def test_densenet_all_maps_never_compare_coinciding_maps(realdata):
+    """All 8 maps on DenseNet CIFAR-100 (10,000 rows): matrix = dirichlet is one contender."""
+    pred = load_predictions(realdata["densenet-bc-100-cifar-100"])[0]
+    comparison = compare_maps(pred, "all", seed=0)
+    verdict = comparison.verdict()
+    assert len(verdict.contenders) == 8  # 9 candidates, matrix and dirichlet one
+    assert verdict.contender("dirichlet").names == ("matrix", "dirichlet")
+    for first in verdict.contenders:
+        for second in verdict.contenders:
+            if first is not second:
+                gap = np.abs(
+                    comparison.calibrated[first.name].probs
+                    - comparison.calibrated[second.name].probs
+                ).max()
+                assert gap > 1e-9
+    assert verdict.runner_up not in verdict.contender(verdict.winner).names
+    eligible = [c for c in verdict.contenders if not c.clearly_worse]
+    assert verdict.recommended == min(eligible, key=lambda c: c.n_parameters).name

@@ -47,6 +47,8 @@ class LinearCalibrationMap(CalibrationMap):
     reg_path_ : list of dict
         ``reg_lambda``, ``reg_mu``, held-out ``val_loss`` and ``n_fit`` (rows fitted
         on) of each tried strength; empty when none was chosen.
+    n_parameters_ : int
+        ``2 K`` (vector kind) or ``K (K + 1)`` (full kind).
     """
 
     kind: ClassVar[str] = ""
@@ -145,6 +147,9 @@ class LinearCalibrationMap(CalibrationMap):
 
         x = self._features_of(probs, logits)
         return np.exp(log_softmax(linear_logits(x, self.coef_, self.intercept_), axis=1))
+
+    def _count_parameters(self) -> int:
+        return n_parameters(self.kind, int(self.n_classes_))
 
     def _fitted_state(self) -> dict[str, Any]:
         return {

@@ -135,6 +135,24 @@ def synthetic(tmp_path_factory):
     return folder, paths
 
 
+@pytest.fixture(scope="module")
+def overconfident(tmp_path_factory):
+    """:func:`synthetic`'s files with over-confident scores (each row's probabilities
+    squared and renormalised; the labels keep the calibrated draw): a map clearly
+    beats the uncalibrated scores, so ``--select best`` deploys a fitted map."""
+    rng = np.random.default_rng(18)
+    folder = tmp_path_factory.mktemp("overconfident")
+    paths = []
+    for i, n in enumerate((2000, 1500, 2600)):
+        p, y = _probs(rng, n, 4)
+        sharp = p**2 / (p**2).sum(axis=1, keepdims=True)
+        path = folder / f"part-{i}.parquet"
+        model = None if i < 2 else np.where(np.arange(n) % 3 == 0, "data", "other")
+        _write(path, sharp, y, row_group_size=700, model=model)
+        paths.append(str(path))
+    return folder, paths
+
+
 # ---------------------------------------------------------------- cells
 def test_cells_give_the_core_bins_for_every_width_bin_count():
     rng = np.random.default_rng(0)
@@ -739,7 +757,7 @@ def test_cli_apply_on_dask_writes_what_apply_writes(dask_client, synthetic, tmp_
 
 @pytest.mark.parametrize("maps", ["temperature,isotonic,histogram", "isotonic,histogram"])
 def test_cli_select_best_on_dask_chooses_as_in_memory_on_the_sample(
-    dask_client, synthetic, tmp_path, capsys, maps
+    dask_client, overconfident, tmp_path, capsys, maps
 ):
     """With a sample of every row, ``--select best`` on Dask compares the maps as the
     in-memory command does (same folds, same table), deploys the same winner and
@@ -748,7 +766,7 @@ def test_cli_select_best_on_dask_chooses_as_in_memory_on_the_sample(
 
     from calibration_core.deploy import load_deployable
 
-    _, paths = synthetic
+    _, paths = overconfident
     where = ["--engine", "dask", "--scheduler", dask_client.scheduler.address]
     common = ["fit", paths[0], "--select", "best", "--maps", maps, "--seed", "3"]
     dask_map, memory_map = tmp_path / "dask.json", tmp_path / "memory.json"
@@ -777,13 +795,13 @@ def test_cli_select_best_on_dask_chooses_as_in_memory_on_the_sample(
     )
 
 
-def test_select_best_on_a_sample_records_it_and_fits_on_it(dask_client, synthetic):
+def test_select_best_on_a_sample_records_it_and_fits_on_it(dask_client, overconfident):
     """A sample smaller than the model (every row drawn with probability 3000 / 6100,
     the dataset's rows): the comparison scores the sample's rows, the winner (not
     exact) is fitted on that same sample, which the map records."""
     from calibration_core.distributed import select_map_on_dataset
 
-    folder, _ = synthetic
+    folder, _ = overconfident
     args = (str(folder), ["histogram", "isotonic"])
     kwargs = dict(
         model="other",

@@ -40,11 +40,16 @@ SCRIPT = REPO / "scripts" / "container_e2e.sh"
 IMAGE = os.environ.get("IMAGE", "calibration-dashboard:e2e")
 PODMAN = ["podman", "--runtime", "runc", "--cgroup-manager", "cgroupfs", "--events-backend", "file"]
 
-pytestmark = pytest.mark.skipif(
-    os.environ.get("CONTAINER_E2E") != "1",
-    reason="opt-in: set CONTAINER_E2E=1 to build and run the image with podman "
-    "(installs podman, runc and mmdebstrap from Debian packages; takes minutes)",
-)
+pytestmark = [
+    pytest.mark.skipif(
+        os.environ.get("CONTAINER_E2E") != "1",
+        reason="opt-in: set CONTAINER_E2E=1 to build and run the image with podman "
+        "(installs podman, runc and mmdebstrap from Debian packages; takes minutes)",
+    ),
+    # Builds and runs images: never in the fast loop, even when opted in.
+    pytest.mark.hosting,
+    pytest.mark.slow,
+]
 
 
 def _dash_client():

@@ -15,6 +15,7 @@ from .document import (
     DEPLOY_KIND,
     IDENTITY_WORDS,
     DeployableMap,
+    best_map,
     deployable_map,
     recommended_map,
 )
@@ -27,6 +28,7 @@ __all__ = [
     "IDENTITY_WORDS",
     "DeployableMap",
     "apply_map_to_file",
+    "best_map",
     "deployable_map",
     "load_deployable",
     "load_map",

@@ -14,6 +14,7 @@ its parameters and fitted state.
 from __future__ import annotations
 
 import json
+import warnings
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -148,6 +149,43 @@ def held_out_estimate(comparison: Comparison, map_label: str) -> dict[str, Any]:
 IDENTITY_WORDS = (
     "the identity map (temperature scaling with T = 1), which returns the predictions unchanged"
 )
+
+
+def best_map(comparison: Comparison, candidates=None) -> str:
+    """Deprecated: the map with the lowest held-out log-loss in ``comparison``.
+
+    Use :func:`recommended_map`, what ``fit --select best`` and the page deploy: the
+    fewest parameters among the maps not clearly worse than the best. Kept for one
+    release with a :class:`DeprecationWarning`; it still returns the lowest
+    log-loss among the maps (never ``"uncalibrated"``), as before.
+
+    Parameters
+    ----------
+    comparison : Comparison
+    candidates : iterable of str, optional
+        Map labels to choose from (all maps that did not fail by default).
+
+    Returns
+    -------
+    str
+        The winning map's label.
+    """
+    warnings.warn(
+        "calibration_core.deploy.best_map is deprecated and will be removed in the next "
+        "release: use recommended_map (the simplest map not clearly worse than the best).",
+        DeprecationWarning,
+        stacklevel=2,
+    )
+    table = comparison.table.drop(index=UNCALIBRATED)
+    if candidates is not None:
+        table = table[table.index.isin(list(candidates))]
+    scores = table["log_loss"].dropna()
+    if scores.empty:
+        raise CalibrationInputError(
+            "no map has a held-out log-loss to choose from (every map failed or none was "
+            f"compared): {comparison.errors or 'no maps'}. Compare other maps."
+        )
+    return str(scores.idxmin())
 
 
 def recommended_map(comparison: Comparison) -> str:

@@ -358,3 +358,18 @@ def test_apply_on_a_binary_score_column(tmp_path):
     assert list(got.columns) == ["id", "score"]
     expected = deployable.map.predict_proba(np.asarray(preds.probs))[:, 1]
     np.testing.assert_allclose(got["score"], expected, rtol=0, atol=1e-12)
+
+
+def test_best_map_still_answers_with_a_deprecation_warning():
+    """The old name keeps its meaning (lowest held-out log-loss among the maps) for one release."""
+    from calibration_core.deploy import best_map, recommended_map
+
+    rng = np.random.default_rng(3)
+    s = rng.beta(2, 3, 2000)
+    y = (rng.random(2000) < s).astype(int)
+    comparison = compare_maps(Predictions.from_scores(s, y), ("temperature", "isotonic"), seed=0)
+    with pytest.warns(DeprecationWarning, match="use recommended_map"):
+        old = best_map(comparison)
+    table = comparison.table.drop(index="uncalibrated")
+    assert old == table["log_loss"].idxmin()
+    assert recommended_map(comparison) in ("uncalibrated", "temperature", "isotonic")

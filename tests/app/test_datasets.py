@@ -592,6 +592,13 @@ def _wait(condition, timeout: float = 120.0) -> None:
         time.sleep(0.05)
 
 
+def _task_keys(client) -> set[str]:
+    """The keys of every task the scheduler holds now."""
+    return set(
+        client.run_on_scheduler(lambda dask_scheduler: [str(k) for k in dask_scheduler.tasks])
+    )
+
+
 def test_a_cancelled_job_leaves_no_result_and_the_cluster_idle(ctx, datasets_dir, scheduler):
     big = datasets_dir / "big"
     big.mkdir()
@@ -602,14 +609,16 @@ def test_a_cancelled_job_leaves_no_result_and_the_cluster_idle(ctx, datasets_dir
     child = multiprocessing.get_context("fork").Process(
         target=_job_in_child, args=(ctx, sid, "big", marker)
     )
-    child.start()
-    _wait(marker.exists)  # the job has submitted its graph and reports progress
-    os.kill(child.pid, signal.SIGKILL)  # what the job manager's cancel does
-    child.join()
     with distributed.Client(scheduler) as client:
-        _wait(
-            lambda: client.run_on_scheduler(lambda dask_scheduler: len(dask_scheduler.tasks)) == 0
-        )
+        # The session's cluster may hold other tests' data (their session client): the
+        # job must leave none of its own tasks, not an empty scheduler.
+        before = _task_keys(client)
+        child.start()
+        _wait(marker.exists)  # the job has submitted its graph and reports progress
+        assert _task_keys(client) - before, "the job's graph was not on the scheduler"
+        os.kill(child.pid, signal.SIGKILL)  # what the job manager's cancel does
+        child.join()
+        _wait(lambda: _task_keys(client) <= before)
     assert ctx.datasets.cached(sid, "big") is None
     assert "not computed yet" in str(dataset_panel(ctx, sid, "big", None, RawSettings()))
     state, _ = _run(ctx, sid, "big")  # the page is usable: computing again works

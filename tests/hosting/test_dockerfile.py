@@ -150,6 +150,16 @@ def test_dockerignore_keeps_tests_and_git_out():
     assert not [name for name in files if "__pycache__" in name or name.endswith(".pyc")]
 
 
+def test_no_virtualenv_goes_into_the_build_context(tmp_path):
+    """``.ci/run`` leaves ``.venv`` and ``.venv-oldest`` (gigabytes) in the checkout."""
+    for venv in (".venv", ".venv-oldest", ".venv-anything"):
+        (tmp_path / venv / "bin").mkdir(parents=True)
+        (tmp_path / venv / "bin" / "python").write_text("", encoding="utf-8")
+    (tmp_path / "app.py").write_text("", encoding="utf-8")
+    dockerignore = (REPO / ".dockerignore").read_text(encoding="utf-8")
+    assert context_files(tmp_path, dockerignore) == {"app.py"}
+
+
 def _gunicorn_settings(env: dict[str, str]) -> list[str]:
     """bind, workers, threads and worker class that app.gunicorn_conf reads from ``env``."""
     script = "import app.gunicorn_conf as c; print(c.bind, c.workers, c.threads, c.worker_class)"

@@ -364,23 +364,12 @@ def choose_map(
     level = check_level(level)
     losses = _row_losses(calibrated)
     fitted = {name: maps for name, maps in (fitted or {}).items() if name in calibrated}
-    groups = sorted(_coinciding_groups(calibrated), key=lambda g: float(losses[g[0]].mean()))
-    best = groups[0][0]
-    others = [g[0] for g in groups[1:]]
-    intervals = dict.fromkeys(others, (None, None, None))
-    if others:
-        diffs = np.column_stack([losses[name] - losses[best] for name in others])
-        mean, lower, upper = paired_bootstrap_intervals(diffs, n_resamples, level, seed)
-        intervals = {n: (mean[i], lower[i], upper[i]) for i, n in enumerate(others)}
-    contenders = tuple(
-        _contender(group, losses, fitted, intervals.get(group[0], (None, None, None)))
-        for group in groups
-    )
+    contenders = _ranked_contenders(losses, calibrated, fitted, n_resamples, level, seed)
     runner_up = contenders[1] if len(contenders) > 1 else None
     recommended = _fewest_parameters(contenders)
     shown = dict.fromkeys(c.name for c in (contenders[0], runner_up, recommended) if c)
     return Verdict(
-        winner=best,
+        winner=contenders[0].names[0],
         runner_up=None if runner_up is None else runner_up.name,
         recommended=recommended.name,
         clear=runner_up is not None and runner_up.clearly_worse,
@@ -390,8 +379,8 @@ def choose_map(
         level=level,
         n_resamples=n_resamples,
         seed=seed,
-        n_rows=int(losses[best].shape[0]),
-        log_loss={n: float(losses[n].mean()) for g in groups for n in g},
+        n_rows=int(next(iter(losses.values())).shape[0]),
+        log_loss={n: float(losses[n].mean()) for c in contenders for n in c.names},
         contenders=contenders,
         confidence_ece={
             n: float(
@@ -404,6 +393,30 @@ def choose_map(
         parameters={
             name: words for name, maps in fitted.items() if (words := map_parameters(maps))
         },
+    )
+
+
+def _ranked_contenders(
+    losses: Mapping[str, np.ndarray],
+    calibrated: Mapping[str, Predictions],
+    fitted: Mapping[str, Sequence[CalibrationMap]],
+    n_resamples: int,
+    level: float,
+    seed,
+) -> tuple[Contender, ...]:
+    """The contenders (coinciding candidates merged), best first, each but the best with
+    the interval of its difference to the best (one paired draw of rows for all)."""
+    groups = sorted(_coinciding_groups(calibrated), key=lambda g: float(losses[g[0]].mean()))
+    best = groups[0][0]
+    others = [g[0] for g in groups[1:]]
+    intervals = {}
+    if others:
+        diffs = np.column_stack([losses[name] - losses[best] for name in others])
+        mean, lower, upper = paired_bootstrap_intervals(diffs, n_resamples, level, seed)
+        intervals = {n: (mean[i], lower[i], upper[i]) for i, n in enumerate(others)}
+    return tuple(
+        _contender(group, losses, fitted, intervals.get(group[0], (None, None, None)))
+        for group in groups
     )
 
 

@@ -114,14 +114,12 @@ def _model_verdict(
     handle: str,
     ready: list[Variant],
     result: ViewResult,
-    n_resamples: int | None,
     level: float | None,
 ) -> Verdict:
     """The verdict of one model's fitted variants (cached; raises CalibrationInputError)."""
     from calibration_core.compare import choose_map
-    from calibration_core.compare.verdict import DEFAULT_LEVEL, DEFAULT_RESAMPLES
+    from calibration_core.compare.verdict import DEFAULT_LEVEL
 
-    n_resamples = DEFAULT_RESAMPLES if n_resamples is None else n_resamples
     level = DEFAULT_LEVEL if level is None else level
     heldout = result.heldout
     candidates = {v.calibrator: v.pred for v in ready}
@@ -130,15 +128,13 @@ def _model_verdict(
         return choose_map(
             candidates,
             _fitted_maps(store, handle, list(candidates), heldout),
-            n_resamples=n_resamples,
             level=level,
-            seed=heldout.seed,
             n_bins=result.view.n_bins,
             scheme=result.view.scheme,
         )
 
     key = ("verdict", handle, tuple((v.calibrator, v.handle) for v in ready), heldout.key)
-    verdict = store.memo((*key, n_resamples, level), compute)
+    verdict = store.memo((*key, level), compute)
     shown = {v.calibrator: v for v in ready if v.calibrator in verdict.confidence_ece}
     return replace(
         verdict, confidence_ece={name: _ece(store, shown[name], result) for name in shown}
@@ -149,7 +145,6 @@ def view_verdicts(
     store: DataStore,
     result: ViewResult,
     *,
-    n_resamples: int | None = None,
     level: float | None = None,
     wait: bool = False,
 ) -> list[ModelVerdict]:
@@ -159,7 +154,7 @@ def view_verdicts(
     done; maps that failed are left out (and named in the message). Maps
     still pending are left out too, or, with ``wait=True`` (the page), the
     model gets no verdict until they are fitted (the message says so).
-    ``n_resamples`` and ``level`` default to the core's.
+    ``level`` defaults to the core's.
     """
     out = []
     for mv in result.models:
@@ -176,7 +171,7 @@ def view_verdicts(
         missing = [v.calibrator for v in found if v.pred is None]
         note = f"not compared (pending or failed): {', '.join(missing)}" if missing else ""
         try:
-            verdict = _model_verdict(store, mv.info.handle, ready, result, n_resamples, level)
+            verdict = _model_verdict(store, mv.info.handle, ready, result, level)
         except CalibrationInputError as exc:
             out.append(ModelVerdict(mv.info.name, None, str(exc)))
             continue

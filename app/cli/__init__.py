@@ -221,13 +221,12 @@ def _level(text: str) -> float:
 
 
 def _add_verdict_arguments(parser: argparse.ArgumentParser) -> None:
-    """The paired bootstrap of the verdict (evaluate)."""
+    """The level of the verdict's interval (evaluate); ``--resamples`` is accepted and ignored."""
     parser.add_argument(
         "--resamples",
         type=_positive_int,
-        default=1000,
-        metavar="B",
-        help="paired bootstrap resamples of the verdict (1000)",
+        default=None,
+        help=argparse.SUPPRESS,  # the verdict no longer resamples: warn_ignored_resamples
     )
     parser.add_argument(
         "--level",
@@ -495,7 +494,6 @@ def evaluate_document(
             "maps": map_names,
             "label_column": args.label_column,
             "renormalize": bool(args.renormalize),
-            "resamples": args.resamples,
             "level": args.level,
             "measures": measures is not None,
             "group_by": getattr(args, "group_by", None),
@@ -513,7 +511,7 @@ def evaluate_document(
                     for row in rows_with_parts(r, args.bins, args.scheme)
                 ],
                 "verdict": {
-                    **r.verdict(n_resamples=args.resamples, level=args.level).to_dict(),
+                    **r.verdict(level=args.level).to_dict(),
                     "evaluated_on": ALL_ROWS,
                 },
                 **({} if measures is None else {"measures": measures[i]}),
@@ -603,7 +601,7 @@ def write_verdicts(results, args: argparse.Namespace, out) -> None:
     """The verdict of every model, one line each, after the tables."""
     out.write("\n")
     for result in results:
-        verdict = result.verdict(n_resamples=args.resamples, level=args.level)
+        verdict = result.verdict(level=args.level)
         out.write(f"{result.settings['model']}: {verdict_line(verdict.to_dict())}\n")
 
 
@@ -1109,6 +1107,15 @@ def run_check(args: argparse.Namespace) -> int:
     return code
 
 
+def warn_ignored_resamples(args: argparse.Namespace) -> None:
+    """Say on stderr that ``--resamples`` (of older versions' verdict bootstrap) is ignored."""
+    if getattr(args, "resamples", None) is not None:
+        sys.stderr.write(
+            "calibration-dashboard: --resamples is ignored: the verdict's interval is no longer "
+            "a bootstrap (docs/statistics.md, 'The map verdict').\n"
+        )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``calibration-dashboard`` console script.
 
@@ -1134,6 +1141,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(exc.code or 0) if not isinstance(exc.code, str) else EXIT_USAGE
     if args.command is None:
         args = argparse.Namespace(host="127.0.0.1", port=8050, debug=False, **vars(args))
+    warn_ignored_resamples(args)
     if args.command == "check":
         return run_check(args)
     try:

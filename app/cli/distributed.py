@@ -440,9 +440,10 @@ def evaluated_on(info, n_rows: int) -> dict[str, int]:
     return {"rows": info.rows, "seed": info.seed, "of": n_rows}
 
 
-def single_verdict(summary, row: dict[str, Any], level: float, resamples: int, seed: int):
+def single_verdict(summary, row: dict[str, Any], level: float):
     """The verdict of a table whose only row is ``uncalibrated`` (nothing was cross-fitted)."""
     from calibration_core.compare import UNCALIBRATED, Contender, Verdict
+    from calibration_core.compare.verdict import FITS_FIXED
 
     return Verdict(
         winner=UNCALIBRATED,
@@ -453,8 +454,7 @@ def single_verdict(summary, row: dict[str, Any], level: float, resamples: int, s
         lower=None,
         upper=None,
         level=level,
-        n_resamples=resamples,
-        seed=seed,
+        interval=FITS_FIXED,
         n_rows=summary.n_samples,
         log_loss={UNCALIBRATED: row["log_loss"]},
         contenders=(Contender((UNCALIBRATED,), row["log_loss"], 0),),
@@ -471,7 +471,7 @@ def model_entry(
     single candidate ``uncalibrated``.
     """
     row = {**uncalibrated_row(summary, args.bins, frequency), "evaluated_on": ALL_ROWS}
-    verdict = single_verdict(summary, row, args.level, args.resamples, args.seed)
+    verdict = single_verdict(summary, row, args.level)
     entry = {
         "model": summary.name,
         "n_samples": summary.n_samples,
@@ -499,7 +499,7 @@ def sample_fields(entry: dict[str, Any], args: argparse.Namespace, drawn: OnSamp
     found = drawn.comparison
     if found is not None:
         maps = rows_with_parts(found, args.bins, args.scheme)[1:]
-        verdict = found.verdict(n_resamples=args.resamples, level=args.level).to_dict()
+        verdict = found.verdict(level=args.level).to_dict()
         fields = {
             "splitter": found.settings["splitter"],
             "warnings": list(found.warnings),
@@ -530,7 +530,6 @@ def dask_document(
             "maps": list(maps),
             "label_column": args.label_column,
             "renormalize": bool(args.renormalize),
-            "resamples": args.resamples,
             "level": args.level,
             "measures": bool(args.measures),
             "group_by": args.group_by,
@@ -708,7 +707,7 @@ def fit_on_dask(args: argparse.Namespace, map_name: str, out) -> int:
         "engine": "dask",
         "fitted_on": "all rows" if exact else "sample",
     }
-    verdict = single_verdict(summary, row, 0.95, 1000, args.seed).to_dict()
+    verdict = single_verdict(summary, row, 0.95).to_dict()
     return write_fit_summary(
         args,
         deployable,

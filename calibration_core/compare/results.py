@@ -25,7 +25,7 @@ from ..metrics import (
     log_loss_per_row,
 )
 from ..predictions import Predictions
-from .verdict import DEFAULT_LEVEL, DEFAULT_RESAMPLES, Verdict, choose_map, parameter_count
+from .verdict import DEFAULT_LEVEL, FitDesign, Verdict, choose_map, parameter_count
 
 #: Metric columns of :attr:`Comparison.table`, named after the core metric functions.
 METRIC_COLUMNS: tuple[str, ...] = (
@@ -116,6 +116,10 @@ class Comparison:
     fold_ids : numpy.ndarray, shape (N,)
         Cross-fitting: the fold of each input row. Train/test: 0 for test
         rows, -1 for train rows.
+    train_log_loss : dict of str to numpy.ndarray, shape (F,)
+        Map name to the mean log-loss of each of its fits on that fit's own
+        training rows (in-sample), for :meth:`design`; ``"uncalibrated"``:
+        the input's log-loss on those rows. Failed maps are absent.
     """
 
     table: pd.DataFrame
@@ -125,6 +129,7 @@ class Comparison:
     warnings: list[str] = field(default_factory=list)
     scored_rows: np.ndarray | None = None
     fold_ids: np.ndarray | None = None
+    train_log_loss: dict[str, np.ndarray] = field(default_factory=dict)
 
     @property
     def errors(self) -> dict[str, str]:
@@ -161,39 +166,60 @@ class Comparison:
         """
         return {name: log_loss_per_row(p.probs, p.labels) for name, p in self.calibrated.items()}
 
+    def design(self) -> FitDesign | None:
+        """Which fit scored each row, the fits' training sizes and in-sample losses.
+
+        Returns
+        -------
+        FitDesign or None
+            None for a comparison built without fold ids.
+        """
+        if self.fold_ids is None or self.scored_rows is None:
+            return None
+        fold_ids = np.asarray(self.fold_ids)
+        if self.settings.get("mode") == "train_test":
+            n_train = np.array([int(np.sum(fold_ids < 0))])
+        else:
+            n_fits = int(self.settings.get("folds") or fold_ids.max() + 1)
+            n_train = np.array([int(np.sum(fold_ids != f)) for f in range(n_fits)])
+        return FitDesign(
+            fit_of_row=fold_ids[self.scored_rows],
+            n_train=n_train,
+            train_log_loss=dict(self.train_log_loss),
+        )
+
     def verdict(
-        self, *, n_resamples: int = DEFAULT_RESAMPLES, level: float = DEFAULT_LEVEL, seed=None
+        self, *, level: float = DEFAULT_LEVEL, n_resamples: int | None = None, seed=None
     ) -> Verdict:
         """The best map by held-out log-loss and whether its win is real.
 
         See :func:`calibration_core.compare.verdict.choose_map`: every row of
         the table competes, ``"uncalibrated"`` included (a map must beat doing
-        nothing); failed maps do not.
+        nothing); failed maps do not. The interval holds the noise of fitting
+        the maps (:meth:`design`).
 
         Parameters
         ----------
-        n_resamples : int
-            Paired bootstrap resamples.
         level : float
             Coverage of the interval of the difference.
-        seed : int, optional
-            Seed of the resampling; the comparison's own ``seed`` by default.
+        n_resamples, seed
+            Ignored, kept for old callers (a FutureWarning says so).
         """
         return choose_map(
             self.calibrated,
             self.fitted,
-            n_resamples=n_resamples,
+            design=self.design(),
             level=level,
-            seed=self.settings.get("seed") if seed is None else seed,
             n_bins=self.settings.get("n_bins", 15),
             scheme=self.settings.get("scheme", "width"),
+            n_resamples=n_resamples,
+            seed=seed,
         )
 
     def to_dict(
         self,
         *,
         include_maps: bool = False,
-        n_resamples: int = DEFAULT_RESAMPLES,
         level: float = DEFAULT_LEVEL,
     ) -> dict[str, Any]:
         """A JSON-able summary.
@@ -203,8 +229,8 @@ class Comparison:
         include_maps : bool
             Also export every fitted map (``CalibrationMap.to_dict``) under
             ``"maps"``: name to a list with one entry per fold.
-        n_resamples, level
-            Of the paired bootstrap of the verdict (:meth:`verdict`).
+        level : float
+            Of the verdict's interval (:meth:`verdict`).
 
         Returns
         -------
@@ -217,7 +243,7 @@ class Comparison:
             "settings": {k: _json_value(v) for k, v in self.settings.items()},
             "warnings": list(self.warnings),
             "rows": self.rows(),
-            "verdict": self.verdict(n_resamples=n_resamples, level=level).to_dict(),
+            "verdict": self.verdict(level=level).to_dict(),
         }
         if include_maps:
             out["maps"] = {name: [m.to_dict() for m in maps] for name, maps in self.fitted.items()}

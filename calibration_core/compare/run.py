@@ -43,6 +43,7 @@ from ..binning import check_binning_args
 from ..errors import CalibrationInputError
 from ..maps import available_maps, make_map, same_model_as
 from ..maps.base import CalibrationMap
+from ..metrics import log_loss
 from ..predictions import Predictions
 from .folds import check_folds, crossfit_folds, train_test_mask
 from .results import METRIC_COLUMNS, TABLE_COLUMNS, Comparison, score_probs
@@ -236,6 +237,9 @@ def compare_maps(
     }
     calibrated: dict[str, Predictions] = {UNCALIBRATED: scored}
     fitted: dict[str, list[CalibrationMap]] = {}
+    train_losses: dict[str, np.ndarray] = {
+        UNCALIBRATED: np.array([log_loss(train.probs, train.labels) for train, _, _ in plan.parts])
+    }
     runs: dict[str, _MapRun] = {}
     for label, factory in resolved:
         run = runs[label] = _map_run(label, factory, runs, plan, predictions, tracker, notes)
@@ -248,6 +252,7 @@ def compare_maps(
             notes.append(f"{label}: the optimiser did not converge in {_where(run, plan)}.")
         calibrated[label] = cal
         fitted[label] = run.maps
+        train_losses[label] = np.asarray(run.train_log_loss, dtype=np.float64)
     return Comparison(
         table=_table(rows),
         calibrated=calibrated,
@@ -256,6 +261,7 @@ def compare_maps(
         warnings=notes,
         scored_rows=plan.scored_rows,
         fold_ids=plan.fold_ids,
+        train_log_loss=train_losses,
     )
 
 
@@ -349,6 +355,8 @@ class _MapRun:
     not_converged: list[int] = field(default_factory=list)
     #: Messages of the warnings the fits raised, each once, in order.
     warnings: dict[str, None] = field(default_factory=dict)
+    #: Each fit's mean log-loss on its own training rows (for the verdict's interval).
+    train_log_loss: list[float] = field(default_factory=list)
 
 
 def _fit_folds(label, factory, plan: _RowPlan, n_classes: int, tracker: _Tracker) -> _MapRun:
@@ -369,6 +377,7 @@ def _fit_folds(label, factory, plan: _RowPlan, n_classes: int, tracker: _Tracker
                 cmap.fit(train, train.labels)
                 run.seconds += time.perf_counter() - start
                 run.probs[plan.position[test_idx]] = cmap.predict_proba(test)
+                run.train_log_loss.append(log_loss(cmap.predict_proba(train), train.labels))
             for w in caught:
                 run.warnings[str(w.message)] = None
         except Exception as exc:  # one failing map must not stop the others
@@ -412,6 +421,7 @@ def _reused_run(run: _MapRun, factory) -> _MapRun:
         seconds=0.0,
         not_converged=list(run.not_converged),
         warnings=dict(run.warnings),
+        train_log_loss=list(run.train_log_loss),
     )
 
 

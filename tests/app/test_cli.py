@@ -102,7 +102,6 @@ def test_evaluate_json_schema_and_values(preds_csv, capsys):
         "maps": ["test-cli-prior"],
         "label_column": None,
         "renormalize": False,
-        "resamples": 1000,
         "level": 0.95,
         "measures": False,
         "group_by": None,
@@ -146,7 +145,16 @@ def test_evaluate_json_schema_and_values(preds_csv, capsys):
             .to_dict()
         )
         assert model["verdict"] == {**want, "evaluated_on": "all rows"}
-        assert model["verdict"]["seed"] == 4 and model["verdict"]["n_resamples"] == 1000
+        assert model["verdict"]["interval"] == "3-fold cross-fitting, each map fitted on 160 rows"
+
+
+def test_evaluate_ignores_the_old_resamples_option_and_says_so(preds_csv, capsys):
+    args = ["evaluate", str(preds_csv), "--maps", "test-cli-prior", "--format", "json"]
+    code, out, err = run([*args, "--resamples", "200"], capsys)
+    assert code == 0 and "--resamples is ignored" in err
+    _, plain, plain_err = run(args, capsys)
+    verdicts = [[m["verdict"] for m in json.loads(text)["models"]] for text in (out, plain)]
+    assert verdicts[0] == verdicts[1] and "--resamples" not in plain_err
 
 
 def test_evaluate_measures_section_is_the_library_summary(preds_csv, capsys):

@@ -216,13 +216,18 @@ def test_never_scores_a_map_on_rows_it_was_fitted_on(preds):
     index = row_index(preds)
     result = compare_maps(preds, ["test-spy"], folds=5)
     events = list(SpyMap.log)
-    assert [e for e, _ in events] == ["fit", "predict"] * 5
+    # Each fold: fit, predict the held-out rows (scored), predict the training rows (only
+    # for the in-sample loss of the verdict's effective parameters, never scored).
+    assert [e for e, _ in events] == ["fit", "predict", "predict"] * 5
     predicted_count = np.zeros(preds.n_samples, dtype=int)
-    for (_, fit_p), (_, pred_p) in zip(events[::2], events[1::2], strict=True):
+    for (_, fit_p), (_, pred_p), (_, train_p) in zip(
+        events[::3], events[1::3], events[2::3], strict=True
+    ):
         fit_rows = {index[r.tobytes()] for r in fit_p}
         pred_rows = {index[r.tobytes()] for r in pred_p}
         assert fit_rows.isdisjoint(pred_rows)
         assert fit_rows | pred_rows == set(range(preds.n_samples))
+        assert {index[r.tobytes()] for r in train_p} == fit_rows
         predicted_count[list(pred_rows)] += 1
     np.testing.assert_array_equal(predicted_count, 1)  # each row scored exactly once
     np.testing.assert_array_equal(result.calibrated["test-spy"].probs, preds.probs)

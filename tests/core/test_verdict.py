@@ -1,4 +1,5 @@
-"""The verdict of a comparison: best map by held-out log-loss and a paired bootstrap of its win."""
+"""The verdict of a comparison: best map by held-out log-loss, an interval of its win that
+holds the noise of fitting, and the simplest map within noise of the best."""
 
 from __future__ import annotations
 
@@ -6,10 +7,12 @@ import json
 
 import numpy as np
 import pytest
+from scipy.stats import norm
 
 from calibration_core import CalibrationInputError, Predictions, compare_maps
 from calibration_core.bootstrap import bootstrap_ci, resampled_means
 from calibration_core.compare import choose_map, format_difference, map_parameters
+from calibration_core.compare.verdict import FITS_FIXED, FitDesign, effective_parameters
 from calibration_core.io import load_predictions
 from calibration_core.maps import make_map
 from calibration_core.metrics import log_loss, log_loss_per_row
@@ -49,7 +52,7 @@ def test_two_identity_estimates_give_no_clear_winner_in_most_seeds():
         data = calibrated_data(seed, k=2)
         comparison = compare_maps(data, ["temperature", "platt"], seed=seed)
         pair = {name: comparison.calibrated[name] for name in ("temperature", "platt")}
-        verdict = choose_map(pair, comparison.fitted, n_resamples=500, seed=seed)
+        verdict = choose_map(pair, comparison.fitted, design=comparison.design())
         assert {verdict.winner, verdict.runner_up} == {"temperature", "platt"}
         assert verdict.lower <= verdict.difference <= verdict.upper
         clear.append(verdict.clear)
@@ -75,26 +78,127 @@ def test_overconfident_model_gets_a_clear_winner_over_uncalibrated():
 
 def test_uncalibrated_competes_and_can_win():
     """A map that throws information away loses to doing nothing, clearly."""
-    comparison = compare_maps(calibrated_data(1), ["histogram"], seed=1)
+    comparison = compare_maps(calibrated_data(1, n=4000), ["histogram"], seed=1)
     verdict = comparison.verdict()
     assert verdict.winner == "uncalibrated" and verdict.runner_up == "histogram"
     assert verdict.clear
 
 
-def test_interval_is_the_paired_bootstrap_of_per_row_differences():
+def _documented_interval(comparison, name, best, level):
+    """The interval of the module docstring, computed here from its definition."""
+    losses = comparison.row_losses()
+    d = losses[name] - losses[best]
+    folds = comparison.fold_ids
+    k, n = int(folds.max()) + 1, d.size
+    n_train = np.array([np.sum(folds != f) for f in range(k)])
+
+    def p_eff(m):
+        if m == "uncalibrated":
+            return 0.0
+        relative = losses[m] - losses["uncalibrated"]  # relative to doing nothing, per row
+        held = np.array([relative[folds == f].mean() for f in range(k)])
+        train = comparison.train_log_loss[m] - comparison.train_log_loss["uncalibrated"]
+        return max(0.0, np.mean(n_train * (held - train)))
+
+    rows = d.var(ddof=1) / n
+    fold_means = np.array([d[folds == f].mean() for f in range(k)])
+    nadeau_bengio = (1 / k + (n / k) / n_train.mean()) * fold_means.var(ddof=1)
+    v = 1 / (2 * k) + k / (2 * (k - 1))
+    var = max(rows, nadeau_bengio) + v * (p_eff(name) + p_eff(best)) / n_train.mean() ** 2
+    half = norm.ppf((1 + level) / 2) * np.sqrt(var)
+    return d.mean(), d.mean() - half, d.mean() + half, p_eff(name)
+
+
+def test_interval_is_the_documented_rule():
     comparison = compare_maps(overconfident_data(2), ["temperature", "platt"], seed=3)
     losses = comparison.row_losses()
     for name, pred in comparison.calibrated.items():
         assert losses[name].mean() == pytest.approx(log_loss(pred.probs, pred.labels), rel=1e-12)
-    verdict = comparison.verdict(n_resamples=400, level=0.9, seed=11)
-    diff = losses[verdict.runner_up] - losses[verdict.winner]
-    samples = resampled_means(diff, 400, 11)
-    lower, upper = np.quantile(samples, [0.05, 0.95])
-    assert (verdict.lower, verdict.upper) == (pytest.approx(lower), pytest.approx(upper))
-    assert verdict.difference == pytest.approx(diff.mean())
-    # The same seed, the same interval; the verdict's default seed is the comparison's.
-    assert comparison.verdict(n_resamples=400, level=0.9, seed=11) == verdict
-    assert comparison.verdict().seed == 3
+    verdict = comparison.verdict(level=0.9)
+    for contender in verdict.contenders[1:]:
+        mean, lower, upper, p = _documented_interval(
+            comparison, contender.name, verdict.winner, 0.9
+        )
+        assert contender.difference == pytest.approx(mean, rel=1e-12)
+        assert (contender.lower, contender.upper) == (
+            pytest.approx(lower, rel=1e-9),
+            pytest.approx(upper, rel=1e-9),
+        )
+        assert contender.effective_parameters == pytest.approx(p, rel=1e-9)
+    assert verdict.interval == "5-fold cross-fitting, each map fitted on 1,200 rows"
+    assert comparison.verdict(level=0.9) == verdict  # nothing random left
+
+
+def test_the_interval_is_wider_than_the_rows_alone_and_fixed_fits_are_said():
+    comparison = compare_maps(overconfident_data(2), ["temperature", "platt"], seed=3)
+    with_fits = comparison.verdict()
+    fixed = choose_map(comparison.calibrated, comparison.fitted)
+    assert fixed.interval == FITS_FIXED and "not included" in fixed.summary
+    assert "fitting noise included: 5-fold cross-fitting" in with_fits.summary
+    losses = comparison.row_losses()
+    d = losses[fixed.runner_up] - losses[fixed.winner]
+    half = norm.ppf(0.975) * d.std(ddof=1) / np.sqrt(d.size)
+    assert (fixed.lower, fixed.upper) == (
+        pytest.approx(d.mean() - half),
+        pytest.approx(d.mean() + half),
+    )
+    assert with_fits.upper - with_fits.lower > fixed.upper - fixed.lower
+    assert all(c.effective_parameters is None for c in fixed.contenders)
+
+
+def test_train_test_split_has_one_fit_and_its_own_factor():
+    pred = overconfident_data(5, n=2000)
+    comparison = compare_maps(pred, ["temperature"], test_fraction=0.25, seed=5)
+    design = comparison.design()
+    assert design.n_fits == 1 and not design.cross_fitted
+    assert design.n_train.tolist() == [1500] and np.all(design.fit_of_row == 0)
+    verdict = comparison.verdict()
+    losses = comparison.row_losses()
+    d = losses["uncalibrated"] - losses["temperature"]
+    # One fit: its optimism is too noisy, the parameter count stands in.
+    assert effective_parameters("temperature", losses["temperature"], design) == 0.0
+    fitted = comparison.fitted["temperature"]
+    assert effective_parameters("temperature", losses["temperature"], design, fitted) == 1.0
+    var = d.var(ddof=1) / d.size + (0.5 + 1500 / 500) * 1 / 1500**2
+    half = norm.ppf(0.975) * np.sqrt(var)
+    assert (verdict.lower, verdict.upper) == (
+        pytest.approx(d.mean() - half),
+        pytest.approx(d.mean() + half),
+    )
+    assert verdict.interval == "one train/test split, each map fitted on 1,500 rows"
+
+
+def test_effective_parameters_count_what_a_fit_spends():
+    """About 1 for temperature (well specified), far below the count for a regularised map."""
+    estimates = []
+    for seed in range(12):
+        comparison = compare_maps(calibrated_data(seed, n=3000), ["temperature"], seed=seed)
+        verdict = comparison.verdict()
+        estimates.append(verdict.contender("temperature").effective_parameters)
+    assert 0.4 < np.mean(estimates) < 1.8  # measured: 0.96
+    pred = overconfident_data(1, n=1500, k=10)
+    verdict = compare_maps(pred, ["matrix"], seed=0).verdict()
+    matrix = verdict.contender("matrix")
+    assert matrix.n_parameters == 110 and 0 < matrix.effective_parameters < 110
+    assert verdict.contender("uncalibrated").effective_parameters == 0.0
+
+
+def test_old_resampling_arguments_are_ignored_with_a_warning():
+    comparison = compare_maps(overconfident_data(2, n=600), ["temperature"], seed=3)
+    with pytest.warns(FutureWarning, match="n_resamples and seed are ignored"):
+        old = comparison.verdict(n_resamples=400, seed=11)
+    assert old == comparison.verdict()
+
+
+def test_a_design_of_other_rows_is_refused():
+    comparison = compare_maps(overconfident_data(2, n=600), ["temperature"], seed=3)
+    design = comparison.design()
+    short = FitDesign(design.fit_of_row[:-1], design.n_train, design.train_log_loss)
+    with pytest.raises(CalibrationInputError, match="fit of 599 rows but the candidates hold 600"):
+        choose_map(comparison.calibrated, design=short)
+    wrong = FitDesign(design.fit_of_row + 7, design.n_train, design.train_log_loss)
+    with pytest.raises(CalibrationInputError, match=r"in 0\.\.4"):
+        choose_map(comparison.calibrated, design=wrong)
 
 
 def test_resampled_means_draws_as_bootstrap_ci():
@@ -122,8 +226,6 @@ def test_single_candidate_and_bad_candidates():
     a, b = calibrated_data(0, n=300), calibrated_data(1, n=200)
     with pytest.raises(CalibrationInputError, match="same rows"):
         choose_map({"a": a, "b": b})
-    with pytest.raises(CalibrationInputError, match="n_resamples"):
-        choose_map({"a": a}, n_resamples=0)
 
 
 def test_parameters_in_words():
@@ -145,10 +247,11 @@ def test_parameters_in_words():
 
 def test_comparison_to_dict_has_the_verdict():
     comparison = compare_maps(overconfident_data(), ["temperature", "platt"], seed=0)
-    doc = comparison.to_dict(n_resamples=200, level=0.8)
+    doc = comparison.to_dict(level=0.8)
     verdict = doc["verdict"]
     assert verdict["winner"] in ("temperature", "platt") and verdict["criterion"] == "log_loss"
-    assert verdict["n_resamples"] == 200 and verdict["level"] == 0.8
+    assert verdict["interval"].startswith("5-fold cross-fitting") and verdict["level"] == 0.8
+    assert all("effective_parameters" in c for c in verdict["contenders"])
     assert verdict["clear_winner"] == (verdict["lower"] > 0)
     assert list(verdict["log_loss"]) == sorted(verdict["log_loss"], key=verdict["log_loss"].get)
     json.dumps(doc, allow_nan=False)
@@ -161,7 +264,7 @@ def test_densenet_temperature_clearly_beats_histogram_binning(realdata):
         pred = Predictions.from_probs(data["predictions"].astype(np.float64), data["ground_truth"])
     comparison = compare_maps(pred, ["temperature", "histogram"], seed=0)
     pair = {name: comparison.calibrated[name] for name in ("temperature", "histogram")}
-    verdict = choose_map(pair, comparison.fitted, n_resamples=1000, seed=0)
+    verdict = choose_map(pair, comparison.fitted, design=comparison.design())
     assert verdict.winner == "temperature" and verdict.runner_up == "histogram"
     assert verdict.clear and verdict.lower > 0.1  # measured: 0.80 (0.75 to 0.85)
     low, high = (
@@ -187,7 +290,7 @@ def test_coinciding_candidates_are_one_contender_and_the_runner_up_differs():
         "twin": _copy(temp, 5e-10),  # within 1e-9: the same contender
         "near": _copy(temp, 1e-4),  # a different one
     }
-    verdict = choose_map(candidates, n_resamples=200, seed=0)
+    verdict = choose_map(candidates)
     labels = [c.label for c in verdict.contenders]
     assert "temperature = twin" in labels and "near" in labels and len(labels) == 3
     assert verdict.winner in ("temperature", "near")
@@ -202,7 +305,7 @@ def test_coinciding_candidates_are_one_contender_and_the_runner_up_differs():
 def test_matrix_and_dirichlet_on_probabilities_are_one_contender_with_the_reason():
     pred = overconfident_data(n=900)
     comparison = compare_maps(pred, ["temperature", "matrix", "dirichlet"], seed=0)
-    verdict = comparison.verdict(n_resamples=200)
+    verdict = comparison.verdict()
     merged = verdict.contender("dirichlet")
     assert merged.names == ("matrix", "dirichlet") and merged.label == "matrix = dirichlet"
     assert "Dirichlet calibration" in merged.reason
@@ -220,7 +323,7 @@ def test_matrix_and_dirichlet_on_probabilities_are_one_contender_with_the_reason
 def test_parsimony_recommends_the_fewest_parameters_not_clearly_worse():
     """Calibrated data: no map is clearly better than doing nothing, which has 0 parameters."""
     comparison = compare_maps(calibrated_data(2), ["temperature", "vector", "matrix"], seed=2)
-    verdict = comparison.verdict(n_resamples=400)
+    verdict = comparison.verdict()
     counts = {c.name: c.n_parameters for c in verdict.contenders}
     assert counts["uncalibrated"] == 0 and counts["temperature"] == 1
     assert counts["vector"] == 6 and counts["matrix"] == 12
@@ -233,7 +336,7 @@ def test_parsimony_recommends_the_fewest_parameters_not_clearly_worse():
 
 def test_parsimony_keeps_the_best_when_every_simpler_map_is_clearly_worse():
     comparison = compare_maps(overconfident_data(), ["temperature"], seed=0)
-    verdict = comparison.verdict(n_resamples=200)
+    verdict = comparison.verdict()
     assert verdict.recommended == verdict.winner == "temperature" and verdict.clear
     assert verdict.recommendation.startswith("Recommended: temperature (1 parameter), the best")
 
@@ -249,8 +352,8 @@ def test_differences_keep_their_sign_and_a_nonzero_digit(value, text):
 def test_summary_bounds_never_round_to_zero():
     pred = calibrated_data(4, n=4000)
     comparison = compare_maps(pred, ["temperature"], seed=4)
-    verdict = comparison.verdict(n_resamples=200)
-    bounds = verdict.summary.split("interval ")[1].split(",")[0].split(" to ")
+    verdict = comparison.verdict()
+    bounds = verdict.summary.split("interval ")[1].split(" on ")[0].split(" to ")
     assert [float(b) for b in bounds] == pytest.approx([verdict.lower, verdict.upper], rel=0.06)
     assert all(float(b) != 0 for b in bounds)
 

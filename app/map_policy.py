@@ -6,31 +6,25 @@ classes by a shared server: about a million parameters, tens of minutes and
 gigabytes per fit. The server refuses such a map up front, before any job
 starts, with the reason and a map that suits that many classes. The budget is
 ``MAX_MAP_PARAMETERS`` (see docs/hosting.md for how its default was chosen);
-the core and the command-line tool keep no such limit.
+the core and the command-line tool keep no such limit. The counts are the
+core's (the same the verdict shows as each map's parameters).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
-#: Parameters of a map on K classes (maps whose cost grows with the rows, not
-#: the classes, count none: histogram binning, isotonic regression).
-PARAMETERS: dict[str, Callable[[int], int]] = {
-    "histogram": lambda k: 0,
-    "isotonic": lambda k: 0,
-    "platt": lambda k: 2 * k,
-    "beta": lambda k: 3 * k,
-    "temperature": lambda k: 1,
-    "vector": lambda k: 2 * k,
-    "matrix": lambda k: k * (k + 1),
-    "dirichlet": lambda k: k * (k + 1),
-}
-
 
 def map_parameters(name: str, n_classes: int) -> int:
-    """Number of parameters of map ``name`` on ``n_classes`` classes (0 if not counted)."""
-    count = PARAMETERS.get(name)
-    return 0 if count is None else count(n_classes)
+    """Parameters of map ``name`` on ``n_classes`` classes, before fitting it.
+
+    The core's count (:meth:`calibration_core.maps.base.CalibrationMap.planned_parameters`,
+    what ``n_parameters_`` will say after the fit); 0 for isotonic regression,
+    whose fitted steps the data decide and whose cost grows with the rows,
+    not the classes. Histogram binning counts its bins per column (10 x K by
+    default: refused only above 5,000 classes at the default budget).
+    """
+    from calibration_core.maps import make_map  # loads scikit-learn: only when fitting
+
+    return make_map(name).planned_parameters(int(n_classes)) or 0
 
 
 def refusal(name: str, model: str, n_classes: int, budget: int) -> str | None:

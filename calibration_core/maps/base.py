@@ -314,6 +314,24 @@ class CalibrationMap(ClassifierMixin, TransformerMixin, BaseEstimator):
         check_is_fitted(self, "classes_")
         return int(self._count_parameters())
 
+    def planned_parameters(self, n_classes: int) -> int | None:
+        """The :attr:`n_parameters_` a fit on ``n_classes`` classes will have, before fitting.
+
+        For a front end's budget (the dashboard refuses maps above
+        ``MAX_MAP_PARAMETERS``). None when the data decide it (isotonic
+        regression's fitted steps) or the map does not say.
+
+        Parameters
+        ----------
+        n_classes : int
+            K >= 2.
+
+        Returns
+        -------
+        int or None
+        """
+        return None
+
     # ---------------------------------------------------------- subclass API
     def _count_parameters(self) -> int:
         """Number of fitted parameters of the fitted map (:attr:`n_parameters_`)."""

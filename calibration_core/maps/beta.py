@@ -211,8 +211,14 @@ class BetaCalibration(OneVsRestMap):
         return expit(a * log_s + b * log_1ms + c)
 
     def _count_parameters(self) -> int:
-        per_column = 3 if self.parameters == "abm" else 2  # "ab": c = (a - b) ln 2; "am": a = b
-        return int(self.coef_.shape[0]) * per_column
+        return int(self.coef_.shape[0]) * self._per_column()
+
+    def planned_parameters(self, n_classes: int) -> int | None:
+        """3 (2 for "ab"/"am") per score column (:meth:`CalibrationMap.planned_parameters`)."""
+        return self.planned_columns(n_classes) * self._per_column()
+
+    def _per_column(self) -> int:
+        return 3 if self.parameters == "abm" else 2  # "ab": c = (a - b) ln 2; "am": a = b
 
     def _fitted_state(self) -> dict[str, Any]:
         return {

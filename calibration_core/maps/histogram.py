@@ -221,6 +221,10 @@ class HistogramBinning(OneVsRestMap):
     def _count_parameters(self) -> int:
         return int(self.values_.size)
 
+    def planned_parameters(self, n_classes: int) -> int | None:
+        """``n_bins`` per score column (:meth:`CalibrationMap.planned_parameters`)."""
+        return int(self.n_bins) * self.planned_columns(n_classes)
+
     def _fitted_state(self) -> dict[str, Any]:
         return {
             "edges": self.edges_.tolist(),

@@ -127,6 +127,10 @@ class PlattScaling(OneVsRestMap):
     def _count_parameters(self) -> int:
         return int(self.coef_.size)
 
+    def planned_parameters(self, n_classes: int) -> int | None:
+        """2 per score column (:meth:`CalibrationMap.planned_parameters`)."""
+        return 2 * self.planned_columns(n_classes)
+
     def _fitted_state(self) -> dict[str, Any]:
         return {"coef": self.coef_.tolist(), "n_iter": int(self.n_iter_)}
 

@@ -325,6 +325,10 @@ class TemperatureScaling(CalibrationMap):
     def _count_parameters(self) -> int:
         return 1
 
+    def planned_parameters(self, n_classes: int) -> int | None:
+        """1, whatever the classes (:meth:`CalibrationMap.planned_parameters`)."""
+        return 1
+
     def _fitted_state(self) -> dict[str, Any]:
         return {"temperature": float(self.temperature_), "n_iter": int(self.n_iter_)}
 

@@ -222,6 +222,7 @@ def test_map_parameters_grow_with_the_classes_as_each_map_does():
     assert map_parameters("dirichlet", 1000) == map_parameters("matrix", 1000) == 1_001_000
     assert map_parameters("vector", 1000) == 2000 and map_parameters("temperature", 1000) == 1
     assert map_parameters("isotonic", 1000) == 0
+    assert map_parameters("platt", 2) == 2 and map_parameters("histogram", 1000) == 10_000
     assert refusal("dirichlet", "m", 100, 50_000) is None  # CIFAR-100: 10,100 parameters
     assert "use temperature or vector scaling for 1,000 classes" in refusal(
         "dirichlet", "m", 1000, 50_000

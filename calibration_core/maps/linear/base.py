@@ -151,6 +151,10 @@ class LinearCalibrationMap(CalibrationMap):
     def _count_parameters(self) -> int:
         return n_parameters(self.kind, int(self.n_classes_))
 
+    def planned_parameters(self, n_classes: int) -> int | None:
+        """Weights and intercepts on K classes (:meth:`CalibrationMap.planned_parameters`)."""
+        return n_parameters(self.kind, int(n_classes))
+
     def _fitted_state(self) -> dict[str, Any]:
         return {
             "coef": self.coef_.tolist(),

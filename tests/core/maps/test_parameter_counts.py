@@ -66,3 +66,20 @@ def test_count_survives_the_json_round_trip():
 def test_unfitted_map_has_no_count():
     with pytest.raises(NotFittedError):
         _ = make_map("temperature").n_parameters_
+
+
+@pytest.mark.parametrize("k", [2, 3, 7])
+def test_planned_parameters_are_what_the_fit_reports(k):
+    """A front end's budget counts a map before fitting it: the same count, or None."""
+    from calibration_core.maps import available_maps
+
+    pred = _predictions(k, seed=k)
+    for name in available_maps():
+        planned = make_map(name).planned_parameters(k)
+        fitted = make_map(name).fit(pred, pred.labels)
+        if name == "isotonic":
+            assert planned is None  # its fitted steps depend on the data
+        else:
+            assert planned == fitted.n_parameters_, name
+    assert make_map("histogram", n_bins=4).planned_parameters(5) == 20
+    assert make_map("beta", parameters="ab").planned_parameters(2) == 2

@@ -5,8 +5,9 @@
 - :mod:`~calibration_core.compare.folds`: which rows fit and which rows score.
 - :mod:`~calibration_core.compare.results`: the table's columns, how a row is
   scored, and :class:`Comparison`.
-- :mod:`~calibration_core.compare.verdict`: the best map by held-out log-loss
-  and a paired bootstrap of its advantage (:func:`choose_map`, :class:`Verdict`).
+- :mod:`~calibration_core.compare.verdict`: the best map by held-out log-loss,
+  an interval of its advantage that holds the noise of fitting the maps, and
+  the simplest map within that noise (:func:`choose_map`, :class:`Verdict`).
 """
 
 from .results import METRIC_COLUMNS, TABLE_COLUMNS, Comparison, score_probs

@@ -19,11 +19,14 @@ def map_parameters(name: str, n_classes: int) -> int:
     The core's count (:meth:`calibration_core.maps.base.CalibrationMap.planned_parameters`,
     what ``n_parameters_`` will say after the fit); 0 for isotonic regression,
     whose fitted steps the data decide and whose cost grows with the rows,
-    not the classes. Histogram binning counts its bins per column (10 x K by
-    default: refused only above 5,000 classes at the default budget).
+    not the classes, and for names that are not maps ("uncalibrated").
+    Histogram binning counts its bins per column (10 x K by default: refused
+    only above 5,000 classes at the default budget).
     """
-    from calibration_core.maps import make_map  # loads scikit-learn: only when fitting
+    from calibration_core.maps import available_maps, make_map  # loads scikit-learn
 
+    if name not in available_maps():  # "uncalibrated": the scored rows of a split, no map
+        return 0
     return make_map(name).planned_parameters(int(n_classes)) or 0
 
 

@@ -18,7 +18,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from .binning import MAX_BINS, SCHEMES, SortedScores, width_thresholds
+from .binning import MAX_BINS, SCHEMES, Scheme, SortedScores, width_thresholds
 from .errors import CalibrationInputError
 from .notions import check_ece_notion
 from .predictions import Predictions
@@ -48,7 +48,7 @@ class EceSensitivity:
     notion: str
     class_index: int | None = None
 
-    def by_scheme(self, scheme: str) -> np.ndarray:
+    def by_scheme(self, scheme: Scheme) -> np.ndarray:
         """The ECE curve of one scheme ("width" or "frequency"), shape (B,)."""
         if scheme not in SCHEMES:
             raise CalibrationInputError(f"scheme must be 'width' or 'frequency', got {scheme!r}.")
@@ -88,7 +88,7 @@ def _all_width_thresholds(counts: tuple[int, ...]) -> np.ndarray:
     return thresholds
 
 
-def _ece_curve(sorted_scores: SortedScores, counts: np.ndarray, scheme: str) -> np.ndarray:
+def _ece_curve(sorted_scores: SortedScores, counts: np.ndarray, scheme: Scheme) -> np.ndarray:
     """ECE of one sorted score column for every bin count, shape (B,).
 
     All settings are laid end to end: setting ``b`` with ``M_b`` bins owns

@@ -20,11 +20,11 @@ from .width import width_edges
 __all__ = ["MAX_BINS", "SCHEMES", "Binning", "Scheme", "check_binning_args"]
 
 Scheme = Literal["width", "frequency"]
-SCHEMES: tuple[str, ...] = ("width", "frequency")
+SCHEMES: tuple[Scheme, ...] = ("width", "frequency")
 MAX_BINS = 10_000
 
 
-def check_binning_args(n_bins, scheme) -> tuple[int, str]:
+def check_binning_args(n_bins, scheme) -> tuple[int, Scheme]:
     """Validate a bin count and scheme name, returning them normalised."""
     if isinstance(n_bins, bool) or not isinstance(n_bins, (int, np.integer)):
         raise CalibrationInputError(
@@ -37,7 +37,7 @@ def check_binning_args(n_bins, scheme) -> tuple[int, str]:
             f"scheme must be 'width' (equal-width bins) or 'frequency' (equal-count bins), "
             f"got {scheme!r}."
         )
-    return int(n_bins), str(scheme)
+    return int(n_bins), "width" if scheme == "width" else "frequency"
 
 
 @dataclass(frozen=True)

@@ -85,6 +85,7 @@ from typing import Any
 import numpy as np
 from scipy.stats import norm
 
+from ..binning import Scheme
 from ..errors import CalibrationInputError
 from ..maps.base import CalibrationMap
 from ..maps.registry import same_model_reason
@@ -406,7 +407,7 @@ def choose_map(
     design: FitDesign | None = None,
     level: float = DEFAULT_LEVEL,
     n_bins: int = 15,
-    scheme: str = "width",
+    scheme: Scheme = "width",
     n_resamples: int | None = None,
     seed: int | None = None,
 ) -> Verdict:

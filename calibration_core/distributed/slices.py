@@ -44,7 +44,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from ..binning import BinStatistics
+from ..binning import BinStatistics, Scheme
 from ..binning.width import width_edges
 from ..errors import CalibrationInputError
 from ..io.checks import Context
@@ -731,7 +731,7 @@ class SliceSample:
     n_resamples: int = 200
     level: float = 0.95
     min_rows: int = MIN_GROUP_ROWS
-    scheme: str = "width"
+    scheme: Scheme = "width"
     group_maps: tuple[str, ...] = ()
     folds: int = 5
 

@@ -38,7 +38,7 @@ from typing import Any
 
 import numpy as np
 
-from ..binning import Binning
+from ..binning import Binning, Scheme
 from ..errors import CalibrationInputError
 from .binary_columns import BinaryColumns, warn_few_rows
 from .onevsrest import OneVsRestMap, check_eps
@@ -154,7 +154,7 @@ class HistogramBinning(OneVsRestMap):
     def __init__(
         self,
         n_bins: int = 10,
-        scheme: str = "width",
+        scheme: Scheme = "width",
         alpha: float = 0.0,
         eps: float = 1e-7,
         input: str = "probs",

@@ -114,12 +114,12 @@ def confidence_statistics(
             confidence[start:stop] = conf
             correct[start:stop] = ok
     if scheme == "width":
-        return counter.statistics(binning.edges(None))
+        return counter.statistics(binning.edges())
     return binning.statistics(confidence, correct)
 
 
 def classwise_statistics(
-    probs, labels, *, n_bins: int = 15, scheme: str = "width"
+    probs, labels, *, n_bins: int = 15, scheme: Scheme = "width"
 ) -> BinStatistics:
     """Stacked one-vs-rest statistics, arrays of shape (K, M).
 

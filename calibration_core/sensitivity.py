@@ -160,19 +160,23 @@ def ece_sensitivity(
             )
         pred = Predictions.from_probs(probs, labels)
     counts = _bin_counts(bins)
-    if notion == "class" and (
-        isinstance(class_index, bool)
-        or not isinstance(class_index, (int, np.integer))
-        or not 0 <= class_index < pred.n_classes
-    ):
-        raise CalibrationInputError(
-            f"one-class-vs-rest needs a class index in 0..{pred.n_classes - 1}, "
-            f"got {class_index!r}."
-        )
+    index = None
+    if notion == "class":
+        if (
+            isinstance(class_index, bool)
+            or not isinstance(class_index, (int, np.integer))
+            or not 0 <= class_index < pred.n_classes
+        ):
+            raise CalibrationInputError(
+                f"one-class-vs-rest needs a class index in 0..{pred.n_classes - 1}, "
+                f"got {class_index!r}."
+            )
+        index = int(class_index)
+    columns: list[tuple[str, int | None]]
     if notion == "classwise":
         columns = [("class", j) for j in range(pred.n_classes)]
     else:
-        columns = [(notion, class_index)]
+        columns = [(notion, index)]
     sorted_columns = [pred.sorted_scores(n, k) for n, k in columns]
     curves = {
         scheme: np.mean([_ece_curve(s, counts, scheme) for s in sorted_columns], axis=0)
@@ -183,5 +187,5 @@ def ece_sensitivity(
         width=curves["width"],
         frequency=curves["frequency"],
         notion=notion,
-        class_index=None if notion != "class" else int(class_index),
+        class_index=index,
     )

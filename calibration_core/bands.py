@@ -44,7 +44,7 @@ from statistics import NormalDist
 
 import numpy as np
 
-from .binning import Binning, BinStatistics
+from .binning import Binning, BinStatistics, Scheme
 from .errors import CalibrationInputError
 from .reliability import ReliabilityCurve
 from .validation import (
@@ -232,7 +232,7 @@ def consistency_band(
     targets,
     *,
     n_bins: int = 15,
-    scheme: str = "width",
+    scheme: Scheme = "width",
     n_resamples: int = 1000,
     level: float = 0.95,
     seed=None,
@@ -306,7 +306,7 @@ def naive_consistency_band(
     scores,
     *,
     n_bins: int = 15,
-    scheme: str = "width",
+    scheme: Scheme = "width",
     n_resamples: int = 1000,
     level: float = 0.95,
     seed=None,

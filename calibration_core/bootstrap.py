@@ -440,6 +440,8 @@ def _bounds(name, p, y, estimate, samples, level, interval, kwargs) -> tuple[flo
     if interval != MAX_GAP_INTERVAL:
         return interval_bounds(estimate, samples, level, interval)
     notion = _ONE_COLUMN[name][0]
+    if notion is None:  # the metrics of MAX_GAP_METRICS have a notion of their own
+        raise ValueError(f"{name} has no {MAX_GAP_INTERVAL} interval")
     n_bins, scheme = check_binning_args(kwargs.get("n_bins", 15), kwargs.get("scheme", "width"))
     scores, targets = notion_scores(p, y, notion)
     return max_gap_bounds(scores, targets, Binning(scheme, n_bins), level)

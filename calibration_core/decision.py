@@ -274,7 +274,7 @@ def compare_expected_costs(
     if deploy_prior is not None:
         pi = float(y.mean()) if train_prior is None else train_prior
         c = prior_shift_threshold(c, pi, deploy_prior)
-    rows = {"cost": [], "fp": [], "fn": [], "best_t": [], "best_c": []}
+    rows: dict[str, list[float]] = {"cost": [], "fp": [], "fn": [], "best_t": [], "best_c": []}
     for scores in score_sets.values():
         s, y = _scores_labels(scores, labels)
         positive = s >= c

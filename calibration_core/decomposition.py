@@ -70,7 +70,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .binning import Binning
+from .binning import Binning, Scheme
 from .metrics import LOG_LOSS_EPS, brier_score, log_loss
 from .predictions import probs_and_labels
 
@@ -124,7 +124,9 @@ def _grouping(p: np.ndarray, y: np.ndarray, binning: Binning):
         yield sj, _bin_frequency(sj, yj, binning), yj
 
 
-def brier_decomposition(probs, labels, *, n_bins: int = 15, scheme: str = "width") -> Decomposition:
+def brier_decomposition(
+    probs, labels, *, n_bins: int = 15, scheme: Scheme = "width"
+) -> Decomposition:
     """Brier score = calibration + refinement + residual (survey §3.1).
 
     See the module docstring for the derivation and the binned estimate of
@@ -168,7 +170,7 @@ def brier_decomposition(probs, labels, *, n_bins: int = 15, scheme: str = "width
 
 
 def log_loss_decomposition(
-    probs, labels, *, n_bins: int = 15, scheme: str = "width", eps: float = LOG_LOSS_EPS
+    probs, labels, *, n_bins: int = 15, scheme: Scheme = "width", eps: float = LOG_LOSS_EPS
 ) -> Decomposition:
     """Log-loss = calibration (KL) + refinement + residual (survey §3.1).
 
@@ -230,7 +232,7 @@ PART_FIELDS: tuple[str, ...] = (
 )
 
 
-def score_parts(probs, labels, *, n_bins: int = 15, scheme: str = "width") -> dict[str, float]:
+def score_parts(probs, labels, *, n_bins: int = 15, scheme: Scheme = "width") -> dict[str, float]:
     """Calibration and refinement parts of the Brier score and the log-loss.
 
     :func:`brier_decomposition` and :func:`log_loss_decomposition` with one

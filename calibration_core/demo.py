@@ -150,7 +150,9 @@ def save_demo_outputs(outputs: list[DemoOutput], path: Path) -> None:
         arrays[f"labels_{i}"] = y.astype(np.int64)
         arrays[f"meta_{i}"] = np.array([data_name, model_name, kind, *class_names])
     path.parent.mkdir(parents=True, exist_ok=True)
-    np.savez_compressed(path, **arrays)
+    # numpy >= 2.1's stubs match **arrays against allow_pickle, which numpy 1.24 would
+    # store as an array: not passed.
+    np.savez_compressed(path, **arrays)  # type: ignore[arg-type]
 
 
 def load_demo_outputs(path: Path) -> list[DemoOutput]:

@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .binning import Binning, BinStatistics, check_binning_args
+from .binning import Binning, BinStatistics, Scheme, check_binning_args
 from .errors import CalibrationInputError
 from .notions import notion_columns
 from .predictions import probs_and_labels
@@ -89,7 +89,7 @@ def plugin_calibration_error(
     notion: str = "confidence",
     class_index: int | None = None,
     n_bins: int = 15,
-    scheme: str = "frequency",
+    scheme: Scheme = "frequency",
 ) -> float:
     """Plug-in Lp calibration error ``(sum_b n_b/N |ybar_b - sbar_b|^p)^(1/p)``.
 
@@ -125,7 +125,7 @@ def debiased_ece(
     notion: str = "confidence",
     class_index: int | None = None,
     n_bins: int = 15,
-    scheme: str = "frequency",
+    scheme: Scheme = "frequency",
 ) -> float:
     """Debiased L2 calibration error of Kumar, Liang & Ma (2019).
 

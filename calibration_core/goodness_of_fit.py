@@ -307,12 +307,14 @@ def hosmer_lemeshow(
     statistic = float(table.contribution.sum())
     g_eff = groups.count.shape[0]
     dof = g_eff * (k - 1) if holdout else (g_eff - 2) * (k - 1)
+    resamples: int | None = None  # the chi-squared p-value draws none
     if p_value == "chi2":
-        value, r, seed = _chi2_sf(statistic, dof), None, None
+        value, seed = _chi2_sf(statistic, dof), None
     else:
         rng = check_seed(seed)
         null = _bootstrap_null(p, groups.group, groups.expected, groups.kept, rng, r)
         value = monte_carlo_p_value(statistic, null, rng=rng)
+        resamples = r
     return HosmerLemeshowResult(
         statistic=statistic,
         dof=int(dof),
@@ -321,6 +323,6 @@ def hosmer_lemeshow(
         reference=int(reference),
         table=table,
         method=p_value,
-        n_resamples=r,
+        n_resamples=resamples,
         seed=seed if isinstance(seed, (int, type(None))) else None,
     )

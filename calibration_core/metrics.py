@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .binning import Binning, BinStatistics, stack_statistics
+from .binning import Binning, BinStatistics, Scheme, stack_statistics
 from .notions import top_label_block
 from .validation import (
     check_labels,
@@ -66,7 +66,9 @@ def _column(arr: np.ndarray, j: int) -> np.ndarray:
 
 
 # ----------------------------------------------------------- bin statistics
-def binary_statistics(scores, labels, *, n_bins: int = 15, scheme: str = "width") -> BinStatistics:
+def binary_statistics(
+    scores, labels, *, n_bins: int = 15, scheme: Scheme = "width"
+) -> BinStatistics:
     """Per-bin statistics of a binary problem's positive-class scores.
 
     Parameters
@@ -83,7 +85,7 @@ def binary_statistics(scores, labels, *, n_bins: int = 15, scheme: str = "width"
 
 
 def confidence_statistics(
-    probs, labels, *, n_bins: int = 15, scheme: str = "width"
+    probs, labels, *, n_bins: int = 15, scheme: Scheme = "width"
 ) -> BinStatistics:
     """Per-bin statistics of top-label confidence against correctness.
 
@@ -112,12 +114,12 @@ def confidence_statistics(
             confidence[start:stop] = conf
             correct[start:stop] = ok
     if scheme == "width":
-        return counter.statistics(binning.edges(None))
+        return counter.statistics(binning.edges())
     return binning.statistics(confidence, correct)
 
 
 def classwise_statistics(
-    probs, labels, *, n_bins: int = 15, scheme: str = "width"
+    probs, labels, *, n_bins: int = 15, scheme: Scheme = "width"
 ) -> BinStatistics:
     """Stacked one-vs-rest statistics, arrays of shape (K, M).
 
@@ -139,7 +141,7 @@ def classwise_statistics(
 
 
 # ------------------------------------------------------------------ errors
-def binary_ece(scores, labels, *, n_bins: int = 15, scheme: str = "width") -> float:
+def binary_ece(scores, labels, *, n_bins: int = 15, scheme: Scheme = "width") -> float:
     """Binary expected calibration error (survey def. 1).
 
     Parameters
@@ -161,7 +163,7 @@ def binary_ece(scores, labels, *, n_bins: int = 15, scheme: str = "width") -> fl
     return binary_statistics(scores, labels, n_bins=n_bins, scheme=scheme).ece()
 
 
-def binary_mce(scores, labels, *, n_bins: int = 15, scheme: str = "width") -> float:
+def binary_mce(scores, labels, *, n_bins: int = 15, scheme: Scheme = "width") -> float:
     """Binary maximum calibration error (survey def. 2): the largest bin gap.
 
     Parameters and conventions as :func:`binary_ece`; empty bins are ignored.
@@ -169,7 +171,7 @@ def binary_mce(scores, labels, *, n_bins: int = 15, scheme: str = "width") -> fl
     return binary_statistics(scores, labels, n_bins=n_bins, scheme=scheme).mce()
 
 
-def classwise_ece(probs, labels, *, n_bins: int = 15, scheme: str = "width") -> float:
+def classwise_ece(probs, labels, *, n_bins: int = 15, scheme: Scheme = "width") -> float:
     """Classwise ECE (survey def. 4): the mean over classes of one-vs-rest ECE.
 
     Parameters
@@ -188,7 +190,7 @@ def classwise_ece(probs, labels, *, n_bins: int = 15, scheme: str = "width") -> 
     return float(np.mean(classwise_statistics(probs, labels, n_bins=n_bins, scheme=scheme).ece()))
 
 
-def classwise_mce(probs, labels, *, n_bins: int = 15, scheme: str = "width") -> float:
+def classwise_mce(probs, labels, *, n_bins: int = 15, scheme: Scheme = "width") -> float:
     """Classwise MCE (survey def. 5): the largest bin gap over all classes and bins.
 
     Parameters as :func:`classwise_ece`.
@@ -196,7 +198,7 @@ def classwise_mce(probs, labels, *, n_bins: int = 15, scheme: str = "width") -> 
     return float(np.max(classwise_statistics(probs, labels, n_bins=n_bins, scheme=scheme).mce()))
 
 
-def confidence_ece(probs, labels, *, n_bins: int = 15, scheme: str = "width") -> float:
+def confidence_ece(probs, labels, *, n_bins: int = 15, scheme: Scheme = "width") -> float:
     """Confidence (top-label) ECE (survey def. 6).
 
     Parameters
@@ -216,7 +218,7 @@ def confidence_ece(probs, labels, *, n_bins: int = 15, scheme: str = "width") ->
     return confidence_statistics(probs, labels, n_bins=n_bins, scheme=scheme).ece()
 
 
-def confidence_mce(probs, labels, *, n_bins: int = 15, scheme: str = "width") -> float:
+def confidence_mce(probs, labels, *, n_bins: int = 15, scheme: Scheme = "width") -> float:
     """Confidence (top-label) MCE: the largest bin gap of :func:`confidence_ece`."""
     return confidence_statistics(probs, labels, n_bins=n_bins, scheme=scheme).mce()
 

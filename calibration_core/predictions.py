@@ -296,7 +296,7 @@ class Predictions:
         -------
         SortedScores
         """
-        key = (notion, None if notion != "class" else int(class_index))
+        key = (notion, int(class_index) if notion == "class" and class_index is not None else None)
         cached = self._sorted.get(key)
         if cached is None:
             scores, targets = notion_scores(self.probs, self.labels, notion, class_index)

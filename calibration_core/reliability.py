@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .binning import Binning, BinStatistics
+from .binning import Binning, BinStatistics, Scheme
 from .validation import check_binary_targets, check_scores
 
 
@@ -64,7 +64,7 @@ class ReliabilityCurve:
 
 
 def reliability_curve(
-    scores, targets, *, n_bins: int = 15, scheme: str = "width"
+    scores, targets, *, n_bins: int = 15, scheme: Scheme = "width"
 ) -> ReliabilityCurve:
     """The reliability curve of scores against 0/1 targets.
 

@@ -18,7 +18,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from .binning import MAX_BINS, SCHEMES, SortedScores, width_thresholds
+from .binning import MAX_BINS, SCHEMES, Scheme, SortedScores, width_thresholds
 from .errors import CalibrationInputError
 from .notions import check_ece_notion
 from .predictions import Predictions
@@ -48,7 +48,7 @@ class EceSensitivity:
     notion: str
     class_index: int | None = None
 
-    def by_scheme(self, scheme: str) -> np.ndarray:
+    def by_scheme(self, scheme: Scheme) -> np.ndarray:
         """The ECE curve of one scheme ("width" or "frequency"), shape (B,)."""
         if scheme not in SCHEMES:
             raise CalibrationInputError(f"scheme must be 'width' or 'frequency', got {scheme!r}.")
@@ -88,7 +88,7 @@ def _all_width_thresholds(counts: tuple[int, ...]) -> np.ndarray:
     return thresholds
 
 
-def _ece_curve(sorted_scores: SortedScores, counts: np.ndarray, scheme: str) -> np.ndarray:
+def _ece_curve(sorted_scores: SortedScores, counts: np.ndarray, scheme: Scheme) -> np.ndarray:
     """ECE of one sorted score column for every bin count, shape (B,).
 
     All settings are laid end to end: setting ``b`` with ``M_b`` bins owns
@@ -160,19 +160,23 @@ def ece_sensitivity(
             )
         pred = Predictions.from_probs(probs, labels)
     counts = _bin_counts(bins)
-    if notion == "class" and (
-        isinstance(class_index, bool)
-        or not isinstance(class_index, (int, np.integer))
-        or not 0 <= class_index < pred.n_classes
-    ):
-        raise CalibrationInputError(
-            f"one-class-vs-rest needs a class index in 0..{pred.n_classes - 1}, "
-            f"got {class_index!r}."
-        )
+    index = None
+    if notion == "class":
+        if (
+            isinstance(class_index, bool)
+            or not isinstance(class_index, (int, np.integer))
+            or not 0 <= class_index < pred.n_classes
+        ):
+            raise CalibrationInputError(
+                f"one-class-vs-rest needs a class index in 0..{pred.n_classes - 1}, "
+                f"got {class_index!r}."
+            )
+        index = int(class_index)
+    columns: list[tuple[str, int | None]]
     if notion == "classwise":
         columns = [("class", j) for j in range(pred.n_classes)]
     else:
-        columns = [(notion, class_index)]
+        columns = [(notion, index)]
     sorted_columns = [pred.sorted_scores(n, k) for n, k in columns]
     curves = {
         scheme: np.mean([_ece_curve(s, counts, scheme) for s in sorted_columns], axis=0)
@@ -183,5 +187,5 @@ def ece_sensitivity(
         width=curves["width"],
         frequency=curves["frequency"],
         notion=notion,
-        class_index=None if notion != "class" else int(class_index),
+        class_index=index,
     )

@@ -65,7 +65,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .binning import Binning, check_binning_args, ece_from_sums, mce_from_sums
+from .binning import Binning, Scheme, check_binning_args, ece_from_sums, mce_from_sums
 from .errors import CalibrationInputError
 from .metrics import LOG_LOSS_EPS
 from .notions import notion_scores
@@ -136,7 +136,7 @@ class CalibrationTestResult:
     n_resamples: int
     seed: int | None = None
     n_bins: int | None = None
-    scheme: str | None = None
+    scheme: Scheme | None = None
     sides: str = "upper"
     null_mean: float | None = None
 
@@ -384,7 +384,7 @@ def calibration_test(
     n_resamples: int = 1000,
     seed: int | None = None,
     n_bins: int = 15,
-    scheme: str = "width",
+    scheme: Scheme = "width",
     eps: float = LOG_LOSS_EPS,
 ) -> CalibrationTestResult:
     """Resampling test of calibration for any measure (survey §6, alg. 1).
@@ -448,7 +448,7 @@ def calibration_test(
         n_resamples=r,
         seed=seed,
         n_bins=int(n_bins) if binned else None,
-        scheme=str(scheme) if binned else None,
+        scheme=scheme if binned else None,
         sides="two-sided" if centre is not None else "upper",
         null_mean=centre,
     )

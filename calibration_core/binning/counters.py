@@ -55,8 +55,9 @@ class ScoreBinCounter:
         self._bins = self.n_bins + 1 if edges is None else self.n_bins
         self._count2 = np.zeros(2 * self._bins, dtype=np.int64)
         self._sum2 = np.zeros(2 * self._bins)
-        self._sum_target = None
-        self._weighted = None  # float targets (weights) or 0/1 integers, fixed by the first add
+        self._sum_target: np.ndarray | None = None
+        # Float targets (weights) or 0/1 integers, fixed by the first add.
+        self._weighted: bool | None = None
         self._fbuf = self._ibuf = np.empty(0)
 
     def _keys(self, scores: np.ndarray, n: int) -> np.ndarray:

@@ -20,11 +20,11 @@ from .width import width_edges
 __all__ = ["MAX_BINS", "SCHEMES", "Binning", "Scheme", "check_binning_args"]
 
 Scheme = Literal["width", "frequency"]
-SCHEMES: tuple[str, ...] = ("width", "frequency")
+SCHEMES: tuple[Scheme, ...] = ("width", "frequency")
 MAX_BINS = 10_000
 
 
-def check_binning_args(n_bins, scheme) -> tuple[int, str]:
+def check_binning_args(n_bins, scheme) -> tuple[int, Scheme]:
     """Validate a bin count and scheme name, returning them normalised."""
     if isinstance(n_bins, bool) or not isinstance(n_bins, (int, np.integer)):
         raise CalibrationInputError(
@@ -37,7 +37,7 @@ def check_binning_args(n_bins, scheme) -> tuple[int, str]:
             f"scheme must be 'width' (equal-width bins) or 'frequency' (equal-count bins), "
             f"got {scheme!r}."
         )
-    return int(n_bins), str(scheme)
+    return int(n_bins), "width" if scheme == "width" else "frequency"
 
 
 @dataclass(frozen=True)
@@ -65,13 +65,17 @@ class Binning:
         return f"{self.n_bins} {kind} bins"
 
     # ----------------------------------------------------------------- edges
-    def edges(self, scores: np.ndarray) -> np.ndarray:
+    def edges(self, scores: np.ndarray | None = None) -> np.ndarray:
         """Bin edges for these scores, shape (M + 1,).
 
-        For equal width the edges do not depend on the scores.
+        For equal width the edges do not depend on the scores, which may be left out.
         """
         if self.scheme == "width":
             return width_edges(self.n_bins).copy()
+        if scores is None:
+            raise CalibrationInputError(
+                "equal-frequency edges are order statistics of the scores: pass the scores."
+            )
         scores = np.asarray(scores, dtype=np.float64)
         positions = self._frequency_positions(scores.shape[0])
         if not positions.size:
@@ -166,7 +170,7 @@ class Binning:
             # One unweighted pass gives counts of negatives and positives per bin.
             both = np.bincount(idx * 2 + targets, minlength=2 * m).reshape(m, 2)
             count = both.sum(axis=1)
-            sum_target = both[:, 1].astype(np.float64)
+            sum_target: np.ndarray = both[:, 1].astype(np.float64)
         else:
             count = np.bincount(idx, minlength=m)
             sum_target = np.bincount(idx, weights=targets, minlength=m)

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..binning import Scheme
 from ..maps.base import CalibrationMap
 from ..metrics import (
     accuracy,
@@ -41,7 +42,7 @@ METRIC_COLUMNS: tuple[str, ...] = (
 TABLE_COLUMNS: tuple[str, ...] = (*METRIC_COLUMNS, "fit_seconds", "converged", "error")
 
 
-def score_probs(probs: np.ndarray, labels: np.ndarray, *, n_bins: int, scheme: str) -> dict:
+def score_probs(probs: np.ndarray, labels: np.ndarray, *, n_bins: int, scheme: Scheme) -> dict:
     """The metric columns of one probability matrix.
 
     Parameters

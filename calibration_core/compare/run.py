@@ -39,7 +39,7 @@ import numpy as np
 import pandas as pd
 from sklearn.base import clone
 
-from ..binning import check_binning_args
+from ..binning import Scheme, check_binning_args
 from ..errors import CalibrationInputError
 from ..maps import available_maps, make_map, same_model_as
 from ..maps.base import CalibrationMap
@@ -111,7 +111,7 @@ def _message(exc: BaseException) -> str:
 
 # --------------------------------------------------------------- the engine
 def _settings(
-    predictions: Predictions, plan: _RowPlan, seed, test_fraction, n_bins: int, scheme: str
+    predictions: Predictions, plan: _RowPlan, seed, test_fraction, n_bins: int, scheme: Scheme
 ) -> dict:
     """What the comparison ran with (``Comparison.settings``)."""
     return {
@@ -159,7 +159,7 @@ def compare_maps(
     *,
     folds: int = 5,
     n_bins: int = 15,
-    scheme: str = "width",
+    scheme: Scheme = "width",
     seed: int | None = 0,
     split=None,
     test_fraction: float | None = None,

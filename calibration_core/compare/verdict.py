@@ -85,6 +85,7 @@ from typing import Any
 import numpy as np
 from scipy.stats import norm
 
+from ..binning import Scheme
 from ..errors import CalibrationInputError
 from ..maps.base import CalibrationMap
 from ..maps.registry import same_model_reason
@@ -122,6 +123,15 @@ SAME_PREDICTIONS_TOLERANCE = 1e-9
 UNCALIBRATED = "uncalibrated"
 #: Rows compared at a time when looking for coinciding candidates.
 _ROWS_PER_CHECK = 4096
+
+
+def _compared(
+    difference: float | None, lower: float | None, upper: float | None
+) -> tuple[float, float, float]:
+    """``(difference, lower, upper)`` to the best, of a candidate that is not the best."""
+    if difference is None or lower is None or upper is None:
+        raise ValueError("only the best candidate has no difference to the best")
+    return difference, lower, upper
 
 
 def format_difference(value: float) -> str:
@@ -317,12 +327,13 @@ class Verdict:
         winner = self._label(self.winner)
         if self.runner_up is None:
             return f"{winner} is the only candidate: nothing to compare it with."
+        difference, lower, upper = _compared(self.difference, self.lower, self.upper)
         gap = (
             f"held-out log-loss {self.log_loss[self.winner]:.4f} vs "
             f"{self.log_loss[self.runner_up]:.4f}, difference "
-            f"{format_difference(self.difference)} "
-            f"({self.level:.0%} interval {format_difference(self.lower)} to "
-            f"{format_difference(self.upper)} on {self.n_rows:,} held-out rows, "
+            f"{format_difference(difference)} "
+            f"({self.level:.0%} interval {format_difference(lower)} to "
+            f"{format_difference(upper)} on {self.n_rows:,} held-out rows, "
             f"{self._noise_words})"
         )
         runner_up = self._label(self.runner_up)
@@ -356,11 +367,12 @@ class Verdict:
                 else ", the best and the simplest"
             )
         else:
+            difference, lower, upper = _compared(chosen.difference, chosen.lower, chosen.upper)
             rule = (
                 f", the fewest parameters among the maps not clearly worse than the best, "
-                f"{self._label(self.winner)} (difference {format_difference(chosen.difference)},"
-                f" {self.level:.0%} interval {format_difference(chosen.lower)} to "
-                f"{format_difference(chosen.upper)})"
+                f"{self._label(self.winner)} (difference {format_difference(difference)},"
+                f" {self.level:.0%} interval {format_difference(lower)} to "
+                f"{format_difference(upper)})"
             )
         text = f"{head}{rule}."
         if chosen.name == UNCALIBRATED:
@@ -406,7 +418,7 @@ def choose_map(
     design: FitDesign | None = None,
     level: float = DEFAULT_LEVEL,
     n_bins: int = 15,
-    scheme: str = "width",
+    scheme: Scheme = "width",
     n_resamples: int | None = None,
     seed: int | None = None,
 ) -> Verdict:
@@ -698,11 +710,12 @@ def _contender(group, losses, fitted, interval, effective) -> Contender:
     known = [c for c in counts if c is not None]
     difference, lower, upper = (None if v is None else float(v) for v in interval)
     reasons = {same_model_reason(group[0], other) for other in group[1:]}
+    shared = next(iter(reasons)) if len(reasons) == 1 else None  # None: not one for all
     reason = ""
     if len(group) > 1:
         reason = (
-            reasons.pop()
-            if reasons and None not in reasons and len(reasons) == 1
+            shared
+            if shared is not None
             else f"their held-out predictions agree to within {SAME_PREDICTIONS_TOLERANCE:g}"
         )
     return Contender(
@@ -777,8 +790,9 @@ def map_parameters(maps: Sequence[CalibrationMap]) -> str:
     -------
     str
     """
-    values = [_few_parameters(m) for m in maps]
-    if not values or any(v is None for v in values):
+    found = [_few_parameters(m) for m in maps]
+    values = [v for v in found if v is not None]
+    if not values or len(values) < len(found):
         return ""
     names = list(values[0])
     parts = [_value_range(name, [v[name] for v in values]) for name in names]

@@ -20,6 +20,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from ..binning import Scheme
 from ..compare import METRIC_COLUMNS, UNCALIBRATED, Comparison, compare_maps
 from ..errors import CalibrationInputError
 from ..maps import make_map
@@ -216,7 +217,7 @@ def deployable_map(
     folds: int = 5,
     seed: int = 0,
     n_bins: int = 15,
-    scheme: str = "width",
+    scheme: Scheme = "width",
     **params,
 ) -> DeployableMap:
     """Refit a map on all rows and wrap it as a deployable document.

@@ -244,7 +244,8 @@ class _NpzSink:
     """Collects the calibrated batches and writes one NPZ archive at the end."""
 
     def __init__(self, path: Path, layout: Layout) -> None:
-        self.path, self.layout, self.batches = path, layout, []
+        self.path, self.layout = path, layout
+        self.batches: list[pa.RecordBatch] = []
 
     def write_batch(self, batch: pa.RecordBatch) -> None:
         self.batches.append(batch)
@@ -264,7 +265,9 @@ class _NpzSink:
                 else:
                     out[name] = col.to_numpy()
         with self.path.open("wb") as fh:
-            np.savez(fh, **out)
+            # numpy >= 2.1's stubs match **out against allow_pickle, which numpy 1.24 would
+            # store as an array: not passed.
+            np.savez(fh, **out)  # type: ignore[arg-type]
 
 
 def _output_kind(path: Path) -> str:

@@ -75,7 +75,7 @@ def _batches(piece, options: ReadOptions, spec: GroupSpec, owners: dict, firsts,
     """
     next_rows = None if firsts is None else dict(firsts[(piece.path, piece.row_group)])
 
-    def use(table, ctx, opts):
+    def use(table, ctx, opts: ReadOptions) -> dict:
         out: dict = {}
         for pred, codes, keys, _ in batch_keys(table, ctx, opts, spec, next_rows):
             scores, targets = _confidences(pred)

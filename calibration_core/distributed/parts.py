@@ -161,6 +161,8 @@ def brier_parts(
 
 def log_loss_parts(classwise: BinStatistics, sums: PartSums, n_samples: int) -> tuple[float, float]:
     """``(calibration, refinement)`` of the log-loss of a binary model (module docstring)."""
+    if sums.binary is None:
+        raise ValueError("the log-loss parts need the sums of a binary model (K = 2)")
     used = classwise.count[1] > 0
     n = classwise.count[1][used].astype(np.float64)
     p = classwise.sum_target[1][used]
@@ -203,7 +205,7 @@ def parts_from_sums(
         (:data:`LOG_LOSS_PARTS_K2`).
     """
     calibration, refinement, _ = brier_parts(classwise, sums, n_samples, brier_sum)
-    loss = (None, None)
+    loss: tuple[float | None, float | None] = (None, None)
     if sums.binary is not None:
         loss = log_loss_parts(classwise, sums, n_samples)
     return {

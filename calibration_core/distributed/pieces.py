@@ -14,7 +14,7 @@ import glob
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar, overload
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -287,12 +287,27 @@ def piece_batches(piece: Piece, batch_rows: int) -> Iterator[pa.RecordBatch]:
     return file.iter_batches(batch_size=batch_rows, row_groups=[piece.row_group], use_threads=False)
 
 
+@overload
+def read_piece_batches(
+    piece: Piece, options: ReadOptions, batch_rows: int = ..., use: None = None
+) -> Iterator[list[Predictions]]: ...
+
+
+@overload
+def read_piece_batches(
+    piece: Piece,
+    options: ReadOptions,
+    batch_rows: int,
+    use: Callable[[pa.Table, Context, ReadOptions], T],
+) -> Iterator[T]: ...
+
+
 def read_piece_batches(
     piece: Piece,
     options: ReadOptions,
     batch_rows: int = BATCH_ROWS,
     use: Callable[[pa.Table, Context, ReadOptions], T] | None = None,
-) -> Iterator[T]:
+) -> Iterator[Any]:
     """The predictions of one piece, ``batch_rows`` rows at a time (one list per batch).
 
     The same checks and messages as :func:`read_piece`: every batch is validated by the
@@ -301,7 +316,7 @@ def read_piece_batches(
     :func:`table_predictions`); its errors are located in the piece the same way.
     Batches are read by :func:`piece_batches`, each released before the next is decoded.
     """
-    use = table_predictions if use is None else use
+    convert: Callable[[pa.Table, Context, ReadOptions], Any] = use or table_predictions
     offset = piece.first_row
     try:
         for batch in piece_batches(piece, batch_rows):
@@ -309,7 +324,7 @@ def read_piece_batches(
             table = pa.Table.from_batches([batch])
             ctx = Context(repr(piece.path), "table", offset)
             try:
-                yield use(table, ctx, options)
+                yield convert(table, ctx, options)
             except CalibrationInputError as exc:
                 raise CalibrationInputError(f"{piece.where}: {exc}") from None
             del batch, table  # freed before the next batch is decoded, not after

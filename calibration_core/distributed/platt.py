@@ -144,7 +144,8 @@ class DatasetPlattObjective(LogisticObjective):
     def __init__(self, run, transform: str, n: float, init, target_sums, ridge=RIDGE) -> None:
         super().__init__(n, init, target_sums, np.ones(init.shape, bool), ridge)
         self._run, self._transform = run, transform
-        self._grad = self._hess = None
+        self._grad: np.ndarray | None = None
+        self._hess: np.ndarray | None = None
 
     def evaluate(self, th: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Loss and objective at ``th``; keeps the gradient and Hessian sums for the step."""
@@ -157,6 +158,8 @@ class DatasetPlattObjective(LogisticObjective):
 
     def newton_step(self, theta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The Newton step at the point last evaluated (no pass over the data)."""
+        if self._grad is None or self._hess is None:
+            raise RuntimeError("newton_step needs a point evaluated first (evaluate)")
         return self.step(theta, self._grad, self._hess)
 
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from ..binning import Scheme
 from ..compare import UNCALIBRATED, Comparison, compare_maps
 from ..deploy import DeployableMap, recommended_map
 from ..deploy.document import held_out_estimate, input_kind
@@ -80,7 +81,7 @@ def compare_maps_on_sample(
     seed: int = 0,
     folds: int = 5,
     n_bins: int = 15,
-    scheme: str = "width",
+    scheme: Scheme = "width",
     test_fraction: float | None = None,
     client: Any = None,
     **options,
@@ -109,7 +110,7 @@ def compare_maps_on_sample(
     SampleComparison
     """
     sample, info = sample_predictions(source, size=size, seed=seed, client=client, **options)
-    settings = {"folds": folds, "seed": seed, "n_bins": n_bins, "scheme": scheme}
+    settings: dict[str, Any] = {"folds": folds, "seed": seed, "n_bins": n_bins, "scheme": scheme}
     if test_fraction is not None:
         settings["test_fraction"] = test_fraction
     comparison = run_on_sample(compare_maps, sample, client, maps=maps, **settings)

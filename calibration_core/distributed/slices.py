@@ -44,7 +44,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from ..binning import BinStatistics
+from ..binning import BinStatistics, Scheme
 from ..binning.width import width_edges
 from ..errors import CalibrationInputError
 from ..io.checks import Context
@@ -55,6 +55,7 @@ from ..slices.groups import MIN_GROUP_ROWS, GroupIndex, group_index, value_group
 from ..slices.reference import ReferencePeriod, parse_reference, reference_rows
 from ..slices.times import (
     find_time_column,
+    missing_time_column,
     parse_times,
     parse_window,
     row_window_label,
@@ -118,6 +119,13 @@ class GroupSpec:
     def __post_init__(self) -> None:
         if self.rows_window and self.reference is not None and self.reference.kind == "dates":
             reference_rows(self.reference, row_windows(np.zeros(0, np.int64), 1, 0))  # refused
+
+    @property
+    def time_window(self) -> str:
+        """The window of a grouping by time; an error for a grouping by columns."""
+        if self.window is None:
+            raise ValueError("a grouping by columns has no window")
+        return self.window
 
     @property
     def rows_window(self) -> bool:
@@ -228,7 +236,7 @@ def batch_times(pred: Predictions, spec: GroupSpec, table: pa.Table, ctx: Contex
     """The time column of a batch and its rows' times; bad values named by file row."""
     column = find_time_column(pred, spec.time_column)
     if column is None:
-        window_index(None, spec.window, pred.n_samples)  # raises: a window needs a time column
+        raise missing_time_column(spec.time_window)
     times, bad = parse_times(pred.extra[column])
     if bad.any():
         values = other_column_values(table.column(column))
@@ -258,7 +266,7 @@ def in_period(times: np.ndarray, period: ReferencePeriod | None) -> np.ndarray:
 def window_keys(pred: Predictions, spec: GroupSpec, table: pa.Table, ctx: Context):
     """Window codes, keys ``(first day, in period)``, and the batch's :class:`ModelGroups`."""
     column, times = batch_times(pred, spec, table, ctx)
-    unit, count = parse_window(spec.window)
+    unit, count = parse_window(spec.time_window)
     inside = in_period(times, spec.reference)
     combined = window_starts(times, unit, count) * 2 + inside
     codes, uniques = pd.factorize(combined, sort=True)
@@ -281,7 +289,7 @@ def row_keys(pred: Predictions, spec: GroupSpec, table: pa.Table, ctx: Context,
         batch_times(pred, spec, table, ctx)
     first = model_first_row(next_rows, pred.name)
     next_rows[pred.name] = first + pred.n_samples
-    count = parse_window(spec.window)[1]
+    count = parse_window(spec.time_window)[1]
     windows = (first + np.arange(pred.n_samples)) // count
     keys = [(int(w), False) for w in range(windows[0], windows[-1] + 1)]
     return windows - windows[0], keys, ModelGroups({}, column)
@@ -302,6 +310,8 @@ def batch_keys(table: pa.Table, ctx: Context, options: ReadOptions, spec: GroupS
         if spec.window is None:
             (codes, keys), seen = column_keys(pred, spec), ModelGroups()
         elif spec.rows_window:
+            if next_rows is None:
+                raise ValueError("windows of rows need next_rows (the models' next row numbers)")
             codes, keys, seen = row_keys(pred, spec, table, ctx, next_rows)
         else:
             codes, keys, seen = window_keys(pred, spec, table, ctx)
@@ -568,7 +578,7 @@ def exact_groups(
 def _window_labels(starts: list[int], spec: GroupSpec, n_rows: int) -> tuple[str, ...]:
     """Labels of windows by key: first days, or window numbers of N rows of ``n_rows``."""
     if spec.rows_window:
-        count = parse_window(spec.window)[1]
+        count = parse_window(spec.time_window)[1]
         return tuple(row_window_label(w, count, n_rows) for w in starts)
     return tuple(window_label(s) for s in starts)
 
@@ -596,7 +606,11 @@ def sample_windows(
     """
     unit, count = parse_window(window)
     if unit == "rows":
+        if rows is None:
+            raise ValueError("windows of rows need the sampled rows' numbers")
         return row_windows(rows, count, n_rows)
+    if column is None:
+        raise missing_time_column(window)
     return window_index(time_values(sample, column), window, sample.n_samples)
 
 
@@ -680,6 +694,8 @@ def time_dict(exact: ExactGroups, drawn: dict | None, period: ReferencePeriod, o
     on the sample (None: no bounds, nothing flagged). A window is flagged when the
     sample flags it and it holds no row of the reference period.
     """
+    if exact.in_reference is None or exact.reference is None:
+        raise ValueError("time_dict needs the exact groups of windows, with their reference")
     windows = _rows(exact, [] if drawn is None else drawn["windows"], key="window")
     flags = {} if drawn is None else {r["window"]: r["flagged"] for r in drawn["windows"]}
     for row, ref in zip(windows, exact.in_reference, strict=True):
@@ -731,7 +747,7 @@ class SliceSample:
     n_resamples: int = 200
     level: float = 0.95
     min_rows: int = MIN_GROUP_ROWS
-    scheme: str = "width"
+    scheme: Scheme = "width"
     group_maps: tuple[str, ...] = ()
     folds: int = 5
 
@@ -807,7 +823,7 @@ def sample_slices(sample: Predictions, exact: ExactGroups, spec: GroupSpec, draw
     report = run_on_sample(slice_report, sample, client, groups=index, binning=binning,
                            n_resamples=drawn.n_resamples, level=drawn.level,
                            seed=drawn.seed)  # fmt: skip
-    out = {"slices": slices_dict(exact, report.to_dict(), on, drawn.level)}
+    out: dict[str, Any] = {"slices": slices_dict(exact, report.to_dict(), on, drawn.level)}
     if drawn.group_maps:
         found = run_on_sample(group_maps, sample, client, groups=index, maps=drawn.group_maps,
                               folds=drawn.folds, seed=drawn.seed, binning=binning)  # fmt: skip
@@ -833,7 +849,7 @@ def sample_time(sample: Predictions, exact: ExactGroups, spec: GroupSpec, column
     period = spec.reference or parse_reference(1)
     report, error = None, None
     try:
-        windows = sample_windows(sample, column, spec.window, numbers, int(exact.sizes.sum()))
+        windows = sample_windows(sample, column, spec.time_window, numbers, int(exact.sizes.sum()))
         report = run_on_sample(drift_report, sample, client, windows=windows, reference=period,
                                binning=Binning(drawn.scheme, spec.n_bins),
                                n_resamples=max(drawn.n_resamples, 1), level=drawn.level,

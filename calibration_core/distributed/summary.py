@@ -269,7 +269,7 @@ class SummaryBuilder:
             check = summarize_block(probs[start:stop].T, labels[start:stop], np.inf, totals)
             if check.bad:
                 raise CalibrationInputError(
-                    f"model {pred.name!r}{pred.where and ' of ' + pred.where}: {check.bad:,} "
+                    f"model {pred.name!r}: {check.bad:,} "
                     "rows hold NaN, negative probabilities or labels outside the classes."
                 )
 

@@ -277,7 +277,7 @@ def _unknown_labels(values, bad, ctx, label_desc, class_names, fix) -> Calibrati
     )
 
 
-def labels_to_indices(values: np.ndarray, class_names, ctx: Context, label_desc: str):
+def labels_to_indices(values: np.ndarray | Coded, class_names, ctx: Context, label_desc: str):
     """Map labels (ints, bools, whole floats or strings) to class indices.
 
     Rules (no guessing):
@@ -295,7 +295,7 @@ def labels_to_indices(values: np.ndarray, class_names, ctx: Context, label_desc:
     """
     names = [str(c) for c in class_names]
     k = len(names)
-    if values.dtype.kind in "OUS":
+    if isinstance(values, Coded) or values.dtype.kind in "OUS":
         coded = Coded.of(values)
         idx = pd.Index(names).get_indexer(coded.values)[coded.codes]
         bad = np.flatnonzero(idx < 0)
@@ -349,17 +349,17 @@ _TRUE = {"1", "true"}
 _FALSE = {"0", "false"}
 
 
-def binary_labels(values: np.ndarray, ctx: Context, label_desc: str) -> np.ndarray:
+def binary_labels(values: np.ndarray | Coded, ctx: Context, label_desc: str) -> np.ndarray:
     """0/1 labels of a binary score: {0, 1} or {false, true}; anything else is an error."""
-    if values.dtype.kind == "b":
-        return values.astype(np.intp)
-    if values.dtype.kind in "OUS":
+    if isinstance(values, Coded) or values.dtype.kind in "OUS":
         coded = Coded.of(values)
         low = np.char.lower(coded.values.astype(str))
         pos, neg = np.isin(low, list(_TRUE))[coded.codes], np.isin(low, list(_FALSE))[coded.codes]
         if (pos | neg).all():
             return pos.astype(np.intp)
         found = sorted(set(coded.values[np.unique(coded.codes)].tolist()), key=str)
+    elif values.dtype.kind == "b":
+        return values.astype(np.intp)
     else:
         if np.isin(values, (0, 1)).all():
             return values.astype(np.intp)

@@ -118,7 +118,8 @@ def load_with_notices(source, **options) -> tuple[list[Predictions], list[str]]:
     with warnings.catch_warnings(record=True) as seen:
         warnings.simplefilter("always", RenormalisedRowsWarning)
         preds = load_predictions(source, **options)
-    notices, others = [], []
+    notices: list[warnings.WarningMessage] = []
+    others: list[warnings.WarningMessage] = []
     for w in seen:
         (notices if issubclass(w.category, RenormalisedRowsWarning) else others).append(w)
     for w in others:  # not ours to show: hand them on unchanged

@@ -163,8 +163,7 @@ def read_npz(
     with npz:
         _check_archive(npz, d)
         keys = {k.lower(): k for k in npz.files}
-        prob_key, logit_key, label_key = _array_keys(npz, keys, d, label_column)
-        main = logit_key or prob_key
+        main, prob_key, logit_key, label_key = _array_keys(npz, keys, d, label_column)
         preds = _numeric(read_array(npz, main, d, budget), main, d)
         probs = None
         if logit_key is not None and prob_key is not None:
@@ -194,12 +193,13 @@ def _check_archive(npz, d: str) -> None:
 
 def _array_keys(
     npz, keys: dict[str, str], d: str, label_column
-) -> tuple[str | None, str | None, str]:
-    """``(prob_key, logit_key, label_key)``: the archive's arrays of each role.
+) -> tuple[str, str | None, str | None, str]:
+    """``(main_key, prob_key, logit_key, label_key)``: the archive's arrays of each role.
 
-    ``keys`` maps lower-case names to the archive's; ``label_column`` names the
-    label array (else one of :data:`LABEL_KEYS`). At least one of the first
-    two is found, or an error says what is missing.
+    ``main_key`` is the predictions' array: the logits when there, else the
+    probabilities. ``keys`` maps lower-case names to the archive's;
+    ``label_column`` names the label array (else one of :data:`LABEL_KEYS`). At
+    least one of probabilities and logits is found, or an error says what is missing.
     """
     listed = ", ".join(map(repr, npz.files)) or "(none)"
     prob_key = _pick(keys, PROB_KEYS, d, "probability")
@@ -215,7 +215,8 @@ def _array_keys(
             )
     else:
         label_key = _pick(keys, LABEL_KEYS, d, "label")
-    if prob_key is None and logit_key is None:
+    main_key = logit_key if logit_key is not None else prob_key
+    if main_key is None:
         raise CalibrationInputError(
             f"{d} has no predictions: expected an array named "
             f"{', '.join((*PROB_KEYS, LOGIT_KEY))}; found {listed}. Rename the array."
@@ -227,7 +228,7 @@ def _array_keys(
             remedy="label_column",
             columns=npz.files,
         )
-    return prob_key, logit_key, label_key
+    return main_key, prob_key, logit_key, label_key
 
 
 def other_arrays(npz, keys, n: int, display: str, budget) -> dict:

@@ -23,6 +23,7 @@ import os
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 from ..errors import CalibrationInputError
 
@@ -82,18 +83,22 @@ class Source:
         """The first ``n`` bytes of the (decompressed) content."""
         try:
             if self.gzipped:
-                raw = self.path.open("rb") if self.path is not None else io.BytesIO(self.data)
-                with gzip.GzipFile(fileobj=raw) as fh:
+                with self.open() as raw, gzip.GzipFile(fileobj=raw) as fh:
                     return _read_some(fh, n)
-            if self.path is not None:
-                with self.path.open("rb") as fh:
-                    return fh.read(n)
-            return self.data[:n]
+            with self.open() as fh:
+                return fh.read(n)
         except (OSError, EOFError, zlib.error):
             raise CalibrationInputError(
                 f"{self.display} looks gzip-compressed but cannot be decompressed: the gzip "
                 "data is corrupt or truncated. Export or upload it again."
             ) from None
+
+    def open(self) -> BinaryIO:
+        """The content as a binary file: the path opened, or the bytes in memory."""
+        if self.path is not None:
+            return self.path.open("rb")
+        assert self.data is not None, "a Source holds its path or its bytes"
+        return io.BytesIO(self.data)
 
     def file_arg(self):
         """What readers open: the path, or a file-like over the bytes."""
@@ -102,7 +107,8 @@ class Source:
 
 def _read_some(fh, n: int) -> bytes:
     """Read up to ``n`` bytes, tolerating a stream that ends early (truncated gzip)."""
-    chunks, total = [], 0
+    chunks: list[bytes] = []
+    total = 0
     while total < n:
         try:
             chunk = fh.read(min(n - total, 1 << 14))
@@ -159,7 +165,7 @@ def resolve_source(source, file_name: str | None = None) -> Source:
         file_name = file_name or path.name
     display = f"'{os.path.basename(file_name)}'" if file_name else "the uploaded data"
     stem, ext, gz_name = _split_name(file_name) if file_name else ("", "", False)
-    if (path.stat().st_size if path is not None else len(data)) == 0:
+    if (path.stat().st_size == 0) if path is not None else not data:
         raise CalibrationInputError(
             f"{display} is empty (0 bytes); export the predictions again or pick another file."
         )

@@ -55,11 +55,25 @@ INPUTS = ("probs", "logits")
 JSON_FORMAT = "calibration-dashboard/map/v1"
 
 
-def log_inputs(probs: np.ndarray, logits: np.ndarray | None) -> np.ndarray:
+def log_inputs(probs: np.ndarray | None, logits: np.ndarray | None) -> np.ndarray:
     """Logits when known, else log-probabilities clipped at EPS, shape (N, K)."""
     if logits is not None:
         return log_softmax(logits, axis=1)
-    return np.log(np.clip(probs, EPS, 1.0))
+    return np.log(np.clip(given_probs(probs), EPS, 1.0))
+
+
+def given_probs(probs: np.ndarray | None) -> np.ndarray:
+    """``probs`` of validated inputs that must have them (no logits, or a map that
+    ``needs_probs_with_logits``); None there is a bug of the caller."""
+    if probs is None:
+        raise TypeError("probabilities are required here, got None")
+    return probs
+
+
+def input_shape(probs: np.ndarray | None, logits: np.ndarray | None) -> tuple[int, int]:
+    """``(N, K)`` of validated inputs: of the probabilities when given, else of the logits."""
+    n, k = (given_probs(probs) if logits is None else logits).shape
+    return n, k
 
 
 def _classes_from_export(classes, n_classes: int) -> np.ndarray:
@@ -251,7 +265,7 @@ class CalibrationMap(ClassifierMixin, TransformerMixin, BaseEstimator):
                 "class of every row."
             )
         probs, logits = self._features(X)
-        n, k = (logits if probs is None else probs).shape
+        n, k = input_shape(probs, logits)
         labels, classes = encode_labels(y, n, k, who)
         weights = check_sample_weight(sample_weight, n, who)
         probs, logits, labels, weights = drop_unweighted_rows(probs, logits, labels, weights)
@@ -288,7 +302,7 @@ class CalibrationMap(ClassifierMixin, TransformerMixin, BaseEstimator):
         """
         check_is_fitted(self, "classes_")
         probs, logits = self._features(X, self.n_classes_)
-        k = (logits if probs is None else probs).shape[1]
+        k = input_shape(probs, logits)[1]
         if k != self.n_classes_:  # a Predictions, or a binary score vector
             self._raise_column_count(k)
         out = self._predict_proba(probs, logits)
@@ -351,7 +365,7 @@ class CalibrationMap(ClassifierMixin, TransformerMixin, BaseEstimator):
         """
         raise NotImplementedError
 
-    def _predict_proba(self, probs: np.ndarray, logits: np.ndarray | None) -> np.ndarray:
+    def _predict_proba(self, probs: np.ndarray | None, logits: np.ndarray | None) -> np.ndarray:
         raise NotImplementedError
 
     def _fitted_state(self) -> dict[str, Any]:

@@ -38,7 +38,7 @@ from typing import Any
 
 import numpy as np
 
-from ..binning import Binning
+from ..binning import Binning, Scheme
 from ..errors import CalibrationInputError
 from .binary_columns import BinaryColumns, warn_few_rows
 from .onevsrest import OneVsRestMap, check_eps
@@ -70,10 +70,12 @@ def weighted_bin_statistics(
 
     One weighted ``bincount`` over (column, bin) pairs; the bins of a score are
     those of :meth:`~calibration_core.binning.Binning.assign` (the floor rule
-    for equal width, weighted order statistics for equal frequency).
+    for equal width, weighted order statistics for equal frequency). Columns
+    without weights count every row once.
     """
-    scores, weights, m = columns.scores, columns.weights, binning.n_bins
+    scores, m = columns.scores, binning.n_bins
     n_cols = scores.shape[0]
+    weights = np.ones(scores.shape[1]) if columns.weights is None else columns.weights
     if binning.scheme == "width":
         edges = np.tile(binning.edges(scores[0]), (n_cols, 1))
         idx = binning.assign(scores)
@@ -154,7 +156,7 @@ class HistogramBinning(OneVsRestMap):
     def __init__(
         self,
         n_bins: int = 10,
-        scheme: str = "width",
+        scheme: Scheme = "width",
         alpha: float = 0.0,
         eps: float = 1e-7,
         input: str = "probs",

@@ -25,6 +25,7 @@ values each) run on parallel threads (:mod:`calibration_core.parallel`;
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
@@ -175,7 +176,7 @@ def fit_logistic_columns(
     n_cols, n = features[0].shape
     n_par = len(features) + 1
     init = np.asarray(init, dtype=np.float64).reshape(n_cols, n_par)
-    options = dict(
+    options: dict[str, Any] = dict(
         t_pos=np.ones(n_cols) if t_pos is None else np.asarray(t_pos, dtype=np.float64),
         t_neg=np.zeros(n_cols) if t_neg is None else np.asarray(t_neg, dtype=np.float64),
         active=np.ones((n_cols, n_par), bool) if active is None else np.asarray(active, bool),
@@ -462,7 +463,7 @@ def _target_sums(X, pos_rows, pos_cols, t_pos, t_neg, weights=None) -> np.ndarra
     A = np.empty((n_cols, n_feat + 1))
     B = np.empty((n_cols, n_feat + 1))
     if weights is None:
-        n_pos = np.bincount(pos_cols, minlength=n_cols).astype(np.float64)
+        n_pos: np.ndarray = np.bincount(pos_cols, minlength=n_cols).astype(np.float64)
         for j, x in enumerate(X):
             A[:, j] = x.sum(axis=1)
             B[:, j] = np.bincount(pos_cols, weights=x[pos_cols, pos_rows], minlength=n_cols)

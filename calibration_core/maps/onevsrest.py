@@ -38,7 +38,7 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
 from ..errors import CalibrationFitWarning, CalibrationInputError
-from .base import EPS, CalibrationMap
+from .base import EPS, CalibrationMap, given_probs
 from .binary_columns import BinaryColumns, assemble_rows, column_scores
 from .logistic_columns import SEPARABLE_LOSS, LogisticColumnsFit
 
@@ -66,15 +66,15 @@ class OneVsRestMap(CalibrationMap):
 
     def _fit(
         self,
-        probs: np.ndarray,
+        probs: np.ndarray | None,
         logits: np.ndarray | None,
         labels: np.ndarray,
         sample_weight: np.ndarray | None = None,
     ) -> None:
-        self._fit_columns(BinaryColumns(probs, labels, sample_weight))
+        self._fit_columns(BinaryColumns(given_probs(probs), labels, sample_weight))
 
-    def _predict_proba(self, probs: np.ndarray, logits: np.ndarray | None) -> np.ndarray:
-        g = self._predict_columns(column_scores(probs))
+    def _predict_proba(self, probs: np.ndarray | None, logits: np.ndarray | None) -> np.ndarray:
+        g = self._predict_columns(column_scores(given_probs(probs)))
         return assemble_rows(g, self.n_classes_, self._output_eps())
 
     @staticmethod

@@ -4,8 +4,12 @@ temperature, vector, matrix, dirichlet."""
 from __future__ import annotations
 
 import importlib
+from typing import TYPE_CHECKING, TypeVar
 
 from ..errors import CalibrationInputError
+
+if TYPE_CHECKING:
+    from .base import CalibrationMap
 
 #: Registry names in display order.
 MAP_NAMES: tuple[str, ...] = (
@@ -31,7 +35,9 @@ SAME_MODEL_REASON = (
     "calibration: the same model, parameters and fit"
 )
 
-_REGISTRY: dict[str, type] = {}
+_REGISTRY: dict[str, type[CalibrationMap]] = {}
+#: A map class, as :func:`register` receives and returns it.
+MapClass = TypeVar("MapClass", bound="type[CalibrationMap]")
 
 
 def same_model_as(name: str, has_logits: bool) -> str | None:
@@ -72,7 +78,7 @@ def same_model_reason(first: str, second: str) -> str | None:
     return SAME_MODEL_REASON if same_model_as(first, False) == second else None
 
 
-def register(cls: type) -> type:
+def register(cls: MapClass) -> MapClass:
     """Class decorator: register a map under its ``name``."""
     _REGISTRY[cls.name] = cls
     return cls
@@ -84,7 +90,7 @@ def _load(name) -> None:
         importlib.import_module(f"{__package__}.{name}")
 
 
-def get_map_class(name) -> type:
+def get_map_class(name) -> type[CalibrationMap]:
     """The map class registered as ``name`` (its module is imported on first use)."""
     _load(name)
     if name not in _REGISTRY:

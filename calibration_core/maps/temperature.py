@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 from scipy.special import log_softmax
@@ -166,8 +166,21 @@ def fit_temperature(
     return newton_temperature(objective, bounds, start, step_tol, max_iter)
 
 
+class NewtonObjective(Protocol):
+    """What :func:`newton_temperature` reads of an objective (:class:`TemperatureObjective`,
+    or the Dask engine's, whose sums come from every partition of a dataset)."""
+
+    @property
+    def separable(self) -> bool: ...
+
+    @property
+    def slope_at_infinite_temperature(self) -> float: ...
+
+    def derivatives(self, u: float) -> tuple[float, float]: ...
+
+
 def newton_temperature(
-    objective: TemperatureObjective,
+    objective: NewtonObjective,
     bounds: tuple[float, float],
     start: float,
     step_tol: float,
@@ -176,8 +189,9 @@ def newton_temperature(
     """The safeguarded Newton iteration of :func:`fit_temperature` on any objective.
 
     ``objective`` needs ``separable``, ``slope_at_infinite_temperature`` and
-    ``derivatives(u)`` as :class:`TemperatureObjective` has them; the Dask engine
-    passes one whose sums come from every partition of a dataset.
+    ``derivatives(u)`` (:class:`NewtonObjective`) as :class:`TemperatureObjective`
+    has them; the Dask engine passes one whose sums come from every partition of a
+    dataset.
 
     Returns
     -------
@@ -257,7 +271,7 @@ class TemperatureScaling(CalibrationMap):
         self.input = input
 
     @classmethod
-    def _scores(cls, probs: np.ndarray, logits: np.ndarray | None) -> np.ndarray:
+    def _scores(cls, probs: np.ndarray | None, logits: np.ndarray | None) -> np.ndarray:
         """The logits as given (softmax ignores their per-row shift), else ``ln s``."""
         return logits if logits is not None else log_inputs(probs, None)
 
@@ -290,7 +304,7 @@ class TemperatureScaling(CalibrationMap):
                 stacklevel=3,
             )
 
-    def _predict_proba(self, probs: np.ndarray, logits: np.ndarray | None) -> np.ndarray:
+    def _predict_proba(self, probs: np.ndarray | None, logits: np.ndarray | None) -> np.ndarray:
         x = self._scores(probs, logits)
         return np.exp(log_softmax(x / self.temperature_, axis=1))
 

@@ -219,7 +219,7 @@ def _linear(p, y, nu) -> tuple[float, float, float]:
 
 def draw_labels(p: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """One label per row drawn from its own predicted vector, shape (n,)."""
-    drawn = (rng.random(p.shape[0])[:, None] > np.cumsum(p, axis=1)).sum(axis=1)
+    drawn = (rng.random(len(p))[:, None] > np.cumsum(p, axis=1)).sum(axis=1)
     return np.minimum(drawn, p.shape[1] - 1)
 
 

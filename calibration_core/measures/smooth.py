@@ -220,7 +220,7 @@ def smooth_ece_from_scores(scores: np.ndarray, targets: np.ndarray, bandwidth=No
     sigma = _check_bandwidth(bandwidth)
     grids = _grids(np.asarray(scores, dtype=np.float64), np.asarray(targets, dtype=np.float64))
     automatic = sigma is None
-    if automatic:
+    if sigma is None:
         sigma = _fixed_point(grids)
     return SmoothEce(_smooth_ece_at(grids, sigma), sigma, automatic, int(scores.shape[0]))
 

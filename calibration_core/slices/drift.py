@@ -138,7 +138,7 @@ def drift_report(
     block = GroupIndex(np.zeros(ref_rows.size, np.intp), ("reference",), ("time",), 0)
     ref = slice_report(pred.subset(ref_rows), block, test_resamples=0, **common)
     flagged = np.zeros(windows.n_groups, bool)
-    if n_resamples:
+    if ref.intervals is not None and per_window.intervals is not None:  # n_resamples > 0
         upper = ref.intervals["ece"].upper[0]
         flagged = (per_window.intervals["ece"].lower > upper) & ~in_reference
     return DriftReport(per_window, ref, period, in_reference, flagged)

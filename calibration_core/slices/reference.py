@@ -54,6 +54,12 @@ class ReferencePeriod:
     end: int | np.datetime64 | None
     text: str
 
+    def window_numbers(self) -> tuple[int, int]:
+        """``(start, end)`` of a period of windows (numbered from 1, both included)."""
+        if not isinstance(self.start, int) or not isinstance(self.end, int):
+            raise TypeError(f"the reference period {self.text!r} is not one of windows")
+        return self.start, self.end
+
     def describe(self) -> str:
         """E.g. ``"the first 2 windows"``, ``"windows 3 to 5"``, ``"2024-01-01 to 2024-01-31"``,
         ``"2024-01"``."""
@@ -98,8 +104,8 @@ def parse_reference(value: int | str | ReferencePeriod) -> ReferencePeriod:
     if _WHOLE.fullmatch(first) and _WHOLE.fullmatch(last):
         return _windows(text, int(first), int(last))
     start, end = _date(first, text, "start"), _date(last, text, "end")
-    if end is not None:  # the first instant after the end's day (month, ...)
-        end = end + np.timedelta64(1, np.datetime_data(end.dtype)[0])
+    if end is not None:  # the first instant after the end's day (month, ...): + 1 of its unit
+        end = end + 1
     if start is not None and end is not None and end <= start:
         raise CalibrationInputError(
             f"the reference period {text!r} ends before it starts; write the earlier date first."
@@ -152,13 +158,14 @@ def reference_rows(period: ReferencePeriod, windows: GroupIndex) -> np.ndarray:
         the data or holding no row.
     """
     if period.kind == "windows":
-        if period.end > windows.n_groups:
+        start, end = period.window_numbers()
+        if end > windows.n_groups:
             raise CalibrationInputError(
-                f"the reference period {period.text!r} needs window {period.end}, but there "
+                f"the reference period {period.text!r} needs window {end}, but there "
                 f"are {windows.n_groups} windows; choose numbers from 1 to {windows.n_groups} "
                 "(or shorter windows)."
             )
-        return (windows.codes >= period.start - 1) & (windows.codes <= period.end - 1)
+        return (windows.codes >= start - 1) & (windows.codes <= end - 1)
     times = windows.times
     if times is None:
         raise CalibrationInputError(

@@ -125,13 +125,18 @@ def window_index(times: np.ndarray | None, window: str, n_rows: int) -> GroupInd
     if unit == "rows":
         return row_windows(np.arange(n_rows), count, n_rows)
     if times is None:
-        raise CalibrationInputError(
-            f"a window of {window!r} needs a time column (timestamp, time or date, or name "
-            "one); without one, use a window in rows, e.g. 5000rows."
-        )
+        raise missing_time_column(window)
     codes, uniques = pd.factorize(window_starts(times, unit, count), sort=True)
     labels = tuple(window_label(u) for u in uniques)
     return GroupIndex(codes.astype(np.intp), labels, ("time",), 0, times)
+
+
+def missing_time_column(window: str) -> CalibrationInputError:
+    """The error of a calendar ``window`` on rows without a time column."""
+    return CalibrationInputError(
+        f"a window of {window!r} needs a time column (timestamp, time or date, or name "
+        "one); without one, use a window in rows, e.g. 5000rows."
+    )
 
 
 def row_windows(rows: np.ndarray, count: int, n_rows: int) -> GroupIndex:

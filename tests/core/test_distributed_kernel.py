@@ -24,6 +24,7 @@ pytest.importorskip("numba", reason="the 'dask' extra is not installed")
 from calibration_core import (
     PART_FIELDS,
     CalibrationInputError,
+    Predictions,
     RenormalisedRowsWarning,
     score_parts,
 )
@@ -377,6 +378,14 @@ def test_labels_the_kernel_skips_get_the_loader_message(damage, message):
         model[3] = " "
     table = _table(stored, labels, **({"model": model} if "model" in damage else {}))
     assert_the_loaders_error(table, message)
+
+
+def test_predictions_with_rows_the_kernel_skips_are_refused_by_model_name():
+    # Predictions built without the loader's checks (the dataclass itself).
+    probs = np.array([[0.5, 0.5], [np.nan, 1.0], [0.2, 0.8]])
+    pred = Predictions(probs=probs, labels=np.array([0, 1, 1]), class_names=("0", "1"), name="m")
+    with pytest.raises(CalibrationInputError, match=r"^model 'm': 1 rows hold NaN"):
+        SummaryBuilder().add_predictions(pred)
 
 
 def test_integer_class_indices_reach_the_kernel_without_a_copy():

@@ -60,7 +60,7 @@ class LinearCalibrationMap(CalibrationMap):
         """``(reg_lambda, reg_mu)``; None where validation chooses."""
         raise NotImplementedError
 
-    def _features_of(self, probs: np.ndarray, logits: np.ndarray | None) -> np.ndarray:
+    def _features_of(self, probs: np.ndarray | None, logits: np.ndarray | None) -> np.ndarray:
         return map_features(probs, logits, raw_logits=self.raw_logits)
 
     def _fit(
@@ -142,7 +142,7 @@ class LinearCalibrationMap(CalibrationMap):
                 stacklevel=4,
             )
 
-    def _predict_proba(self, probs: np.ndarray, logits: np.ndarray | None) -> np.ndarray:
+    def _predict_proba(self, probs: np.ndarray | None, logits: np.ndarray | None) -> np.ndarray:
         from scipy.special import log_softmax
 
         x = self._features_of(probs, logits)

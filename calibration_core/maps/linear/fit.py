@@ -19,6 +19,7 @@ Speed
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 from scipy.optimize import minimize
@@ -122,7 +123,7 @@ def stratified_holdout(labels: np.ndarray, fraction: float, seed: int) -> np.nda
     class gives the same share of validation rows (up to rounding).
     """
     rng = np.random.default_rng(seed)
-    order = np.lexsort((rng.random(labels.shape[0]), labels))
+    order = np.lexsort((rng.random(len(labels)), labels))
     step = max(2, round(1.0 / fraction))
     mask = np.zeros(labels.shape[0], dtype=bool)
     mask[order[rng.integers(step) :: step]] = True
@@ -173,7 +174,9 @@ def fit_linear_map(
     n, k = x.shape
     theta0 = identity_parameters(kind, k)
     path: list[dict[str, float]] = []
-    run = dict(theta0=theta0, max_iter=max_iter, tol=tol, sample_weight=sample_weight)
+    run: dict[str, Any] = dict(
+        theta0=theta0, max_iter=max_iter, tol=tol, sample_weight=sample_weight
+    )
     if reg_lambda is None or reg_mu is None:
         seed = 0 if random_state is None else int(random_state)
         grid = _check_grid(reg_grid)
@@ -273,6 +276,8 @@ def _walk_grid(
         if best is not None and val_loss >= best[2]:
             break  # the validation curve has turned: weaker penalties only overfit more
         best = (lam, mu, val_loss, theta)
+    if best is None:  # an empty grid (_check_grid refuses one)
+        raise ValueError("the grid of strengths is empty")
     return best, path
 
 

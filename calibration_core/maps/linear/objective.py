@@ -176,7 +176,7 @@ class SoftmaxLinearObjective:
         )
         if kind == "vector":  # S_j = sum of w_n x_nj over rows of class j
             true = x[np.arange(self.n), labels]
-            self._class_sums = np.bincount(
+            self._class_sums: np.ndarray = np.bincount(
                 labels, weights=true if weights is None else true * weights, minlength=self.k
             )
         else:  # S_j. = sum of the feature rows w_n x_n. of class j, shape (K, K)
@@ -247,7 +247,7 @@ class SoftmaxLinearObjective:
                 else:
                     gcoef += out @ xt.T
                 gb += out.sum(axis=1)
-        if not gradient:
+        if gcoef is None or gb is None:  # no gradient asked for
             return total / self.total, None
         grad = np.concatenate([gcoef.ravel(), gb]) / self.total
         return total / self.total, grad

@@ -2,6 +2,8 @@
 
     python benchmarks/stats_sim.py [--quick] [--only size,power,coverage,verdict]
         [--k 2,3,10] [--n 200,1000,5000] [--reps-size 1000] [--reps-power 300]
+        [--verdict-t0 1,0.9] [--verdict-n 2000,10000] [--reps-verdict 1000]
+        [--truth-fits 2000] [--verdict-modes folds,split]
         [--tests resampling,hl,beyond] [--measures confidence_mce,...]
         [--columns MCE,...] [--first-seed 0] [--out results.md]
 
@@ -33,9 +35,19 @@ page's "Compute intervals for every metric" (ECE, MCE, classwise ECE, Brier
 score, log-loss, accuracy), each against its population value computed on 2
 million rows with the known true probabilities (binned metrics with the same
 15 equal-width bins), and of the two other interval kinds for the ECE (from
-the same resamples); and of the paired-difference interval of the map verdict
-(:func:`calibration_core.compare.choose_map`) for the population difference
-of mean log-losses.
+the same resamples).
+
+The map verdict is checked on the path users run (issue 28): binary scores,
+true ``s ~ Beta(2, 3)``, ``y ~ Bernoulli(s)``, predictions
+``sigmoid(logit(s) / T0)``; ``compare_maps(p, ("temperature",), folds=5)``
+(or a train/test split with half the rows held out), then ``.verdict()``.
+The estimand is the difference of the two *procedures*: the expected
+held-out log-loss of a temperature fitted on the same number of training
+rows (``--truth-fits`` independent fits, each scored by its expected loss on
+the same 1e6 fresh rows) minus the uncalibrated predictions'. Reported per
+cell: coverage of that truth by the 95 % interval, how often the truly worse
+procedure is named the clear winner (with its Monte Carlo standard error),
+the power (the truly better one named clearly) and the median width.
 
 Seeds are fixed: data set ``i`` of a cell uses seed ``i`` (from
 ``--first-seed``), and the tests and intervals run on it get a stream of their
@@ -54,6 +66,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from scipy import special
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -66,7 +79,8 @@ from calibration_core.bootstrap import (  # noqa: E402
     bootstrap_ci,
     interval_bounds,
 )
-from calibration_core.compare.verdict import choose_map  # noqa: E402
+from calibration_core.compare import UNCALIBRATED, compare_maps  # noqa: E402
+from calibration_core.maps import make_map  # noqa: E402
 from calibration_core.metrics import LOG_LOSS_EPS  # noqa: E402
 from calibration_core.parallel import map_blocks  # noqa: E402
 from calibration_core.significance import MEASURES, monte_carlo_p_value  # noqa: E402
@@ -303,37 +317,85 @@ def coverage(name, n, k, reps, n_resamples, level=0.95, columns=None) -> dict[st
     return out
 
 
-def true_log_loss_gap(k: int) -> float:
-    """Population log-loss of softmax(z / T) minus softmax(z)'s, labels from softmax(z)."""
-    sharp, plain, _ = scenario("over-confident", 2_000_000, k, 10**6)
-    return float(np.mean(np.sum(plain * (np.log(plain) - np.log(sharp)), axis=1)))
+def verdict_data(n: int, t0: float, rng: np.random.Generator):
+    """``(s, y, p)``: true probabilities, labels and the model's scores (module docstring)."""
+    s = rng.beta(2.0, 3.0, n)
+    y = (rng.random(n) < s).astype(np.int64)
+    p = special.expit(special.logit(s) / t0)
+    return s, y, p
 
 
-def verdict_covered(n, k, seed, gap, n_resamples, level) -> bool:
-    """Whether the verdict's paired interval covers the population difference."""
-    sharp, plain, y = scenario("over-confident", n, k, seed)
-    candidates = {
-        "sharp": Predictions.from_probs(sharp, y),
-        "plain": Predictions.from_probs(plain, y),
+def expected_log_loss(q: np.ndarray, s: np.ndarray) -> float:
+    """Mean over rows of the log-loss of score ``q`` expected under ``y ~ Bernoulli(s)``."""
+    q = np.clip(q, LOG_LOSS_EPS, 1.0 - LOG_LOSS_EPS)
+    return float(np.mean(-s * np.log(q) - (1.0 - s) * np.log1p(-q)))
+
+
+def true_procedure_difference(t0: float, n_train: int, fits: int, seed: int = 10**6):
+    """``(difference, Monte Carlo SE)``: E[loss of a temperature fitted on n_train rows] - uncal.
+
+    Each of ``fits`` temperatures is fitted on fresh rows, as the shipped
+    path fits it, and scored by its expected loss on the same 1e6 fresh rows.
+    """
+    rng = np.random.default_rng([seed, int(1000 * t0), n_train])
+    s_new, _, p_new = verdict_data(1_000_000, t0, rng)
+    new = Predictions.from_scores(p_new, np.zeros(p_new.shape[0], dtype=np.int64))
+    base = expected_log_loss(p_new, s_new)
+    seeds = rng.integers(0, 2**63, fits)
+
+    def one(fit_seed) -> float:
+        _, y, p = verdict_data(n_train, t0, np.random.default_rng(fit_seed))
+        fitted = make_map("temperature").fit(Predictions.from_scores(p, y), y)
+        return expected_log_loss(fitted.predict_proba(new)[:, 1], s_new) - base
+
+    values = np.array(map_blocks(one, list(seeds)))
+    return float(values.mean()), float(values.std(ddof=1) / np.sqrt(fits))
+
+
+def verdict_outcome(n: int, t0: float, mode: str, seed: int, truth: float) -> dict[str, bool]:
+    """One replicate on the shipped path: fit, verdict, and how it did against ``truth``."""
+    _, y, p = verdict_data(n, t0, np.random.default_rng([seed, int(1000 * t0), n]))
+    held_out = {"folds": 5} if mode == "folds" else {"test_fraction": 0.5}
+    comparison = compare_maps(
+        Predictions.from_scores(p, y), ("temperature",), seed=seed, **held_out
+    )
+    v = comparison.verdict()
+    sign = 1.0 if v.winner == "temperature" else -1.0  # runner-up minus winner
+    worse = "temperature" if truth > 0 else UNCALIBRATED
+    return {
+        "covered": v.lower <= -sign * truth <= v.upper,
+        "worse named": v.clear and v.winner == worse,
+        "better named": v.clear and v.winner != worse,
+        "width": v.upper - v.lower,
     }
-    v = choose_map(candidates, n_resamples=n_resamples, level=level, seed=procedure_seed(seed))
-    truth = gap if v.winner == "plain" else -gap  # runner-up minus winner
-    return v.lower <= truth <= v.upper
 
 
-def verdict_coverage(n, k, reps, n_resamples, level=0.95) -> dict[str, float]:
-    """Coverage of the verdict's paired-difference interval."""
+def verdict_cell(n: int, t0: float, mode: str, reps: int, fits: int, first: int) -> dict:
+    """The verdict's coverage, wrong-clear rate and power in one cell."""
     started = time.perf_counter()
-    gap = true_log_loss_gap(k)
-    rows = map_blocks(lambda s: verdict_covered(n, k, s, gap, n_resamples, level), range(reps))
-    progress(f"verdict K={k} N={n}", started)
-    return {"true difference": gap, "coverage": float(np.mean(rows))}
+    n_train = int(n * 0.8) if mode == "folds" else n - n // 2
+    truth, truth_se = true_procedure_difference(t0, n_train, fits)
+    rows = map_blocks(lambda i: verdict_outcome(n, t0, mode, i, truth), range(first, first + reps))
+    progress(f"verdict {mode} T0={t0} N={n}", started)
+    wrong = float(np.mean([r["worse named"] for r in rows]))
+    return {
+        "held out": "5-fold" if mode == "folds" else "split 50 %",
+        "T0": t0,
+        "N": n,
+        "true difference": truth,
+        "truth MC SE": truth_se,
+        "coverage": float(np.mean([r["covered"] for r in rows])),
+        "worse named clear": wrong,
+        "its MC SE": float(np.sqrt(wrong * (1 - wrong) / reps)),
+        "power": float(np.mean([r["better named"] for r in rows])),
+        "median width": float(np.median([r["width"] for r in rows])),
+    }
 
 
 # ---------------------------------------------------------------- output
 def table(title: str, rows: list[dict], columns: list[str]) -> str:
     """A markdown table; floats as percentages except the named raw columns."""
-    raw = {"K", "N", "true ECE", "bias", "true difference"} | {
+    raw = {"K", "N", "T0", "true ECE", "bias", "true difference", "truth MC SE"} | {
         f"true {c}" for c in INTERVAL_METRICS
     }
     lines = [f"\n{title}\n", "| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
@@ -341,10 +403,14 @@ def table(title: str, rows: list[dict], columns: list[str]) -> str:
         cells = []
         for c in columns:
             v = row.get(c, "")
-            if isinstance(v, float) and c not in raw:
+            if isinstance(v, float) and c == "median width":
+                cells.append(f"{v:.2g}")
+            elif isinstance(v, float) and c not in raw:
                 cells.append(f"{100 * v:.1f}")
+            elif isinstance(v, float) and c in ("true difference", "truth MC SE"):
+                cells.append(f"{v:.2g}")
             elif isinstance(v, float):
-                cells.append(f"{v:.4f}")
+                cells.append(f"{v:.4g}")
             else:
                 cells.append(str(v))
         lines.append("| " + " | ".join(cells) + " |")
@@ -371,10 +437,16 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument("--measures", help="resampling-test measures (default: all)")
     ap.add_argument("--columns", help="interval columns of coverage (default: all), e.g. MCE")
     ap.add_argument("--first-seed", type=int, default=0, help="seed of the first data set")
+    ap.add_argument("--verdict-t0", default="1,0.9", help="temperatures T0 of the verdict study")
+    ap.add_argument("--verdict-n", default="2000,10000", help="rows N of the verdict study")
+    ap.add_argument("--verdict-modes", default="folds,split", help="held-out schemes")
+    ap.add_argument("--reps-verdict", type=int, default=1000)
+    ap.add_argument("--truth-fits", type=int, default=2000, help="fits behind each true value")
     ap.add_argument("--out", type=Path)
     args = ap.parse_args(argv)
     if args.quick:
         args.reps_size, args.reps_power, args.resamples = 100, 50, 99
+        args.reps_verdict, args.truth_fits = 100, 100
         args.n = ",".join(v for v in args.n.split(",") if int(v) <= 1000)
     return args
 
@@ -471,14 +543,17 @@ def main(argv=None) -> None:
         )
     if "verdict" in parts:
         rows = [
-            {"K": k, "N": n} | verdict_coverage(n, k, args.reps_power, args.resamples)
-            for k, n in cells
+            verdict_cell(n, float(t0), mode, args.reps_verdict, args.truth_fits, args.first_seed)
+            for mode in args.verdict_modes.split(",")
+            for t0 in args.verdict_t0.split(",")
+            for n in (int(v) for v in args.verdict_n.split(","))
         ]
         emit(
             table(
-                "Coverage (%) of the verdict's 95 % paired-difference interval",
+                f"The map verdict on the shipped path ({args.reps_verdict} replicates a cell; "
+                f"truth from {args.truth_fits} fits on 1e6 fresh rows): % of replicates",
                 rows,
-                ["K", "N", "true difference", "coverage"],
+                list(rows[0]),
             )
         )
     emit(f"\nWall time: {time.perf_counter() - started:.0f} s")

@@ -361,8 +361,10 @@ def test_summary_bounds_never_round_to_zero():
 @pytest.mark.realdata
 @pytest.mark.slow
 def test_densenet_all_maps_never_compare_coinciding_maps(realdata):
-    """All 8 maps on DenseNet CIFAR-100 (10,000 rows): matrix = dirichlet is one contender."""
-    pred = load_predictions(realdata["densenet-bc-100-cifar-100"])[0]
+    """All 8 maps on DenseNet CIFAR-100 (5,000 rows, issue 28): distinct contenders, and the
+    simplest map within noise of the best is recommended (measured: temperature, 1 parameter;
+    the best by 0.0055 nats, vector, has 200 and matrix = dirichlet 10,100)."""
+    pred = load_predictions(realdata["densenet-bc-100-cifar-100"])[0].subset(np.arange(5000))
     comparison = compare_maps(pred, "all", seed=0)
     verdict = comparison.verdict()
     assert len(verdict.contenders) == 8  # 9 candidates, matrix and dirichlet one
@@ -378,3 +380,5 @@ def test_densenet_all_maps_never_compare_coinciding_maps(realdata):
     assert verdict.runner_up not in verdict.contender(verdict.winner).names
     eligible = [c for c in verdict.contenders if not c.clearly_worse]
     assert verdict.recommended == min(eligible, key=lambda c: c.n_parameters).name
+    assert verdict.recommended == "temperature"
+    assert verdict.contender("matrix").effective_parameters < 1000  # of its 10,100

@@ -527,8 +527,10 @@ def _ranked_contenders(
     """The contenders (coinciding candidates merged), best first, each but the best with
     the interval of its difference to the best."""
     groups = sorted(_coinciding_groups(calibrated), key=lambda g: float(losses[g[0]].mean()))
+    reference = losses.get(UNCALIBRATED)
     effective = {
-        g[0]: effective_parameters(g[0], losses[g[0]], design, fitted.get(g[0], ())) for g in groups
+        g[0]: effective_parameters(g[0], losses[g[0]], design, fitted.get(g[0], ()), reference)
+        for g in groups
     }
     best = groups[0][0]
     others = [g[0] for g in groups[1:]]

@@ -12,22 +12,21 @@ core's (the same the verdict shows as each map's parameters).
 
 from __future__ import annotations
 
+from calibration_core.maps.counts import planned_parameters
+
 
 def map_parameters(name: str, n_classes: int) -> int:
     """Parameters of map ``name`` on ``n_classes`` classes, before fitting it.
 
-    The core's count (:meth:`calibration_core.maps.base.CalibrationMap.planned_parameters`,
-    what ``n_parameters_`` will say after the fit); 0 for isotonic regression,
-    whose fitted steps the data decide and whose cost grows with the rows,
-    not the classes, and for names that are not maps ("uncalibrated").
-    Histogram binning counts its bins per column (10 x K by default: refused
-    only above 5,000 classes at the default budget).
+    The core's count (:func:`calibration_core.maps.counts.planned_parameters`,
+    what ``n_parameters_`` will say after the fit; light, so the first page,
+    which plans the demo's fits, loads no scikit-learn); 0 for isotonic
+    regression, whose fitted steps the data decide and whose cost grows with
+    the rows, not the classes, and for names that are not maps
+    ("uncalibrated"). Histogram binning counts its bins per column (10 x K:
+    refused only above 5,000 classes at the default budget).
     """
-    from calibration_core.maps import available_maps, make_map  # loads scikit-learn
-
-    if name not in available_maps():  # "uncalibrated": the scored rows of a split, no map
-        return 0
-    return make_map(name).planned_parameters(int(n_classes)) or 0
+    return planned_parameters(name, n_classes) or 0
 
 
 def refusal(name: str, model: str, n_classes: int, budget: int) -> str | None:

@@ -50,6 +50,7 @@ from scipy.special import expit
 from ..errors import CalibrationInputError
 from .base import EPS
 from .binary_columns import BinaryColumns, warn_few_rows
+from .counts import one_vs_rest_parameters
 from .logistic_columns import LogisticColumnsFit, fit_logistic_columns
 from .onevsrest import OneVsRestMap
 from .registry import register
@@ -215,7 +216,7 @@ class BetaCalibration(OneVsRestMap):
 
     def planned_parameters(self, n_classes: int) -> int | None:
         """3 (2 for "ab"/"am") per score column (:meth:`CalibrationMap.planned_parameters`)."""
-        return self.planned_columns(n_classes) * self._per_column()
+        return one_vs_rest_parameters(self._per_column(), n_classes)
 
     def _per_column(self) -> int:
         return 3 if self.parameters == "abm" else 2  # "ab": c = (a - b) ln 2; "am": a = b

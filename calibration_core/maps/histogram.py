@@ -41,6 +41,7 @@ import numpy as np
 from ..binning import Binning, Scheme
 from ..errors import CalibrationInputError
 from .binary_columns import BinaryColumns, warn_few_rows
+from .counts import one_vs_rest_parameters
 from .onevsrest import OneVsRestMap, check_eps
 from .registry import register
 
@@ -225,7 +226,7 @@ class HistogramBinning(OneVsRestMap):
 
     def planned_parameters(self, n_classes: int) -> int | None:
         """``n_bins`` per score column (:meth:`CalibrationMap.planned_parameters`)."""
-        return int(self.n_bins) * self.planned_columns(n_classes)
+        return one_vs_rest_parameters(int(self.n_bins), n_classes)
 
     def _fitted_state(self) -> dict[str, Any]:
         return {

@@ -77,11 +77,6 @@ class OneVsRestMap(CalibrationMap):
         g = self._predict_columns(column_scores(given_probs(probs)))
         return assemble_rows(g, self.n_classes_, self._output_eps())
 
-    @staticmethod
-    def planned_columns(n_classes: int) -> int:
-        """Score columns calibrated on K classes: 1 (the positive class) when K = 2, else K."""
-        return 1 if int(n_classes) == 2 else int(n_classes)
-
     def _output_eps(self) -> float:
         """Clip of the calibrated columns (see :func:`assemble_rows`)."""
         return EPS

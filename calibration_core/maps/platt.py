@@ -33,6 +33,7 @@ from scipy.special import expit
 from ..errors import CalibrationInputError
 from .base import EPS
 from .binary_columns import BinaryColumns, warn_few_rows
+from .counts import one_vs_rest_parameters
 from .logistic_columns import fit_logistic_columns
 from .onevsrest import OneVsRestMap
 from .registry import register
@@ -129,7 +130,7 @@ class PlattScaling(OneVsRestMap):
 
     def planned_parameters(self, n_classes: int) -> int | None:
         """2 per score column (:meth:`CalibrationMap.planned_parameters`)."""
-        return 2 * self.planned_columns(n_classes)
+        return one_vs_rest_parameters(2, n_classes)
 
     def _fitted_state(self) -> dict[str, Any]:
         return {"coef": self.coef_.tolist(), "n_iter": int(self.n_iter_)}

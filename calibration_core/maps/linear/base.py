@@ -14,8 +14,9 @@ from threadpoolctl import threadpool_limits
 
 from ...errors import CalibrationFitWarning, CalibrationInputError
 from ..base import CalibrationMap
+from ..counts import linear_parameters
 from .fit import LinearFit, check_strength, fit_linear_map
-from .objective import linear_logits, map_features, n_parameters, unpack
+from .objective import linear_logits, map_features, unpack
 
 __all__ = ["LinearCalibrationMap", "OdirLinearMap"]
 
@@ -98,7 +99,7 @@ class LinearCalibrationMap(CalibrationMap):
 
         Called by :meth:`_fit` only: the warning names the caller of ``fit``.
         """
-        n_params = n_parameters(self.kind, k)
+        n_params = linear_parameters(self.kind, k)
         if n < n_params:
             warnings.warn(
                 f"{type(self).__name__} has {n_params} parameters but only {n} rows to fit "
@@ -149,11 +150,11 @@ class LinearCalibrationMap(CalibrationMap):
         return np.exp(log_softmax(linear_logits(x, self.coef_, self.intercept_), axis=1))
 
     def _count_parameters(self) -> int:
-        return n_parameters(self.kind, int(self.n_classes_))
+        return linear_parameters(self.kind, int(self.n_classes_))
 
     def planned_parameters(self, n_classes: int) -> int | None:
         """Weights and intercepts on K classes (:meth:`CalibrationMap.planned_parameters`)."""
-        return n_parameters(self.kind, int(n_classes))
+        return linear_parameters(self.kind, int(n_classes))
 
     def _fitted_state(self) -> dict[str, Any]:
         return {

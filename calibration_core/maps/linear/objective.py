@@ -42,6 +42,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..base import log_inputs
+from ..counts import linear_parameters
 
 __all__ = [
     "BLOCK_ELEMENTS",
@@ -50,7 +51,6 @@ __all__ = [
     "identity_parameters",
     "linear_logits",
     "map_features",
-    "n_parameters",
     "unpack",
 ]
 
@@ -76,11 +76,6 @@ def map_features(
     if raw_logits and logits is not None:
         return np.ascontiguousarray(logits, dtype=np.float64)
     return np.ascontiguousarray(log_inputs(probs, logits), dtype=np.float64)
-
-
-def n_parameters(kind: str, k: int) -> int:
-    """Number of free parameters of a ``kind`` map on K classes."""
-    return 2 * k if kind == "vector" else k * k + k
 
 
 def identity_parameters(kind: str, k: int) -> np.ndarray:
@@ -186,7 +181,7 @@ class SoftmaxLinearObjective:
 
     @property
     def n_params(self) -> int:
-        return n_parameters(self.kind, self.k)
+        return linear_parameters(self.kind, self.k)
 
     def data_loss(self, theta: np.ndarray) -> float:
         """Mean log-loss without the penalty."""

@@ -72,10 +72,12 @@ def test_unfitted_map_has_no_count():
 def test_planned_parameters_are_what_the_fit_reports(k):
     """A front end's budget counts a map before fitting it: the same count, or None."""
     from calibration_core.maps import available_maps
+    from calibration_core.maps.counts import planned_parameters
 
     pred = _predictions(k, seed=k)
     for name in available_maps():
         planned = make_map(name).planned_parameters(k)
+        assert planned_parameters(name, k) == planned, name  # the light, by-name count
         fitted = make_map(name).fit(pred, pred.labels)
         if name == "isotonic":
             assert planned is None  # its fitted steps depend on the data
@@ -83,3 +85,17 @@ def test_planned_parameters_are_what_the_fit_reports(k):
             assert planned == fitted.n_parameters_, name
     assert make_map("histogram", n_bins=4).planned_parameters(5) == 20
     assert make_map("beta", parameters="ab").planned_parameters(2) == 2
+
+
+def test_counts_by_name_load_no_map_module():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from calibration_core.maps.counts import planned_parameters; "
+        "assert planned_parameters('matrix', 100) == 10_100; "
+        "assert planned_parameters('uncalibrated', 3) is None; "
+        "print(sorted(m for m in ('sklearn', 'calibration_core.maps.base') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

@@ -597,7 +597,7 @@ def write_dask_tables(models: list[dict[str, Any]], args: argparse.Namespace, ou
 # ------------------------------------------------------------ fit, apply
 def add_sample_argument(parser: argparse.ArgumentParser, what: str) -> None:
     """``--sample-rows`` of ``evaluate`` and ``fit``; ``what`` says what is done on the sample."""
-    from calibration_core.distributed.sample import DEFAULT_SAMPLE_ROWS
+    from calibration_core.distributed import DEFAULT_SAMPLE_ROWS
 
     parser.add_argument(
         "--sample-rows",
@@ -649,7 +649,7 @@ def fit_dataset_map(args: argparse.Namespace, map_name: str, client, summary):
 
 def sample_rows(args: argparse.Namespace) -> int:
     """``--sample-rows``, or the core's default sample size."""
-    from calibration_core.distributed.sample import DEFAULT_SAMPLE_ROWS
+    from calibration_core.distributed import DEFAULT_SAMPLE_ROWS
 
     return DEFAULT_SAMPLE_ROWS if args.sample_rows is None else args.sample_rows
 

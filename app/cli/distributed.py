@@ -43,47 +43,19 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from . import (
+from .common import EXIT_OK, CommandError, ProgressBar, one_model, parse_maps
+from .outputs import (
     ALL_ROWS,
-    EXIT_OK,
     SCHEMA,
-    CommandError,
-    ProgressBar,
+    SLICES_NOT_IN_CSV,
     csv_text,
     measures_lines,
-    parse_maps,
     rows_with_parts,
     verdict_line,
+    write_apply_summary,
+    write_fit_summary,
 )
-
-
-def add_engine_arguments(parser: argparse.ArgumentParser, dask_help: str) -> None:
-    """``--engine``, ``--scheduler`` and ``--workers`` (evaluate, fit, apply).
-
-    ``dask_help`` says what ``--engine dask`` does for the command.
-    """
-    parser.add_argument(
-        "--engine",
-        choices=("memory", "dask"),
-        default="memory",
-        help=f"'memory' (default): load FILE in memory; 'dask': {dask_help} (needs the "
-        "'dask' extra)",
-    )
-    where = parser.add_mutually_exclusive_group()
-    where.add_argument(
-        "--scheduler",
-        metavar="ADDRESS",
-        default=None,
-        help="with --engine dask: a running Dask scheduler, e.g. tcp://host:8786",
-    )
-    where.add_argument(
-        "--workers",
-        type=int,
-        default=None,
-        metavar="N",
-        help="with --engine dask: start a local cluster of N worker processes (default: "
-        "Dask's choice for this machine)",
-    )
+from .slices import group_columns, reference_argument, slice_lines
 
 
 def check_cluster_options(args: argparse.Namespace) -> None:
@@ -215,8 +187,6 @@ def evaluate_on_dask(args: argparse.Namespace, out) -> int:
 
 def write_dask_result(args: argparse.Namespace, maps, models: list[dict[str, Any]], out) -> None:
     """The document (JSON), the CSV or the tables of ``evaluate --engine dask``."""
-    from . import SLICES_NOT_IN_CSV, slice_lines
-
     if args.format == "json":
         json.dump(dask_document(args, maps, models), out, indent=2, allow_nan=False)
         out.write("\n")
@@ -239,8 +209,6 @@ def group_map_names(args: argparse.Namespace) -> tuple[str, ...]:
     """The maps of ``--group-maps`` (with ``--group-by``), each checked by the registry."""
     from calibration_core.maps import make_map
 
-    from .slices import group_columns
-
     if not (args.group_by and getattr(args, "group_maps", None)):
         return ()
     names = tuple(group_columns(args.group_maps))
@@ -261,8 +229,6 @@ def dask_slices(args: argparse.Namespace, client) -> dict[str, dict[str, Any]]:
     ``--seed``), drawn once with the group and time columns.
     """
     from calibration_core.distributed.slices import GroupSpec, dataset_groups
-
-    from .slices import group_columns
 
     read = {"label_column": args.label_column, "renormalize": args.renormalize}
     specs = {}
@@ -297,8 +263,6 @@ def time_spec(args: argparse.Namespace):
     )
     from calibration_core.distributed.slices import GroupSpec
     from calibration_core.slices import parse_reference
-
-    from .slices import reference_argument
 
     if not args.window:
         return None
@@ -595,19 +559,6 @@ def write_dask_tables(models: list[dict[str, Any]], args: argparse.Namespace, ou
 
 
 # ------------------------------------------------------------ fit, apply
-def add_sample_argument(parser: argparse.ArgumentParser, what: str) -> None:
-    """``--sample-rows`` of ``evaluate`` and ``fit``; ``what`` says what is done on the sample."""
-    from calibration_core.distributed.sample import DEFAULT_SAMPLE_ROWS
-
-    parser.add_argument(
-        "--sample-rows",
-        type=int,
-        default=None,
-        metavar="N",
-        help=f"with --engine dask: {what} (default {DEFAULT_SAMPLE_ROWS:,}; seed --seed)",
-    )
-
-
 def check_fit_options(args: argparse.Namespace, maps) -> str:
     """The one map ``fit --engine dask`` deploys ("" with ``--select best``); checks options."""
     check_cluster_options(args)
@@ -616,19 +567,6 @@ def check_fit_options(args: argparse.Namespace, maps) -> str:
         return ""
     check_bins(args)
     return "" if args.select is not None else maps[0]
-
-
-def _fit_model(summaries, wanted: str | None, file: str):
-    """The summary of the model to fit (``--model``), or a clear error naming the models."""
-    names = list(summaries)
-    if wanted is None and len(names) == 1:
-        return summaries[names[0]]
-    if wanted in summaries:
-        return summaries[wanted]
-    listed = ", ".join(repr(n) for n in names)
-    if wanted is None:
-        raise CommandError(f"{file} holds {len(names)} models ({listed}); choose one with --model")
-    raise CommandError(f"{file} has no model {wanted!r}; it holds {listed}")
 
 
 def fit_dataset_map(args: argparse.Namespace, map_name: str, client, summary):
@@ -649,7 +587,7 @@ def fit_dataset_map(args: argparse.Namespace, map_name: str, client, summary):
 
 def sample_rows(args: argparse.Namespace) -> int:
     """``--sample-rows``, or the core's default sample size."""
-    from calibration_core.distributed.sample import DEFAULT_SAMPLE_ROWS
+    from calibration_core.distributed import DEFAULT_SAMPLE_ROWS
 
     return DEFAULT_SAMPLE_ROWS if args.sample_rows is None else args.sample_rows
 
@@ -673,14 +611,12 @@ def fit_on_dask(args: argparse.Namespace, map_name: str, out) -> int:
     from calibration_core.distributed.select import EXACT_MAPS
     from calibration_core.maps import make_map
 
-    from . import write_fit_summary
-
     make_map(map_name)  # an unknown name fails before any work on the cluster
     with dask_client(args) as client:
         read = {"label_column": args.label_column, "renormalize": args.renormalize}
         try:
             summaries = dataset_summaries(args.file, client=client, **read)
-            summary = _fit_model(summaries, args.model, args.file)
+            summary = one_model(summaries, args.model, args.file)
             frequency = None
             if args.scheme == "frequency":
                 wanted = {summary.name: summary}
@@ -728,8 +664,6 @@ def apply_on_dask(args: argparse.Namespace, deployable, out) -> int:
 
     from calibration_core.distributed import apply_map_to_dataset
 
-    from . import write_apply_summary
-
     check_cluster_options(args)
     with dask_client(args) as client:
         try:
@@ -755,13 +689,11 @@ def select_on_dask(args: argparse.Namespace, maps, out) -> int:
     from calibration_core.distributed import dataset_summaries, select_map_on_dataset
     from calibration_core.distributed.select import EXACT_MAPS
 
-    from . import write_fit_summary
-
     read = {"label_column": args.label_column, "renormalize": args.renormalize}
     settings = {"folds": args.folds, "seed": args.seed, "n_bins": args.bins, "scheme": args.scheme}
     with dask_client(args) as client:
         try:
-            summary = _fit_model(
+            summary = one_model(
                 dataset_summaries(args.file, client=client, **read), args.model, args.file
             )
             deployable, found = select_map_on_dataset(

@@ -3,24 +3,42 @@
 - :mod:`~calibration_core.compare.run`: :func:`compare_maps`, which fits each map
   on some rows and scores it on others (cross-fitting or train/test).
 - :mod:`~calibration_core.compare.folds`: which rows fit and which rows score.
-- :mod:`~calibration_core.compare.results`: the table's columns, how a row is
-  scored, and :class:`Comparison`.
+- :mod:`~calibration_core.compare.columns`: the table's columns.
+- :mod:`~calibration_core.compare.results`: how a row is scored, and
+  :class:`Comparison`.
 - :mod:`~calibration_core.compare.verdict`: the best map by held-out log-loss,
   an interval of its advantage that holds the noise of fitting the maps, and
   the simplest map within that noise (:func:`choose_map`, :class:`Verdict`).
+
+The columns load with the package; the rest (pandas, scikit-learn) on first
+use, so that naming the metrics stays cheap.
 """
 
-from .results import METRIC_COLUMNS, TABLE_COLUMNS, Comparison, score_probs
-from .run import CancelCallback, ComparisonCancelled, ProgressCallback, compare_maps
-from .verdict import (
-    UNCALIBRATED,
-    Contender,
-    Verdict,
-    choose_map,
-    format_difference,
-    map_parameters,
-    parameter_words,
-)
+from __future__ import annotations
+
+import importlib
+
+from .columns import METRIC_COLUMNS, TABLE_COLUMNS
+
+#: Public name -> the module defining it, loaded on first use.
+_LAZY: dict[str, str] = {
+    **dict.fromkeys(("Comparison", "score_probs"), "results"),
+    **dict.fromkeys(
+        ("CancelCallback", "ComparisonCancelled", "ProgressCallback", "compare_maps"), "run"
+    ),
+    **dict.fromkeys(
+        (
+            "UNCALIBRATED",
+            "Contender",
+            "Verdict",
+            "choose_map",
+            "format_difference",
+            "map_parameters",
+            "parameter_words",
+        ),
+        "verdict",
+    ),
+}
 
 __all__ = [
     "METRIC_COLUMNS",
@@ -39,3 +57,16 @@ __all__ = [
     "parameter_words",
     "score_probs",
 ]
+
+
+def __getattr__(name: str):
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

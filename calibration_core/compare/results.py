@@ -1,4 +1,4 @@
-"""The table of a map comparison: its columns, how a row is scored, and :class:`Comparison`.
+"""The table of a map comparison: how a row is scored, and :class:`Comparison`.
 
 Metrics come from the core functions of :mod:`calibration_core.metrics` (ECE
 and MCE of a notion share one binning pass, :func:`score_probs`), so the table
@@ -26,20 +26,8 @@ from ..metrics import (
     log_loss_per_row,
 )
 from ..predictions import Predictions
+from .columns import TABLE_COLUMNS
 from .verdict import DEFAULT_LEVEL, FitDesign, Verdict, choose_map, parameter_count
-
-#: Metric columns of :attr:`Comparison.table`, named after the core metric functions.
-METRIC_COLUMNS: tuple[str, ...] = (
-    "accuracy",
-    "confidence_ece",
-    "confidence_mce",
-    "classwise_ece",
-    "classwise_mce",
-    "brier_score",
-    "log_loss",
-)
-#: All columns of :attr:`Comparison.table` (its index is named ``map``).
-TABLE_COLUMNS: tuple[str, ...] = (*METRIC_COLUMNS, "fit_seconds", "converged", "error")
 
 
 def score_probs(probs: np.ndarray, labels: np.ndarray, *, n_bins: int, scheme: Scheme) -> dict:
@@ -55,7 +43,7 @@ def score_probs(probs: np.ndarray, labels: np.ndarray, *, n_bins: int, scheme: S
     Returns
     -------
     dict
-        One float per name of :data:`METRIC_COLUMNS`; ECE and MCE of a notion
+        One float per name of :data:`~.columns.METRIC_COLUMNS`; ECE and MCE of a notion
         come from one call of the core ``*_statistics`` function, exactly as
         ``confidence_ece`` / ``confidence_mce`` compute them.
     """
@@ -93,7 +81,7 @@ class Comparison:
     ----------
     table : pandas.DataFrame
         One row per map, index named ``map`` with ``"uncalibrated"`` first;
-        columns :data:`TABLE_COLUMNS`: the metrics (NaN for a failed map),
+        columns :data:`~.columns.TABLE_COLUMNS`: the metrics (NaN for a failed map),
         ``fit_seconds`` (sum over folds), ``converged`` (nullable boolean: NA
         for the uncalibrated row and for failed maps) and ``error`` (None, or
         the message of the failure).

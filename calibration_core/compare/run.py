@@ -45,8 +45,9 @@ from ..maps import available_maps, make_map, same_model_as
 from ..maps.base import CalibrationMap
 from ..metrics import log_loss
 from ..predictions import Predictions
+from .columns import METRIC_COLUMNS, TABLE_COLUMNS
 from .folds import check_folds, crossfit_folds, train_test_mask
-from .results import METRIC_COLUMNS, TABLE_COLUMNS, Comparison, score_probs
+from .results import Comparison, score_probs
 from .verdict import UNCALIBRATED
 
 __all__ = ["CancelCallback", "ComparisonCancelled", "ProgressCallback", "compare_maps"]

@@ -85,26 +85,44 @@ dask.dataframe) and the CLI ``calibration-dashboard evaluate 'logs/*.parquet'
 
 from __future__ import annotations
 
-from .apply import apply_map_to_dataset, dataset_deployable
-from .cells import CELL_THRESHOLDS, MAX_CELL_BINS, CellStatistics
-from .cumulative import CellCumulative, summary_cumulative
-from .engine import dataset_summaries, piece_summaries, require_dask, tree_merge
-from .frequency import frequency_statistics
-from .pieces import Piece, ReadOptions, find_pieces
-from .platt import fit_platt_on_dataset
-from .sample import (
-    SampleInfo,
-    draw_sample,
-    fit_map_on_sample,
-    run_on_sample,
-    sample_predictions,
-)
-from .select import SampleComparison, compare_maps_on_sample, select_map_on_dataset
-from .summary import ModelSummary, merge_summaries, summarize
-from .temperature import fit_temperature_on_dataset
+import importlib
+
+#: Rows of the reproducible sample by default (:mod:`.sample`).
+DEFAULT_SAMPLE_ROWS = 1_000_000
+
+#: Public name -> the module defining it, loaded on first use: the modules import
+#: pyarrow, pandas and the maps (scikit-learn), which naming the default above
+#: (the command line's help) does not need.
+_LAZY: dict[str, str] = {
+    **dict.fromkeys(("apply_map_to_dataset", "dataset_deployable"), "apply"),
+    **dict.fromkeys(("CELL_THRESHOLDS", "MAX_CELL_BINS", "CellStatistics"), "cells"),
+    **dict.fromkeys(("CellCumulative", "summary_cumulative"), "cumulative"),
+    **dict.fromkeys(
+        ("dataset_summaries", "piece_summaries", "require_dask", "tree_merge"), "engine"
+    ),
+    "frequency_statistics": "frequency",
+    **dict.fromkeys(("Piece", "ReadOptions", "find_pieces"), "pieces"),
+    "fit_platt_on_dataset": "platt",
+    **dict.fromkeys(
+        (
+            "SampleInfo",
+            "draw_sample",
+            "fit_map_on_sample",
+            "run_on_sample",
+            "sample_predictions",
+        ),
+        "sample",
+    ),
+    **dict.fromkeys(
+        ("SampleComparison", "compare_maps_on_sample", "select_map_on_dataset"), "select"
+    ),
+    **dict.fromkeys(("ModelSummary", "merge_summaries", "summarize"), "summary"),
+    "fit_temperature_on_dataset": "temperature",
+}
 
 __all__ = [
     "CELL_THRESHOLDS",
+    "DEFAULT_SAMPLE_ROWS",
     "MAX_CELL_BINS",
     "CellCumulative",
     "CellStatistics",
@@ -133,3 +151,16 @@ __all__ = [
     "summary_cumulative",
     "tree_merge",
 ]
+
+
+def __getattr__(name: str):
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

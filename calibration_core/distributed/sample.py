@@ -19,6 +19,7 @@ import numpy as np
 from ..errors import CalibrationInputError
 from ..maps.registry import make_map
 from ..predictions import Predictions, with_extra
+from . import DEFAULT_SAMPLE_ROWS
 from .engine import require_dask
 from .pieces import (
     ReadOptions,
@@ -30,7 +31,6 @@ from .pieces import (
 )
 
 __all__ = [
-    "DEFAULT_SAMPLE_ROWS",
     "SampleInfo",
     "draw_sample",
     "fit_map_on_sample",
@@ -38,9 +38,6 @@ __all__ = [
     "run_on_sample",
     "sample_predictions",
 ]
-
-#: Rows of the sample by default.
-DEFAULT_SAMPLE_ROWS = 1_000_000
 
 
 @dataclass(frozen=True)

@@ -30,10 +30,10 @@ from ..deploy import DeployableMap, recommended_map
 from ..deploy.document import held_out_estimate, input_kind
 from ..maps.temperature import TemperatureScaling
 from ..predictions import Predictions
+from . import DEFAULT_SAMPLE_ROWS
 from .apply import dataset_deployable
 from .platt import fit_platt_on_dataset
 from .sample import (
-    DEFAULT_SAMPLE_ROWS,
     SampleInfo,
     fit_map_on_sample,
     fit_on_sample,

@@ -65,6 +65,7 @@ from ..slices.times import (
     window_label,
     window_starts,
 )
+from . import DEFAULT_SAMPLE_ROWS
 from .engine import require_dask, summary_batch_rows, tree_merge
 from .pieces import (
     ReadOptions,
@@ -74,7 +75,6 @@ from .pieces import (
     model_first_rows,
     read_piece_batches,
 )
-from .sample import DEFAULT_SAMPLE_ROWS
 from .summary import ModelSummary, SummaryBuilder
 
 __all__ = [

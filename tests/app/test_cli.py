@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 from app import cli
+from app.cli.common import parse_maps
 from calibration_core import (
     PART_FIELDS,
     brier_decomposition,
@@ -269,8 +270,8 @@ def test_evaluate_with_real_temperature_scaling(preds_csv, capsys):
 
 
 def test_maps_option_parsing():
-    assert cli.parse_maps("all") == "all"
-    assert cli.parse_maps(" temperature, isotonic ,") == ("temperature", "isotonic")
+    assert parse_maps("all") == "all"
+    assert parse_maps(" temperature, isotonic ,") == ("temperature", "isotonic")
 
 
 # ------------------------------------------------------------------ errors

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -10,6 +11,7 @@ import pandas as pd
 import pytest
 
 from app import cli
+from app.cli.common import EXIT_OK
 from app.exports import params_json
 from calibration_core import compare_maps, load_map, load_predictions, stable_softmax
 
@@ -44,7 +46,7 @@ def test_fit_writes_the_deployable_map_and_a_json_summary(files, tmp_path, capsy
     code, out, err = run(
         capsys, "fit", files / "logits.csv", "--map", "temperature", "-o", tmp_path / "m.json"
     )
-    assert code == cli.EXIT_OK, err
+    assert code == EXIT_OK, err
     summary = json.loads(out)
     assert summary["schema"] == "calibration-dashboard/fit/v1"
     assert (summary["map"], summary["input"], summary["n_rows"]) == ("temperature", "logits", 300)
@@ -62,7 +64,7 @@ def test_fit_select_best_deploys_the_recommended_map(files, tmp_path, capsys):
         capsys, "fit", files / "logits.csv", "--select", "best", "--maps", maps,
         "-o", tmp_path / "m.json",
     )  # fmt: skip
-    assert code == cli.EXIT_OK
+    assert code == EXIT_OK
     summary = json.loads(out)
     losses = {r["map"]: r["log_loss"] for r in summary["comparison"][1:]}
     assert set(losses) == set(maps.split(","))
@@ -86,7 +88,7 @@ def test_fit_select_best_of_calibrated_predictions_deploys_the_identity(tmp_path
         capsys, "fit", tmp_path / "calibrated.csv", "--select", "best", "--maps",
         "temperature,vector", "-o", tmp_path / "m.json",
     )  # fmt: skip
-    assert code == cli.EXIT_OK, err
+    assert code == EXIT_OK, err
     summary = json.loads(out)
     assert summary["map"] == summary["verdict"]["recommended"] == "uncalibrated"
     assert "deployable map is the identity map" in err and "unchanged" in err
@@ -99,7 +101,7 @@ def test_apply_equals_predict_proba_and_keeps_other_columns(files, tmp_path, cap
     run(capsys, "fit", files / "logits.csv", "--map", "vector", "-o", tmp_path / "m.json")
     out = tmp_path / f"calibrated.{out_ext}"
     code, stdout, err = run(capsys, "apply", tmp_path / "m.json", files / "logits.csv", "-o", out)
-    assert code == cli.EXIT_OK, err
+    assert code == EXIT_OK, err
     assert json.loads(stdout)["rows"] == 300
     assert err == ""  # no progress bar when stderr is not a terminal
     source = pd.read_csv(files / "logits.csv")
@@ -148,11 +150,11 @@ def test_bad_input_is_one_line_and_an_exit_code(files, tmp_path, capsys, argv, c
 
 def test_progress_bar_on_a_terminal(files, tmp_path, capsys, monkeypatch):
     run(capsys, "fit", files / "logits.csv", "--map", "temperature", "-o", tmp_path / "m.json")
-    monkeypatch.setattr(cli.sys.stderr, "isatty", lambda: True, raising=False)
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True, raising=False)
     code, _, err = run(
         capsys, "apply", tmp_path / "m.json", files / "logits.csv", "-o", tmp_path / "c.csv"
     )
-    assert code == cli.EXIT_OK
+    assert code == EXIT_OK
     assert err.startswith("\r") and "100.0%" in err and err.endswith("\n")
 
 
@@ -179,7 +181,7 @@ def test_densenet_cifar100_fit_select_best_and_apply(realdata, tmp_path, capsys)
         capsys, "fit", source, "--select", "best", "--maps", "temperature,histogram",
         "-o", tmp_path / "m.json",
     )  # fmt: skip
-    assert code == cli.EXIT_OK, err
+    assert code == EXIT_OK, err
     summary = json.loads(out)
     assert summary["map"] == "temperature" and summary["n_classes"] == 100
     held = summary["held_out"]
@@ -189,7 +191,7 @@ def test_densenet_cifar100_fit_select_best_and_apply(realdata, tmp_path, capsys)
     fitted = load_map(tmp_path / "m.json")
     assert 1.9 < fitted.temperature_ < 2.4  # Guo et al.'s effect: T near 2.1
     code, _, err = run(capsys, "apply", tmp_path / "m.json", source, "-o", tmp_path / "c.npz")
-    assert code == cli.EXIT_OK, err
+    assert code == EXIT_OK, err
     with np.load(source) as raw, np.load(tmp_path / "c.npz", allow_pickle=False) as got:
         expected = fitted.predict_proba(raw["predictions"].astype(np.float64))
         np.testing.assert_allclose(got["probs"], expected, rtol=0, atol=1e-12)

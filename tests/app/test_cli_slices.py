@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 
 from app import cli
+from app.cli.outputs import SLICES_NOT_IN_CSV
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -77,7 +78,7 @@ def test_csv_output_says_the_groups_are_elsewhere(slices_csv, capsys):
     code, out, err = run(argv, capsys)
     assert code == 0, err
     assert out.startswith("model,") and "site=s2" not in out
-    assert cli.SLICES_NOT_IN_CSV in err
+    assert SLICES_NOT_IN_CSV in err
 
 
 def test_check_per_group_fails_on_the_bad_group_and_skips_small(slices_csv, capsys):

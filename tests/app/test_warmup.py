@@ -43,8 +43,8 @@ def test_the_server_and_its_first_page_do_not_load_the_fitting_libraries(tmp_pat
     out = _run(
         f"""
         import sys
-        from app.cli import _without_ipython
-        _without_ipython()
+        from app.cli.serve import without_ipython
+        without_ipython()
         from app.config import AppConfig
         from app.factory import create_app
         app = create_app(AppConfig.from_env())

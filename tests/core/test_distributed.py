@@ -588,7 +588,7 @@ def test_cli_evaluate_maps_on_dask_are_the_sample_comparison(dask_client, synthe
     import io
     import json
 
-    from app.cli import rows_with_parts
+    from app.cli.outputs import rows_with_parts
     from calibration_core.distributed import compare_maps_on_sample
     from calibration_core.measures import measures_summary
 

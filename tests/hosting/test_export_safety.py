@@ -274,7 +274,7 @@ def test_carriage_returns_never_split_a_calibrated_csv_row(carriage_returns):
 
 
 def test_the_command_line_csv_is_neutralised_too(tmp_path):
-    from app.cli import write_csv
+    from app.cli.evaluate import write_csv
     from calibration_core.compare import TABLE_COLUMNS
 
     row = {"map": "\n=map", **dict.fromkeys(TABLE_COLUMNS, -0.5)}

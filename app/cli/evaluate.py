@@ -1,0 +1,300 @@
+"""``calibration-dashboard evaluate FILE``: compare calibration maps and print the table.
+
+Cross-fits the maps on a predictions file (:func:`calibration_core.compare_maps`)
+and prints the table of every model in the file, as text, CSV or JSON (schema
+``calibration-dashboard/evaluate/v1``, ``docs/evaluate-json-schema.md``), with
+``--measures`` the binning-free measures, with ``--group-by``/``--window`` the
+slices (:mod:`app.cli.slices`). With ``--engine dask`` a Parquet dataset larger
+than memory (:mod:`app.cli.distributed`, ``docs/dask.md``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import sys
+from typing import Any
+
+from .common import (
+    EXIT_OK,
+    MAPS_HELP,
+    PROG,
+    add_data_arguments,
+    add_engine_arguments,
+    add_sample_argument,
+    input_path,
+    load_models,
+    parse_maps,
+    positive_int,
+)
+from .outputs import (
+    ALL_ROWS,
+    SCHEMA,
+    SLICES_NOT_IN_CSV,
+    csv_text,
+    measures_lines,
+    rows_with_parts,
+    verdict_line,
+)
+from .slices import add_group_arguments, model_slices, slice_lines
+
+FORMATS = ("table", "json", "csv")
+
+
+def add_parser(sub) -> None:
+    """The ``evaluate`` subcommand."""
+    ev = sub.add_parser(
+        "evaluate",
+        help="compare calibration maps on a predictions file and print the table",
+        description="Cross-fit calibration maps on a predictions file (CSV/TSV, Parquet or "
+        "NPZ) and print, for every model in the file, a table of accuracy, confidence and "
+        "classwise ECE/MCE, Brier score and log-loss of the held-out calibrated "
+        "predictions. The first row is always the uncalibrated model.",
+    )
+    add_data_arguments(ev)
+    ev.add_argument(
+        "--maps",
+        default=None,
+        metavar="NAMES",
+        help=MAPS_HELP + " or 'all' (default; with --engine dask, none unless given: maps "
+        "are then cross-fitted on a sample, see --sample-rows)",
+    )
+    ev.add_argument("--format", choices=FORMATS, default="table", help="output format (table)")
+    ev.add_argument(
+        "--measures",
+        action="store_true",
+        help="also compute the binning-free, vector and clinical measures of the uncalibrated "
+        "predictions (KS, Kuiper, Spiegelhalter, smooth ECE, calibration hierarchy, TACE, "
+        "SKCE); a 'measures' object per model in JSON, a few lines per model in the table "
+        "(not in CSV); seconds per model; with --engine dask, on a sample (--sample-rows)",
+    )
+    _add_verdict_arguments(ev)
+    add_group_arguments(ev, evaluate=True)
+    add_engine_arguments(
+        ev,
+        "the uncalibrated metrics of a Parquet file, folder or quoted glob larger than "
+        "memory, on Dask, exactly on every row; --maps and --measures on a sample",
+    )
+    add_sample_argument(
+        ev,
+        "maps (--maps) are cross-fitted and measures (--measures) computed on a "
+        "reproducible uniform sample of at most N rows per model",
+    )
+    ev.set_defaults(run=run)
+
+
+def _level(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number in (0, 1), got {text!r}") from None
+    if not 0.0 < value < 1.0:
+        raise argparse.ArgumentTypeError(f"expected a number in (0, 1), e.g. 0.95, got {text}")
+    return value
+
+
+def _add_verdict_arguments(parser: argparse.ArgumentParser) -> None:
+    """The level of the verdict's interval (evaluate); ``--resamples`` is accepted and ignored."""
+    parser.add_argument(
+        "--resamples",
+        type=positive_int,
+        default=None,
+        help=argparse.SUPPRESS,  # the verdict no longer resamples: warn_ignored_resamples
+    )
+    parser.add_argument(
+        "--level",
+        type=_level,
+        default=0.95,
+        metavar="L",
+        help="coverage of the verdict's interval (0.95)",
+    )
+
+
+def warn_ignored_resamples(args: argparse.Namespace) -> None:
+    """Say on stderr that ``--resamples`` (of older versions' verdict bootstrap) is ignored."""
+    if args.resamples is not None:
+        sys.stderr.write(
+            "calibration-dashboard: --resamples is ignored: the verdict's interval is no longer "
+            "a bootstrap (docs/statistics.md, 'The map verdict').\n"
+        )
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``evaluate`` and print its result on stdout once complete; returns the exit code."""
+    warn_ignored_resamples(args)
+    buffer = io.StringIO()
+    code = evaluate(args, buffer)
+    sys.stdout.write(buffer.getvalue())
+    sys.stdout.flush()
+    return code
+
+
+def evaluate(args: argparse.Namespace, out) -> int:
+    """Run ``evaluate`` and write the result to ``out``; returns the exit code."""
+    from calibration_core import compare_maps
+
+    from .distributed import check_dask_options, evaluate_on_dask
+
+    check_dask_options(args)
+    if args.engine == "dask":
+        return evaluate_on_dask(args, out)
+    models = load_models(input_path(args.file), args)
+    maps = parse_maps("all" if args.maps is None else args.maps)
+    results = [
+        compare_maps(
+            model,
+            maps,
+            folds=args.folds,
+            n_bins=args.bins,
+            scheme=args.scheme,
+            seed=args.seed,
+        )
+        for model in models
+    ]
+    measures = [model_measures(model, args) for model in models] if args.measures else None
+    slices = None
+    if args.group_by or args.window:
+        slices = [model_slices(model, args) for model in models]
+    if args.format == "json":
+        doc = evaluate_document(args, maps, results, measures, slices)
+        json.dump(doc, out, indent=2, allow_nan=False)
+        out.write("\n")
+        return EXIT_OK
+    for result in results:
+        for note in result.warnings:
+            print(f"{PROG}: warning: {result.settings['model']}: {note}", file=sys.stderr)
+    if args.format == "csv":
+        write_csv(results, out)
+        if slices is not None:
+            print(SLICES_NOT_IN_CSV, file=sys.stderr)
+    else:
+        write_tables(results, out)
+        write_verdicts(results, args, out)
+        if measures is not None:
+            write_measures(results, measures, out)
+        for model, doc in zip(models, slices or [], strict=False):
+            out.write("\n" + "\n".join(slice_lines(model.name, doc)) + "\n")
+    return EXIT_OK
+
+
+def model_measures(model, args: argparse.Namespace) -> dict[str, Any]:
+    """The ``measures`` object of one model (calibration_core.measures.measures_summary)."""
+    from calibration_core.measures import measures_summary
+
+    return {**measures_summary(model, seed=args.seed), "evaluated_on": ALL_ROWS}
+
+
+def write_measures(results, measures, out) -> None:
+    """The measures of every model, a few lines each, after the verdicts."""
+    out.write("\n")
+    for result, m in zip(results, measures, strict=True):
+        out.write(f"{result.settings['model']}: measures of the uncalibrated predictions\n")
+        out.write("\n".join(measures_lines(m)) + "\n")
+
+
+def evaluate_document(
+    args: argparse.Namespace, maps, results, measures=None, slices=None
+) -> dict[str, Any]:
+    """The JSON document of ``evaluate --format json`` (see docs/evaluate-json-schema.md).
+
+    ``measures``: one ``measures`` object per model (``--measures``), or None.
+    ``slices``: per model, its ``slices``/``group_maps``/``time`` objects
+    (``--group-by``, ``--window``), or None.
+    """
+    from calibration_core import __version__
+    from calibration_core.maps import available_maps
+
+    map_names = list(available_maps()) if maps == "all" else list(maps)
+    return {
+        "schema": SCHEMA,
+        "version": __version__,
+        "file": str(args.file),
+        "settings": {
+            "n_bins": args.bins,
+            "scheme": args.scheme,
+            "folds": args.folds,
+            "seed": args.seed,
+            "maps": map_names,
+            "label_column": args.label_column,
+            "renormalize": bool(args.renormalize),
+            "level": args.level,
+            "measures": measures is not None,
+            "group_by": getattr(args, "group_by", None),
+            "window": getattr(args, "window", None),
+        },
+        "models": [
+            {
+                "model": r.settings["model"],
+                "n_samples": r.settings["n_samples"],
+                "n_classes": r.settings["n_classes"],
+                "splitter": r.settings["splitter"],
+                "warnings": list(r.warnings),
+                "rows": [
+                    {**row, "evaluated_on": ALL_ROWS}
+                    for row in rows_with_parts(r, args.bins, args.scheme)
+                ],
+                "verdict": {
+                    **r.verdict(level=args.level).to_dict(),
+                    "evaluated_on": ALL_ROWS,
+                },
+                **({} if measures is None else {"measures": measures[i]}),
+                **({} if slices is None else slices[i]),
+            }
+            for i, r in enumerate(results)
+        ],
+    }
+
+
+def write_csv(results, out) -> None:
+    """One CSV with a ``model`` and a ``map`` column, then the table columns."""
+    from calibration_core.compare import TABLE_COLUMNS
+
+    from ..exports import csv_writer, safe_cell
+
+    writer = csv_writer(out)
+    writer.writerow(["model", "map", *TABLE_COLUMNS])
+    for result in results:
+        for row in result.rows():
+            cells = [result.settings["model"], row["map"], *(row[c] for c in TABLE_COLUMNS)]
+            writer.writerow([csv_text(safe_cell(cell)) for cell in cells])
+
+
+def write_tables(results, out) -> None:
+    """A plain-text table per model, metrics to 4 decimals."""
+    from calibration_core.compare import METRIC_COLUMNS
+
+    for i, result in enumerate(results):
+        s = result.settings
+        if i:
+            out.write("\n")
+        out.write(
+            f"{s['model']}: {s['n_samples']} rows, {s['n_classes']} classes; "
+            f"{s['folds']}-fold cross-fitting ({s['splitter']}, seed {s['seed']}), "
+            f"{s['n_bins']} {s['scheme']} bins\n"
+        )
+        table = result.table.copy()
+        for col in METRIC_COLUMNS:
+            table[col] = table[col].map(lambda v: "-" if v != v else f"{v:.4f}")
+        table["fit_seconds"] = table["fit_seconds"].map(lambda v: f"{v:.3f}")
+        table["converged"] = [
+            "-" if row["converged"] is None else ("yes" if row["converged"] else "NO")
+            for row in result.rows()
+        ]
+        errors = table.pop("error")
+        counts = result.n_parameters()
+        table.insert(
+            0, "parameters", ["-" if counts[n] is None else counts[n] for n in table.index]
+        )
+        out.write(table.reset_index().to_string(index=False) + "\n")
+        for name, message in errors.items():
+            if message is not None:
+                out.write(f"  {name} failed: {message}\n")
+
+
+def write_verdicts(results, args: argparse.Namespace, out) -> None:
+    """The verdict of every model, one line each, after the tables."""
+    out.write("\n")
+    for result in results:
+        verdict = result.verdict(level=args.level)
+        out.write(f"{result.settings['model']}: {verdict_line(verdict.to_dict())}\n")

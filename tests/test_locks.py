@@ -1,7 +1,8 @@
 """The dependency locks agree with ``pyproject.toml`` (offline; ``scripts/lock.sh`` rewrites them).
 
 ``requirements/test.txt`` is what the README's test command and ``.ci/run`` install,
-``requirements/app.txt`` what the Docker image installs. A dependency added to or
+``requirements/app.txt`` what the Docker image installs (the app with the ``hosting``
+extra). A dependency added to or
 narrowed in ``pyproject.toml`` without refreshing the locks fails here, not on a
 user's machine.
 """
@@ -37,16 +38,30 @@ def _locked(name: str) -> dict[str, tuple[str, int]]:
 
 
 def _requirements(extra: str | None = None) -> list[Requirement]:
+    """The requirements of the project (``extra`` None) or of one extra, with the extras
+    of the project an extra names (``calibration-dashboard[hosting]``) read in its place."""
     project = PYPROJECT["project"]
     texts = project["optional-dependencies"][extra] if extra else project["dependencies"]
-    return [Requirement(text) for text in texts]
+    requirements = []
+    for req in map(Requirement, texts):
+        if canonicalize_name(req.name) == canonicalize_name(project["name"]):
+            requirements.extend(r for named in sorted(req.extras) for r in _requirements(named))
+        else:
+            requirements.append(req)
+    return requirements
+
+
+def test_the_test_extra_includes_the_hosting_extra():
+    """The hosting tests start gunicorn, Celery workers and Redis clients."""
+    test_names = {canonicalize_name(req.name) for req in _requirements("test")}
+    assert {canonicalize_name(req.name) for req in _requirements("hosting")} <= test_names
 
 
 @pytest.mark.parametrize(
     ("lock", "requirements"),
     [
         ("test.txt", _requirements() + _requirements("test")),
-        ("app.txt", _requirements()),
+        ("app.txt", _requirements() + _requirements("hosting")),
     ],
 )
 def test_every_dependency_is_locked_within_its_range(lock, requirements):

@@ -68,6 +68,7 @@ Variable                      Meaning                                       Defa
 ``REDIS_URL``                 Team hosting: background jobs go to a pool of (off: diskcache,
                               Celery workers through this Redis             jobs forked by
                               (``redis://host:6379/0``); see app.jobs.      the server)
+                              Needs the ``hosting`` extra (Celery, redis).
 ``JOB_WORKERS``               Jobs one Celery worker runs at once (more     2
                               wait in the queue).
 ``JOB_TIME_LIMIT_SECONDS``    Longest run of one background job (fit,       300
@@ -99,6 +100,7 @@ Variable                      Meaning                                       Defa
 
 from __future__ import annotations
 
+import importlib.util
 import ipaddress
 import os
 import re
@@ -314,6 +316,52 @@ def check_datasets(datasets_dir: Path | None, address: str | None) -> None:
         )
 
 
+#: How to install the optional dependencies of team hosting (pyproject.toml's extra).
+INSTALL_HOSTING = 'pip install "calibration-dashboard[hosting]"'
+#: The modules of the ``hosting`` extra: the web server, the job queue and its Redis client.
+HOSTING_MODULES = ("gunicorn", "celery", "redis")
+
+
+def missing_modules(*names: str) -> list[str]:
+    """Those of the top-level modules ``names`` that cannot be imported (not installed).
+
+    Nothing is imported: :func:`importlib.util.find_spec` only looks them up.
+    """
+    missing = []
+    for name in names:
+        try:
+            found = importlib.util.find_spec(name) is not None
+        except (ImportError, ValueError):  # an import hook refused it; a spec-less module
+            found = False
+        if not found:
+            missing.append(name)
+    return missing
+
+
+def require_hosting(what: str, *modules: str, otherwise: str = "") -> None:
+    """Refuse ``what`` (a setting or a command) when a module of the hosting extra it
+    needs is not installed: the message names the modules, the install command and,
+    if given, the ``otherwise`` clause (what to do instead)."""
+    missing = missing_modules(*modules)
+    if missing:
+        names = " and ".join(filter(None, [", ".join(missing[:-1]), missing[-1]]))
+        raise ConfigError(
+            f"{what} needs {names}, from the optional 'hosting' extra: "
+            f"{INSTALL_HOSTING}{otherwise}."
+        )
+
+
+def check_job_queue(redis_url: str | None) -> None:
+    """Refuse ``REDIS_URL`` when Celery or Redis's client is not installed (app.jobs)."""
+    if redis_url is not None:
+        require_hosting(
+            "REDIS_URL (background jobs in Celery workers)",
+            "celery",
+            "redis",
+            otherwise="; or unset REDIS_URL: jobs are then forked by the server",
+        )
+
+
 def check_environment(app_env: str) -> None:
     """Refuse an ``APP_ENV`` that is not one of :data:`ENVIRONMENTS`."""
     if app_env not in ENVIRONMENTS:
@@ -456,6 +504,7 @@ class AppConfig:
         if self.datasets_dir is not None:
             object.__setattr__(self, "datasets_dir", Path(self.datasets_dir))
         collect_problem(problems, check_datasets, self.datasets_dir, self.dask_scheduler_address)
+        collect_problem(problems, check_job_queue, self.redis_url)
         if problems:
             raise ConfigError(*problems)
 

@@ -1,12 +1,12 @@
 """Where background callbacks run (Dash's two managers), and the rules every job follows.
 
-* With ``REDIS_URL`` (team hosting): Dash's ``CeleryManager``. The web workers
-  only queue jobs and read their progress and results from Redis; a pool of
-  ``JOB_WORKERS`` Celery processes runs them (:mod:`app.worker`), so nothing is
-  forked from a web worker, a job outlives the web worker that queued it, and
-  more jobs than workers wait in the queue. Cancelling revokes the task in
-  whichever worker runs it. Both sides read and write the same disk store in
-  ``CACHE_DIR``.
+* With ``REDIS_URL`` (team hosting, the ``hosting`` extra): Dash's
+  ``CeleryManager``. The web workers only queue jobs and read their progress and
+  results from Redis; a pool of ``JOB_WORKERS`` Celery processes runs them
+  (:mod:`app.worker`), so nothing is forked from a web worker, a job outlives the
+  web worker that queued it, and more jobs than workers wait in the queue.
+  Cancelling revokes the task in whichever worker runs it. Both sides read and
+  write the same disk store in ``CACHE_DIR``.
 * Without it (``calibration-dashboard serve``, one user, one process): Dash's
   ``DiskcacheManager``, which forks each job from the server process and keeps
   results in ``CACHE_DIR/jobs`` (:class:`LocalJobManager`).
@@ -637,7 +637,8 @@ def make_celery(config: AppConfig, book: JobBook | None = None) -> Celery:
     limit (:class:`~app.job_limits.JobLimits`) by :data:`GRACE_SECONDS`, and
     replaces a pool process that kept more than ``JOB_MEMORY_LIMIT_MB``
     resident after a job. (Celery is imported here: a server without
-    ``REDIS_URL`` does not load it.)
+    ``REDIS_URL`` does not load it, and needs no ``hosting`` extra;
+    :class:`~app.config.AppConfig` refuses ``REDIS_URL`` without it.)
     """
     from celery import Celery
 

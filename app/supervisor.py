@@ -29,7 +29,14 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 
-from .config import AppConfig, ConfigError, collect_problem, error_line
+from .config import (
+    HOSTING_MODULES,
+    AppConfig,
+    ConfigError,
+    collect_problem,
+    error_line,
+    require_hosting,
+)
 from .web_settings import web_settings
 
 #: Exit status of the supervisor when the configuration cannot be used (nothing started).
@@ -121,8 +128,10 @@ def check_configuration(env: Mapping[str, str]) -> None:
     Raises
     ------
     ConfigError
-        Naming every missing or invalid setting (app, job worker, gunicorn).
+        Naming every missing or invalid setting (app, job worker, gunicorn); or, alone,
+        the modules of the ``hosting`` extra that are not installed (nothing could start).
     """
+    require_hosting("python -m app.supervisor (gunicorn and a Celery job worker)", *HOSTING_MODULES)
     served = dict(env)
     if not served.get("REDIS_URL", "").strip():
         served["REDIS_URL"] = "redis+socket:///private/redis.sock"

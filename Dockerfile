@@ -15,20 +15,26 @@ ENV PIP_NO_CACHE_DIR=1 \
 WORKDIR /src
 RUN python -m venv /opt/venv
 ENV PATH=/opt/venv/bin:$PATH
-# The app's dependencies at the versions the tests ran with, every file hash-checked
-# (requirements/app.txt, written by scripts/lock.sh from pyproject.toml).
+# The app's dependencies with the hosting extra (gunicorn, Celery, Redis's client) at the
+# versions the tests ran with, every file hash-checked (requirements/app.txt, written by
+# scripts/lock.sh from pyproject.toml).
 COPY requirements/app.txt ./requirements/app.txt
 RUN pip install --no-cache-dir --require-hashes -r requirements/app.txt
 # The project as a wheel (assets/ becomes app/assets inside it, docs/statistics.md
 # app/docs/statistics.md, served at /statistics), installed like any package: the
-# runtime stage has no source tree.
+# runtime stage has no source tree. Installed with its hosting extra and without an
+# index: pip takes every requirement from the locked set above, and stops the build if
+# that set no longer satisfies the wheel's metadata (nothing can be downloaded here).
+# The one version it can install is the wheel built here, in /tmp/dist.
 COPY pyproject.toml README.md ./
 COPY calibration_core ./calibration_core
 COPY app ./app
 COPY assets ./assets
 COPY docs/statistics.md ./docs/statistics.md
+# hadolint ignore=DL3013
 RUN pip wheel --no-cache-dir --no-deps --no-build-isolation --wheel-dir /tmp/dist . \
-    && pip install --no-cache-dir --no-deps --no-index /tmp/dist/*.whl \
+    && pip install --no-cache-dir --no-index --find-links /tmp/dist \
+        "calibration-dashboard[hosting]" \
     && python -I -c "import app.wsgi" \
     && find /opt/venv -name '__pycache__' -prune -exec rm -rf {} +
 

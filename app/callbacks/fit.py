@@ -37,7 +37,7 @@ from ..map_policy import refusal
 from ..settings import HeldOut, RawSettings, parse_handles, parse_heldout, parse_maps
 from ..store.data_store import DataStore
 from ..store.disk import StorageUnavailable
-from ..store.records import FitRecord
+from ..store.records import FitRecord, HeldOutDesign
 from .controls import FIT_FIELDS, setting_inputs
 
 
@@ -146,6 +146,7 @@ def stopped_fit_message(name: str, model: str, exc: JobStopped) -> str:
 
 
 def _record(name: str, handle: str, heldout: HeldOut, comparison) -> tuple[FitRecord, object]:
+    """The record of map ``name`` from its comparison, and its calibrated predictions."""
     if name == UNCALIBRATED:
         variant = DataStore.variant_handle(handle, name, heldout)
         record = FitRecord(
@@ -168,8 +169,15 @@ def _record(name: str, handle: str, heldout: HeldOut, comparison) -> tuple[FitRe
         warnings=[w for w in comparison.warnings if w.startswith(f"{name}:")],
         params=[m.to_dict() for m in comparison.fitted.get(name, [])],
         n_scored=int(comparison.settings["n_scored"]),
+        train_log_loss=train_losses(comparison, name),
     )
     return record, comparison.calibrated.get(name)
+
+
+def train_losses(comparison, name: str) -> list[float] | None:
+    """Map ``name``'s in-sample log-loss of each fit, shape (F,), as a list; None if unknown."""
+    found = comparison.train_log_loss.get(name)
+    return None if found is None else [float(v) for v in found]
 
 
 def reused_fit(store: DataStore, handle: str, name: str, heldout: HeldOut, has_logits: bool):
@@ -194,6 +202,7 @@ def reused_fit(store: DataStore, handle: str, name: str, heldout: HeldOut, has_l
         params=[{**p, "map": name} for p in record.params],
         n_scored=record.n_scored,
         same_as=twin,
+        train_log_loss=record.train_log_loss,
     )
 
 
@@ -251,6 +260,7 @@ def fit_map(ctx: AppContext, handle: str, pred, name: str, heldout: HeldOut, pro
     if out_of_memory(record):  # JOB_MEMORY_LIMIT_MB: say so, and keep no record
         return stopped_fit_message(name, pred.name, memory_stop(ctx))
     try:
+        ctx.store.put_design(handle, heldout, HeldOutDesign.of(comparison.design()))
         ctx.store.put_fit(handle, record, calibrated)
         if name == UNCALIBRATED:
             ctx.store.put_rows(record.variant, comparison.scored_rows)

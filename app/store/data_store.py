@@ -28,6 +28,9 @@ Keys
     The built-in demo, computed by the first process that needs it.
 ``soft:<handle>`` and ``rows:<variant handle>``
     An upload's soft labels, and which input rows a split-mode variant holds.
+``design:<data handle>:<held-out key>``
+    How the model's held-out rows were made with that scheme
+    (:class:`HeldOutDesign`), stored with its first fitted map.
 ``evicted:<sid>``
     Tombstone of a session whose data was removed to make room
     (:mod:`app.store.budget`), until it uploads again.
@@ -86,6 +89,7 @@ from .records import (
     DEMO_SOURCE,
     NOTEBOOK_SOURCE,
     FitRecord,
+    HeldOutDesign,
     MemoryLRU,
     ModelInfo,
     info_fields,
@@ -507,6 +511,35 @@ class DataStore:
         if record is None or record.variant is None:
             return None
         return self.cache.get(f"rows:{record.variant}", default=None)
+
+    @staticmethod
+    def design_key(handle: str, heldout: HeldOut) -> str:
+        """Cache key of how a model's held-out rows were made with one scheme."""
+        return f"design:{handle}:{heldout.key}"
+
+    def get_design(self, handle: str, heldout: HeldOut) -> HeldOutDesign | None:
+        """The stored :class:`HeldOutDesign` of a model and scheme, or None."""
+        data = self.cache.get(self.design_key(handle, heldout), default=None)
+        return None if data is None else HeldOutDesign(**data)
+
+    def put_design(self, handle: str, heldout: HeldOut, design: HeldOutDesign) -> None:
+        """Store a model's held-out design once (counted against the model's session).
+
+        Nothing is written when it is stored already: every map fitted with
+        the scheme has the same design.
+
+        Raises
+        ------
+        StoreFull
+        StorageUnavailable
+        """
+        key = self.design_key(handle, heldout)
+        owner = self.owner(handle)
+        with self.budget.locked():
+            if self.cache.get(key, default=None) is not None:
+                return
+            self._admit(owner, design.nbytes)
+            self.cache.set(key, asdict(design), expire=self.ttl, tag=owner)
 
     # ------------------------------------------------------------------ memo
     def memo(self, key: tuple, compute):

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import html
+from dataclasses import asdict
 
 import numpy as np
 
 from app.callbacks.fit import run_fits
 from app.callbacks.view import compute_view, render
-from app.settings import RawSettings
+from app.settings import HeldOut, RawSettings
+from app.store.data_store import DataStore
+from app.store.records import FitRecord
 from app.verdict import (
     VERDICT_CAPTION,
     verdict_children,
@@ -87,7 +90,7 @@ def test_page_verdict_waits_for_the_fits_then_says_the_reports_words(ctx, sid, m
         assert html.escape(line) in verdict_html([item])
     assert any(t.startswith("temperature: T = ") for t in _texts(card))
     assert children[-1].children == VERDICT_CAPTION
-    # One bootstrap per fitted state: redraws and other binnings reuse it, with their own ECE.
+    # One verdict per fitted state: redraws and other binnings reuse it, with their own ECE.
     assert len(calls) == 1  # view_verdicts reused the render's
     ten = RawSettings([info.handle], ["temperature", "platt"], "folds", 5, n_bins=10)
     (rebinned,) = view_verdicts(ctx.store, compute_view(ctx, sid, ten))
@@ -123,3 +126,46 @@ def test_page_shows_matrix_and_dirichlet_as_one_contender_with_parameter_counts(
     )
     head = verdict_headline(item)
     assert "dirichlet" not in head or "matrix = dirichlet" in head
+    # Dirichlet reused matrix's fit, in-sample losses included: the core's verdict.
+    assert verdict == compare_maps(pred, maps, folds=5, seed=0).verdict()
+
+
+def test_split_mode_verdict_is_the_cores(ctx, sid):
+    pred = overconfident(n=800, name="m")
+    (info,) = ctx.store.add_models(sid, [pred], source="m.csv")
+    maps = ["temperature", "vector"]
+    run_fits(ctx, sid, [info.handle], maps, "split", 5, 0.4, lambda _: None)
+    raw = RawSettings([info.handle], maps, "split", 5, 0.4)
+    (item,) = view_verdicts(ctx.store, compute_view(ctx, sid, raw), wait=True)
+    core = compare_maps(pred, maps, test_fraction=0.4, seed=0).verdict()
+    assert item.verdict == core
+    assert item.verdict.interval == "one train/test split, each map fitted on 480 rows"
+
+
+def test_records_of_an_older_version_still_give_a_verdict_with_the_fitting_noise(ctx, sid):
+    pred = overconfident(name="m")
+    (info,) = ctx.store.add_models(sid, [pred], source="m.csv")
+    heldout = HeldOut("folds", 5)
+    run_fits(ctx, sid, [info.handle], ["temperature"], "folds", 5, 0.5, lambda _: None)
+    # What an older version stored: no in-sample losses, no design, no verdict.
+    record = asdict(ctx.store.get_fit(info.handle, "temperature", heldout))
+    del record["train_log_loss"]
+    ctx.store.cache.set(DataStore.fit_key(info.handle, "temperature", heldout), record)
+    assert ctx.store.get_fit(info.handle, "temperature", heldout) == FitRecord(
+        **record, train_log_loss=None
+    )
+    ctx.store.cache.delete(DataStore.design_key(info.handle, heldout))
+    fresh = DataStore(ctx.store.directory.parent)  # another worker: nothing in its memo
+    try:
+        raw = RawSettings([info.handle], ["temperature"], "folds", 5)
+        (item,) = view_verdicts(fresh, compute_view(ctx, sid, raw), wait=True)
+    finally:
+        fresh.close()
+    verdict = item.verdict
+    core = compare_maps(pred, ["temperature"], folds=5, seed=0).verdict()
+    # The folds are derived again (no refit): the interval still holds the fitting noise,
+    # with temperature's parameter count (1) in place of its unknown effective parameters.
+    assert verdict.interval == core.interval == "5-fold cross-fitting, each map fitted on 480 rows"
+    assert verdict.contender("temperature").effective_parameters == 1.0
+    assert verdict.log_loss == core.log_loss and verdict.winner == core.winner
+    assert ctx.store.get_design(info.handle, heldout) is not None  # kept for the next one

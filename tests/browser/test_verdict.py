@@ -25,8 +25,8 @@ BADGE = re.compile(
 NUMBER = r"-?(\d\.\d+|\d\.?\d*e-\d+|0\.0*[1-9]\d?)"
 SUMMARY = re.compile(
     rf"(beats|no clear winner).* held-out log-loss \d\.\d{{4}} vs \d\.\d{{4}}, difference "
-    rf"{NUMBER} \(95% interval {NUMBER} to {NUMBER}, paired bootstrap, 1000 resamples "
-    r"of 1797 rows\)"
+    rf"{NUMBER} \(95% interval {NUMBER} to {NUMBER} on 1,797 held-out rows, fitting noise "
+    r"included: 5-fold cross-fitting, each map fitted on 1,438 rows\)"
 )
 
 
@@ -61,7 +61,9 @@ def test_verdict_of_the_demo_above_the_table_follows_the_maps(page, ui, watch, s
         )
         assert "isotonic" in lines[0] or "isotonic" in lines[1]
         before[model] = _shown(ui, model)
-    expect(page.locator("#verdict .caption")).to_contain_text("paired-bootstrap")
+    expect(page.locator("#verdict .caption")).to_contain_text(
+        "its interval includes the noise of fitting the maps"
+    )
     screenshot("verdict-demo")
 
     # Without isotonic, the verdict is temperature against the uncalibrated predictions.

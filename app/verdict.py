@@ -13,10 +13,14 @@ Dash components (:func:`verdict_children`) and the report's HTML section
 (:func:`verdict_html`, every text escaped); both say the same words
 (:func:`verdict_lines`).
 
-Each model's verdict is kept in the store's memo per (model, candidates'
-variant handles, held-out scheme, level): it is computed once after the
-fits change, not on every redraw. The confidence ECE reported alongside
-depends on the view's binning and is cached apart.
+Computed once, where the fits are: the fit job ends by computing the verdict
+of every model it fitted (:func:`store_verdicts`) and keeps it in the shared
+store (:meth:`~app.store.data_store.DataStore.shared_result`) under the
+model, its candidates' variant handles, the held-out scheme and the level,
+so any worker reads it. A view that needs a verdict no job computed (a map
+unticked: no job ran) computes it there, once for all concurrent requests.
+The confidence ECE reported alongside depends on the view's binning and is
+re-binned per view (cached per variant and binning).
 
 The comparison package loads scikit-learn and pandas, which the first page
 does not need (``tests/app/test_warmup.py``): it is imported where a verdict
@@ -33,7 +37,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from dash import html
 
-from calibration_core import CalibrationInputError, Predictions, confidence_ece
+from calibration_core import CalibrationInputError, Predictions, __version__, confidence_ece
 
 from .analysis import UNCALIBRATED, Variant, ViewResult, variants
 from .settings import HeldOut, ViewSettings
@@ -52,6 +56,7 @@ __all__ = [
     "contenders_line",
     "fit_design",
     "sample_verdicts",
+    "store_verdicts",
     "stored_verdict",
     "verdict_children",
     "verdict_headline",
@@ -171,10 +176,14 @@ def fit_design(
 
 
 def verdict_key(handle: str, candidates: list[Variant], heldout: HeldOut, level: float) -> str:
-    """The key of a verdict: model, candidates' variants, scheme and level."""
+    """The shared store's key of a verdict: model, candidates' variants, scheme and level.
+
+    The core's version is part of it, so that a new version never reads a
+    verdict pickled by another.
+    """
     names = "|".join(f"{v.calibrator}={v.handle}" for v in candidates)
     digest = hashlib.sha256(names.encode()).hexdigest()[:32]
-    return f"verdict:{handle}:{heldout.key}:{level!r}:{digest}"
+    return f"result:verdict:{__version__}:{handle}:{heldout.key}:{level!r}:{digest}"
 
 
 def stored_verdict(
@@ -184,7 +193,7 @@ def stored_verdict(
     heldout: HeldOut,
     level: float | None = None,
 ) -> Verdict:
-    """The verdict of one model's fitted variants, computed once per process (the memo).
+    """The verdict of one model's fitted variants, computed once and kept in the shared store.
 
     Its confidence ECE is at 15 equal-width bins (:func:`view_verdicts`
     re-bins it). Raises CalibrationInputError (candidates of different rows).
@@ -216,7 +225,23 @@ def stored_verdict(
             level=level,
         )
 
-    return store.memo(("verdict", key), compute)
+    return store.memo(("verdict", key), lambda: store.shared_result(key, compute, handle))
+
+
+def store_verdicts(store: DataStore, sid, handles, maps: tuple[str, ...], heldout: HeldOut) -> None:
+    """Compute and keep the verdict of each model's selected maps (the fit job's last step).
+
+    Every fitted map of ``maps`` competes with the uncalibrated predictions,
+    as on the page; a model whose verdict cannot be made (its data gone,
+    candidates of different rows) is left to the page, which says why.
+    """
+    for handle in handles:
+        try:
+            info = store.resolve(sid, handle)
+            found = variants(store, info, maps, heldout)
+            stored_verdict(store, handle, [v for v in found if v.pred is not None], heldout)
+        except CalibrationInputError:
+            continue
 
 
 def _ece(store: DataStore, variant: Variant, result: ViewResult) -> float:

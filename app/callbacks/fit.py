@@ -38,6 +38,7 @@ from ..settings import HeldOut, RawSettings, parse_handles, parse_heldout, parse
 from ..store.data_store import DataStore
 from ..store.disk import StorageUnavailable
 from ..store.records import FitRecord, HeldOutDesign
+from ..verdict import store_verdicts
 from .controls import FIT_FIELDS, setting_inputs
 
 
@@ -286,7 +287,11 @@ def run_fits(
     set_progress,
     refused: str | None = None,
 ):
-    """Fit what is missing and report progress; the plain function behind the callback.
+    """Fit what is missing, then compute the verdicts; the plain function behind the callback.
+
+    The job ends with the verdict of each model it fitted, among the
+    selected maps ``raw_maps`` (:func:`app.verdict.store_verdicts`), kept in
+    the shared store: the views read it, they do not compute it.
 
     Parameters
     ----------
@@ -319,6 +324,8 @@ def run_fits(
             if name != UNCALIBRATED:
                 done += units
             state["fitted"].append(f"{handle}:{name}")
+    set_progress((str(total), str(total), "computing the verdict …"))
+    store_verdicts(ctx.store, sid, [h for h, _ in work], parse_maps(raw_maps), heldout)
     state["error"] = state["error"] or (refused if isinstance(refused, str) else None)
     state["summary"] = fitted_summary(state, time.perf_counter() - start)
     set_progress((str(total), str(total), ""))
@@ -346,6 +353,7 @@ def plan_fits(
         "nonce": uuid.uuid4().hex,
         "handles": [handle for handle, _ in work],
         "maps": sorted({name for _, names in work for name in names} - {UNCALIBRATED}),
+        "selected": list(parse_maps(raw_maps)),
         "mode": heldout.mode,
         "folds": folds,
         "fraction": fraction,
@@ -443,7 +451,7 @@ def register_fit_job(app, ctx: AppContext) -> None:
             ctx,
             ctx.session_id(),
             request.get("handles"),
-            request.get("maps"),
+            request.get("selected", request.get("maps")),
             request.get("mode"),
             request.get("folds"),
             request.get("fraction"),

@@ -31,6 +31,10 @@ Keys
 ``design:<data handle>:<held-out key>``
     How the model's held-out rows were made with that scheme
     (:class:`HeldOutDesign`), stored with its first fitted map.
+``result:<name>:...`` and ``claim:result:<name>:...``
+    A result derived from stored fits (the verdict of a model's maps,
+    :mod:`app.verdict`), computed once for all workers
+    (:meth:`DataStore.shared_result`), and the claim of whoever computes it.
 ``evicted:<sid>``
     Tombstone of a session whose data was removed to make room
     (:mod:`app.store.budget`), until it uploads again.
@@ -56,7 +60,9 @@ probe write succeeds) while reads go on without the LRU bookkeeping write
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
+import pickle
 import secrets
 import threading
 import time
@@ -67,6 +73,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+import diskcache
 import numpy as np
 
 from calibration_core import Predictions
@@ -107,11 +114,16 @@ STORE_FORMAT = 3
 MODEL_OVERHEAD = 64 * 1024
 #: diskcache's own size limit, never reached: its culling would evict data in use.
 NO_CULLING = 1 << 62
+#: How long a claim to compute a shared result lasts if its holder dies (seconds).
+CLAIM_SECONDS = 300
 EXPIRED_MESSAGE = "A selected model is no longer available: your data expired, please upload again."
 EVICTED_MESSAGE = (
     "Your uploaded models were removed to make room for other users' uploads: the server's "
     "storage was full and this session had been idle. Upload your files again."
 )
+
+
+log = logging.getLogger("calibration_dashboard.store")
 
 
 def soft_key(handle: str) -> str:
@@ -540,6 +552,57 @@ class DataStore:
                 return
             self._admit(owner, design.nbytes)
             self.cache.set(key, asdict(design), expire=self.ttl, tag=owner)
+
+    def shared_result(self, key: str, compute, handle: str):
+        """The value stored under ``key``, or ``compute()``, stored there for every worker.
+
+        Concurrent callers (threads, workers, background jobs) compute it
+        once: the first claims ``key`` (a :class:`diskcache.Lock`, released
+        when done, or after :data:`CLAIM_SECONDS` if its holder dies), the
+        others wait for the claim, then read the stored value. The value is
+        counted against the session of the data ``handle`` (its owner). When
+        the disk or the quota refuses the write, the value is returned
+        without being stored.
+
+        Parameters
+        ----------
+        key : str
+            Starting with ``"result:"``; it must name everything the value depends on.
+        compute : callable() -> object
+            Its result must be picklable and not None.
+        handle : str
+            The data the value is derived from (whose session owns the value).
+        """
+        found = self.cache.get(key, default=None)
+        if found is not None:
+            return found
+        lock = diskcache.Lock(self.cache, f"claim:{key}", expire=CLAIM_SECONDS)
+        try:
+            lock.acquire()
+        except DISK_ERRORS as exc:  # a read-only disk: compute here, keep nothing
+            self.cache._failed(exc)
+            return compute()
+        try:
+            found = self.cache.get(key, default=None)
+            if found is None:
+                found = compute()
+                self._put_result(key, found, handle)
+        finally:
+            try:
+                lock.release()
+            except DISK_ERRORS as exc:
+                self.cache._failed(exc)
+        return found
+
+    def _put_result(self, key: str, value, handle: str) -> None:
+        """Store a shared result if the quota and the disk take it (else only log)."""
+        owner = self.owner(handle)
+        try:
+            with self.budget.locked():
+                self._admit(owner, len(pickle.dumps(value)))
+                self.cache.set(key, value, expire=self.ttl, tag=owner)
+        except (StoreFull, StorageUnavailable) as exc:
+            log.warning("a derived result was not stored: %s", exc)
 
     # ------------------------------------------------------------------ memo
     def memo(self, key: tuple, compute):

@@ -117,7 +117,7 @@ def _lookup(ctx: AppContext, sid, raw_handles, raw_maps, mode, folds, fraction):
         return state, None, []
     state["error"] = refusals_message(refusals)
     if not work:
-        state["summary"] = "All selected maps are fitted." if not refusals else ""
+        state["summary"] = ALL_FITTED if not refusals else ""
     return state, heldout, work
 
 
@@ -268,6 +268,43 @@ def fit_map(ctx: AppContext, handle: str, pred, name: str, heldout: HeldOut, pro
     except StorageUnavailable as exc:  # disk full or read-only: say so, keep the rest
         return str(exc)
     return None
+
+
+#: The fit status when the view's maps are all fitted and no job said more.
+ALL_FITTED = "All selected maps are fitted."
+
+
+def fit_status_line(fit_state, pending: list[str] | None) -> str:
+    """The line next to the Fit button, for the view drawn with it: one fit status.
+
+    Written with the view (:func:`app.callbacks.view.render`), from the same
+    lookup of the store as its panels and verdict, so it never says that the
+    maps are fitted while a panel or the verdict still waits for a fit.
+
+    Parameters
+    ----------
+    fit_state : dict or None
+        The fit-state store: its error, its cancellation, or its summary
+        (:func:`fitted_summary`, or the planner's :data:`ALL_FITTED`).
+    pending : list of str or None
+        The view's maps whose fit is not stored yet (``ModelView.pending``);
+        None when the view could not be drawn (a setting is invalid).
+
+    Returns
+    -------
+    str
+        The error or the cancellation; "" while a map is pending (its panels
+        say "fitting…"; the progress bar shows the job) or nothing was
+        drawn; else the summary.
+    """
+    state = fit_state if isinstance(fit_state, dict) else {}
+    if isinstance(state.get("error"), str):
+        return state["error"]
+    if state.get("cancelled") is True:
+        return str(state.get("summary") or "")
+    if pending is None or pending:
+        return ""
+    return str(state.get("summary") or ALL_FITTED)
 
 
 def fitted_summary(state: dict, seconds: float) -> str:

@@ -89,9 +89,9 @@ class ModelView:
     class_rows: list[tuple[int | None, str | None]] = field(default_factory=list)
     #: What the small multiples are: ``"classes"``, or ``"groups"`` (:mod:`app.group_view`).
     panels_noun: str = "classes"
-    #: The selected maps (and, in split mode, the uncalibrated rows) whose fit is not
-    #: stored yet: their panels say so, and the fit status may not say all is fitted.
-    pending: list[str] = field(default_factory=list)
+    #: The uncalibrated predictions and each selected map's, as the store held them when
+    #: the view was drawn (:func:`variants`): the verdict reads these, not the store again.
+    variants: list[Variant] = field(default_factory=list)
 
     def classes_note(self) -> str | None:
         """E.g. ``"showing the 12 worst of 100 classes by ECE"`` (None: not "all classes").
@@ -106,6 +106,11 @@ class ModelView:
         if shown == total:
             return f"showing all {total} {noun}, the worst by ECE first"
         return f"showing the {shown} worst of {total} {noun} by ECE"
+
+    @property
+    def pending(self) -> list[str]:
+        """The calibrators whose fit is not stored yet: their panels say so."""
+        return [v.calibrator for v in self.variants if v.pending]
 
 
 @dataclass
@@ -386,7 +391,7 @@ def model_view(
     binning = Binning(view.scheme, view.n_bins)
     hist_binning = binning if view.scheme == "width" else Binning("width", HISTOGRAM_BINS)
     found = variants(store, info, maps, heldout, pending)
-    mv.pending = [v.calibrator for v in found if v.pending]
+    mv.variants = found
     rows_of_classes, mv.classes_shown = shown_classes(
         store, info, view, found[0], targets(info, view), k
     )

@@ -104,7 +104,7 @@ def _records(store: DataStore, handle: str, names, heldout: HeldOut) -> dict[str
     """Map name to its stored fit record, for the maps fitted without error."""
     out = {}
     for name in names:
-        record = store.get_fit(handle, name, heldout)
+        record = store.get_fit(handle, name, heldout, params=True)
         if record is not None and record.error is None:
             out[name] = record
     return out
@@ -283,11 +283,13 @@ def view_verdicts(
     done; maps that failed are left out (and named in the message). Maps
     still pending are left out too, or, with ``wait=True`` (the page), the
     model gets no verdict until they are fitted (the message says so).
-    ``level`` defaults to the core's.
+    ``level`` defaults to the core's. The variants are those the view drew
+    (``ModelView.variants``), so the verdict and the panels agree on what is
+    fitted, and the store is not read again.
     """
     out = []
     for mv in result.models:
-        found = variants(store, mv.info, result.maps, result.heldout)
+        found = mv.variants or variants(store, mv.info, result.maps, result.heldout)
         pending = [v for v in found if v.pending]
         if wait and pending:
             names = ", ".join(v.calibrator for v in pending)

@@ -67,7 +67,7 @@ def fitted_params(ctx: AppContext, result) -> dict:
     for mv in result.models:
         maps = {}
         for name in result.maps:
-            record = ctx.store.get_fit(mv.info.handle, name, result.heldout)
+            record = ctx.store.get_fit(mv.info.handle, name, result.heldout, params=True)
             if record is not None and record.error is None:
                 maps[name] = record.params
         out[mv.info.name] = maps

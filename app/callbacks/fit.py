@@ -190,7 +190,7 @@ def reused_fit(store: DataStore, handle: str, name: str, heldout: HeldOut, has_l
     copied) and its fitted state, relabelled with its own name.
     """
     twin = same_model_as(name, has_logits)
-    record = None if twin is None else store.get_fit(handle, twin, heldout)
+    record = None if twin is None else store.get_fit(handle, twin, heldout, params=True)
     if record is None or record.error is not None or record.variant is None:
         return None
     return FitRecord(

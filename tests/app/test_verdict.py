@@ -198,10 +198,13 @@ def test_records_of_an_older_version_still_give_a_verdict_with_the_fitting_noise
     (info,) = ctx.store.add_models(sid, [pred], source="m.csv")
     heldout = HeldOut("folds", 5)
     run_fits(ctx, sid, [info.handle], ["temperature"], "folds", 5, 0.5, lambda _: None)
-    # What an older version stored: no in-sample losses, no design, no verdict.
-    record = asdict(ctx.store.get_fit(info.handle, "temperature", heldout))
+    # What an older version stored: the parameters in the record, no in-sample losses, no
+    # design, no verdict.
+    key = DataStore.fit_key(info.handle, "temperature", heldout)
+    record = asdict(ctx.store.get_fit(info.handle, "temperature", heldout, params=True))
     del record["train_log_loss"]
-    ctx.store.cache.set(DataStore.fit_key(info.handle, "temperature", heldout), record)
+    ctx.store.cache.set(key, record)
+    ctx.store.cache.delete(f"params:{key}")
     assert ctx.store.get_fit(info.handle, "temperature", heldout) == FitRecord(
         **record, train_log_loss=None
     )

@@ -33,6 +33,7 @@ from calibration_core import (
     log_loss,
 )
 from calibration_core.bands import binomial_band, consistency_band_from_statistics
+from calibration_core.binning import stack_statistics
 
 from .settings import (
     ALL_CLASSES_SHOWN,
@@ -89,6 +90,9 @@ class ModelView:
     class_rows: list[tuple[int | None, str | None]] = field(default_factory=list)
     #: What the small multiples are: ``"classes"``, or ``"groups"`` (:mod:`app.group_view`).
     panels_noun: str = "classes"
+    #: The uncalibrated predictions and each selected map's, as the store held them when
+    #: the view was drawn (:func:`variants`): the verdict reads these, not the store again.
+    variants: list[Variant] = field(default_factory=list)
 
     def classes_note(self) -> str | None:
         """E.g. ``"showing the 12 worst of 100 classes by ECE"`` (None: not "all classes").
@@ -103,6 +107,11 @@ class ModelView:
         if shown == total:
             return f"showing all {total} {noun}, the worst by ECE first"
         return f"showing the {shown} worst of {total} {noun} by ECE"
+
+    @property
+    def pending(self) -> list[str]:
+        """The calibrators whose fit is not stored yet: their panels say so."""
+        return [v.calibrator for v in self.variants if v.pending]
 
 
 @dataclass
@@ -273,14 +282,16 @@ def class_errors(
 ) -> tuple[np.ndarray, np.ndarray]:
     """One-vs-rest ECE and MCE of every class, shape ``(K,)`` each, cached per handle.
 
-    Re-binned from the load-time sorted scores (O(K M log N)); the classwise
-    ECE, the "all classes" metric row, the worst classes and the default
-    class all read these, so they agree with the panels.
+    Re-binned from the load-time sorted scores (O(K M log N)), then stacked
+    into (K, M) statistics so that the K ECEs and MCEs are one array
+    operation each (bit for bit those of each class's statistics); the
+    classwise ECE, the "all classes" metric row, the worst classes and the
+    default class all read these, so they agree with the panels.
     """
 
     def compute():
-        stats = [pred.statistics(binning, "class", k) for k in range(pred.n_classes)]
-        return np.array([s.ece() for s in stats]), np.array([s.mce() for s in stats])
+        stats = stack_statistics(pred.classwise_statistics(binning))  # (K, M): one ece, one mce
+        return np.asarray(stats.ece()), np.asarray(stats.mce())
 
     key = ("class_errors", handle, binning.scheme, binning.n_bins)
     return compute() if handle is None else store.memo(key, compute)
@@ -383,6 +394,7 @@ def model_view(
     binning = Binning(view.scheme, view.n_bins)
     hist_binning = binning if view.scheme == "width" else Binning("width", HISTOGRAM_BINS)
     found = variants(store, info, maps, heldout, pending)
+    mv.variants = found
     rows_of_classes, mv.classes_shown = shown_classes(
         store, info, view, found[0], targets(info, view), k
     )

@@ -25,7 +25,7 @@ Calibration maps are compared on a reproducible sample of each model
 predictions are kept, so its diagrams (binned, smooth or cumulative, drawn
 as the uploads' are), table and the verdict's ECE follow every bin count
 (either scheme), notion, band and kind the page picks, without another run.
-The verdict's paired bootstrap is run once, by the maps' job.
+The verdict is computed once, by the maps' job.
 """
 
 from __future__ import annotations

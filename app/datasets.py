@@ -248,9 +248,8 @@ class Datasets:
         The maps are cross-fitted on each model's sample and the binning-free
         measures of its uncalibrated rows computed (seeded by the sample's
         seed), each as one task on the cluster, as ``evaluate --engine dask
-        --maps --measures``; then the comparison's verdict (its paired
-        bootstrap, here in the job, once: about 0.5 s per model at 1e5 rows),
-        as that command computes it, and the uploads' Hosmer-Lemeshow card of
+        --maps --measures``; then the comparison's verdict (here in the job,
+        once), as that command computes it, and the uploads' Hosmer-Lemeshow card of
         every calibrator (:func:`app.dataset_diagnostics.sample_hosmer_lemeshow`).
         """
         from distributed import KilledWorker

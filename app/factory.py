@@ -224,20 +224,19 @@ def _layout_function(ctx: AppContext):
         try:
             raw, class_auto = _opening_class(ctx, sid, raw)
             group_options, raw = opening_group(ctx, sid, raw)
-            view = render(ctx, sid, raw)
             state, _request = plan_fits(
                 ctx, sid, raw.handles, raw.maps, raw.heldout, raw.folds, raw.fraction
             )
+            view = render(ctx, sid, raw, state)  # with the fit status of its panels
         except Exception:  # the page must load; the controls can redraw the view
             log.exception("drawing the initial view failed")
-            view, state, class_auto, group_options = None, None, None, None
-        summary = (state or {}).get("error") or (state or {}).get("summary") or ""
+            view, class_auto, group_options = None, None, None
         if view is not None:
             ctx.sessions.told()  # the view's messages carried the lost-session notice, if any
         time, time_notices = _page_time()
         return build_layout(
             infos, max_upload_mb=ctx.config.max_upload_mb, raw=raw, view=view,
-            fit_summary=summary, address_notices=notices + time_notices, class_auto=class_auto,
+            address_notices=notices + time_notices, class_auto=class_auto,
             time=time, datasets=ctx.dataset_names(), group_options=group_options,
         )  # fmt: skip
 

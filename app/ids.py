@@ -93,7 +93,7 @@ GRAPH_TYPE = "reliability-graph"  # pattern id {"type": GRAPH_TYPE, "model": han
 VIEW_KEYS = "view-keys"  # store: digests of what the view shows (app.view_update)
 METRICS_GRID = "metrics-grid"  # dash-ag-grid
 METRICS_CAPTION = "metrics-caption"
-VERDICT = "verdict"  # one card per model: best map, runner-up, paired-bootstrap interval
+VERDICT = "verdict"  # one card per model: best map, runner-up, interval, recommendation
 
 # -- per group (app/layout/groups.py, app/callbacks/groups.py) -----------------
 GROUP_SELECT = "group-select"  # dropdown: the column to group rows by (none by default)

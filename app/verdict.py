@@ -3,19 +3,24 @@
 The numbers come from :func:`calibration_core.compare.choose_map` on the
 held-out calibrated predictions the page already shows (the uncalibrated
 rows compete too), with the fitted maps of the store for the parameters in
-words (a dataset's maps: the verdict of their comparison on the sample, kept by
-the maps' job, :func:`sample_verdicts`); this module gathers them per model,
-caches them, and writes them as
-the page's Dash components (:func:`verdict_children`) and the report's HTML
-section (:func:`verdict_html`, every text escaped). Both say the same words
+words and the fitting design (:func:`fit_design`: which fold scored each
+row, the training sizes and the in-sample losses kept with each fit), so its
+interval holds the noise of fitting the maps and it is the verdict
+``compare_maps(...).verdict()`` gives for the same folds and seed. (A
+dataset's maps: the verdict of their comparison on the sample, kept by the
+maps' job, :func:`sample_verdicts`.) This module writes them as the page's
+Dash components (:func:`verdict_children`) and the report's HTML section
+(:func:`verdict_html`, every text escaped); both say the same words
 (:func:`verdict_lines`).
 
-The paired bootstrap costs about 0.5 s for 1e5 rows (1000 resamples), so each
-model's verdict is kept in the store's memo per (model, fitted variants,
-held-out scheme, resamples, level): it is computed once after the fits
-change, not on every redraw. The confidence ECE reported alongside depends
-on the view's binning and is cached apart, so re-binning does not redo the
-bootstrap.
+Computed once, where the fits are: the fit job ends by computing the verdict
+of every model it fitted (:func:`store_verdicts`) and keeps it in the shared
+store (:meth:`~app.store.data_store.DataStore.shared_result`) under the
+model, its candidates' variant handles, the held-out scheme and the level,
+so any worker reads it. A view that needs a verdict no job computed (a map
+unticked: no job ran) computes it there, once for all concurrent requests.
+The confidence ECE reported alongside depends on the view's binning and is
+re-binned per view (cached per variant and binning).
 
 The comparison package loads scikit-learn and pandas, which the first page
 does not need (``tests/app/test_warmup.py``): it is imported where a verdict
@@ -24,30 +29,39 @@ is computed, and the page does not compute one while maps are still fitting.
 
 from __future__ import annotations
 
+import hashlib
 import html as html_text
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
+import numpy as np
 from dash import html
 
-from calibration_core import CalibrationInputError, Predictions, confidence_ece
+from calibration_core import CalibrationInputError, Predictions, __version__, confidence_ece
 
-from .analysis import Variant, ViewResult, variants
-from .settings import ViewSettings
+from .analysis import UNCALIBRATED, Variant, ViewResult, variants
+from .settings import HeldOut, ViewSettings
 from .store.data_store import DataStore
+from .store.disk import StorageUnavailable
+from .store.records import FitRecord, HeldOutDesign
 
 if TYPE_CHECKING:
     from calibration_core.compare import Verdict
+    from calibration_core.compare.verdict import FitDesign
     from calibration_core.maps.base import CalibrationMap
 
 __all__ = [
     "VERDICT_CAPTION",
     "ModelVerdict",
     "contenders_line",
+    "fit_design",
     "sample_verdicts",
+    "store_verdicts",
+    "stored_verdict",
     "verdict_children",
     "verdict_headline",
     "verdict_html",
+    "verdict_key",
     "verdict_lines",
     "view_verdicts",
 ]
@@ -56,12 +70,12 @@ __all__ = [
 VERDICT_CAPTION = (
     "Best map by held-out log-loss (a proper score; the uncalibrated predictions compete "
     "too, with 0 parameters). Maps whose held-out predictions coincide are one contender "
-    "(“matrix = dirichlet”), so the runner-up is the best different map. The difference is "
-    "the runner-up's mean per-row log-loss minus the winner's, with a paired-bootstrap "
-    "percentile interval over the same held-out rows; “no clear winner” when the interval "
-    "covers 0. The recommended map has the fewest parameters among the maps not clearly "
-    "worse than the best (the one-standard-error rule); it is the deployable map's default. "
-    "The maps are fitted once: the interval does not include the noise of fitting them."
+    "(“matrix = dirichlet”), so the runner-up is the best different map. What is compared "
+    "is the procedure, fitting a map on the training rows and using it on new rows, fitting "
+    "cost included. The difference is the runner-up's mean per-row log-loss minus the "
+    "winner's; its interval includes the noise of fitting the maps; “no clear winner” when "
+    "it covers 0. The recommended map has the fewest parameters among the maps not clearly "
+    "worse than the best (the one-standard-error rule); it is the deployable map's default."
 )
 
 
@@ -86,16 +100,148 @@ class ModelVerdict:
         return "waiting" if self.waiting else "none"
 
 
-def _fitted_maps(store: DataStore, handle: str, names, heldout) -> dict[str, list[CalibrationMap]]:
-    """Map name to its fitted fold maps, rebuilt from the store's exported parameters."""
+def _records(store: DataStore, handle: str, names, heldout: HeldOut) -> dict[str, FitRecord]:
+    """Map name to its stored fit record, for the maps fitted without error."""
+    out = {}
+    for name in names:
+        record = store.get_fit(handle, name, heldout, params=True)
+        if record is not None and record.error is None:
+            out[name] = record
+    return out
+
+
+def _fitted_maps(records: dict[str, FitRecord]) -> dict[str, list[CalibrationMap]]:
+    """Map name to its fitted fold maps, rebuilt from the records' exported parameters."""
     from calibration_core.maps.base import CalibrationMap
 
-    out: dict[str, list[CalibrationMap]] = {}
-    for name in names:
-        record = store.get_fit(handle, name, heldout)
-        if record is not None and record.error is None and record.params:
-            out[name] = [CalibrationMap.from_dict(p) for p in record.params]
-    return out
+    return {
+        name: [CalibrationMap.from_dict(p) for p in record.params]
+        for name, record in records.items()
+        if record.params
+    }
+
+
+def _stored_design(store: DataStore, handle: str, heldout: HeldOut) -> HeldOutDesign:
+    """The model's held-out design; derived (no map fitted) when an older version fitted it.
+
+    The folds or the split come from the labels and the seed, and the
+    uncalibrated in-sample losses from the input, so they are recomputed by
+    a comparison without maps and stored for the next verdict.
+    """
+    found = store.get_design(handle, heldout)
+    if found is not None:
+        return found
+    from calibration_core.compare import compare_maps
+
+    comparison = compare_maps(store.predictions(handle), [], **heldout.compare_kwargs())
+    found = HeldOutDesign.of(comparison.design())
+    try:
+        store.put_design(handle, heldout, found)
+    except StorageUnavailable:
+        pass  # used now, derived again next time
+    return found
+
+
+def fit_design(
+    store: DataStore, handle: str, heldout: HeldOut, records: dict[str, FitRecord]
+) -> FitDesign:
+    """The core's fitting design of a model's maps, from the store.
+
+    Parameters
+    ----------
+    store : DataStore
+    handle : str
+        The model's data handle.
+    heldout : HeldOut
+    records : dict of str to FitRecord
+        The candidates' fit records: each one's in-sample losses. A record
+        without them (stored by an older version) leaves its map's entry
+        out, so the verdict counts that map's parameters instead of
+        estimating its effective ones.
+
+    Returns
+    -------
+    FitDesign
+        ``fit_of_row`` (n_scored,), ``n_train`` (F,), ``train_log_loss``
+        of "uncalibrated" and of every map whose losses are known, (F,) each.
+    """
+    from calibration_core.compare.verdict import FitDesign
+
+    rows = _stored_design(store, handle, heldout)
+    train = {UNCALIBRATED: rows.uncalibrated_train_log_loss}
+    for name, record in records.items():
+        if record.train_log_loss is not None:
+            train[name] = np.asarray(record.train_log_loss, dtype=np.float64)
+    return FitDesign(fit_of_row=rows.fit_of_row, n_train=rows.n_train, train_log_loss=train)
+
+
+def verdict_key(handle: str, candidates: list[Variant], heldout: HeldOut, level: float) -> str:
+    """The shared store's key of a verdict: model, candidates' variants, scheme and level.
+
+    The core's version is part of it, so that a new version never reads a
+    verdict pickled by another.
+    """
+    names = "|".join(f"{v.calibrator}={v.handle}" for v in candidates)
+    digest = hashlib.sha256(names.encode()).hexdigest()[:32]
+    return f"result:verdict:{__version__}:{handle}:{heldout.key}:{level!r}:{digest}"
+
+
+def stored_verdict(
+    store: DataStore,
+    handle: str,
+    candidates: list[Variant],
+    heldout: HeldOut,
+    level: float | None = None,
+) -> Verdict:
+    """The verdict of one model's fitted variants, computed once and kept in the shared store.
+
+    Its confidence ECE is at 15 equal-width bins (:func:`view_verdicts`
+    re-bins it). Raises CalibrationInputError (candidates of different rows).
+
+    Parameters
+    ----------
+    store : DataStore
+    handle : str
+        The model's data handle.
+    candidates : list of Variant
+        The uncalibrated predictions and the fitted maps, each with its predictions.
+    heldout : HeldOut
+    level : float, optional
+        The interval's coverage (the core's default).
+    """
+    from calibration_core.compare.verdict import DEFAULT_LEVEL
+
+    level = DEFAULT_LEVEL if level is None else level
+    key = verdict_key(handle, candidates, heldout, level)
+
+    def compute() -> Verdict:
+        from calibration_core.compare import choose_map
+
+        records = _records(store, handle, [v.calibrator for v in candidates], heldout)
+        return choose_map(
+            {v.calibrator: v.pred for v in candidates},
+            _fitted_maps(records),
+            design=fit_design(store, handle, heldout, records),
+            level=level,
+        )
+
+    return store.memo(("verdict", key), lambda: store.shared_result(key, compute, handle))
+
+
+def store_verdicts(store: DataStore, sid, handles, maps: tuple[str, ...], heldout: HeldOut) -> None:
+    """Compute and keep the verdict of each model's selected maps (the fit job's last step).
+
+    Every fitted map of ``maps`` competes with the uncalibrated predictions,
+    as on the page; a model whose verdict cannot be made (its data gone,
+    candidates of different rows) is left to the page, which says why.
+    """
+    for handle in handles:
+        try:
+            info = store.resolve(sid, handle)
+            found = variants(store, info, maps, heldout)
+            stored_verdict(store, handle, [v for v in found if v.pred is not None], heldout)
+        except CalibrationInputError:
+            continue
 
 
 def _ece(store: DataStore, variant: Variant, result: ViewResult) -> float:
@@ -116,25 +262,8 @@ def _model_verdict(
     result: ViewResult,
     level: float | None,
 ) -> Verdict:
-    """The verdict of one model's fitted variants (cached; raises CalibrationInputError)."""
-    from calibration_core.compare import choose_map
-    from calibration_core.compare.verdict import DEFAULT_LEVEL
-
-    level = DEFAULT_LEVEL if level is None else level
-    heldout = result.heldout
-    candidates = {v.calibrator: v.pred for v in ready}
-
-    def compute() -> Verdict:
-        return choose_map(
-            candidates,
-            _fitted_maps(store, handle, list(candidates), heldout),
-            level=level,
-            n_bins=result.view.n_bins,
-            scheme=result.view.scheme,
-        )
-
-    key = ("verdict", handle, tuple((v.calibrator, v.handle) for v in ready), heldout.key)
-    verdict = store.memo((*key, level), compute)
+    """The stored verdict of one model, with the confidence ECE of the view's binning."""
+    verdict = stored_verdict(store, handle, ready, result.heldout, level)
     shown = {v.calibrator: v for v in ready if v.calibrator in verdict.confidence_ece}
     return replace(
         verdict, confidence_ece={name: _ece(store, shown[name], result) for name in shown}
@@ -154,11 +283,13 @@ def view_verdicts(
     done; maps that failed are left out (and named in the message). Maps
     still pending are left out too, or, with ``wait=True`` (the page), the
     model gets no verdict until they are fitted (the message says so).
-    ``level`` defaults to the core's.
+    ``level`` defaults to the core's. The variants are those the view drew
+    (``ModelView.variants``), so the verdict and the panels agree on what is
+    fitted, and the store is not read again.
     """
     out = []
     for mv in result.models:
-        found = variants(store, mv.info, result.maps, result.heldout)
+        found = mv.variants or variants(store, mv.info, result.maps, result.heldout)
         pending = [v for v in found if v.pending]
         if wait and pending:
             names = ", ".join(v.calibrator for v in pending)
@@ -185,8 +316,8 @@ def sample_verdicts(entry: dict, view: ViewSettings) -> list[ModelVerdict]:
     ``entry``: the dataset's maps (:meth:`app.datasets.Datasets.cached_maps`),
     whose job kept each model's ``verdict``: the sample comparison's
     :meth:`~calibration_core.compare.Comparison.verdict` at the core's
-    resamples and level, as ``evaluate --engine dask --maps`` computes it
-    (the bootstrap runs once there, not on a redraw). The confidence ECE
+    level, as ``evaluate --engine dask --maps`` computes it (once there, not
+    on a redraw). The confidence ECE
     alongside is re-binned at the view's bins, as for uploads. Each message
     says which rows it was computed on; models kept without a verdict (an
     older fit) are left out.

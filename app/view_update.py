@@ -32,7 +32,7 @@ SLOTS = MAX_SELECTED_MODELS
 #: The style of a slot without a diagram.
 EMPTY_SLOT = {"display": "none"}
 #: The view's outputs after its diagrams, in :func:`app.callbacks.view.render`'s order.
-PART_NAMES = ("rows", "columns", "caption", "title", "messages", "verdict")
+PART_NAMES = ("rows", "columns", "caption", "title", "messages", "verdict", "fit_status")
 
 
 def slot_id(prefix: str, i: int) -> str:

@@ -14,13 +14,6 @@ window.dash_clientside = Object.assign({}, window.dash_clientside, {
       }
       return true;
     },
-    /* The line next to the Fit button: the fit state's error, else its summary. */
-    fitSummary: function (state) {
-      if (state && typeof state === "object") {
-        return String(state.error || state.summary || "");
-      }
-      return "";
-    },
     /* The "Per group" section's gate (app/callbacks/groups.py): its arguments are the
        values of the settings it follows, the group column last, then the gate's last
        value. Returns [gate, the job's request]: both while a group column is chosen, the

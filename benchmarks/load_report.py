@@ -67,6 +67,21 @@ def isolation_rows(runners) -> list[dict]:
     return rows
 
 
+def web_cpu(phases: dict, changes: int) -> dict:
+    """The web workers' CPU during the loop: seconds, and milliseconds per setting change.
+
+    Everything the workers did in the loop is counted (the changes' callbacks, and
+    the fits' planners and polls), so the figure per change is an upper bound of
+    a view change's CPU; a worker that restarted in the loop is not counted.
+    """
+    start = phases.get("loop start (files uploaded, maps fitted)", {}).get("cpu_s_total")
+    end = phases.get("loop end", {}).get("cpu_s_total")
+    if start is None or end is None or changes <= 0:
+        return {"seconds": None, "ms_per_change": None}
+    seconds = end - start
+    return {"seconds": round(seconds, 1), "ms_per_change": round(1000 * seconds / changes, 2)}
+
+
 def print_report(res: dict) -> None:
     cfg = res["config"]
     print(
@@ -82,6 +97,12 @@ def print_report(res: dict) -> None:
     for phase, m in mem["phases"].items():
         print(f"  {phase:34s} {m['rss_mb_total']:7.1f}  {m['anon_mb_total']:7.1f}")
     print(f"  peak RSS per worker: {mem['peak_rss_mb_per_worker']}")
+    cpu = res.get("web_cpu") or {}
+    if cpu.get("seconds") is not None:
+        print(
+            f"web workers' CPU in the loop: {cpu['seconds']:.1f} s, "
+            f"{cpu['ms_per_change']:.1f} ms per setting change (all their requests counted)"
+        )
     print(f"  worker pids seen: {len(mem['worker_pids_seen'])} (restarts add pids)")
     print("\nsession  model            views  values  max rel diff  mismatches  foreign  probes")
     for d in res["isolation"]:

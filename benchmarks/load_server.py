@@ -158,16 +158,23 @@ def wait_healthy(server: Server, timeout: float = 180.0) -> float:
 
 # ------------------------------------------------------------------------ memory
 def proc_status(pid: int) -> dict[str, float]:
-    """VmRSS, RssAnon, RssFile of a process in MB (from /proc/<pid>/status)."""
+    """VmRSS, RssAnon, RssFile of a process in MB (from /proc/<pid>/status), and its CPU.
+
+    ``cpu_s``: user plus system CPU seconds of the process itself (``/proc/<pid>/stat``
+    fields 14 and 15; not its children's).
+    """
     out = {}
     try:
         text = Path(f"/proc/{pid}/status").read_text()
+        stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return out
     for key in ("VmRSS", "RssAnon", "RssFile"):
         m = re.search(rf"^{key}:\s+(\d+) kB", text, re.M)
         if m:
             out[key] = int(m.group(1)) / 1024
+    fields = stat.rpartition(")")[2].split()  # after the command name, field 3 is [0]
+    out["cpu_s"] = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
     return out
 
 
@@ -209,6 +216,7 @@ class MemoryMonitor(threading.Thread):
             out["phases"][phase] = {
                 "rss_mb_total": total(snap, "VmRSS"),
                 "anon_mb_total": total(snap, "RssAnon"),
+                "cpu_s_total": total(snap, "cpu_s"),
                 "rss_mb_per_worker": {str(p): round(s["VmRSS"], 1) for p, s in snap.items()},
             }
         peak = defaultdict(float)

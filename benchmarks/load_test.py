@@ -35,8 +35,10 @@ What it does
    Any other name is a leak. Counts errors (HTTP status, failed callbacks,
    error messages in the page, server 5xx and tracebacks in the log).
 5. Samples the memory of every gunicorn worker (``/proc/<pid>/status``:
-   VmRSS, RssAnon) once a second and prints p50/p95 latency per kind of
-   interaction, errors, memory at boot, loop start and loop end, and the
+   VmRSS, RssAnon) once a second, and their CPU time at loop start and end
+   (``/proc/<pid>/stat``), and prints p50/p95 latency per kind of
+   interaction, errors, memory at boot, loop start and loop end, the web
+   workers' CPU per setting change during the loop, and the
    per-session checksums. Exit status 1 when there is an error, a mismatch
    or a leak.
 
@@ -68,6 +70,7 @@ from benchmarks.load_report import (  # noqa: E402
     latency_summary,
     machine_info,
     print_report,
+    web_cpu,
 )
 from benchmarks.load_server import (  # noqa: E402
     MemoryMonitor,
@@ -227,6 +230,7 @@ def run(args) -> dict:
         if "LEAK" in d["probe_foreign_handle"] or "LEAK" in d["probe_forged_result"]
     )
     results["mismatches"] = sum(d["mismatches"] for d in results["isolation"])
+    results["web_cpu"] = web_cpu(results["memory"]["phases"], stats.interactions)
     results["total_errors"] = len(stats.errors) + log["http_5xx"] + log["tracebacks"]
     if not args.keep:
         import shutil

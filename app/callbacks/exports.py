@@ -67,7 +67,7 @@ def fitted_params(ctx: AppContext, result) -> dict:
     for mv in result.models:
         maps = {}
         for name in result.maps:
-            record = ctx.store.get_fit(mv.info.handle, name, result.heldout)
+            record = ctx.store.get_fit(mv.info.handle, name, result.heldout, params=True)
             if record is not None and record.error is None:
                 maps[name] = record.params
         out[mv.info.name] = maps
@@ -128,8 +128,8 @@ def report_html(ctx: AppContext, sid, result, settings: dict, sections: str = ""
 
     ``sections``: trusted HTML placed between the metrics and the diagnostics.
 
-    The verdict's bootstrap loads the fitting libraries (scikit-learn, scipy.stats), which
-    the page does not need until a report is asked for: imported here.
+    The verdict loads the comparison package (scikit-learn, pandas), which the page does
+    not need until a report is asked for: imported here.
     """
     from ..verdict import verdict_html, view_verdicts
 

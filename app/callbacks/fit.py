@@ -37,7 +37,8 @@ from ..map_policy import refusal
 from ..settings import HeldOut, RawSettings, parse_handles, parse_heldout, parse_maps
 from ..store.data_store import DataStore
 from ..store.disk import StorageUnavailable
-from ..store.records import FitRecord
+from ..store.records import FitRecord, HeldOutDesign
+from ..verdict import store_verdicts
 from .controls import FIT_FIELDS, setting_inputs
 
 
@@ -116,7 +117,7 @@ def _lookup(ctx: AppContext, sid, raw_handles, raw_maps, mode, folds, fraction):
         return state, None, []
     state["error"] = refusals_message(refusals)
     if not work:
-        state["summary"] = "All selected maps are fitted." if not refusals else ""
+        state["summary"] = ALL_FITTED if not refusals else ""
     return state, heldout, work
 
 
@@ -146,6 +147,7 @@ def stopped_fit_message(name: str, model: str, exc: JobStopped) -> str:
 
 
 def _record(name: str, handle: str, heldout: HeldOut, comparison) -> tuple[FitRecord, object]:
+    """The record of map ``name`` from its comparison, and its calibrated predictions."""
     if name == UNCALIBRATED:
         variant = DataStore.variant_handle(handle, name, heldout)
         record = FitRecord(
@@ -168,8 +170,15 @@ def _record(name: str, handle: str, heldout: HeldOut, comparison) -> tuple[FitRe
         warnings=[w for w in comparison.warnings if w.startswith(f"{name}:")],
         params=[m.to_dict() for m in comparison.fitted.get(name, [])],
         n_scored=int(comparison.settings["n_scored"]),
+        train_log_loss=train_losses(comparison, name),
     )
     return record, comparison.calibrated.get(name)
+
+
+def train_losses(comparison, name: str) -> list[float] | None:
+    """Map ``name``'s in-sample log-loss of each fit, shape (F,), as a list; None if unknown."""
+    found = comparison.train_log_loss.get(name)
+    return None if found is None else [float(v) for v in found]
 
 
 def reused_fit(store: DataStore, handle: str, name: str, heldout: HeldOut, has_logits: bool):
@@ -181,7 +190,7 @@ def reused_fit(store: DataStore, handle: str, name: str, heldout: HeldOut, has_l
     copied) and its fitted state, relabelled with its own name.
     """
     twin = same_model_as(name, has_logits)
-    record = None if twin is None else store.get_fit(handle, twin, heldout)
+    record = None if twin is None else store.get_fit(handle, twin, heldout, params=True)
     if record is None or record.error is not None or record.variant is None:
         return None
     return FitRecord(
@@ -194,6 +203,7 @@ def reused_fit(store: DataStore, handle: str, name: str, heldout: HeldOut, has_l
         params=[{**p, "map": name} for p in record.params],
         n_scored=record.n_scored,
         same_as=twin,
+        train_log_loss=record.train_log_loss,
     )
 
 
@@ -251,12 +261,50 @@ def fit_map(ctx: AppContext, handle: str, pred, name: str, heldout: HeldOut, pro
     if out_of_memory(record):  # JOB_MEMORY_LIMIT_MB: say so, and keep no record
         return stopped_fit_message(name, pred.name, memory_stop(ctx))
     try:
+        ctx.store.put_design(handle, heldout, HeldOutDesign.of(comparison.design()))
         ctx.store.put_fit(handle, record, calibrated)
         if name == UNCALIBRATED:
             ctx.store.put_rows(record.variant, comparison.scored_rows)
     except StorageUnavailable as exc:  # disk full or read-only: say so, keep the rest
         return str(exc)
     return None
+
+
+#: The fit status when the view's maps are all fitted and no job said more.
+ALL_FITTED = "All selected maps are fitted."
+
+
+def fit_status_line(fit_state, pending: list[str] | None) -> str:
+    """The line next to the Fit button, for the view drawn with it: one fit status.
+
+    Written with the view (:func:`app.callbacks.view.render`), from the same
+    lookup of the store as its panels and verdict, so it never says that the
+    maps are fitted while a panel or the verdict still waits for a fit.
+
+    Parameters
+    ----------
+    fit_state : dict or None
+        The fit-state store: its error, its cancellation, or its summary
+        (:func:`fitted_summary`, or the planner's :data:`ALL_FITTED`).
+    pending : list of str or None
+        The view's maps whose fit is not stored yet (``ModelView.pending``);
+        None when the view could not be drawn (a setting is invalid).
+
+    Returns
+    -------
+    str
+        The error or the cancellation; "" while a map is pending (its panels
+        say "fitting…"; the progress bar shows the job) or nothing was
+        drawn; else the summary.
+    """
+    state = fit_state if isinstance(fit_state, dict) else {}
+    if isinstance(state.get("error"), str):
+        return state["error"]
+    if state.get("cancelled") is True:
+        return str(state.get("summary") or "")
+    if pending is None or pending:
+        return ""
+    return str(state.get("summary") or ALL_FITTED)
 
 
 def fitted_summary(state: dict, seconds: float) -> str:
@@ -276,7 +324,11 @@ def run_fits(
     set_progress,
     refused: str | None = None,
 ):
-    """Fit what is missing and report progress; the plain function behind the callback.
+    """Fit what is missing, then compute the verdicts; the plain function behind the callback.
+
+    The job ends with the verdict of each model it fitted, among the
+    selected maps ``raw_maps`` (:func:`app.verdict.store_verdicts`), kept in
+    the shared store: the views read it, they do not compute it.
 
     Parameters
     ----------
@@ -309,6 +361,8 @@ def run_fits(
             if name != UNCALIBRATED:
                 done += units
             state["fitted"].append(f"{handle}:{name}")
+    set_progress((str(total), str(total), "computing the verdict …"))
+    store_verdicts(ctx.store, sid, [h for h, _ in work], parse_maps(raw_maps), heldout)
     state["error"] = state["error"] or (refused if isinstance(refused, str) else None)
     state["summary"] = fitted_summary(state, time.perf_counter() - start)
     set_progress((str(total), str(total), ""))
@@ -336,6 +390,7 @@ def plan_fits(
         "nonce": uuid.uuid4().hex,
         "handles": [handle for handle, _ in work],
         "maps": sorted({name for _, names in work for name in names} - {UNCALIBRATED}),
+        "selected": list(parse_maps(raw_maps)),
         "mode": heldout.mode,
         "folds": folds,
         "fraction": fraction,
@@ -433,7 +488,7 @@ def register_fit_job(app, ctx: AppContext) -> None:
             ctx,
             ctx.session_id(),
             request.get("handles"),
-            request.get("maps"),
+            request.get("selected", request.get("maps")),
             request.get("mode"),
             request.get("folds"),
             request.get("fraction"),

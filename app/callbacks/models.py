@@ -9,7 +9,7 @@ pre-select what was just loaded).
 
 from __future__ import annotations
 
-from dash import ALL, ClientsideFunction, Input, Output, State, html, no_update
+from dash import ALL, Input, Output, State, html, no_update
 from dash import ctx as dash_ctx
 
 from .. import ids
@@ -283,14 +283,7 @@ def register_selection(app, ctx: AppContext) -> None:
 
 
 def register_fields(app) -> None:
-    """The line next to the Fit button (in the browser) and the held-out fields."""
-    # In the browser: the fit state is already there, and a request of its own
-    # would wait behind the view's in the server's queue.
-    app.clientside_callback(
-        ClientsideFunction(namespace="calibration", function_name="fitSummary"),
-        Output(ids.FIT_SUMMARY, "children"),
-        Input(ids.FIT_STATE, "data"),
-    )
+    """The held-out fields: the number of folds or the test fraction, as the scheme needs."""
 
     @app.callback(
         Output(ids.FOLDS_FIELD, "style"),

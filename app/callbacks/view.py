@@ -35,6 +35,7 @@ from .controls import (
     time_inputs,
     time_states,
 )
+from .fit import fit_status_line
 
 
 def compute_view(ctx: AppContext, sid, raw: RawSettings, pending: str = PENDING) -> ViewResult:
@@ -100,8 +101,10 @@ def render(ctx: AppContext, sid, raw: RawSettings, fit_state=None, fmt="png") ->
     Returns
     -------
     tuple
-        (grid children, rowData, columnDefs, caption, title, messages, verdict children);
-        the verdict (:mod:`app.verdict`) waits until every selected map is fitted.
+        (grid children, rowData, columnDefs, caption, title, messages, verdict children,
+        fit status); the verdict (:mod:`app.verdict`) waits until every selected map
+        is fitted, and the fit status (:func:`app.callbacks.fit.fit_status_line`) says
+        so only when the panels drawn with it are.
     """
     messages = session_notices(ctx, sid)
     pending = PENDING
@@ -122,6 +125,7 @@ def render(ctx: AppContext, sid, raw: RawSettings, fit_state=None, fmt="png") ->
             "",
             [*messages, str(exc)],
             [],
+            fit_status_line(fit_state, None),
         )
     messages.extend(result.messages)
     if not result.models:
@@ -138,6 +142,7 @@ def render(ctx: AppContext, sid, raw: RawSettings, fit_state=None, fmt="png") ->
         page_title(result),
         messages,
         verdict_children(view_verdicts(ctx.store, result, wait=True)),
+        fit_status_line(fit_state, [name for mv in result.models for name in mv.pending]),
     )
 
 
@@ -153,7 +158,7 @@ def failed_view(rid: str) -> tuple:
     """
     msg = f"Something went wrong while drawing this view (request id {rid})."
     slots = [[]] * SLOTS, [EMPTY_SLOT] * SLOTS
-    return *slots, [], [], "", "", message_children([msg]), [], {}, no_update, no_update
+    return *slots, [], [], "", "", message_children([msg]), [], "", {}, no_update, no_update
 
 
 def address_search(raw: RawSettings, time: dict | None = None):
@@ -199,7 +204,9 @@ def register(app, ctx: AppContext) -> None:
     until the view changes. The group column and the "Over time" card's
     controls, which do not change the view, move the address with a callback
     of their own. The diagrams go to fixed slots, and only what the page does
-    not show yet is sent (:mod:`app.view_update`).
+    not show yet is sent (:mod:`app.view_update`). The line next to the Fit
+    button is written with the view (:func:`render`), so that it and the
+    panels say one fit status.
     """
     output = [
         [Output(slot_id(ids.GRAPH_SLOT, s), "children") for s in range(SLOTS)],
@@ -210,6 +217,7 @@ def register(app, ctx: AppContext) -> None:
         Output(ids.VIEW_TITLE, "children"),
         Output(ids.MESSAGE, "children"),
         Output(ids.VERDICT, "children"),
+        Output(ids.FIT_SUMMARY, "children"),
         Output(ids.VIEW_KEYS, "data"),
         Output(ids.PAGE_URL, "search"),
         Output(ids.ADDRESS_NOTICE, "children"),

@@ -706,7 +706,6 @@ def build_layout(
     max_upload_mb: int,
     raw: RawSettings | None = None,
     view: tuple | None = None,
-    fit_summary: str = "",
     address_notices: list[str] | tuple[str, ...] = (),
     class_auto: str | None = None,
     time: TimeSettings | None = None,
@@ -722,9 +721,7 @@ def build_layout(
     view : tuple, optional
         The initial view, :func:`app.callbacks.view.render`'s output for
         ``raw``: drawn with the page itself, so the first diagrams need no
-        callback round trip.
-    fit_summary : str
-        Initial text next to the Fit button (e.g. "All selected maps are fitted.").
+        callback round trip; its fit status is the text next to the Fit button.
     address_notices : sequence of str
         What the page address asked for that could not be restored
         (:func:`app.view_url.decode_view`); shown until the view changes.
@@ -741,11 +738,9 @@ def build_layout(
         None: the column in ``raw`` alone, if any.
     """
     raw = default_settings(infos) if raw is None else raw
-    empty = ([], [], [], "", "", [], [])
+    empty = ([], [], [], "", "", [], [], "")
     slots, shown = grid_slots(ids.GRAPH_SLOT, view or empty)
-    results = _results(
-        raw, view or empty, slots, infos, fit_summary, address_notices, time, datasets
-    )
+    results = _results(raw, view or empty, slots, infos, address_notices, time, datasets)
     return html.Div(
         [
             _header(),
@@ -794,13 +789,12 @@ def _results(
     view: tuple,
     slots: list,
     infos: list[ModelInfo],
-    fit_summary: str,
     address_notices: list[str] | tuple[str, ...],
     time: TimeSettings | None,
     datasets: list[str] | None,
 ) -> html.Main:
     """The results column: messages, diagram slots, verdict, metrics, groups, diagnostics."""
-    _grid, rows, cols, table_caption, title, messages, verdict = view
+    _grid, rows, cols, table_caption, title, messages, verdict, fit_summary = view
     return html.Main(
         [
             *_dataset_section(datasets),

@@ -22,12 +22,22 @@ Keys
     file's other columns (groups, times) as ``arr:<handle>:extra:...``
     (:mod:`app.store.extra_columns`).
 ``fit:<data handle>:<map>:<held-out key>``
-    One fitted map's result (:class:`FitRecord` as a dict); its calibrated
-    predictions live under ``pred:<variant handle>``.
+    One fitted map's result (:class:`FitRecord` as a dict, without its
+    parameters); its calibrated predictions live under ``pred:<variant
+    handle>``, its fitted parameters under ``params:fit:...`` (read only by
+    what needs them: a view reads every selected map's record, and a
+    100-class matrix map's parameters are 0.5 MB of pickle, 1.4-2.1 ms to read).
 ``demo:v1:<seed>``
     The built-in demo, computed by the first process that needs it.
 ``soft:<handle>`` and ``rows:<variant handle>``
     An upload's soft labels, and which input rows a split-mode variant holds.
+``design:<data handle>:<held-out key>``
+    How the model's held-out rows were made with that scheme
+    (:class:`HeldOutDesign`), stored with its first fitted map.
+``result:<name>:...`` and ``claim:result:<name>:...``
+    A result derived from stored fits (the verdict of a model's maps,
+    :mod:`app.verdict`), computed once for all workers
+    (:meth:`DataStore.shared_result`), and the claim of whoever computes it.
 ``evicted:<sid>``
     Tombstone of a session whose data was removed to make room
     (:mod:`app.store.budget`), until it uploads again.
@@ -53,7 +63,9 @@ probe write succeeds) while reads go on without the LRU bookkeeping write
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
+import pickle
 import secrets
 import threading
 import time
@@ -64,6 +76,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+import diskcache
 import numpy as np
 
 from calibration_core import Predictions
@@ -86,6 +99,7 @@ from .records import (
     DEMO_SOURCE,
     NOTEBOOK_SOURCE,
     FitRecord,
+    HeldOutDesign,
     MemoryLRU,
     ModelInfo,
     info_fields,
@@ -103,11 +117,16 @@ STORE_FORMAT = 3
 MODEL_OVERHEAD = 64 * 1024
 #: diskcache's own size limit, never reached: its culling would evict data in use.
 NO_CULLING = 1 << 62
+#: How long a claim to compute a shared result lasts if its holder dies (seconds).
+CLAIM_SECONDS = 300
 EXPIRED_MESSAGE = "A selected model is no longer available: your data expired, please upload again."
 EVICTED_MESSAGE = (
     "Your uploaded models were removed to make room for other users' uploads: the server's "
     "storage was full and this session had been idle. Upload your files again."
 )
+
+
+log = logging.getLogger("calibration_dashboard.store")
 
 
 def soft_key(handle: str) -> str:
@@ -420,8 +439,15 @@ class DataStore:
         digest = hashlib.sha256(f"{handle}|{map_name}|{heldout.key}".encode()).hexdigest()
         return VARIANT_PREFIX + digest[:32]
 
-    def get_fit(self, handle: str, map_name: str, heldout: HeldOut) -> FitRecord | None:
-        """The cached fit, or None (also when its predictions were evicted)."""
+    def get_fit(
+        self, handle: str, map_name: str, heldout: HeldOut, *, params: bool = False
+    ) -> FitRecord | None:
+        """The cached fit, or None (also when its predictions were evicted).
+
+        Its ``params`` (the fitted maps, ``CalibrationMap.to_dict()`` of each
+        fold) are read only with ``params=True``; else they are ``[]``
+        (unless an older version stored them in the record).
+        """
         key = self.fit_key(handle, map_name, heldout)
         data = self.cache.get(key, default=None)
         if data is None:
@@ -433,6 +459,10 @@ class DataStore:
             except DataUnavailable:
                 return None
         self.cache.touch(key, expire=self.ttl)
+        if not record.params:  # kept apart (an older version kept them in the record)
+            self.cache.touch(f"params:{key}", expire=self.ttl)
+            if params:
+                record.params = self.cache.get(f"params:{key}", default=[])
         return record
 
     def owner(self, handle: str) -> str | None:
@@ -483,13 +513,18 @@ class DataStore:
         owner = self.owner(handle)
         key = f"fit:{handle}:{record.map}:{record.heldout}"
         if calibrated is None or record.variant is None:
-            self.cache.set(key, asdict(record), expire=self.ttl, tag=owner)
+            self._set_fit(key, record, owner)
             return
         need = nbytes(warm(calibrated)) + MODEL_OVERHEAD
         with self.budget.locked():
             self._admit(owner, need)
             self.put_predictions(record.variant, calibrated, owner)
-            self.cache.set(key, asdict(record), expire=self.ttl, tag=owner)
+            self._set_fit(key, record, owner)
+
+    def _set_fit(self, key: str, record: FitRecord, owner: str | None) -> None:
+        """Write a fit's parameters, then its record (without them), under ``key``."""
+        self.cache.set(f"params:{key}", record.params, expire=self.ttl, tag=owner)
+        self.cache.set(key, {**asdict(record), "params": []}, expire=self.ttl, tag=owner)
 
     def put_rows(self, variant: str, rows) -> None:
         """Store which input rows a split-mode variant holds (indices, shape (n_scored,))."""
@@ -507,6 +542,86 @@ class DataStore:
         if record is None or record.variant is None:
             return None
         return self.cache.get(f"rows:{record.variant}", default=None)
+
+    @staticmethod
+    def design_key(handle: str, heldout: HeldOut) -> str:
+        """Cache key of how a model's held-out rows were made with one scheme."""
+        return f"design:{handle}:{heldout.key}"
+
+    def get_design(self, handle: str, heldout: HeldOut) -> HeldOutDesign | None:
+        """The stored :class:`HeldOutDesign` of a model and scheme, or None."""
+        data = self.cache.get(self.design_key(handle, heldout), default=None)
+        return None if data is None else HeldOutDesign(**data)
+
+    def put_design(self, handle: str, heldout: HeldOut, design: HeldOutDesign) -> None:
+        """Store a model's held-out design once (counted against the model's session).
+
+        Nothing is written when it is stored already: every map fitted with
+        the scheme has the same design.
+
+        Raises
+        ------
+        StoreFull
+        StorageUnavailable
+        """
+        key = self.design_key(handle, heldout)
+        owner = self.owner(handle)
+        with self.budget.locked():
+            if self.cache.get(key, default=None) is not None:
+                return
+            self._admit(owner, design.nbytes)
+            self.cache.set(key, asdict(design), expire=self.ttl, tag=owner)
+
+    def shared_result(self, key: str, compute, handle: str):
+        """The value stored under ``key``, or ``compute()``, stored there for every worker.
+
+        Concurrent callers (threads, workers, background jobs) compute it
+        once: the first claims ``key`` (a :class:`diskcache.Lock`, released
+        when done, or after :data:`CLAIM_SECONDS` if its holder dies), the
+        others wait for the claim, then read the stored value. The value is
+        counted against the session of the data ``handle`` (its owner). When
+        the disk or the quota refuses the write, the value is returned
+        without being stored.
+
+        Parameters
+        ----------
+        key : str
+            Starting with ``"result:"``; it must name everything the value depends on.
+        compute : callable() -> object
+            Its result must be picklable and not None.
+        handle : str
+            The data the value is derived from (whose session owns the value).
+        """
+        found = self.cache.get(key, default=None)
+        if found is not None:
+            return found
+        lock = diskcache.Lock(self.cache, f"claim:{key}", expire=CLAIM_SECONDS)
+        try:
+            lock.acquire()
+        except DISK_ERRORS as exc:  # a read-only disk: compute here, keep nothing
+            self.cache._failed(exc)
+            return compute()
+        try:
+            found = self.cache.get(key, default=None)
+            if found is None:
+                found = compute()
+                self._put_result(key, found, handle)
+        finally:
+            try:
+                lock.release()
+            except DISK_ERRORS as exc:
+                self.cache._failed(exc)
+        return found
+
+    def _put_result(self, key: str, value, handle: str) -> None:
+        """Store a shared result if the quota and the disk take it (else only log)."""
+        owner = self.owner(handle)
+        try:
+            with self.budget.locked():
+                self._admit(owner, len(pickle.dumps(value)))
+                self.cache.set(key, value, expire=self.ttl, tag=owner)
+        except (StoreFull, StorageUnavailable) as exc:
+            log.warning("a derived result was not stored: %s", exc)
 
     # ------------------------------------------------------------------ memo
     def memo(self, key: tuple, compute):

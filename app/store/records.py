@@ -3,6 +3,8 @@
 * :class:`ModelInfo`: what the browser may know about a usable model (kept,
   as a dict, in the session's record of the disk store);
 * :class:`FitRecord`: the result of fitting one map (kept as a dict);
+* :class:`HeldOutDesign`: how one model's held-out rows were made, shared by
+  the maps fitted with one held-out scheme (the verdict's fitting design);
 * :func:`warm`, :func:`readonly`, :func:`nbytes`, :func:`slot_arrays`: a
   :class:`~calibration_core.Predictions` prepared for sharing (sorted scores
   built once, arrays read-only) and its size in bytes;
@@ -83,6 +85,53 @@ class FitRecord:
     #: The map whose fit this record reuses (the same model on these inputs:
     #: :func:`calibration_core.maps.same_model_as`), or None for a fit of its own.
     same_as: str | None = None
+    #: Mean log-loss of each fit (fold) on its own training rows, shape (F,)
+    #: (``Comparison.train_log_loss[map]``); None when unknown (a record of an
+    #: older version, or a failed fit).
+    train_log_loss: list[float] | None = None
+
+
+@dataclass(frozen=True)
+class HeldOutDesign:
+    """How a model's held-out rows were made with one held-out scheme: the verdict's design.
+
+    The same for every map fitted with that scheme (the folds or the split
+    depend on the labels and the seed only), so it is stored once per model
+    and scheme; with each map's :attr:`FitRecord.train_log_loss` it makes
+    the core's :class:`~calibration_core.compare.verdict.FitDesign`.
+
+    Attributes
+    ----------
+    fit_of_row : numpy.ndarray of int, shape (n_scored,)
+        Which fit (0 .. F-1) scored each held-out row, in the stored rows' order.
+    n_train : numpy.ndarray of int, shape (F,)
+        Training rows of each fit.
+    uncalibrated_train_log_loss : numpy.ndarray of float, shape (F,)
+        The input's mean log-loss on each fit's training rows.
+    """
+
+    fit_of_row: np.ndarray
+    n_train: np.ndarray
+    uncalibrated_train_log_loss: np.ndarray
+
+    @classmethod
+    def of(cls, design) -> HeldOutDesign:
+        """The rows of a core ``FitDesign`` (``Comparison.design()``), fit ids kept small."""
+        fits = np.asarray(design.fit_of_row)
+        return cls(
+            fit_of_row=fits.astype(np.min_scalar_type(max(int(fits.max(initial=0)), 0))),
+            n_train=np.asarray(design.n_train, dtype=np.int64),
+            uncalibrated_train_log_loss=np.asarray(
+                design.train_log_loss["uncalibrated"], dtype=np.float64
+            ),
+        )
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of its arrays."""
+        return (
+            self.fit_of_row.nbytes + self.n_train.nbytes + self.uncalibrated_train_log_loss.nbytes
+        )
 
 
 def info_fields(record: dict) -> dict:

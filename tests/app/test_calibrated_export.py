@@ -81,7 +81,7 @@ def test_zip_of_input_layouts_equals_apply(ctx, sid, tmp_path):
             assert rows[0] == ["row", "label", *layout]
             assert len(rows) - 1 == round(0.4 * 300)  # the test rows only
             # `apply` of the same fitted map to the input file gives the same values.
-            entry = ctx.store.get_fit(handle, m, heldout).params[0]
+            entry = ctx.store.get_fit(handle, m, heldout, params=True).params[0]
             source = paths[kind]
             if kind == "multi" and entry["params"]["input"] == "probs":  # Platt reads p_
                 source = probability_file(ctx.store.predictions(handle), tmp_path)

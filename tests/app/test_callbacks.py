@@ -12,7 +12,7 @@ import pytest
 import app.callbacks.fit as fit_module
 from app import ids
 from app.callbacks.exports import create_calibrated_export, small_export
-from app.callbacks.fit import plan_fits, run_fits
+from app.callbacks.fit import cancelled_fit_state, plan_fits, run_fits
 from app.callbacks.models import after_upload
 from app.callbacks.view import render
 from app.exports import safe_cell
@@ -113,8 +113,8 @@ def test_crafted_payloads_are_rejected_server_side(ctx, sid, field, value, needl
     if field == "fraction":
         raw.heldout = "split"
     setattr(raw, field, value)
-    _grid, rows, cols, _caption, _title, messages, _verdict = render(ctx, sid, raw)
-    assert rows == [] and cols == []
+    _grid, rows, cols, _caption, _title, messages, _verdict, status = render(ctx, sid, raw)
+    assert rows == [] and cols == [] and status == ""  # nothing drawn: no fit status
     assert any(needle in m for m in messages), messages
     assert not any("Traceback" in m for m in messages)
 
@@ -414,6 +414,27 @@ def test_page_arrives_idle_and_says_when_its_maps_are_fitted(tmp_path):
     again = client.get("/_dash-layout").get_json()
     assert _find(again, ids.FIT_SUMMARY)["children"] == "All selected maps are fitted."
     assert _find(again, ids.FIT_START)["disabled"] is False
+
+
+def test_the_fit_status_never_says_fitted_while_a_panel_waits(ctx, sid):
+    # Issue 28, item 5: the line next to the Fit button said "all selected maps are
+    # fitted" (the last job's summary) while the panels of a map ticked since said
+    # "fitting…". It is now written with the view, from the same lookup as its panels.
+    info = _demo(ctx, "digits · random forest")
+    done = run_fits(ctx, sid, [info.handle], ["temperature"], "folds", 3, 0.5, print)
+    assert done["summary"].endswith("all selected maps are fitted.")
+    raw = RawSettings([info.handle], ["temperature"], "folds", 3)
+    assert render(ctx, sid, raw, done)[-1] == done["summary"]
+    ticked = RawSettings([info.handle], ["temperature", "platt"], "folds", 3)
+    out = render(ctx, sid, ticked, done)  # platt ticked: the planner's job has not run yet
+    assert "fitting…" in str(out[1]) and "verdict-waiting" in str(out[6])
+    assert out[-1] == ""
+    # An error or a cancellation is said whatever the panels show.
+    assert render(ctx, sid, ticked, {**done, "error": "boom"})[-1] == "boom"
+    cancelled = cancelled_fit_state()
+    assert render(ctx, sid, ticked, cancelled)[-1] == cancelled["summary"]
+    after = run_fits(ctx, sid, [info.handle], ticked.maps, "folds", 3, 0.5, print)
+    assert render(ctx, sid, ticked, after)[-1] == after["summary"]
 
 
 def test_a_fit_out_of_memory_is_a_stated_error_and_not_stored(ctx, sid, monkeypatch):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from dataclasses import asdict
 
 import numpy as np
 import pytest
@@ -127,7 +128,11 @@ def test_fit_records_round_trip_and_need_their_predictions(tmp_path):
     )
     calibrated = _pred(seed=9)
     store.put_fit("up-abc", record, calibrated)
-    assert store.get_fit("up-abc", "temperature", heldout) == record
+    # The parameters are read only when asked for (a view reads every selected map's record).
+    assert store.get_fit("up-abc", "temperature", heldout, params=True) == record
+    assert store.get_fit("up-abc", "temperature", heldout) == FitRecord(
+        **{**asdict(record), "params": []}
+    )
     assert store.get_fit("up-abc", "isotonic", heldout) is None
     np.testing.assert_array_equal(DataStore(tmp_path).predictions(variant).probs, calibrated.probs)
     # If the calibrated predictions were evicted, the fit counts as missing (refit), not broken.

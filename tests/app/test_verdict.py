@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import html
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict
 
 import numpy as np
 
 from app.callbacks.fit import run_fits
 from app.callbacks.view import compute_view, render
-from app.settings import RawSettings
+from app.settings import HeldOut, RawSettings
+from app.store.data_store import DataStore
+from app.store.records import FitRecord
 from app.verdict import (
     VERDICT_CAPTION,
     verdict_children,
@@ -75,6 +81,7 @@ def test_page_verdict_waits_for_the_fits_then_says_the_reports_words(ctx, sid, m
     ]
     assert calls == []  # nothing computed (nor the comparison imported) while fitting
     run_fits(ctx, sid, [info.handle], ["temperature", "platt"], "folds", 5, 0.5, lambda _: None)
+    assert len(calls) == 1  # the fit job computed the verdict and stored it
     children = render(ctx, sid, raw)[6]
     (card,) = _cards(children)
     (item,) = view_verdicts(ctx.store, compute_view(ctx, sid, raw))
@@ -87,8 +94,9 @@ def test_page_verdict_waits_for_the_fits_then_says_the_reports_words(ctx, sid, m
         assert html.escape(line) in verdict_html([item])
     assert any(t.startswith("temperature: T = ") for t in _texts(card))
     assert children[-1].children == VERDICT_CAPTION
-    # One bootstrap per fitted state: redraws and other binnings reuse it, with their own ECE.
-    assert len(calls) == 1  # view_verdicts reused the render's
+    # One verdict per fitted state, computed by the fit job: the views only read it, and
+    # other binnings re-bin only the ECE.
+    assert len(calls) == 1
     ten = RawSettings([info.handle], ["temperature", "platt"], "folds", 5, n_bins=10)
     (rebinned,) = view_verdicts(ctx.store, compute_view(ctx, sid, ten))
     assert len(calls) == 1
@@ -123,3 +131,97 @@ def test_page_shows_matrix_and_dirichlet_as_one_contender_with_parameter_counts(
     )
     head = verdict_headline(item)
     assert "dirichlet" not in head or "matrix = dirichlet" in head
+    # Dirichlet reused matrix's fit, in-sample losses included: the core's verdict.
+    assert verdict == compare_maps(pred, maps, folds=5, seed=0).verdict()
+
+
+def test_split_mode_verdict_is_the_cores(ctx, sid):
+    pred = overconfident(n=800, name="m")
+    (info,) = ctx.store.add_models(sid, [pred], source="m.csv")
+    maps = ["temperature", "vector"]
+    run_fits(ctx, sid, [info.handle], maps, "split", 5, 0.4, lambda _: None)
+    raw = RawSettings([info.handle], maps, "split", 5, 0.4)
+    (item,) = view_verdicts(ctx.store, compute_view(ctx, sid, raw), wait=True)
+    core = compare_maps(pred, maps, test_fraction=0.4, seed=0).verdict()
+    assert item.verdict == core
+    assert item.verdict.interval == "one train/test split, each map fitted on 480 rows"
+
+
+def _slow_choose_map(monkeypatch, seconds: float) -> list:
+    """Count the core's verdicts, each taking ``seconds`` longer (the race made explicit)."""
+    import calibration_core.compare as compare
+
+    calls = []
+    real = compare.choose_map
+
+    def slow(*args, **kwargs):
+        calls.append(threading.get_ident())
+        time.sleep(seconds)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(compare, "choose_map", slow)
+    return calls
+
+
+def test_concurrent_views_compute_a_missing_verdict_once(ctx, sid, monkeypatch):
+    pred = overconfident(name="m")
+    (info,) = ctx.store.add_models(sid, [pred], source="m.csv")
+    run_fits(ctx, sid, [info.handle], ["temperature", "platt"], "folds", 5, 0.5, print)
+    calls = _slow_choose_map(monkeypatch, 0.5)
+    # Platt unticked: no job ran for this selection, so no verdict is stored for it. Six
+    # requests at once, each in a "worker" of its own (a DataStore on the same directory,
+    # with its own memo), two per worker thread-wise.
+    raw = RawSettings([info.handle], ["temperature"], "folds", 5)
+    workers = [DataStore(ctx.store.directory.parent) for _ in range(3)]
+    barrier = threading.Barrier(6)
+
+    def view(i):
+        store = workers[i % 3]
+        result = compute_view(ctx, sid, raw)
+        barrier.wait()
+        (item,) = view_verdicts(store, result, wait=True)
+        return item.verdict
+
+    try:
+        with ThreadPoolExecutor(6) as pool:
+            verdicts = list(pool.map(view, range(6)))
+    finally:
+        for store in workers:
+            store.close()
+    assert len(calls) == 1
+    assert all(v == verdicts[0] for v in verdicts)
+    assert verdicts[0] == compare_maps(pred, ["temperature"], folds=5, seed=0).verdict()
+
+
+def test_records_of_an_older_version_still_give_a_verdict_with_the_fitting_noise(ctx, sid):
+    pred = overconfident(name="m")
+    (info,) = ctx.store.add_models(sid, [pred], source="m.csv")
+    heldout = HeldOut("folds", 5)
+    run_fits(ctx, sid, [info.handle], ["temperature"], "folds", 5, 0.5, lambda _: None)
+    # What an older version stored: the parameters in the record, no in-sample losses, no
+    # design, no verdict.
+    key = DataStore.fit_key(info.handle, "temperature", heldout)
+    record = asdict(ctx.store.get_fit(info.handle, "temperature", heldout, params=True))
+    del record["train_log_loss"]
+    ctx.store.cache.set(key, record)
+    ctx.store.cache.delete(f"params:{key}")
+    assert ctx.store.get_fit(info.handle, "temperature", heldout) == FitRecord(
+        **record, train_log_loss=None
+    )
+    ctx.store.cache.delete(DataStore.design_key(info.handle, heldout))
+    for key in [k for k in ctx.store.cache.iterkeys() if str(k).startswith("result:")]:
+        ctx.store.cache.delete(key)
+    fresh = DataStore(ctx.store.directory.parent)  # another worker: nothing in its memo
+    try:
+        raw = RawSettings([info.handle], ["temperature"], "folds", 5)
+        (item,) = view_verdicts(fresh, compute_view(ctx, sid, raw), wait=True)
+    finally:
+        fresh.close()
+    verdict = item.verdict
+    core = compare_maps(pred, ["temperature"], folds=5, seed=0).verdict()
+    # The folds are derived again (no refit): the interval still holds the fitting noise,
+    # with temperature's parameter count (1) in place of its unknown effective parameters.
+    assert verdict.interval == core.interval == "5-fold cross-fitting, each map fitted on 480 rows"
+    assert verdict.contender("temperature").effective_parameters == 1.0
+    assert verdict.log_loss == core.log_loss and verdict.winner == core.winner
+    assert ctx.store.get_design(info.handle, heldout) is not None  # kept for the next one

@@ -34,7 +34,7 @@ def _written(values: list) -> set[int]:
 
 
 def _view(*graphs, rows=("r",)) -> tuple:
-    return (list(graphs), list(rows), [], "caption", "title", [], [])
+    return (list(graphs), list(rows), [], "caption", "title", [], [], "fitted")
 
 
 def test_a_model_keeps_its_slot_and_a_new_one_takes_a_free_slot_in_screen_order():

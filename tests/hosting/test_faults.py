@@ -178,7 +178,7 @@ def test_one_failing_calibrator_fails_only_its_panel(
     assert state["error"] is None  # the fit as a whole went through
 
     raw = RawSettings(handles=[handle], maps=[broken, working], folds=3, band="none")
-    children, rows, _, _, _, messages, verdict = render(ctx, sid, raw, fit_state=state)
+    children, rows, _, _, _, messages, verdict, status = render(ctx, sid, raw, fit_state=state)
     by_map = {r["map"]: r for r in rows}
     assert by_map[working].get("ece") is not None and by_map[UNCALIBRATED].get("ece") is not None
     assert "numerical trouble" in by_map[broken]["status"] and by_map[broken].get("ece") is None
@@ -189,6 +189,7 @@ def test_one_failing_calibrator_fails_only_its_panel(
     # The two working panels are drawn: one reliability curve each.
     assert len([t for t in graph.figure["data"] if t.get("mode") == "lines+markers"]) == 2
     assert not any("numerical trouble" in m for m in messages)  # no page-wide error
+    assert status == state["summary"]  # the failed map is no longer pending
     # The verdict does not wait for the failed map: the others are compared, it is named.
     (card,) = verdict[1].children
     assert card.className != "verdict-card verdict-waiting"

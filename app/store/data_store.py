@@ -112,7 +112,7 @@ DEMO_PREFIX = "demo-"
 UPLOAD_PREFIX = "up-"
 VARIANT_PREFIX = "var-"
 #: Layout version of the disk store (a new version starts in a new subdirectory).
-STORE_FORMAT = 3
+STORE_FORMAT = 4
 #: Room for the ``.npy`` headers and records of one stored model, on top of its arrays.
 MODEL_OVERHEAD = 64 * 1024
 #: diskcache's own size limit, never reached: its culling would evict data in use.

@@ -126,7 +126,7 @@ class StoreBudget:
         try:
             fd = os.open(self.directory / LOCK_FILE, os.O_RDONLY | os.O_CREAT, 0o600)
         except OSError as exc:
-            self.cache._failed(exc)
+            self.cache.record_failure(exc)
             raise StorageUnavailable(STORAGE_MESSAGE) from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)

@@ -275,7 +275,7 @@ class DataStore:
 
     def storage_failed(self, exc: BaseException) -> None:
         """Record a write failure seen outside the store (e.g. receiving an upload)."""
-        self.cache._failed(exc)
+        self.cache.record_failure(exc)
 
     def session_models(self, sid: str | None) -> list[ModelInfo]:
         """Demo models, then the session's uploads."""
@@ -326,7 +326,7 @@ class DataStore:
                 self.budget.forget_eviction(sid)
                 return infos
         except DISK_ERRORS as exc:  # e.g. the transaction itself cannot start
-            self.cache._failed(exc)
+            self.cache.record_failure(exc)
             raise StorageUnavailable(STORAGE_MESSAGE) from None
 
     def _admit_upload(self, sid: str, records: list, count: int, need: int) -> None:
@@ -599,7 +599,7 @@ class DataStore:
         try:
             lock.acquire()
         except DISK_ERRORS as exc:  # a read-only disk: compute here, keep nothing
-            self.cache._failed(exc)
+            self.cache.record_failure(exc)
             return compute()
         try:
             found = self.cache.get(key, default=None)
@@ -610,7 +610,7 @@ class DataStore:
             try:
                 lock.release()
             except DISK_ERRORS as exc:
-                self.cache._failed(exc)
+                self.cache.record_failure(exc)
         return found
 
     def _put_result(self, key: str, value, handle: str) -> None:

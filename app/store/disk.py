@@ -88,7 +88,8 @@ class ResilientCache(diskcache.Cache):
         except OSError:
             return default
 
-    def _failed(self, exc: BaseException) -> None:
+    def record_failure(self, exc: BaseException) -> None:
+        """Remember a refused write (logged once) for :attr:`write_error`."""
         if self.write_error is None:
             log.error("the disk store refused a write: %s", exc)
         self.write_error = f"{type(exc).__name__}: {exc}"
@@ -99,21 +100,21 @@ class ResilientCache(diskcache.Cache):
         except DISK_ERRORS as exc:
             if expire_time or tag:
                 raise
-            self._failed(exc)
+            self.record_failure(exc)
             return self._peek(key, default, read)
 
     def touch(self, key, expire=None, retry=False):
         try:
             return super().touch(key, expire, retry)
         except DISK_ERRORS as exc:
-            self._failed(exc)
+            self.record_failure(exc)
             return False
 
     def set(self, key, value, expire=None, read=False, tag=None, retry=False):
         try:
             done = super().set(key, value, expire, read, tag, retry)
         except DISK_ERRORS as exc:
-            self._failed(exc)
+            self.record_failure(exc)
             raise StorageUnavailable(STORAGE_MESSAGE) from None
         self.write_error = None
         return done
@@ -229,7 +230,7 @@ def save_stacked(
             cache.set(key, fh, read=True, expire=expire, tag=tag)
     except DISK_ERRORS as exc:
         if isinstance(cache, ResilientCache):
-            cache._failed(exc)
+            cache.record_failure(exc)
         raise StorageUnavailable(STORAGE_MESSAGE) from None
 
 

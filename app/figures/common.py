@@ -10,8 +10,9 @@
   :data:`MODEBAR_CONFIG` and :func:`graph_config` (``dcc.Graph``'s modebar and
   PNG/SVG export).
 
-The reliability diagrams are in :mod:`app.figures.reliability`, the
-diagnostics figures in :mod:`app.figures.diagnostics`.
+The panel grid of every diagram is in :mod:`app.figures.grid`, the
+reliability diagrams in :mod:`app.figures.reliability`, the diagnostics
+figures in :mod:`app.figures.diagnostics`.
 """
 
 from __future__ import annotations
@@ -38,11 +39,6 @@ OKABE_ITO = {
 UNCALIBRATED_COLOUR = OKABE_ITO["vermillion"]
 CALIBRATED_COLOUR = OKABE_ITO["blue"]
 FONT = "system-ui, -apple-system, 'Segoe UI', Roboto, 'Helvetica Neue', Arial, sans-serif"
-
-
-#: Most panel columns of a diagram, by ``view.all_classes``: (one model on the page,
-#: several side by side). Every diagram kind lays its panels out in these columns.
-PANEL_COLUMNS = {False: (4, 2), True: (6, 3)}
 
 
 def plot_text(value) -> str:

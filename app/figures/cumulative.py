@@ -26,8 +26,9 @@ import numpy as np
 from ..curves import CurvePanel, CurveView
 from ..settings import HeldOut, ViewSettings
 from .common import perfect_calibration_trace
-from .curve_grid import colour_of, corner_note, curve_figure, legend_once
+from .curve_grid import curve_figure
 from .diagnostics import format_p
+from .grid import colour_of, corner_note, legend_once
 
 BAND_FILL = "rgba(230, 159, 0, 0.28)"
 CELLS_FILL = "rgba(90, 90, 90, 0.30)"

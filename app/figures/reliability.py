@@ -25,23 +25,25 @@ name (model, class) is HTML-escaped (:func:`app.figures.common.plot_text`).
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import plotly.graph_objects as go
 
-from ..analysis import UNCALIBRATED, ModelView, Panel
+from ..analysis import ModelView, Panel
 from ..settings import BANDS, HeldOut, ViewSettings
-from .common import (
-    CALIBRATED_COLOUR,
+from .common import perfect_calibration_trace, plot_text, rgba, view_title
+from .grid import (
     PANEL_COLUMNS,
-    UNCALIBRATED_COLOUR,
-    figure_frame,
-    perfect_calibration_trace,
-    plot_text,
-    rgba,
-    view_title,
-    wrapped_text,
+    GridCell,
+    RowLayout,
+    axis_pair,
+    centre_note,
+    colour_of,
+    corner_note,
+    grid_figure,
+    legend_once,
+    linked,
+    panel_grid,
+    panel_title,
 )
 
 CONSISTENCY_FILL = "rgba(230, 159, 0, 0.28)"
@@ -61,54 +63,6 @@ def score_axis_label(view: ViewSettings) -> str:
 def frequency_axis_label(view: ViewSettings) -> str:
     """y-axis title of the notion."""
     return "accuracy" if view.notion == "confidence" else "observed frequency"
-
-
-def panel_title(panel: Panel, view: ViewSettings) -> str:
-    """A panel's title: the calibrator, and the class in one-vs-rest views.
-
-    In the "all classes" grid only the class: the row's y axis names the calibrator.
-    """
-    if panel.title is not None:
-        return panel.title
-    if view.all_classes:
-        return f"class {panel.class_label}"
-    if view.notion == "class" and panel.class_label is not None:
-        return f"{panel.calibrator} · class {panel.class_label}"
-    return panel.calibrator
-
-
-def panel_positions(
-    panels: list[Panel], view: ViewSettings, side_by_side: bool, compact: bool | None = None
-) -> tuple[list[tuple[int, int]], int, int]:
-    """``(row, column)`` of every panel, the number of rows and of columns.
-
-    Figures shown side by side get fewer columns. In the "all classes" view
-    (``compact``, by default ``view.all_classes``) each calibrator's panels
-    start on a new row, in rows of even length.
-    """
-    compact = view.all_classes if compact is None else compact
-    max_cols = PANEL_COLUMNS[compact][side_by_side]
-    if not compact:
-        cols = min(len(panels), max_cols) or 1
-        return [divmod(i, cols) for i in range(len(panels))], math.ceil(len(panels) / cols), cols
-    groups: dict[str, int] = {}
-    for panel in panels:
-        groups[panel.calibrator] = groups.get(panel.calibrator, 0) + 1
-    largest = max(groups.values(), default=1)
-    cols = math.ceil(largest / math.ceil(largest / max_cols))  # balanced rows: 4 -> 2 x 2
-    positions: list[tuple[int, int]] = []
-    row = 0
-    for count in groups.values():
-        positions += [(row + i // cols, i % cols) for i in range(count)]
-        row += math.ceil(count / cols)
-    return positions, max(row, 1), cols
-
-
-def _axis_names(i: int) -> tuple[str, str, str, str]:
-    """Layout keys and trace references of panel ``i``: (rel axis suffix, hist axis suffix)."""
-    a, b = 2 * i + 1, 2 * i + 2
-    rel = "" if a == 1 else str(a)
-    return rel, str(b), f"x{rel}", f"x{b}"
 
 
 def _point_trace(panel: Panel, colour: str, show_legend: bool, ax: str) -> dict:
@@ -194,33 +148,17 @@ def _histogram_trace(panel: Panel, ax: str) -> dict:
     }
 
 
-# Pixel layout of one grid row: title, reliability axes, gap, histogram (then tick
-# labels, up to the row height); compact rows for the "all classes" small multiples.
-_ROW_PX = {False: (26, 190, 8, 52, PANEL_HEIGHT), True: (20, 132, 0, 0, 180)}
-_MARGIN = {"l": 64, "r": 16, "t": 100, "b": 52}
-_H_SPACING = 0.045
-
-
-def _domains(n_rows: int, n_cols: int, compact: bool):
-    """x domain of each column and (rel, hist) y domains of each row, as paper fractions."""
-    title_px, rel_px, gap_px, hist_px, row_px = _ROW_PX[compact]
-    plot_px = row_px * n_rows - 24
-    width = (1.0 - _H_SPACING * (n_cols - 1)) / n_cols
-    x_domains = [
-        (c * (width + _H_SPACING), c * (width + _H_SPACING) + width) for c in range(n_cols)
-    ]
-
-    def frac(px: float) -> float:
-        return min(max(1.0 - px / plot_px, 0.0), 1.0)
-
-    y_domains = []
-    for r in range(n_rows):
-        top = r * row_px + title_px
-        rel = (frac(top + rel_px), frac(top))
-        hist_top = top + rel_px + gap_px
-        hist = (frac(hist_top + hist_px), frac(hist_top))
-        y_domains.append((rel, hist))
-    return x_domains, y_domains, plot_px
+#: The rows of the grid (:class:`app.figures.grid.RowLayout`), by compactness. A row:
+#: title, reliability plot, gap, histogram, then tick labels. The compact rows of the
+#: "all classes" small multiples keep an empty histogram slot, so that panel ``i``'s
+#: reliability axes are ``x{2i+1}/y{2i+1}`` in both grids.
+ROWS = {
+    False: RowLayout(row_px=PANEL_HEIGHT, plots=((26, 190), (224, 52)), trim_px=24),
+    True: RowLayout(row_px=180, plots=((20, 132), (152, 0)), trim_px=24),
+}
+MARGIN = {"l": 64, "r": 16, "t": 100, "b": 52}
+#: Extra top margin of a figure beside another (a two-line subtitle, a wrapped legend).
+SIDE_BY_SIDE_PX = 50
 
 
 def reliability_figure(
@@ -242,7 +180,7 @@ def reliability_figure(
     Returns
     -------
     plotly.graph_objects.Figure
-        Panel ``i`` (at :func:`panel_positions`) draws on
+        Panel ``i`` (at :func:`app.figures.grid.panel_positions`) draws on
         axes ``x{2i+1}/y{2i+1}`` (reliability; ``x``/``y`` for panel 0) and
         ``x{2i+2}/y{2i+2}`` (histogram). Built as a plain dict and wrapped
         without re-validation, because validating dozens of traces costs
@@ -266,28 +204,39 @@ def reliability_figure_dict(
     """
     compact = view.all_classes if compact is None else compact
     panels = mv.panels
-    positions, n_rows, n_cols = panel_positions(panels, view, side_by_side, compact)
-    x_domains, y_domains, plot_px = _domains(n_rows, n_cols, compact)
-    row_counts = {} if compact else histogram_row_ranges(panels, positions)
-    data: list[dict] = []
-    layout: dict = {}
-    annotations: list[dict] = []
-    legend_done: set[str] = set()
-    for i, panel in enumerate(panels):
-        r, c = positions[i]
-        (rel_y, hist_y), x_dom = y_domains[r], x_domains[c]
+    max_cols = PANEL_COLUMNS[compact][side_by_side]
+    grid = panel_grid(panels, ROWS[compact], max_cols, rows_by_calibrator=compact)
+    row_counts = {} if compact else histogram_row_ranges(panels, grid.positions)
+    legend: set[str] = set()
+
+    def draw(panel: Panel, cell: GridCell) -> tuple[dict, list[dict], list[dict]]:
         if compact:
-            layout.update(_compact_axes(i, view, panel, x_dom, rel_y, left=c == 0))
+            axes = _compact_axes(cell, panel)
         else:
-            axes = _panel_axes(i, view, x_dom, rel_y, hist_y, left=c == 0, bottom=r == n_rows - 1)
-            axes[f"yaxis{_axis_names(i)[1]}"]["range"] = row_counts[r]
-            layout.update(axes)
-        annotations.append(_panel_title(panel, view, x_dom, rel_y))
-        traces, notes = _panel_traces(i, panel, view, legend_done, compact)
-        data += traces
-        annotations += notes
-    layout.update(_figure_layout(mv, view, heldout, plot_px, annotations, side_by_side))
-    return {"data": data, "layout": layout}
+            axes = _panel_axes(cell, view, row_counts[cell.row])
+        return (axes, *_panel_traces(cell, panel, view, legend, compact))
+
+    figure = grid_figure(
+        panels,
+        grid,
+        [_title(panel, view) for panel in panels],
+        draw,
+        name=mv.info.name,
+        subtitle=_subtitle(mv, view, heldout, side_by_side),
+        margin={**MARGIN, "t": MARGIN["t"] + SIDE_BY_SIDE_PX} if side_by_side else MARGIN,
+    )
+    figure["layout"]["bargap"] = 0
+    return figure
+
+
+def _title(panel: Panel, view: ViewSettings) -> str:
+    """The panel's own title (a group's), else the calibrator and class.
+
+    In the "all classes" grid only the class: the row's y axis names the calibrator.
+    """
+    if panel.title is not None:
+        return panel.title
+    return panel_title(panel, view, class_only=view.all_classes)
 
 
 def _panel_histogram(panel: Panel):
@@ -314,167 +263,91 @@ def histogram_row_ranges(
     return {r: [0.0, max(top, 1.0) * 1.08] for r, top in tallest.items()}
 
 
-def _panel_axes(
-    i: int, view: ViewSettings, x_dom, rel_y, hist_y, *, left: bool, bottom: bool
-) -> dict:
-    """The four axes of panel ``i``: reliability x/y above, histogram x/y below.
+def _panel_axes(cell: GridCell, view: ViewSettings, count_range: list[float]) -> dict:
+    """The four axes of a panel: reliability x/y above, histogram x/y below.
 
     Every panel's reliability axes match the first panel's; only the left
     column titles its y axes and only the bottom row its score axis.
+    ``count_range``: the histogram's, shared by its row (:func:`histogram_row_ranges`).
     """
-    rel, hist, rel_ref, hist_ref = _axis_names(i)
+    rel, hist = cell.suffixes
+    rel_y, hist_y = cell.y_domains
+    tick = {"range": [0, 1], "dtick": 0.25, "tick0": 0}
+    frequency = frequency_axis_label(view) if cell.left else ""
+    score = score_axis_label(view) if cell.bottom else ""
     return {
-        f"xaxis{rel}": {
-            "domain": x_dom,
-            "anchor": f"y{rel}",
-            "range": [0, 1],
-            "dtick": 0.25,
-            "tick0": 0,
-            "showticklabels": False,
-            **({} if i == 0 else {"matches": "x"}),
-        },
-        f"yaxis{rel}": {
-            "domain": rel_y,
-            "anchor": rel_ref,
-            "range": [-0.02, 1.02],
-            "dtick": 0.25,
-            "tick0": 0,
-            "title": {"text": frequency_axis_label(view) if left else ""},
-            **({} if i == 0 else {"matches": "y"}),
-        },
-        f"xaxis{hist}": {
-            "domain": x_dom,
-            "anchor": f"y{hist}",
-            "range": [0, 1],
-            "dtick": 0.25,
-            "tick0": 0,
-            "matches": "x",
-            "title": {"text": score_axis_label(view) if bottom else ""},
-        },
-        f"yaxis{hist}": {
-            "domain": hist_y,
-            "anchor": hist_ref,
-            "nticks": 3,
-            "showticklabels": left,
-            "title": {"text": "count" if left else ""},
-        },
+        **axis_pair(
+            rel,
+            cell.x_domain,
+            rel_y,
+            {**tick, "showticklabels": False, **linked(cell, "x")},
+            {**tick, "range": [-0.02, 1.02], "title": {"text": frequency}, **linked(cell, "y")},
+        ),
+        **axis_pair(
+            hist,
+            cell.x_domain,
+            hist_y,
+            {**tick, "matches": "x", "title": {"text": score}},
+            {
+                "nticks": 3,
+                "showticklabels": cell.left,
+                "title": {"text": "count" if cell.left else ""},
+                "range": count_range,
+            },
+        ),
     }
 
 
-def _compact_axes(i: int, view: ViewSettings, panel: Panel, x_dom, rel_y, *, left: bool) -> dict:
-    """The two axes of panel ``i`` in the "all classes" grid (fixed ranges, not linked).
+def _compact_axes(cell: GridCell, panel: Panel) -> dict:
+    """The two axes of a panel in the compact grid (fixed ranges, not linked).
 
     Only the left column labels its y axis, with the calibrator's name.
     """
-    rel, _, rel_ref, _ = _axis_names(i)
-    return {
-        f"xaxis{rel}": {
-            "domain": x_dom,
-            "anchor": f"y{rel}",
-            "range": [0, 1],
-            "dtick": 0.5,
-            "tick0": 0,
-            "title": {"text": ""},
-        },
-        f"yaxis{rel}": {
-            "domain": rel_y,
-            "anchor": rel_ref,
-            "range": [-0.02, 1.02],
-            "dtick": 0.5,
-            "tick0": 0,
-            "showticklabels": left,
-            "title": {"text": plot_text(panel.calibrator) if left else ""},
-        },
-    }
-
-
-def _panel_title(panel: Panel, view: ViewSettings, x_dom, rel_y) -> dict:
-    """The panel's title, centred above its reliability plot."""
-    return {
-        "text": plot_text(panel_title(panel, view)),
-        "x": (x_dom[0] + x_dom[1]) / 2,
-        "y": rel_y[1],
-        "xref": "paper",
-        "yref": "paper",
-        "xanchor": "center",
-        "yanchor": "bottom",
-        "yshift": 2,
-        "showarrow": False,
-        "font": {"size": 13},
-    }
+    tick = {"range": [0, 1], "dtick": 0.5, "tick0": 0}
+    name = plot_text(panel.calibrator) if cell.left else ""
+    return axis_pair(
+        cell.suffixes[0],
+        cell.x_domain,
+        cell.y_domains[0],
+        {**tick, "title": {"text": ""}},
+        {**tick, "range": [-0.02, 1.02], "showticklabels": cell.left, "title": {"text": name}},
+    )
 
 
 def _panel_traces(
-    i: int, panel: Panel, view: ViewSettings, legend_done: set[str], compact: bool
+    cell: GridCell, panel: Panel, view: ViewSettings, legend: set[str], compact: bool
 ) -> tuple[list[dict], list[dict]]:
-    """Panel ``i``'s traces (diagonal, band, points, histogram) and its in-plot notes.
+    """A panel's traces (diagonal, band, points, histogram) and its in-plot notes.
 
-    ``legend_done`` names the trace kinds already in the legend; each kind
-    is shown there once per figure (it is updated here). A panel without a
+    ``legend`` names the trace kinds already in the legend; each kind is
+    shown there once per figure (it is updated here). A panel without a
     curve gets the diagonal and its message instead.
     """
-    rel, hist, rel_ref, _ = _axis_names(i)
-    traces = [perfect_calibration_trace(rel, "diagonal" not in legend_done)]
-    legend_done.add("diagonal")
+    rel, hist = cell.suffixes
+    traces = [perfect_calibration_trace(rel, legend_once("diagonal", legend))]
     if panel.curve is None:
-        return traces, [_in_plot_note(wrapped_text(panel.message or "no data"), rel, rel_ref)]
-    colour = UNCALIBRATED_COLOUR if panel.calibrator == UNCALIBRATED else CALIBRATED_COLOUR
+        return traces, [centre_note(panel.message or "no data", rel)]
+    colour = colour_of(panel)
     if BANDS[view.band][0] == "consistency":
         fill, band_name = CONSISTENCY_FILL, f"consistency band {view.level:.0%}"
     else:
         fill, band_name = rgba(colour, 0.2), f"{view.describe_band()} interval"
-    band = _band_trace(panel, fill, band_name, "band" not in legend_done, rel)
+    band = _band_trace(panel, fill, band_name, "band" not in legend, rel)
     if band is not None:
         traces.append(band)
-        legend_done.add("band")
-    traces.append(_point_trace(panel, colour, "curve" not in legend_done, rel))
-    legend_done.add("curve")
+        legend.add("band")
+    traces.append(_point_trace(panel, colour, legend_once("curve", legend), rel))
     if not compact:
         traces.append(_histogram_trace(panel, hist))
-    return traces, [_ece_label(panel.curve.ece, rel, rel_ref)]
+    return traces, [corner_note(f"ECE {panel.curve.ece:.4f}", rel)]
 
 
-def _in_plot_note(text: str, rel: str, rel_ref: str) -> dict:
-    """A grey message in the middle of a reliability plot (a panel with no curve)."""
-    return {
-        "text": text,
-        "x": 0.5,
-        "y": 0.5,
-        "xref": f"{rel_ref} domain",
-        "yref": f"y{rel} domain",
-        "showarrow": False,
-        "font": {"color": "#444444"},
-    }
+def _subtitle(
+    mv: ModelView, view: ViewSettings, heldout: HeldOut | None, side_by_side: bool
+) -> str:
+    """The view, the held-out scheme and the rows scored (Plotly text).
 
-
-def _ece_label(ece: float, rel: str, rel_ref: str) -> dict:
-    """The panel's ECE in its top-left corner."""
-    return {
-        "text": f"ECE {ece:.4f}",
-        "x": 0.03,
-        "y": 0.97,
-        "xref": f"{rel_ref} domain",
-        "yref": f"y{rel} domain",
-        "xanchor": "left",
-        "yanchor": "top",
-        "showarrow": False,
-        "font": {"size": 11, "color": "#222222"},
-        "bgcolor": "rgba(255,255,255,0.8)",
-    }
-
-
-def _figure_layout(
-    mv: ModelView,
-    view: ViewSettings,
-    heldout: HeldOut | None,
-    plot_px: float,
-    annotations: list,
-    side_by_side: bool = False,
-) -> dict:
-    """The figure-wide layout: title and subtitle, size, template, legend, annotations.
-
-    A figure beside another is narrow: its subtitle takes two lines and the
-    top margin leaves room for a legend wrapped onto two lines.
+    A figure beside another is narrow: its subtitle then takes two lines.
     """
     rest = [] if heldout is None else [heldout.describe()]
     if mv.n_scored is not None:
@@ -482,8 +355,4 @@ def _figure_layout(
     if mv.classes_note() is not None:
         rest.append(mv.classes_note())
     parts = [plot_text(view_title(view)), plot_text(" · ".join(rest))]
-    subtitle = "<br>".join(parts) if side_by_side else " · ".join(parts)
-    margin = {**_MARGIN, "t": _MARGIN["t"] + 50} if side_by_side else _MARGIN
-    height = plot_px + margin["t"] + margin["b"]
-    frame = figure_frame(mv.info.name, subtitle, height, plot_px, margin, annotations)
-    return {**frame, "bargap": 0}
+    return "<br>".join(parts) if side_by_side else " · ".join(parts)

@@ -18,7 +18,8 @@ import numpy as np
 from ..curves import CurvePanel, CurveView
 from ..settings import HeldOut, ViewSettings
 from .common import perfect_calibration_trace, rgba
-from .curve_grid import colour_of, corner_note, curve_figure, legend_once
+from .curve_grid import curve_figure
+from .grid import colour_of, corner_note, legend_once
 from .reliability import frequency_axis_label, score_axis_label
 
 DENSITY_COLOUR = "rgba(140, 140, 140, 0.35)"

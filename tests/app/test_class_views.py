@@ -17,7 +17,8 @@ from dash import no_update
 from app.analysis import UNCALIBRATED, ModelView, Panel, build_view, classes_per_calibrator
 from app.callbacks.models import class_picker
 from app.callbacks.view import render
-from app.figures.reliability import panel_positions, reliability_figure_dict
+from app.figures.grid import PANEL_COLUMNS, panel_positions
+from app.figures.reliability import reliability_figure_dict
 from app.options import class_value
 from app.settings import (
     ALL_CLASSES,
@@ -177,12 +178,15 @@ def _panels(calibrators, labels, seed=0):
 def test_each_calibrator_starts_a_row_in_all_classes():
     view = parse_view("class", ALL_CLASSES, "width", 10, "none", 0.95)
     panels = _panels([UNCALIBRATED, "temperature"], [str(j) for j in range(8)])
-    positions, n_rows, n_cols = panel_positions(panels, view, side_by_side=False)
+    alone, beside = PANEL_COLUMNS[view.all_classes]
+    positions, n_rows, n_cols = panel_positions(panels, alone, rows_by_calibrator=True)
     assert n_cols == 4 and n_rows == 4  # 8 classes in two rows of 4 (at most 6 columns)
     assert positions[8] == (2, 0)  # temperature's first class opens row 3
-    positions, n_rows, n_cols = panel_positions(panels, view, side_by_side=True)
+    positions, n_rows, n_cols = panel_positions(panels, beside, rows_by_calibrator=True)
     assert n_cols == 3 and n_rows == 6 and positions[8] == (3, 0)
-    positions, n_rows, n_cols = panel_positions(panels[:4] + panels[8:12], view, True)
+    positions, n_rows, n_cols = panel_positions(
+        panels[:4] + panels[8:12], beside, rows_by_calibrator=True
+    )
     assert n_cols == 2 and n_rows == 4  # 4 classes: 2 x 2, not 3 + 1
 
 
@@ -201,7 +205,7 @@ def test_histograms_of_a_row_share_one_count_axis(notion):
     )
     layout = fig["layout"]
     hist_axes = [layout[f"yaxis{2 * i + 2}"] for i in range(len(panels))]
-    positions, _, n_cols = panel_positions(panels, view, side_by_side=False)
+    positions, _, n_cols = panel_positions(panels, PANEL_COLUMNS[view.all_classes][0])
     assert n_cols == 4
     for row in (0, 1):
         ranges = [a["range"] for a, (r, _) in zip(hist_axes, positions, strict=True) if r == row]

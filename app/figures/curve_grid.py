@@ -97,7 +97,7 @@ def curve_figure(
         s = cell.suffixes[0]
         layout = _axes(cell, axes)
         if panel.message is not None:
-            return layout, [], [centre_note(panel.message, s)]
+            return layout, [axes_anchor(s)], [centre_note(panel.message, s)]
         return (layout, *draw(panel, s, legend))
 
     extra = NOTE_PX * len(cv.notes) + (SIDE_BY_SIDE_PX if side_by_side else 0)
@@ -111,6 +111,23 @@ def curve_figure(
         subtitle="<br>".join(plot_text(line) for line in lines),
         margin={**MARGIN, "t": MARGIN["t"] + extra},
     )
+
+
+def axes_anchor(s: str) -> dict:
+    """An empty, hidden trace on plot ``s``: Plotly draws no subplot that no trace uses.
+
+    Without it, a panel holding only a message ("fitting…") has no axes, and
+    its ``x{s} domain`` note lands in the first panel.
+    """
+    return {
+        "type": "scatter",
+        "x": [],
+        "y": [],
+        "xaxis": f"x{s}",
+        "yaxis": f"y{s}",
+        "showlegend": False,
+        "hoverinfo": "skip",
+    }
 
 
 def _axes(cell: GridCell, axes: dict) -> dict:

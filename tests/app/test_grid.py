@@ -152,3 +152,19 @@ def test_one_panel_title_names_calibrator_and_class():
     assert panel_title(panel, one_class) == "temperature · class a"
     assert panel_title(panel, confidence) == "temperature"
     assert panel_title(panel, one_class, class_only=True) == "class a"
+
+
+@pytest.mark.parametrize("n", [2, 5])
+def test_every_panel_has_a_trace_so_plotly_draws_its_axes(n):
+    """Plotly draws no subplot that no trace uses: a message-only panel needs an anchor trace.
+
+    Without one, the "not fitted yet" note (``x2 domain``) was drawn in the first panel.
+    """
+    view = parse_view("binary", None, "width", 15, "none", 0.9, kind="smooth")
+    figure = smooth_figure_dict(
+        "m", CurveView("smooth", _curve_panels(n), []), view, HeldOut(), 400
+    )
+    used = {(t.get("xaxis", "x"), t.get("yaxis", "y")) for t in figure["data"]}
+    assert used == {(f"x{_suffix(i + 1)}", f"y{_suffix(i + 1)}") for i in range(n)}
+    note = next(a for a in figure["layout"]["annotations"] if a["text"] == "not fitted yet")
+    assert note["xref"] == "x2 domain"

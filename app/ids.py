@@ -124,7 +124,7 @@ DOWNLOAD = "download"  # dcc.Download shared by the small exports
 DOWNLOAD_URL = "download-url"  # dcc.Store: URL of a streamed export, opened by the browser
 EXPORT_MESSAGE = "export-message"
 
-# -- diagnostics (app/diagnostics/layout.py, app/callbacks/diagnostics.py) ---
+# -- diagnostics (app/layout/diagnostics.py, app/callbacks/diagnostics.py) ---
 DIAG_SECTION = "diagnostics"  # the whole collapsible section below the metrics table
 DIAG_TOGGLE = "diag-toggle"  # button: shows / hides the section body
 DIAG_BODY = "diag-body"

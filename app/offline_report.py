@@ -22,7 +22,7 @@ from .callbacks.exports import small_export
 from .callbacks.fit import run_fits
 from .config import AppConfig
 from .context import AppContext
-from .diagnostics.slices_report import SliceSettings, slices_html
+from .report.groups import SliceSettings, slices_html
 from .session import SessionManager, new_session_id
 from .settings import RawSettings
 from .store.data_store import DataStore

@@ -48,7 +48,7 @@ FORBIDDEN_IMPORTS = (
     Rule("app.figures", ("app.callbacks",), "figures are plain functions of core results"),
     Rule(
         "app.store",
-        ("app.layout", "app.diagnostics.layout", "app.callbacks", "dash"),
+        ("app.layout", "app.report", "app.callbacks", "dash"),
         "the store keeps data; the page and its callbacks use it, not the other way round",
     ),
     Rule(
@@ -56,7 +56,7 @@ FORBIDDEN_IMPORTS = (
         ("app.callbacks",),
         "the layout describes the page; callbacks refer to its ids, not the reverse",
     ),
-    Rule("app.diagnostics.layout", ("app.callbacks",), "as app.layout"),
+    Rule("app.report", ("app.callbacks",), "the report is drawn like the page, from its rows"),
     Rule(
         "app.diagnostics.target",
         ("dash", "plotly", "app.callbacks", "app.figures"),
@@ -95,7 +95,7 @@ LAYERS = (
         ),
     ),
     Layer("figures", ("app.figures",)),
-    Layer("layout", ("app.layout",)),
+    Layer("layout", ("app.layout", "app.report")),
     Layer("callbacks", ("app.callbacks",)),
 )
 

@@ -41,12 +41,12 @@ from ..dataset_slices import (
     slice_bins,
     time_subtitle,
 )
-from ..diagnostics.layout import table_component
 from ..diagnostics.slices import drift_table
 from ..figures.common import graph_config
 from ..figures.reliability import reliability_figure_dict
 from ..figures.slices import drift_figure
 from ..group_view import INTERVAL_RESAMPLES, group_panels, group_table, summary
+from ..layout.diagnostics import table_component
 from ..layout.groups import group_graph
 from ..settings import RawSettings, ViewSettings, parse_view
 from .controls import setting_inputs

@@ -34,8 +34,8 @@ from ..context import AppContext
 from ..dataset_diagnostics import DatasetCard, sample_cards, whole_cards
 from ..dataset_view import dataset_view, maps_view
 from ..diagnostics.beyond import MEASURES
-from ..diagnostics.layout import GRAPH_CONFIG, table_component
 from ..figures.common import graph_config
+from ..layout.diagnostics import GRAPH_CONFIG, table_component
 from ..metrics_table import PARTS
 from ..settings import RawSettings, SettingsError
 from ..verdict import verdict_children

@@ -25,7 +25,6 @@ from .. import ids
 from ..analysis import UNCALIBRATED, variants
 from ..context import AppContext
 from ..deployable import deployable_download, map_picker
-from ..diagnostics.report import diagnostics_html
 from ..exports import (
     CalibratedFile,
     calibrated_download,
@@ -38,6 +37,7 @@ from ..exports import (
 from ..figures.common import view_title
 from ..figures.diagram import diagram_figure
 from ..metrics_table import caption
+from ..report.diagnostics import diagnostics_html
 from ..settings import SCORE_PARTS_ON, RawSettings, ViewSettings
 from .controls import setting_states
 from .groups import group_report_html

@@ -37,7 +37,6 @@ from calibration_core import CalibrationInputError
 
 from .. import ids
 from ..context import AppContext
-from ..diagnostics.layout import table_component
 from ..figures.reliability import reliability_figure_dict
 from ..group_view import (
     GroupView,
@@ -54,6 +53,7 @@ from ..group_view import (
     stored_group_maps,
     summary,
 )
+from ..layout.diagnostics import table_component
 from ..layout.groups import HIDDEN, group_graph
 from ..settings import RawSettings, parse_handles, parse_view
 from ..store.records import ModelInfo
@@ -167,7 +167,7 @@ def group_report_html(ctx: AppContext, sid, raw: RawSettings) -> str:
     point estimates otherwise. The report module imports the core's slices
     (pandas): imported here, when a report is asked for.
     """
-    from ..diagnostics.slices_report import page_group_section
+    from ..report.groups import page_group_section
 
     try:
         gv = section_view(ctx, sid, raw)

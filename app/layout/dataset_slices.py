@@ -13,8 +13,8 @@ from dash import dcc, html
 
 from .. import ids
 from ..dataset_slices import DATASET_WINDOWS
-from ..diagnostics.layout import REFERENCE_HINT
 from ..diagnostics.over_time import MAX_REFERENCE_CHARS
+from .diagnostics import REFERENCE_HINT
 from .groups import MIN_GROUP_ROWS
 from .jobs import job_controls
 

@@ -13,7 +13,6 @@ from calibration_core.maps import MAP_NAMES
 
 from .. import ids
 from ..deployable import BEST_MAP, deploy_model_picker, map_options
-from ..diagnostics.layout import diagnostics_section
 from ..diagnostics.over_time import TimeSettings
 from ..metrics_table import PARTS_CAPTION
 from ..model_list import model_options
@@ -37,6 +36,7 @@ from ..settings import (
 from ..store.records import ModelInfo
 from ..view_update import grid_slots
 from .dataset_slices import dataset_slices_section
+from .diagnostics import diagnostics_section
 from .groups import group_picker, group_section
 from .jobs import job_controls
 from .results import metrics_grid

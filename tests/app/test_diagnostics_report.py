@@ -16,9 +16,9 @@ from app.callbacks.fit import run_fits
 from app.callbacks.models import model_pickers
 from app.config import AppConfig
 from app.diagnostics.cards import human_rows
-from app.diagnostics.report import diagnostics_html
 from app.diagnostics.target import diag_target
 from app.factory import create_app
+from app.report.diagnostics import diagnostics_html
 from app.session import COOKIE_NAME
 from app.settings import RawSettings
 from app.store.soft_label_store import get_soft_labels

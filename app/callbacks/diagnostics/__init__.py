@@ -25,7 +25,6 @@ from calibration_core import CalibrationInputError
 from ... import ids
 from ...context import AppContext
 from ...diagnostics.cards import decision_view, hosmer_lemeshow_rows, human_rows
-from ...diagnostics.layout import table_component
 from ...diagnostics.overview import estimator_rows, sensitivity_curves
 from ...diagnostics.tables import (
     HUMAN_MISSING,
@@ -43,6 +42,7 @@ from ...diagnostics.target import (
     remember,
 )
 from ...figures.diagnostics import cost_figure, message_figure, sensitivity_figure
+from ...layout.diagnostics import table_component
 from ...options import model_label
 from ...settings import SCHEME_LABELS, RawSettings
 from . import beyond, jobs, over_time

@@ -25,7 +25,6 @@ from calibration_core import CalibrationInputError
 
 from ... import ids
 from ...context import AppContext
-from ...diagnostics.layout import table_component
 from ...diagnostics.over_time import (
     column_choices,
     parse_time,
@@ -39,6 +38,7 @@ from ...diagnostics.slices import drift_table
 from ...diagnostics.target import diag_target, remember
 from ...figures.diagnostics import message_figure
 from ...figures.slices import drift_figure, slice_diagrams
+from ...layout.diagnostics import table_component
 from ...settings import RawSettings
 from ..controls import time_inputs, time_states
 from .wiring import HIDDEN, JobIds, note, register_job, register_panel, run_job

@@ -13,7 +13,7 @@ core and nothing else (no Dash, no Plotly), so its numbers are the core's:
   and, when asked for, ``score_parts`` (cached per predictions and binning).
 
 Nothing here fits a map: fitted (calibrated) predictions are read from the
-store, where the background fit put them (:mod:`app.callbacks.fit`).
+store, where the background fit put them (:mod:`app.services.fit`).
 """
 
 from __future__ import annotations

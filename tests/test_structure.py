@@ -14,7 +14,9 @@ the arrows form no cycle. An import inside a function is an arrow like any
 other (it only defers the cycle to the first call), and so is one under
 ``if TYPE_CHECKING:``. :data:`LAYERS` orders the app's page code: compute and
 view-models, then figures, then layout (the page and the HTML report), then
-callbacks; a unit never imports one of a later layer.
+the services the callbacks, the factory and the command line share, then
+callbacks; a unit never imports one of a later layer. Hosting (the factory,
+the servers, the command line, the notebook) sits beside them and may import any.
 """
 
 from __future__ import annotations
@@ -66,6 +68,18 @@ FORBIDDEN_IMPORTS = (
     Rule("app.diagnostics.cards", ("dash", "plotly", "app.callbacks", "app.figures"), "idem"),
     Rule("app.diagnostics.resampling", ("dash", "plotly", "app.callbacks", "app.figures"), "idem"),
     Rule("app.analysis", ("dash", "plotly", "app.callbacks", "app.figures"), "idem"),
+    Rule(
+        "app.services",
+        ("dash", "app.callbacks"),
+        "the shared work runs without a page: the callbacks call it, not the reverse",
+    ),
+    Rule(
+        "app.offline_report",
+        ("app.callbacks",),
+        "the command line's report runs the page's work through app.services",
+    ),
+    Rule("app.notebook", ("app.callbacks",), "as app.offline_report"),
+    Rule("app.cli", ("app.callbacks",), "as app.offline_report"),
 )
 
 #: Top-level packages whose units (subpackages and top-level modules) form no import cycle.
@@ -96,6 +110,7 @@ LAYERS = (
     ),
     Layer("figures", ("app.figures",)),
     Layer("layout", ("app.layout", "app.report")),
+    Layer("services", ("app.services",)),
     Layer("callbacks", ("app.callbacks",)),
 )
 

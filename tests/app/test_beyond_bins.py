@@ -318,7 +318,7 @@ TOO_LONG = "it would take too long"
 
 def test_page_report_draws_the_views_diagram_kind(ctx, sid):
     from app import ids
-    from app.callbacks.exports import small_export
+    from app.services.report import small_export
 
     info = _demo(ctx, CANCER_NB)
     raw = RawSettings([info.handle], [], notion="binary", kind="smooth")

@@ -181,7 +181,7 @@ def test_a_reference_period_in_dates_gives_the_cores_numbers(ctx, sid, tmp_path)
 
 def test_the_page_report_shows_the_card_with_its_last_settings(ctx, tmp_path):
     from app import ids
-    from app.callbacks.exports import small_export
+    from app.services.report import small_export
 
     sid = new_session_id()
     info, pred = upload(ctx, sid, drift_frame(), tmp_path, "report.csv")

@@ -19,12 +19,12 @@ from .analysis import opening_class
 from .callback_failures import CallbackFailures
 from .callbacks import register_callbacks
 from .callbacks.exports import register_export_route
-from .callbacks.groups import opening_group
+from .callbacks.groups.columns import opening_group
 from .callbacks.view import render
 from .config import MB, AppConfig, ConfigError
 from .context import AppContext
 from .datasets import Datasets
-from .diagnostics.over_time import TimeSettings
+from .groups.time import TimeSettings
 from .jobs import background_manager
 from .layout.page import build_layout, default_settings
 from .origin_check import OriginCheck

@@ -101,6 +101,7 @@ LAYERS = (
             "app.analysis",
             "app.curves",
             "app.diagnostics",
+            "app.groups",
             "app.map_policy",
             "app.metrics_table",
             "app.options",

@@ -16,9 +16,9 @@ from calibration_core import CalibrationInputError
 from .. import ids
 from ..analysis import CANCELLED, NOT_FITTED, PENDING, ViewResult
 from ..context import AppContext
-from ..diagnostics.over_time import parse_time
 from ..figures.common import empty_figure, graph_config, view_title
 from ..figures.diagram import diagram_figure_dict
+from ..groups.time import parse_time
 from ..metrics_table import caption, column_defs, row_data
 from ..services.fit import fit_status_line
 from ..services.view import compute_view

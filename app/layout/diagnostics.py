@@ -12,7 +12,6 @@ from dash import dcc, html
 
 from .. import ids
 from ..diagnostics.beyond import BEYOND_TITLE
-from ..diagnostics.over_time import MAX_REFERENCE_CHARS, WINDOW_CHOICES, TimeSettings
 from ..diagnostics.resampling import SEED
 from ..diagnostics.tables import TextTable
 from ..diagnostics.target import (
@@ -26,6 +25,7 @@ from ..diagnostics.target import (
     RESAMPLE_CHOICES,
 )
 from ..figures.common import MODEBAR_CONFIG
+from ..groups.time import MAX_REFERENCE_CHARS, WINDOW_CHOICES, TimeSettings
 from ..options import model_picker, selected_infos
 from ..statistics_page import STATISTICS_PATH
 from ..store.records import ModelInfo

@@ -27,10 +27,8 @@ from ..analysis import variants
 from ..context import AppContext
 from ..diagnostics.beyond import BEYOND_TITLE, NOT_COMPUTED, beyond_rows, beyond_table
 from ..diagnostics.cards import decision_view, hosmer_lemeshow_rows, human_rows
-from ..diagnostics.over_time import saved_settings, time_document, time_target
 from ..diagnostics.overview import estimator_rows, sensitivity_curves
 from ..diagnostics.resampling import bootstrap_rows, calibration_tests
-from ..diagnostics.slices import drift_table
 from ..diagnostics.tables import (
     HUMAN_MISSING,
     TextTable,
@@ -50,7 +48,9 @@ from ..diagnostics.target import (
     remembered,
 )
 from ..figures.diagnostics import cost_figure, null_figure, sensitivity_figure
-from ..figures.slices import drift_figure
+from ..figures.groups import drift_figure
+from ..groups.tables import drift_table
+from ..groups.time import saved_settings, time_document, time_target
 from ..metrics_table import METRICS, notion_short
 from ..options import model_label
 from ..settings import SCHEME_LABELS

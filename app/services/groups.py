@@ -1,7 +1,7 @@
 """The "Per group" section for the page's settings, shared by its callbacks and the report.
 
 * :func:`first_model`: the model the section groups (the first selected one);
-* :func:`section_view`: its :class:`~app.group_view.GroupView` for the
+* :func:`section_view`: its :class:`~app.groups.columns.GroupView` for the
   settings, with the intervals and maps the background jobs stored;
 * :func:`group_figure`: the groups' reliability diagrams;
 * :func:`group_report_html`: the section as the HTML report shows it.
@@ -15,7 +15,7 @@ from calibration_core import CalibrationInputError
 
 from ..context import AppContext
 from ..figures.reliability import reliability_figure_dict
-from ..group_view import (
+from ..groups.columns import (
     GroupView,
     group_panels,
     group_view,

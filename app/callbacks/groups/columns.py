@@ -1,4 +1,4 @@
-"""The group picker and the "Per group" section: validate -> app.group_view -> table and figure.
+"""The group picker and the "Per group" section: validate -> app.groups.columns -> table and figure.
 
 * The picker's options follow the selected models (the first one's other columns,
   :func:`picker_options`): the model-selection callback of :mod:`app.callbacks.models`
@@ -35,9 +35,9 @@ from dash.exceptions import PreventUpdate
 
 from calibration_core import CalibrationInputError
 
-from .. import ids
-from ..context import AppContext
-from ..group_view import (
+from ... import ids
+from ...context import AppContext
+from ...groups.columns import (
     GroupView,
     compute_group_intervals,
     compute_group_maps,
@@ -47,12 +47,12 @@ from ..group_view import (
     maps_table,
     summary,
 )
-from ..layout.diagnostics import table_component
-from ..layout.groups import HIDDEN, group_graph
-from ..services.groups import first_model, group_figure, section_view
-from ..settings import RawSettings
-from .controls import GROUP_FIELDS, SETTING_PROPS
-from .diagnostics.wiring import note
+from ...layout.diagnostics import table_component
+from ...layout.groups import HIDDEN, group_graph
+from ...services.groups import first_model, group_figure, section_view
+from ...settings import RawSettings
+from ..controls import GROUP_FIELDS, SETTING_PROPS
+from ..diagnostics.wiring import note
 
 #: The section with nothing to show: hidden and empty.
 NOTHING = (HIDDEN, [], [], [], [])

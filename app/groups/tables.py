@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .tables import TextTable, number
+from ..diagnostics.tables import TextTable, number
 
 if TYPE_CHECKING:  # calibration_core.slices loads pandas: not at server start
     from calibration_core.slices import SliceReport

@@ -13,7 +13,7 @@ core and nothing else (no Dash, no Plotly), so its numbers are the core's:
   and, when asked for, ``score_parts`` (cached per predictions and binning).
 
 Nothing here fits a map: fitted (calibrated) predictions are read from the
-store, where the background fit put them (:mod:`app.callbacks.fit`).
+store, where the background fit put them (:mod:`app.services.fit`).
 """
 
 from __future__ import annotations
@@ -88,7 +88,7 @@ class ModelView:
     #: ``(column, class label)`` of each panel row drawn per calibrator
     #: (:func:`app.analysis.targets`, in "all classes" the worst first).
     class_rows: list[tuple[int | None, str | None]] = field(default_factory=list)
-    #: What the small multiples are: ``"classes"``, or ``"groups"`` (:mod:`app.group_view`).
+    #: What the small multiples are: ``"classes"``, or ``"groups"`` (:mod:`app.groups.columns`).
     panels_noun: str = "classes"
     #: The uncalibrated predictions and each selected map's, as the store held them when
     #: the view was drawn (:func:`variants`): the verdict reads these, not the store again.

@@ -278,7 +278,7 @@ def html_report(
         Metric rows (:data:`METRIC_FIELDS`).
     extra_html : str
         Trusted, already escaped HTML appended after the metrics (the
-        diagnostics, :func:`app.diagnostics.report.diagnostics_html`).
+        diagnostics, :func:`app.report.diagnostics.diagnostics_html`).
     details : dict of str to str, optional
         Plain-text facts shown under the title (date, version, input files,
         settings), escaped here.

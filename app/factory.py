@@ -19,18 +19,18 @@ from .analysis import opening_class
 from .callback_failures import CallbackFailures
 from .callbacks import register_callbacks
 from .callbacks.exports import register_export_route
-from .callbacks.fit import plan_fits
-from .callbacks.groups import opening_group
+from .callbacks.groups.columns import opening_group
 from .callbacks.view import render
 from .config import MB, AppConfig, ConfigError
 from .context import AppContext
 from .datasets import Datasets
-from .diagnostics.over_time import TimeSettings
+from .groups.time import TimeSettings
 from .jobs import background_manager
 from .layout.page import build_layout, default_settings
 from .origin_check import OriginCheck
 from .request_errors import install_error_handlers
 from .security import BasicAuth, SecurityHeaders, TrustedProxies
+from .services.fit import plan_fits
 from .session import SessionManager
 from .settings import RawSettings
 from .statistics_page import register_statistics_route

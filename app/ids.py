@@ -37,7 +37,7 @@ DATASET_MAPS_PROGRESS = "dataset-maps-progress"
 DATASET_MAPS_STATUS = "dataset-maps-status"
 DATASET_MAPS_DONE = "dataset-maps-done"  # dcc.Store: bumped when the maps' job ends
 DATASET_MAPS_VIEW = "dataset-maps-view"  # the maps' held-out table and diagrams
-# "Per group" and "Over time" of a picked dataset (app/dataset_slices.py)
+# "Per group" and "Over time" of a picked dataset (app/groups/dataset.py)
 DATASET_SLICES = "dataset-slices"  # their controls and view, shown once a dataset is picked
 DATASET_GROUP_SELECT = "dataset-group-select"  # column to group by (from the Parquet schema)
 DATASET_GROUP_MIN_ROWS = "dataset-group-min-rows"
@@ -95,7 +95,7 @@ METRICS_GRID = "metrics-grid"  # dash-ag-grid
 METRICS_CAPTION = "metrics-caption"
 VERDICT = "verdict"  # one card per model: best map, runner-up, interval, recommendation
 
-# -- per group (app/layout/groups.py, app/callbacks/groups.py) -----------------
+# -- per group (app/layout/groups.py, app/callbacks/groups/columns.py) -----------------
 GROUP_SELECT = "group-select"  # dropdown: the column to group rows by (none by default)
 GROUP_SECTION = "group-section"  # the "Per group" section (hidden without a group column)
 GROUP_SUMMARY = "group-summary"  # worst group and gap, the homogeneity test, small groups
@@ -124,7 +124,7 @@ DOWNLOAD = "download"  # dcc.Download shared by the small exports
 DOWNLOAD_URL = "download-url"  # dcc.Store: URL of a streamed export, opened by the browser
 EXPORT_MESSAGE = "export-message"
 
-# -- diagnostics (app/diagnostics/layout.py, app/callbacks/diagnostics.py) ---
+# -- diagnostics (app/layout/diagnostics.py, app/callbacks/diagnostics.py) ---
 DIAG_SECTION = "diagnostics"  # the whole collapsible section below the metrics table
 DIAG_TOGGLE = "diag-toggle"  # button: shows / hides the section body
 DIAG_BODY = "diag-body"

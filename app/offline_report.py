@@ -1,10 +1,10 @@
 """The page's HTML report of a predictions file, without a browser (CLI ``report``).
 
 The file's models go into a throwaway disk store in a temporary folder, the
-maps are fitted by the page's own fit function (:func:`app.callbacks.fit.run_fits`),
+maps are fitted by the page's own fit function (:func:`app.services.fit.run_fits`),
 the "Beyond bins" measures are computed as the Diagnostics section's job does,
 and the report is the page's "HTML report" export
-(:func:`app.callbacks.exports.small_export`), so that the command and the
+(:func:`app.services.report.small_export`), so that the command and the
 page can never write different reports for the same file and settings.
 """
 
@@ -18,11 +18,11 @@ from pathlib import Path
 from calibration_core import load_with_notices
 
 from . import ids
-from .callbacks.exports import small_export
-from .callbacks.fit import run_fits
 from .config import AppConfig
 from .context import AppContext
-from .diagnostics.slices_report import SliceSettings, slices_html
+from .report.groups import SliceSettings, slices_html
+from .services.fit import run_fits
+from .services.report import small_export
 from .session import SessionManager, new_session_id
 from .settings import RawSettings
 from .store.data_store import DataStore

@@ -272,7 +272,7 @@ class RawSettings:
     level: object = 0.95
     score_parts: object = field(default_factory=list)
     kind: object = "binned"
-    #: The group picker's column (:mod:`app.group_view`); not part of :meth:`parse`.
+    #: The group picker's column (:mod:`app.groups.columns`); not part of :meth:`parse`.
     group: object = None
     #: The "Per group" section's minimum group size (None: the core's default).
     group_min_rows: object = None

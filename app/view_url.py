@@ -14,7 +14,7 @@ session can use)::
   band, ``folds`` or ``fraction`` after the held-out scheme they belong to,
   ``parts=1`` only when the Brier and log-loss parts are shown, ``diagram``
   only for the smooth or cumulative diagram, ``group`` only when rows are
-  grouped (the "Per group" section, :mod:`app.group_view`).
+  grouped (the "Per group" section, :mod:`app.groups.columns`).
 * :func:`decode_view`: a query string back to the settings of a session's page.
   The address is untrusted input: its length and number of fields are
   bounded, every value is checked with the validators of :mod:`app.settings`,
@@ -42,8 +42,8 @@ from flask import has_request_context, request
 
 from calibration_core.maps import MAP_NAMES
 
-from .diagnostics.over_time import TimeSettings, parse_time
-from .group_view import parse_group, parse_min_rows
+from .groups.columns import parse_group, parse_min_rows
+from .groups.time import TimeSettings, parse_time
 from .options import class_choices
 from .settings import (
     LEVELS,
@@ -161,7 +161,7 @@ def time_pairs(time: TimeSettings) -> list[tuple[str, str]]:
 def decode_time(query: str | None) -> tuple[TimeSettings, list[str]]:
     """The "Over time" settings of a page whose address has query string ``query``.
 
-    Each parameter is checked on its own (:func:`~app.diagnostics.over_time.parse_time`);
+    Each parameter is checked on its own (:func:`~app.groups.time.parse_time`);
     what cannot be used keeps its default and is named in at most one notice
     (a query too long to read is :func:`decode_view`'s notice).
     """

@@ -14,7 +14,7 @@ window.dash_clientside = Object.assign({}, window.dash_clientside, {
       }
       return true;
     },
-    /* The "Per group" section's gate (app/callbacks/groups.py): its arguments are the
+    /* The "Per group" section's gate (app/callbacks/groups/columns.py): its arguments are the
        values of the settings it follows, the group column last, then the gate's last
        value. Returns [gate, the job's request]: both while a group column is chosen, the
        gate alone once when it is cleared (the section then hides), else nothing, so that

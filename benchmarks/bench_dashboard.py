@@ -81,10 +81,10 @@ def synthetic_logits(n: int, k: int, seed: int = 0) -> tuple[np.ndarray, np.ndar
 def bench_interactions(n: int, k: int, repeats: int) -> None:
     import plotly.io as pio
 
-    from app.callbacks.fit import run_fits
     from app.callbacks.view import render
     from app.config import AppConfig
     from app.context import AppContext
+    from app.services.fit import run_fits
     from app.session import SessionManager, new_session_id
     from app.settings import RawSettings
     from app.store.data_store import DataStore

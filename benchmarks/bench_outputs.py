@@ -101,7 +101,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--realdata", type=Path, default=Path("/work/shared/realdata"))
     args = parser.parse_args()
-    from app.callbacks.fit import run_fits
+    from app.services.fit import run_fits
 
     ctx, sid = _context()
     handles = load_models(ctx, sid, args.realdata)

@@ -4,7 +4,7 @@
 
 One model, DenseNet-BC-100 on CIFAR-100 (10,000 x 100, ``../shared/realdata``;
 ``--rows``/``--classes`` synthetic logits when the file is absent), all eight
-maps fitted by the page's fit job (:func:`app.callbacks.fit.run_fits`, 5-fold
+maps fitted by the page's fit job (:func:`app.services.fit.run_fits`, 5-fold
 cross-fitting), which ends by computing the verdict and keeping it in the
 shared store. Then a "web worker" (a :class:`~app.store.data_store.DataStore`
 of its own on the same directory, as each gunicorn worker has) answers view
@@ -115,7 +115,7 @@ class Worker:
 
 def fit_all(ctx, sid, handle: str) -> tuple[float, float]:
     """Seconds of the fit job (all maps, then the verdict), and of its verdict alone."""
-    import app.callbacks.fit as fit_module
+    import app.services.fit as fit_module
 
     spent = []
     real = getattr(fit_module, "store_verdicts", None)  # None: a tree before issue 28

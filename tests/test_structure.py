@@ -7,6 +7,16 @@ says which packages may not import which; the other tests say that no module
 imports another module's private name and that only a package's
 ``__init__`` may consist of imports alone. To allow or forbid another arrow,
 add a row to the data below.
+
+Between the *units* of ``app`` and of ``calibration_core`` (each subpackage,
+such as ``app.figures``, and each top-level module, such as ``app.context``)
+the arrows form no cycle. An import inside a function is an arrow like any
+other (it only defers the cycle to the first call), and so is one under
+``if TYPE_CHECKING:``. :data:`LAYERS` orders the app's page code: compute and
+view-models, then figures, then layout (the page and the HTML report), then
+the services the callbacks, the factory and the command line share, then
+callbacks; a unit never imports one of a later layer. Hosting (the factory,
+the servers, the command line, the notebook) sits beside them and may import any.
 """
 
 from __future__ import annotations
@@ -40,7 +50,7 @@ FORBIDDEN_IMPORTS = (
     Rule("app.figures", ("app.callbacks",), "figures are plain functions of core results"),
     Rule(
         "app.store",
-        ("app.layout", "app.diagnostics.layout", "app.callbacks", "dash"),
+        ("app.layout", "app.report", "app.callbacks", "dash"),
         "the store keeps data; the page and its callbacks use it, not the other way round",
     ),
     Rule(
@@ -48,7 +58,7 @@ FORBIDDEN_IMPORTS = (
         ("app.callbacks",),
         "the layout describes the page; callbacks refer to its ids, not the reverse",
     ),
-    Rule("app.diagnostics.layout", ("app.callbacks",), "as app.layout"),
+    Rule("app.report", ("app.callbacks",), "the report is drawn like the page, from its rows"),
     Rule(
         "app.diagnostics.target",
         ("dash", "plotly", "app.callbacks", "app.figures"),
@@ -58,6 +68,51 @@ FORBIDDEN_IMPORTS = (
     Rule("app.diagnostics.cards", ("dash", "plotly", "app.callbacks", "app.figures"), "idem"),
     Rule("app.diagnostics.resampling", ("dash", "plotly", "app.callbacks", "app.figures"), "idem"),
     Rule("app.analysis", ("dash", "plotly", "app.callbacks", "app.figures"), "idem"),
+    Rule(
+        "app.services",
+        ("dash", "app.callbacks"),
+        "the shared work runs without a page: the callbacks call it, not the reverse",
+    ),
+    Rule(
+        "app.offline_report",
+        ("app.callbacks",),
+        "the command line's report runs the page's work through app.services",
+    ),
+    Rule("app.notebook", ("app.callbacks",), "as app.offline_report"),
+    Rule("app.cli", ("app.callbacks",), "as app.offline_report"),
+)
+
+#: Top-level packages whose units (subpackages and top-level modules) form no import cycle.
+ACYCLIC = ("app", "calibration_core")
+
+
+@dataclass(frozen=True)
+class Layer:
+    """Units of one layer of the page code: they never import a unit of a later layer."""
+
+    name: str
+    units: tuple[str, ...]
+
+
+LAYERS = (
+    Layer(
+        "compute and view-models",
+        (
+            "app.analysis",
+            "app.curves",
+            "app.diagnostics",
+            "app.groups",
+            "app.map_policy",
+            "app.metrics_table",
+            "app.options",
+            "app.settings",
+            "app.store",
+        ),
+    ),
+    Layer("figures", ("app.figures",)),
+    Layer("layout", ("app.layout", "app.report")),
+    Layer("services", ("app.services",)),
+    Layer("callbacks", ("app.callbacks",)),
 )
 
 #: Packages whose modules may not import a private name (``_name``) from another module.
@@ -138,6 +193,95 @@ def inside(module: str, package: str) -> bool:
 IMPORTS = {name: imports_of(path) for name, path in MODULES.items()}
 
 
+def unit_of(module: str, top: str) -> str | None:
+    """The unit of ``top`` holding ``module`` (``app.figures.common`` -> ``app.figures``)."""
+    parts = module.split(".")
+    return ".".join(parts[:2]) if parts[0] == top and len(parts) > 1 else None
+
+
+#: (unit, imported unit) -> the first import making that arrow, as ``module:line``.
+Arrows = dict[tuple[str, str], str]
+
+
+def unit_arrows(top: str) -> Arrows:
+    """Every arrow between two units of ``top``, with one import that makes it."""
+    arrows: Arrows = {}
+    for module, imports in IMPORTS.items():
+        source = unit_of(module, top)
+        for imp in imports:
+            target = unit_of(imp.module, top)
+            if source and target and source != target:
+                arrows.setdefault((source, target), f"{module}:{imp.line}")
+    return arrows
+
+
+def cycles(arrows: Arrows) -> list[list[str]]:
+    """The strongly connected components of more than one unit (Tarjan), each sorted."""
+    after: dict[str, list[str]] = {}
+    for source, target in sorted(arrows):
+        after.setdefault(source, []).append(target)
+        after.setdefault(target, [])
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(unit: str) -> None:
+        index[unit] = low[unit] = len(index)
+        stack.append(unit)
+        for target in after[unit]:
+            if target not in index:
+                visit(target)
+                low[unit] = min(low[unit], low[target])
+            elif target in stack:
+                low[unit] = min(low[unit], index[target])
+        if low[unit] == index[unit]:
+            component = stack[stack.index(unit) :]
+            del stack[stack.index(unit) :]
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for unit in after:
+        if unit not in index:
+            visit(unit)
+    return found
+
+
+def describe_cycle(component: list[str], arrows: Arrows) -> str:
+    inner = [
+        f"{source} -> {target} ({where})"
+        for (source, target), where in sorted(arrows.items())
+        if source in component and target in component
+    ]
+    return f"{len(component)} units {component}: " + "; ".join(inner)
+
+
+def layer_breaches(arrows: Arrows, layers: tuple[Layer, ...]) -> list[str]:
+    """Arrows from a unit of one layer to a unit of a later layer."""
+    rank = {unit: i for i, layer in enumerate(layers) for unit in layer.units}
+    return [
+        f"{source} ({layers[rank[source]].name}) imports {target} "
+        f"({layers[rank[target]].name}) at {where}"
+        for (source, target), where in sorted(arrows.items())
+        if source in rank and target in rank and rank[target] > rank[source]
+    ]
+
+
+@pytest.mark.parametrize("top", ACYCLIC)
+def test_no_import_cycle_between_units(top: str):
+    arrows = unit_arrows(top)
+    found = [describe_cycle(component, arrows) for component in cycles(arrows)]
+    assert not found, f"import cycles between the units of {top}: " + " | ".join(found)
+
+
+def test_layers_import_only_earlier_layers():
+    units = {unit for top in ACYCLIC for pair in unit_arrows(top) for unit in pair}
+    unknown = [u for layer in LAYERS for u in layer.units if u not in units]
+    assert not unknown, f"LAYERS names units that do not exist: {unknown}"
+    breaches = layer_breaches(unit_arrows("app"), LAYERS)
+    assert not breaches, "a layer imports a later one: " + ", ".join(breaches)
+
+
 def test_every_rule_names_existing_modules():
     for rule in FORBIDDEN_IMPORTS:
         assert any(inside(m, rule.source) for m in MODULES), rule
@@ -209,3 +353,24 @@ def test_the_rules_catch_what_they_should():
     assert not is_pure_reexport(ast.parse('"""only a docstring"""'))
     assert resolve("app.figures.common", False, 2, "settings") == "app.settings"
     assert resolve("app.figures", True, 1, "common") == "app.figures.common"
+
+
+def test_the_cycle_and_layer_checks_catch_what_they_should():
+    arrows = {
+        ("app.a", "app.b"): "app.a:1",
+        ("app.b", "app.c"): "app.b:2",
+        ("app.c", "app.a"): "app.c.x:3",
+        ("app.c", "app.d"): "app.c:4",
+        ("app.d", "app.e"): "app.d:5",
+        ("app.e", "app.d"): "app.e:6",
+    }
+    assert cycles(arrows) == [["app.d", "app.e"], ["app.a", "app.b", "app.c"]]
+    assert "app.c -> app.a (app.c.x:3)" in describe_cycle(["app.a", "app.b", "app.c"], arrows)
+    assert cycles({("app.a", "app.b"): "", ("app.b", "app.c"): ""}) == []
+    assert unit_of("app.figures.common", "app") == "app.figures"
+    assert unit_of("app", "app") is None
+    layers = (Layer("low", ("app.a",)), Layer("high", ("app.b",)))
+    assert layer_breaches({("app.b", "app.a"): ""}, layers) == []
+    assert layer_breaches({("app.a", "app.b"): "app.a:1"}, layers) == [
+        "app.a (low) imports app.b (high) at app.a:1"
+    ]

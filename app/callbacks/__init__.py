@@ -7,7 +7,9 @@ and registers the Dash callbacks in ``register(app, ctx)``.
 from __future__ import annotations
 
 from ..context import AppContext
-from . import datasets, diagnostics, drawer, exports, fit, groups, models, view
+from . import datasets, diagnostics, drawer, exports, fit, models, view
+from .groups import columns as group_columns
+from .groups import time as group_time
 
 
 def register_callbacks(app, ctx: AppContext) -> None:
@@ -15,8 +17,9 @@ def register_callbacks(app, ctx: AppContext) -> None:
     models.register(app, ctx)
     fit.register(app, ctx)
     view.register(app, ctx)
-    groups.register(app, ctx)
+    group_columns.register(app, ctx)
     exports.register(app, ctx)
     diagnostics.register(app, ctx)
+    group_time.register(app, ctx)
     drawer.register(app, ctx)
     datasets.register(app, ctx)

@@ -34,7 +34,7 @@ SETTING_PROPS: dict[str, tuple[str, str]] = {
     "group": (ids.GROUP_SELECT, "value"),
     "group_min_rows": (ids.GROUP_MIN_ROWS, "value"),
 }
-#: The settings only the "Per group" section follows (:mod:`app.callbacks.groups`).
+#: The settings only the "Per group" section follows (:mod:`app.callbacks.groups.columns`).
 SECTION_FIELDS = ("group_min_rows", "group")
 #: What the view (diagrams, metrics table) follows: every setting but the section's.
 VIEW_FIELDS = tuple(name for name in SETTING_PROPS if name not in SECTION_FIELDS)
@@ -43,7 +43,7 @@ VIEW_FIELDS = tuple(name for name in SETTING_PROPS if name not in SECTION_FIELDS
 GROUP_FIELDS = ("handles", "notion", "class_value", "scheme", "n_bins", "band", "level",
                 *SECTION_FIELDS)  # fmt: skip
 #: The "Over time" card's controls: argument of
-#: :func:`~app.diagnostics.over_time.parse_time` -> (component id, property).
+#: :func:`~app.groups.time.parse_time` -> (component id, property).
 TIME_PROPS: dict[str, tuple[str, str]] = {
     "column": (ids.TIME_COLUMN, "value"),
     "window": (ids.TIME_WINDOW, "value"),

@@ -17,7 +17,7 @@
 * Diagnostics cards (:mod:`app.dataset_diagnostics`): the uploads' cards, on
   all rows under the dataset's view where the cached statistics give them
   exactly, on the sample under the maps' view otherwise, each saying which.
-* "Per group and over time" of the dataset: :mod:`app.callbacks.dataset_slices`.
+* "Per group and over time" of the dataset: :mod:`app.callbacks.groups.dataset`.
 """
 
 from __future__ import annotations
@@ -34,14 +34,14 @@ from ..context import AppContext
 from ..dataset_diagnostics import DatasetCard, sample_cards, whole_cards
 from ..dataset_view import dataset_view, maps_view
 from ..diagnostics.beyond import MEASURES
-from ..diagnostics.layout import GRAPH_CONFIG, table_component
 from ..figures.common import graph_config
+from ..layout.diagnostics import GRAPH_CONFIG, table_component
 from ..metrics_table import PARTS
 from ..settings import RawSettings, SettingsError
 from ..verdict import verdict_children
-from . import dataset_slices
 from .controls import setting_inputs
 from .diagnostics.wiring import JobIds, failure_message, note, register_job, run_job
+from .groups import dataset as group_dataset
 
 #: The view's settings a dataset follows (not the models, the maps or the held-out scheme).
 DATASET_FIELDS = (
@@ -382,7 +382,7 @@ def register(app, ctx: AppContext) -> None:
         return dataset_panel(ctx, ctx.session_id(), name, done, RawSettings(**settings))
 
     register_maps(app, ctx)
-    dataset_slices.register(app, ctx)
+    group_dataset.register(app, ctx)
 
 
 #: Browser-side: the maps' controls are hidden until a dataset is picked.

@@ -26,7 +26,7 @@ from ..model_list import (
 )
 from ..options import class_choices, model_picker, notion_for_selection, selected_models
 from ..store.data_store import DataStore
-from .groups import picker_options
+from .groups.columns import picker_options
 
 
 def upload_messages(result, known: set[str]) -> list[tuple[str, str]]:

@@ -14,12 +14,14 @@ from dash import ctx as dash_ctx
 from calibration_core import CalibrationInputError
 
 from .. import ids
-from ..analysis import CANCELLED, NOT_FITTED, PENDING, ViewResult, build_view
+from ..analysis import CANCELLED, NOT_FITTED, PENDING, ViewResult
 from ..context import AppContext
-from ..diagnostics.over_time import parse_time
 from ..figures.common import empty_figure, graph_config, view_title
 from ..figures.diagram import diagram_figure_dict
+from ..groups.time import parse_time
 from ..metrics_table import caption, column_defs, row_data
+from ..services.fit import fit_status_line
+from ..services.view import compute_view
 from ..session import SESSION_LOST_MESSAGE
 from ..settings import RawSettings, SettingsError
 from ..store.data_store import EVICTED_MESSAGE
@@ -35,13 +37,6 @@ from .controls import (
     time_inputs,
     time_states,
 )
-from .fit import fit_status_line
-
-
-def compute_view(ctx: AppContext, sid, raw: RawSettings, pending: str = PENDING) -> ViewResult:
-    """The validated view of a session (raises SettingsError on a bad setting)."""
-    handles, maps, heldout, view = raw.parse()
-    return build_view(ctx.store, sid, handles, maps, heldout, view, pending)
 
 
 def graphs(ctx: AppContext, result: ViewResult, fmt: str = "png", pending: str = PENDING) -> list:
@@ -103,7 +98,7 @@ def render(ctx: AppContext, sid, raw: RawSettings, fit_state=None, fmt="png") ->
     tuple
         (grid children, rowData, columnDefs, caption, title, messages, verdict children,
         fit status); the verdict (:mod:`app.verdict`) waits until every selected map
-        is fitted, and the fit status (:func:`app.callbacks.fit.fit_status_line`) says
+        is fitted, and the fit status (:func:`app.services.fit.fit_status_line`) says
         so only when the panels drawn with it are.
     """
     messages = session_notices(ctx, sid)

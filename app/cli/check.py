@@ -31,7 +31,7 @@ from .common import (
     load_models,
     version,
 )
-from .slices import add_group_arguments, group_check_results
+from .groups import add_group_arguments, group_check_results
 
 CHECK_SCHEMA = "calibration-dashboard/check/v1"
 

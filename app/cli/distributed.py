@@ -44,6 +44,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .common import EXIT_OK, CommandError, ProgressBar, one_model, parse_maps
+from .groups import group_columns, reference_argument, slice_lines
 from .outputs import (
     ALL_ROWS,
     SCHEMA,
@@ -55,7 +56,6 @@ from .outputs import (
     write_apply_summary,
     write_fit_summary,
 )
-from .slices import group_columns, reference_argument, slice_lines
 
 
 def check_cluster_options(args: argparse.Namespace) -> None:

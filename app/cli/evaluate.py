@@ -28,6 +28,7 @@ from .common import (
     parse_maps,
     positive_int,
 )
+from .groups import add_group_arguments, model_slices, slice_lines
 from .outputs import (
     ALL_ROWS,
     SCHEMA,
@@ -37,7 +38,6 @@ from .outputs import (
     rows_with_parts,
     verdict_line,
 )
-from .slices import add_group_arguments, model_slices, slice_lines
 
 FORMATS = ("table", "json", "csv")
 

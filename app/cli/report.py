@@ -21,7 +21,7 @@ from .common import (
     input_path,
     parse_maps,
 )
-from .slices import add_group_arguments, slice_settings
+from .groups import add_group_arguments, slice_settings
 
 
 def add_parser(sub) -> None:

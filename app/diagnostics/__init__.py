@@ -18,8 +18,9 @@ defines them:
   **bootstrap intervals**, run on demand in a background job and kept in the
   disk store, where the page and the HTML report read them.
 
-These four are core calls only (no Dash, no Plotly), like :mod:`app.analysis`.
-The section's text tables (:mod:`app.diagnostics.tables`), its page section
-(:mod:`app.diagnostics.layout`) and its part of the HTML report
-(:mod:`app.diagnostics.report`) are built from their rows.
+These four are core calls only (no Dash, no Plotly), like :mod:`app.analysis`,
+and so is the section's text tables (:mod:`app.diagnostics.tables`). Its page
+section (:mod:`app.layout.diagnostics`), its figures (:mod:`app.figures.diagnostics`)
+and its part of the HTML report (:mod:`app.report.diagnostics`) are built from
+their rows in the later layers: this package imports none of them.
 """

@@ -29,7 +29,7 @@ from calibration_core import CalibrationInputError, Predictions
 
 from ..store.data_store import DataStore
 from .resampling import SEED, Progress
-from .tables import TextTable, number
+from .tables import TextTable, format_p, number
 from .target import DiagTarget, NotionSpec, notion_spec
 
 #: Bump when a stored record's fields change (old records are then recomputed).
@@ -202,8 +202,6 @@ def beyond_rows(
 
 # ---------------------------------------------------------------------- table
 def _p(value) -> str:
-    from ..figures.diagnostics import format_p
-
     return "n/a" if value is None else format_p(value)
 
 

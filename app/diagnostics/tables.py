@@ -1,8 +1,8 @@
 """Tables and notes of the Diagnostics section, as plain text (shared by page and report).
 
 Each builder turns rows of :mod:`app.diagnostics` modules into a :class:`TextTable`
-(header, formatted cells, notes); :mod:`app.diagnostics.layout` renders it as
-an HTML table component and :mod:`app.diagnostics.report` as escaped HTML, so
+(header, formatted cells, notes); :mod:`app.layout.diagnostics` renders it as
+an HTML table component and :mod:`app.report.diagnostics` as escaped HTML, so
 the page and the report always show the same numbers. Cells are text only.
 """
 
@@ -15,7 +15,6 @@ import numpy as np
 
 from calibration_core.significance import DETECTS, TWO_SIDED
 
-from ..figures.diagnostics import format_p
 from ..metrics_table import METRICS
 from .cards import HL_SMALL_SAMPLE, DecisionView, HosmerLemeshowRow, HumanRow, shifted_threshold
 from .overview import EstimatorRow
@@ -162,6 +161,15 @@ def hosmer_lemeshow_table(
             "p-value stays valid, but the statistic is dominated by a few sparse cells."
         )
     return table
+
+
+def format_p(p: float) -> str:
+    """A p-value for display: 4 decimals, scientific below 0.001."""
+    if p is None or not math.isfinite(p):
+        return "n/a"
+    if p == 0:
+        return "< 1e-300"
+    return f"{p:.4f}" if p >= 1e-3 else f"{p:.2g}"
 
 
 def number_int(value) -> str:

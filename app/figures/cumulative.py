@@ -24,10 +24,10 @@ from __future__ import annotations
 import numpy as np
 
 from ..curves import CurvePanel, CurveView
+from ..diagnostics.tables import format_p
 from ..settings import HeldOut, ViewSettings
 from .common import perfect_calibration_trace
 from .curve_grid import curve_figure
-from .diagnostics import format_p
 from .grid import colour_of, corner_note, legend_once
 
 BAND_FILL = "rgba(230, 159, 0, 0.28)"

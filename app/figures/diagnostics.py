@@ -23,6 +23,7 @@ import numpy as np
 from ..analysis import UNCALIBRATED
 from ..diagnostics.cards import DecisionView, shifted_threshold
 from ..diagnostics.resampling import ResamplingRow
+from ..diagnostics.tables import format_p
 from ..diagnostics.target import MEASURE_LABELS
 from .common import FONT, OKABE_ITO, UNCALIBRATED_COLOUR, plot_text, plotly_template
 
@@ -290,15 +291,6 @@ def null_figure(rows: list[ResamplingRow], measure: str, model_name: str) -> dic
         **layout_axes,
     )
     return {"data": data, "layout": layout}
-
-
-def format_p(p: float) -> str:
-    """A p-value for display: 4 decimals, scientific below 0.001."""
-    if p is None or not math.isfinite(p):
-        return "n/a"
-    if p == 0:
-        return "< 1e-300"
-    return f"{p:.4f}" if p >= 1e-3 else f"{p:.2g}"
 
 
 # ----------------------------------------------------------------- cost curve

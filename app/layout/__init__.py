@@ -2,7 +2,6 @@
 
 * :mod:`app.layout.page`: the whole page (control sidebar and results);
 * :mod:`app.layout.results`: the results column's parts that wait for the
-  first diagram.
-
-The Diagnostics section's part is :mod:`app.diagnostics.layout`.
+  first diagram;
+* :mod:`app.layout.diagnostics`: the Diagnostics section.
 """

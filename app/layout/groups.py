@@ -1,8 +1,8 @@
 """The group picker (in the controls) and the "Per group" section (below the metrics).
 
 The picker offers the first selected model's other columns
-(:func:`app.group_view.group_choices`), none by default; its options are
-filled by :mod:`app.callbacks.groups` once the page is loaded. The section is
+(:func:`app.groups.columns.group_choices`), none by default; its options are
+filled by :mod:`app.callbacks.groups.columns` once the page is loaded. The section is
 hidden until a column is picked. All ids come from :mod:`app.ids`.
 """
 

@@ -13,8 +13,7 @@ from calibration_core.maps import MAP_NAMES
 
 from .. import ids
 from ..deployable import BEST_MAP, deploy_model_picker, map_options
-from ..diagnostics.layout import diagnostics_section
-from ..diagnostics.over_time import TimeSettings
+from ..groups.time import TimeSettings
 from ..metrics_table import PARTS_CAPTION
 from ..model_list import model_options
 from ..options import all_binary, class_choices, default_selection, selected_infos
@@ -36,7 +35,8 @@ from ..settings import (
 )
 from ..store.records import ModelInfo
 from ..view_update import grid_slots
-from .dataset_slices import dataset_slices_section
+from .dataset_groups import dataset_slices_section
+from .diagnostics import diagnostics_section
 from .groups import group_picker, group_section
 from .jobs import job_controls
 from .results import metrics_grid
@@ -681,7 +681,7 @@ def _dataset_maps_controls() -> html.Div:
 
 def _dataset_section(datasets) -> list:
     """Where a picked dataset's view, maps and groups go (filled by app.callbacks.datasets and
-    app.callbacks.dataset_slices); None: nothing."""
+    app.callbacks.groups.dataset); None: nothing."""
     if datasets is None:
         return []
     return [
@@ -734,7 +734,7 @@ def build_layout(
         The server's datasets (``DATASETS_DIR``): a picker under the upload and
         their view above the models'; None (not configured): neither is on the page.
     group_options : list of dict, optional
-        The group picker's options (:func:`app.callbacks.groups.picker_options`);
+        The group picker's options (:func:`app.callbacks.groups.columns.picker_options`);
         None: the column in ``raw`` alone, if any.
     """
     raw = default_settings(infos) if raw is None else raw

@@ -3,8 +3,8 @@
 A figure is made by the very functions the page uses: the model goes into a
 throwaway store (in a temporary folder, removed when the figure is made) as
 the one shared model, the maps are fitted by the page's fit
-(:func:`app.callbacks.fit.run_fits`), the view is the page's
-(:func:`app.callbacks.view.compute_view`, so the same validation and the same
+(:func:`app.services.fit.run_fits`), the view is the page's
+(:func:`app.services.view.compute_view`, so the same validation and the same
 numbers) and the figure is the page's (:func:`app.figures.diagram.diagram_figure_dict`).
 :class:`ReliabilityDisplay` wraps it in scikit-learn's display idiom.
 """
@@ -23,11 +23,11 @@ import plotly.graph_objects as go
 from calibration_core import CalibrationInputError, Predictions
 
 from ..analysis import opening_class
-from ..callbacks.fit import run_fits
-from ..callbacks.view import compute_view
 from ..config import AppConfig
 from ..context import AppContext
 from ..figures.diagram import diagram_figure_dict
+from ..services.fit import run_fits
+from ..services.view import compute_view
 from ..session import SessionManager
 from ..settings import RawSettings
 from ..store.data_store import DataStore

@@ -22,11 +22,11 @@ from app.diagnostics.beyond import (
     beyond_rows,
     beyond_table,
 )
-from app.diagnostics.report import diagnostics_html
 from app.diagnostics.target import NotionSpec, diag_target, notion_spec
 from app.figures.cumulative import cumulative_figure_dict
 from app.figures.diagram import diagram_figure_dict
 from app.figures.smooth import MIN_DENSITY, smooth_figure_dict
+from app.report.diagnostics import diagnostics_html
 from app.settings import HeldOut, RawSettings, SettingsError, parse_view
 from calibration_core import Predictions
 from calibration_core.ece_variants import thresholded_adaptive_ece
@@ -318,7 +318,7 @@ TOO_LONG = "it would take too long"
 
 def test_page_report_draws_the_views_diagram_kind(ctx, sid):
     from app import ids
-    from app.callbacks.exports import small_export
+    from app.services.report import small_export
 
     info = _demo(ctx, CANCER_NB)
     raw = RawSettings([info.handle], [], notion="binary", kind="smooth")

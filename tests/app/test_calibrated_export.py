@@ -11,8 +11,8 @@ import pandas as pd
 import pytest
 
 from app.callbacks.exports import create_calibrated_export, export_stream
-from app.callbacks.fit import run_fits
 from app.exports import CalibratedFile, member_names
+from app.services.fit import run_fits
 from app.settings import RawSettings
 from calibration_core import Predictions, load_predictions
 from calibration_core.deploy import apply_map_to_file, load_deployable

@@ -9,14 +9,16 @@ import json
 import numpy as np
 import pytest
 
-import app.callbacks.fit as fit_module
+import app.services.fit as fit_module
 from app import ids
-from app.callbacks.exports import create_calibrated_export, small_export
-from app.callbacks.fit import cancelled_fit_state, plan_fits, run_fits
+from app.callbacks.exports import create_calibrated_export
+from app.callbacks.fit import cancelled_fit_state
 from app.callbacks.models import after_upload
 from app.callbacks.view import render
 from app.exports import safe_cell
 from app.options import class_choices, notion_for_selection
+from app.services.fit import plan_fits, run_fits
+from app.services.report import small_export
 from app.settings import ALL_CLASSES, RawSettings
 from calibration_core import (
     Predictions,

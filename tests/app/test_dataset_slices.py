@@ -24,21 +24,21 @@ distributed = pytest.importorskip("distributed", reason="the 'dask' extra is not
 
 from dash import no_update  # noqa: E402
 
-from app.callbacks.dataset_slices import (  # noqa: E402
+from app.callbacks.groups.dataset import (  # noqa: E402
     run_slices_job,
     slice_options,
     slices_panel,
     slices_request,
 )
 from app.context import AppContext  # noqa: E402
-from app.dataset_slices import (  # noqa: E402
+from app.datasets import Datasets  # noqa: E402
+from app.groups.dataset import (  # noqa: E402
     compute_slices,
     dataset_group_views,
     dataset_time_views,
     parse_slices,
     time_subtitle,
 )
-from app.datasets import Datasets  # noqa: E402
 from app.session import new_session_id  # noqa: E402
 from app.settings import RawSettings, parse_view  # noqa: E402
 from calibration_core import Binning, load_predictions  # noqa: E402

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from app.callbacks.exports import deployable_export
-from app.callbacks.fit import run_fits
-from app.callbacks.view import compute_view
 from app.deployable import BEST_MAP, deploy_model_picker, map_picker, resolve_choice
+from app.services.fit import run_fits
+from app.services.view import compute_view
 from app.settings import RawSettings
 from calibration_core import CalibrationInputError, Predictions, deployable_map, load_map
 

@@ -12,13 +12,13 @@ from app.callbacks.diagnostics.jobs import (
     run_bootstrap_job,
     run_resampling_job,
 )
-from app.callbacks.fit import run_fits
 from app.callbacks.view import render
 from app.diagnostics.cards import decision_view, shifted_threshold
 from app.diagnostics.resampling import SEED, bootstrap_rows, calibration_tests
-from app.diagnostics.tables import bootstrap_table, resampling_table
+from app.diagnostics.tables import bootstrap_table, format_p, resampling_table
 from app.diagnostics.target import diag_target, remembered
-from app.figures.diagnostics import cost_figure, format_p, null_figure
+from app.figures.diagnostics import cost_figure, null_figure
+from app.services.fit import run_fits
 from app.session import new_session_id
 from app.settings import ALL_CLASSES, RawSettings
 from calibration_core import CalibrationInputError, bootstrap_ci

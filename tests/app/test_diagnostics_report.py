@@ -11,14 +11,14 @@ import pytest
 from app import ids
 from app.callbacks.diagnostics import human_panel, toggle_state
 from app.callbacks.diagnostics.jobs import run_resampling_job
-from app.callbacks.exports import small_export
-from app.callbacks.fit import run_fits
 from app.callbacks.models import model_pickers
 from app.config import AppConfig
 from app.diagnostics.cards import human_rows
-from app.diagnostics.report import diagnostics_html
 from app.diagnostics.target import diag_target
 from app.factory import create_app
+from app.report.diagnostics import diagnostics_html
+from app.services.fit import run_fits
+from app.services.report import small_export
 from app.session import COOKIE_NAME
 from app.settings import RawSettings
 from app.store.soft_label_store import get_soft_labels

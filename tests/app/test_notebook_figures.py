@@ -14,9 +14,10 @@ from sklearn.datasets import load_breast_cancer
 from sklearn.linear_model import LogisticRegression
 
 import calibration_core as cc
-from app.callbacks.fit import run_fits
-from app.callbacks.view import compute_view, graphs
+from app.callbacks.view import graphs
 from app.notebook import ReliabilityDisplay, as_models, reliability_diagram
+from app.services.fit import run_fits
+from app.services.view import compute_view
 from app.settings import RawSettings
 from calibration_core import CalibrationInputError, Predictions
 from calibration_core.bands import consistency_band

@@ -6,8 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from app.callbacks.diagnostics.over_time import POINTS_NOTE, run_time_job, time_panel, window_panel
-from app.diagnostics.slices import ABOVE_REFERENCE
+from app.callbacks.groups.time import POINTS_NOTE, run_time_job, time_panel, window_panel
+from app.groups.tables import ABOVE_REFERENCE
 from app.session import new_session_id
 from app.settings import RawSettings, SettingsError
 from calibration_core import Binning, load_predictions
@@ -181,7 +181,7 @@ def test_a_reference_period_in_dates_gives_the_cores_numbers(ctx, sid, tmp_path)
 
 def test_the_page_report_shows_the_card_with_its_last_settings(ctx, tmp_path):
     from app import ids
-    from app.callbacks.exports import small_export
+    from app.services.report import small_export
 
     sid = new_session_id()
     info, pred = upload(ctx, sid, drift_frame(), tmp_path, "report.csv")
@@ -205,7 +205,7 @@ def test_the_page_report_shows_the_card_with_its_last_settings(ctx, tmp_path):
 
 def test_the_windows_bootstrap_is_capped_whatever_the_section_asks():
     """1,000 resamples per window would outlast the job limit on a million rows."""
-    from app.diagnostics.over_time import TIME_MAX_RESAMPLES, time_resamples
+    from app.groups.time import TIME_MAX_RESAMPLES, time_resamples
 
     assert TIME_MAX_RESAMPLES == 200
     assert [time_resamples(r) for r in (200, 1000, 5000)] == [200, 200, 200]

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import re
 
-from app.diagnostics.layout import diagnostics_section
 from app.factory import create_app
+from app.layout.diagnostics import diagnostics_section
 from app.statistics_page import STATISTICS_PATH, markdown_html, statistics_source
 
 from .conftest import make_config

@@ -10,8 +10,9 @@ from dataclasses import asdict
 
 import numpy as np
 
-from app.callbacks.fit import run_fits
-from app.callbacks.view import compute_view, render
+from app.callbacks.view import render
+from app.services.fit import run_fits
+from app.services.view import compute_view
 from app.settings import HeldOut, RawSettings
 from app.store.data_store import DataStore
 from app.store.records import FitRecord

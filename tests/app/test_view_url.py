@@ -272,7 +272,7 @@ def test_one_class_vs_rest_without_a_valid_class_opens_on_the_worst_class(tmp_pa
 
 # ------------------------------------------------------------ the over-time card
 def test_the_over_time_settings_round_trip_and_only_changes_are_written():
-    from app.diagnostics.over_time import TimeSettings
+    from app.groups.time import TimeSettings
     from app.view_url import decode_time
 
     assert "time=" not in encode_view(RawSettings()) and "ref=" not in encode_view(RawSettings())
@@ -297,7 +297,7 @@ def test_the_over_time_settings_round_trip_and_only_changes_are_written():
 
 
 def test_bad_over_time_parameters_keep_their_defaults_with_a_notice():
-    from app.diagnostics.over_time import TimeSettings
+    from app.groups.time import TimeSettings
     from app.view_url import decode_time
 
     time, notices = decode_time("?window=fortnight&rows=-5&ref=2&time=" + "x" * 300)

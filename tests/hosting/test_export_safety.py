@@ -89,7 +89,7 @@ def _fit_platt(tab, handles) -> None:
 
     The calibrated export holds fitted maps only (the uncalibrated rows are the input).
     """
-    from app.callbacks.fit import run_fits
+    from app.services.fit import run_fits
 
     ctx = tab.flask.application.extensions["calibration_dashboard"]
     sid = ctx.sessions.verify(tab.cookie())[0]

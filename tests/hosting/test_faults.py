@@ -23,9 +23,9 @@ import uuid
 import pytest
 
 from app.analysis import UNCALIBRATED
-from app.callbacks.fit import run_fits
 from app.callbacks.view import render
 from app.factory import create_app
+from app.services.fit import run_fits
 from app.settings import RawSettings
 from app.store.disk import STORAGE_MESSAGE
 from calibration_core.maps import available_maps, get_map_class

@@ -99,7 +99,7 @@ def celery_backend(tmp_path_factory, dash_tab, redis_server):
 
 @pytest.fixture
 def local_backend(tmp_path, hosting_config, dash_tab, monkeypatch):
-    import app.callbacks.fit as fit_module
+    import app.services.fit as fit_module
     from app.factory import create_app
 
     from .job_gate import wait_at_gate

@@ -222,7 +222,7 @@ def test_stopping_the_job_worker_stops_its_running_jobs(stack, gate, dash_tab, m
 @pytest.fixture
 def local_app(tmp_path, hosting_config, monkeypatch):
     """``(make tab, gate)``: an app on the local manager whose fits wait at ``gate``."""
-    import app.callbacks.fit as fit_module
+    import app.services.fit as fit_module
     from app.factory import create_app
 
     from .job_gate import wait_at_gate
@@ -338,8 +338,8 @@ def test_a_diagnostics_job_over_the_time_limit_answers_its_stopped_reply(
 
 # ------------------------------------------------------------ the policy
 def test_a_map_over_the_parameter_budget_is_refused_up_front(hosting_config, dash_tab, make_csv):
-    from app.callbacks.fit import run_fits
     from app.factory import create_app
+    from app.services.fit import run_fits
 
     dash_app = create_app(hosting_config(max_map_parameters=50))  # Dirichlet: K <= 6
     tab = local_tab(dash_app, dash_tab).load()

@@ -12,8 +12,8 @@ import json
 
 import pytest
 
-from app.callbacks.fit import run_fits
 from app.factory import create_app, finish_setup
+from app.services.fit import run_fits
 
 EXPIRED = "your data expired, please upload again"
 LOST = "Your previous session could not be restored"
@@ -210,7 +210,7 @@ def test_a_session_lost_to_a_new_key_or_its_age_is_told_once(
 
 
 def test_fitted_maps_count_against_the_session_quota(hosting_config, dash_tab, make_csv):
-    from app.callbacks.fit import run_fits
+    from app.services.fit import run_fits
 
     # 20,000 x 3 takes 2.6 MB with its sorted scores, and so does each calibrated copy.
     dash_app = create_app(hosting_config(session_quota_mb=6, memory_cache_mb=0))

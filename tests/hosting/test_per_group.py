@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from app.callbacks.controls import GROUP_FIELDS, SETTING_PROPS
-from app.callbacks.groups import run_group_job, run_group_maps_job
+from app.callbacks.groups.columns import run_group_job, run_group_maps_job
 from app.config import AppConfig
 from app.factory import create_app
 from calibration_core import Binning

@@ -6,7 +6,7 @@
 
 The resampling test and the bootstrap (stored results and background jobs)
 are in :mod:`app.callbacks.diagnostics.jobs`, the "Over time" card in
-:mod:`app.callbacks.diagnostics.over_time`, the shapes every callback shares
+:mod:`app.callbacks.groups.time`, the shapes every callback shares
 in :mod:`app.callbacks.diagnostics.wiring`.
 
 Every function returns what the page shows; problems become messages, never
@@ -25,7 +25,6 @@ from calibration_core import CalibrationInputError
 from ... import ids
 from ...context import AppContext
 from ...diagnostics.cards import decision_view, hosmer_lemeshow_rows, human_rows
-from ...diagnostics.layout import table_component
 from ...diagnostics.overview import estimator_rows, sensitivity_curves
 from ...diagnostics.tables import (
     HUMAN_MISSING,
@@ -43,9 +42,10 @@ from ...diagnostics.target import (
     remember,
 )
 from ...figures.diagnostics import cost_figure, message_figure, sensitivity_figure
+from ...layout.diagnostics import table_component
 from ...options import model_label
 from ...settings import SCHEME_LABELS, RawSettings
-from . import beyond, jobs, over_time
+from . import beyond, jobs
 from .wiring import HIDDEN, hidden_figure, note, register_gates, register_panel
 
 __all__ = [
@@ -238,4 +238,3 @@ def register(app, ctx: AppContext) -> None:
     )
     jobs.register(app, ctx)
     beyond.register(app, ctx)
-    over_time.register(app, ctx)

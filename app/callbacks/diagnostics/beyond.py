@@ -18,9 +18,9 @@ from calibration_core import CalibrationInputError
 from ... import ids
 from ...context import AppContext
 from ...diagnostics.beyond import NOT_COMPUTED, beyond_rows, beyond_table
-from ...diagnostics.layout import table_component
 from ...diagnostics.resampling import Progress
 from ...diagnostics.target import diag_target, notion_spec
+from ...layout.diagnostics import table_component
 from ...settings import RawSettings
 from .wiring import JobIds, note, register_job, register_panel, run_job
 

@@ -21,7 +21,6 @@ from calibration_core import CalibrationInputError
 
 from ... import ids
 from ...context import AppContext
-from ...diagnostics.layout import table_component
 from ...diagnostics.resampling import NOT_COMPUTED, Progress, bootstrap_rows, calibration_tests
 from ...diagnostics.tables import bootstrap_table, resampling_table
 from ...diagnostics.target import (
@@ -33,6 +32,7 @@ from ...diagnostics.target import (
     remember,
 )
 from ...figures.diagnostics import message_figure, null_figure
+from ...layout.diagnostics import table_component
 from ...metrics_table import METRICS, notion_short
 from ...settings import RawSettings
 from .wiring import (

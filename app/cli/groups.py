@@ -107,8 +107,8 @@ def reference_argument(args: argparse.Namespace) -> str:
 
 
 def slice_settings(args: argparse.Namespace):
-    """The report's :class:`~app.diagnostics.slices_report.SliceSettings` from its arguments."""
-    from app.diagnostics.slices_report import SliceSettings
+    """The report's :class:`~app.report.groups.SliceSettings` from its arguments."""
+    from app.report.groups import SliceSettings
 
     return SliceSettings(
         group_by=tuple(group_columns(args.group_by)),

@@ -26,13 +26,13 @@ from calibration_core import CalibrationInputError, Predictions
 from calibration_core.binning import Binning
 from calibration_core.slices import MIN_GROUP_ROWS
 
-from ..figures.slices import MAX_DIAGRAMS, drift_figure, slice_diagrams
-from ..group_view import GroupView, group_table, maps_line, maps_table, summary
+from ..diagnostics.target import notion_spec
+from ..figures.groups import MAX_DIAGRAMS, drift_figure, slice_diagrams
+from ..groups.columns import GroupView, group_table, maps_line, maps_table, summary
+from ..groups.tables import drift_table, slice_table
 from ..settings import ViewSettings
 from ..store.records import ModelInfo
-from .report import figure_html, table_html
-from .slices import drift_table, slice_table
-from .target import notion_spec
+from .diagnostics import figure_html, table_html
 
 
 @dataclass(frozen=True)

@@ -11,16 +11,10 @@ from __future__ import annotations
 from dash import dcc, html
 
 from .. import ids
-from ..figures.common import MODEBAR_CONFIG
-from ..layout.jobs import job_controls
-from ..options import model_picker, selected_infos
-from ..statistics_page import STATISTICS_PATH
-from ..store.records import ModelInfo
-from .beyond import BEYOND_TITLE
-from .over_time import MAX_REFERENCE_CHARS, WINDOW_CHOICES, TimeSettings
-from .resampling import SEED
-from .tables import TextTable
-from .target import (
+from ..diagnostics.beyond import BEYOND_TITLE
+from ..diagnostics.resampling import SEED
+from ..diagnostics.tables import TextTable
+from ..diagnostics.target import (
     BOOT_LEVELS,
     DEFAULT_BOOT_LEVEL,
     DEFAULT_RESAMPLES,
@@ -30,6 +24,12 @@ from .target import (
     MEASURE_LABELS,
     RESAMPLE_CHOICES,
 )
+from ..figures.common import MODEBAR_CONFIG
+from ..groups.time import MAX_REFERENCE_CHARS, WINDOW_CHOICES, TimeSettings
+from ..options import model_picker, selected_infos
+from ..statistics_page import STATISTICS_PATH
+from ..store.records import ModelInfo
+from .jobs import job_controls
 
 GRAPH_CONFIG = {
     **MODEBAR_CONFIG,

@@ -5,15 +5,15 @@
 * The job (:func:`run_slices_job`, a :func:`~app.job_limits.cluster_job`
   registered with the Diagnostics section's job wiring: progress bar, cancel
   button) computes what the settings ask for and is not kept
-  (:func:`app.dataset_slices.compute_slices`). It starts on Compute, or on a
+  (:func:`app.groups.dataset.compute_slices`). It starts on Compute, or on a
   request (:func:`slices_request`) written when a control, the dataset or the
   bin count changes to settings that are not kept: kept ones are drawn at once,
   without a job (Dash would hold the view until a started job ends).
 * The view (:func:`slices_panel`) follows the controls, the job's record and the
   view's notion, binning and band; it draws the kept results with the uploads'
-  tables and figures (:func:`~app.group_view.group_table`,
-  :func:`~app.group_view.group_panels`, :func:`~app.diagnostics.slices.drift_table`,
-  :func:`~app.figures.slices.drift_figure`), or says what is missing. A bad choice
+  tables and figures (:func:`~app.groups.columns.group_table`,
+  :func:`~app.groups.columns.group_panels`, :func:`~app.groups.tables.drift_table`,
+  :func:`~app.figures.groups.drift_figure`), or says what is missing. A bad choice
   is a message in this block only: the dataset's other sections stay as they are.
 """
 
@@ -27,9 +27,13 @@ from dash import Input, Output, State, dcc, html, no_update
 
 from calibration_core import CalibrationInputError
 
-from .. import ids
-from ..context import AppContext
-from ..dataset_slices import (
+from ... import ids
+from ...context import AppContext
+from ...figures.common import graph_config
+from ...figures.groups import drift_figure
+from ...figures.reliability import reliability_figure_dict
+from ...groups.columns import INTERVAL_RESAMPLES, group_panels, group_table, summary
+from ...groups.dataset import (
     DatasetSlice,
     check_columns,
     compute_slices,
@@ -41,18 +45,14 @@ from ..dataset_slices import (
     slice_bins,
     time_subtitle,
 )
-from ..diagnostics.layout import table_component
-from ..diagnostics.slices import drift_table
-from ..figures.common import graph_config
-from ..figures.reliability import reliability_figure_dict
-from ..figures.slices import drift_figure
-from ..group_view import INTERVAL_RESAMPLES, group_panels, group_table, summary
-from ..layout.groups import group_graph
-from ..settings import RawSettings, ViewSettings, parse_view
-from .controls import setting_inputs
-from .diagnostics.wiring import JobIds, failure_message, note, register_job, run_job
+from ...groups.tables import drift_table
+from ...layout.diagnostics import table_component
+from ...layout.groups import group_graph
+from ...settings import RawSettings, ViewSettings, parse_view
+from ..controls import setting_inputs
+from ..diagnostics.wiring import JobIds, failure_message, note, register_job, run_job
 
-#: The block's controls: argument of :func:`~app.dataset_slices.parse_slices` -> (id, property).
+#: The block's controls: argument of :func:`~app.groups.dataset.parse_slices` -> (id, property).
 SLICE_PROPS = {
     "group": (ids.DATASET_GROUP_SELECT, "value"),
     "min_rows": (ids.DATASET_GROUP_MIN_ROWS, "value"),

@@ -9,8 +9,8 @@
 
 Each takes the card's controls as one dict, ``time`` (:data:`~app.callbacks.controls.TIME_PROPS`:
 ``column``, ``window``, ``rows``, ``reference``; Dash passes them grouped), read by
-:func:`~app.diagnostics.over_time.parse_time`. The work is in
-:mod:`app.diagnostics.over_time`; problems (a column that is not a time, with its
+:func:`~app.groups.time.parse_time`. The work is in
+:mod:`app.groups.time`; problems (a column that is not a time, with its
 rows; a reference period the data does not have) become messages.
 """
 
@@ -25,8 +25,12 @@ from calibration_core import CalibrationInputError
 
 from ... import ids
 from ...context import AppContext
-from ...diagnostics.layout import table_component
-from ...diagnostics.over_time import (
+from ...diagnostics.resampling import Progress
+from ...diagnostics.target import diag_target, remember
+from ...figures.diagnostics import message_figure
+from ...figures.groups import drift_figure, slice_diagrams
+from ...groups.tables import drift_table
+from ...groups.time import (
     column_choices,
     parse_time,
     time_document,
@@ -34,14 +38,10 @@ from ...diagnostics.over_time import (
     time_target,
     window_statistics,
 )
-from ...diagnostics.resampling import Progress
-from ...diagnostics.slices import drift_table
-from ...diagnostics.target import diag_target, remember
-from ...figures.diagnostics import message_figure
-from ...figures.slices import drift_figure, slice_diagrams
+from ...layout.diagnostics import table_component
 from ...settings import RawSettings
 from ..controls import time_inputs, time_states
-from .wiring import HIDDEN, JobIds, note, register_job, register_panel, run_job
+from ..diagnostics.wiring import HIDDEN, JobIds, note, register_job, register_panel, run_job
 
 POINTS_NOTE = (
     "Point estimates only: press “Compute intervals” for the windows' bootstrap intervals (in "

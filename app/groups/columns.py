@@ -33,11 +33,11 @@ import numpy as np
 
 from calibration_core import Binning, BinStatistics, CalibrationInputError, ReliabilityCurve
 
-from .analysis import UNCALIBRATED, ModelView, Panel, band_of
-from .diagnostics.tables import TextTable
-from .settings import ALL_CLASSES, GROUPS_SHOWN, SCHEME_LABELS, SettingsError, ViewSettings
-from .store.data_store import DataStore
-from .store.records import ModelInfo
+from ..analysis import UNCALIBRATED, ModelView, Panel, band_of
+from ..diagnostics.tables import TextTable
+from ..settings import ALL_CLASSES, GROUPS_SHOWN, SCHEME_LABELS, SettingsError, ViewSettings
+from ..store.data_store import DataStore
+from ..store.records import ModelInfo
 
 #: Bootstrap of the intervals: resamples, level and seed (those of the command line).
 INTERVAL_RESAMPLES = 200

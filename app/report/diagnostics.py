@@ -25,18 +25,11 @@ from calibration_core import CalibrationInputError
 
 from ..analysis import variants
 from ..context import AppContext
-from ..figures.diagnostics import cost_figure, null_figure, sensitivity_figure
-from ..figures.slices import drift_figure
-from ..metrics_table import METRICS, notion_short
-from ..options import model_label
-from ..settings import SCHEME_LABELS
-from .beyond import BEYOND_TITLE, NOT_COMPUTED, beyond_rows, beyond_table
-from .cards import decision_view, hosmer_lemeshow_rows, human_rows
-from .over_time import saved_settings, time_document, time_target
-from .overview import estimator_rows, sensitivity_curves
-from .resampling import bootstrap_rows, calibration_tests
-from .slices import drift_table
-from .tables import (
+from ..diagnostics.beyond import BEYOND_TITLE, NOT_COMPUTED, beyond_rows, beyond_table
+from ..diagnostics.cards import decision_view, hosmer_lemeshow_rows, human_rows
+from ..diagnostics.overview import estimator_rows, sensitivity_curves
+from ..diagnostics.resampling import bootstrap_rows, calibration_tests
+from ..diagnostics.tables import (
     HUMAN_MISSING,
     TextTable,
     bootstrap_table,
@@ -46,7 +39,7 @@ from .tables import (
     human_table,
     resampling_table,
 )
-from .target import (
+from ..diagnostics.target import (
     DEFAULT_BOOT_LEVEL,
     DEFAULT_RESAMPLES,
     HL_DEFAULT_GROUPS,
@@ -54,6 +47,13 @@ from .target import (
     notion_spec,
     remembered,
 )
+from ..figures.diagnostics import cost_figure, null_figure, sensitivity_figure
+from ..figures.groups import drift_figure
+from ..groups.tables import drift_table
+from ..groups.time import saved_settings, time_document, time_target
+from ..metrics_table import METRICS, notion_short
+from ..options import model_label
+from ..settings import SCHEME_LABELS
 
 log = logging.getLogger("calibration_dashboard.report")
 

@@ -1,4 +1,4 @@
-"""A picked dataset's "Per group" and "Over time" controls and view (app.callbacks.dataset_slices).
+"""A picked dataset's "Per group" and "Over time" controls and view (app.callbacks.groups.dataset).
 
 The controls are the uploads' (the group column and the minimum group size of the
 "Per group" section; the time column, the window and the reference period of the
@@ -12,9 +12,9 @@ from __future__ import annotations
 from dash import dcc, html
 
 from .. import ids
-from ..dataset_slices import DATASET_WINDOWS
-from ..diagnostics.layout import REFERENCE_HINT
-from ..diagnostics.over_time import MAX_REFERENCE_CHARS
+from ..groups.dataset import DATASET_WINDOWS
+from ..groups.time import MAX_REFERENCE_CHARS
+from .diagnostics import REFERENCE_HINT
 from .groups import MIN_GROUP_ROWS
 from .jobs import job_controls
 

@@ -31,11 +31,11 @@ import numpy as np
 
 from calibration_core import Binning, BinStatistics, CalibrationInputError, Predictions
 
+from ..diagnostics.resampling import SEED
+from ..diagnostics.target import DiagTarget, notion_spec, parse_resamples
 from ..settings import SettingsError, ViewSettings
 from ..store.data_store import DataStore
 from ..store.records import ModelInfo
-from .resampling import SEED
-from .target import DiagTarget, notion_spec, parse_resamples
 
 #: Window choices: value (as :func:`calibration_core.slices.parse_window` reads it) -> label.
 WINDOW_CHOICES = {"1d": "day", "1w": "week (from Monday)", "1m": "month", "rows": "every N rows"}

@@ -18,11 +18,11 @@ memory; a dataset's rows stay on the cluster. Here:
   in the datasets' cache per session, dataset, kind and settings, so that going
   back to earlier settings is a cache read;
 * the views (:func:`dataset_group_views`, :func:`dataset_time_views`): the
-  uploads' :class:`~app.group_view.GroupView` and ``time`` documents, so that the
+  uploads' :class:`~app.groups.columns.GroupView` and ``time`` documents, so that the
   page draws them with the uploads' tables and figures, plus lines saying what
   was computed on every row and what on the sample.
 
-Core calls only (no Dash, no Plotly), like :mod:`app.group_view`; the core's
+Core calls only (no Dash, no Plotly), like :mod:`app.groups.columns`; the core's
 slices import pandas and are imported when used.
 """
 
@@ -37,10 +37,10 @@ import numpy as np
 
 from calibration_core import Binning, CalibrationInputError
 
-from .dataset_view import model_info
-from .datasets import MAPS_SAMPLE_ROWS, Datasets, Progress, killed_error
-from .diagnostics.over_time import WINDOW_CHOICES, parse_reference_text, parse_time
-from .group_view import (
+from ..dataset_view import model_info
+from ..datasets import MAPS_SAMPLE_ROWS, Datasets, Progress, killed_error
+from ..settings import SCHEME_LABELS, SettingsError, ViewSettings
+from .columns import (
     INTERVAL_LEVEL,
     INTERVAL_RESAMPLES,
     INTERVAL_SEED,
@@ -49,7 +49,7 @@ from .group_view import (
     parse_group,
     parse_min_rows,
 )
-from .settings import SCHEME_LABELS, SettingsError, ViewSettings
+from .time import WINDOW_CHOICES, parse_reference_text, parse_time
 
 #: The windows a dataset offers: the uploads' (a day, an ISO week, a month, every N rows).
 DATASET_WINDOWS = WINDOW_CHOICES
@@ -99,7 +99,7 @@ def parse_slices(
     group: Any, min_rows: Any, time_column: Any, window: Any, reference: Any, rows: Any = None
 ) -> SliceSettings:
     """The settings from the section's controls (the "Over time" card's rules for the window,
-    :func:`~app.diagnostics.over_time.parse_time`; every N rows needs N here).
+    :func:`~app.groups.time.parse_time`; every N rows needs N here).
 
     Raises
     ------

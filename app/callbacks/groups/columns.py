@@ -1,4 +1,4 @@
-"""The group picker and the "Per group" section: validate -> app.group_view -> table and figure.
+"""The group picker and the "Per group" section: validate -> app.groups.columns -> table and figure.
 
 * The picker's options follow the selected models (the first one's other columns,
   :func:`picker_options`): the model-selection callback of :mod:`app.callbacks.models`
@@ -35,30 +35,24 @@ from dash.exceptions import PreventUpdate
 
 from calibration_core import CalibrationInputError
 
-from .. import ids
-from ..context import AppContext
-from ..diagnostics.layout import table_component
-from ..figures.reliability import reliability_figure_dict
-from ..group_view import (
+from ... import ids
+from ...context import AppContext
+from ...groups.columns import (
     GroupView,
     compute_group_intervals,
     compute_group_maps,
     group_choices,
-    group_panels,
     group_table,
-    group_view,
     maps_line,
     maps_table,
-    parse_group,
-    stored_group_intervals,
-    stored_group_maps,
     summary,
 )
-from ..layout.groups import HIDDEN, group_graph
-from ..settings import RawSettings, parse_handles, parse_view
-from ..store.records import ModelInfo
-from .controls import GROUP_FIELDS, SETTING_PROPS
-from .diagnostics.wiring import note
+from ...layout.diagnostics import table_component
+from ...layout.groups import HIDDEN, group_graph
+from ...services.groups import first_model, group_figure, section_view
+from ...settings import RawSettings
+from ..controls import GROUP_FIELDS, SETTING_PROPS
+from ..diagnostics.wiring import note
 
 #: The section with nothing to show: hidden and empty.
 NOTHING = (HIDDEN, [], [], [], [])
@@ -88,32 +82,6 @@ def opening_group(ctx: AppContext, sid, raw: RawSettings) -> tuple[list[dict], R
     dropped when the first selected model has no such column."""
     options, value = picker_options(ctx, sid, raw.handles, raw.group)
     return options, (raw if value is no_update else replace(raw, group=value))
-
-
-def first_model(ctx: AppContext, sid, raw: RawSettings) -> ModelInfo | None:
-    """The model the section groups: the first selected one (None when none is)."""
-    handles = parse_handles(raw.handles)
-    return ctx.store.resolve(sid, handles[0]) if handles else None
-
-
-def section_view(ctx: AppContext, sid, raw: RawSettings) -> GroupView | None:
-    """The section's numbers for these settings (None: no group column or no model)."""
-    column = parse_group(raw.group)
-    info = first_model(ctx, sid, raw)
-    if column is None or info is None:
-        return None
-    view = parse_view(raw.notion, raw.class_value, raw.scheme, raw.n_bins, raw.band, raw.level)
-    gv = group_view(ctx.store, info, column, view, raw.group_min_rows)
-    gv.intervals = stored_group_intervals(ctx.store, gv)
-    gv.maps = stored_group_maps(ctx.store, gv)
-    return gv
-
-
-def _figure(gv: GroupView, raw: RawSettings) -> dict:
-    view = parse_view(raw.notion, raw.class_value, raw.scheme, raw.n_bins, raw.band, raw.level)
-    if gv.notion_note is not None:  # "all classes": the groups are compared on confidence
-        view = replace(view, notion="confidence", class_name=None)
-    return reliability_figure_dict(group_panels(gv, view), view, None, compact=True)
 
 
 def group_settings(raw: RawSettings) -> dict:
@@ -155,25 +123,9 @@ def group_section_view(
     error = None if gv.intervals is not None else _job_error(done, raw)
     if error is not None:
         lines.append(note(error))
-    graph = [group_graph(_figure(gv, raw))]
+    graph = [group_graph(group_figure(gv, raw))]
     maps = maps_children(gv, raw, maps_done)
     return {}, lines, table_component(group_table(gv)), graph, maps
-
-
-def group_report_html(ctx: AppContext, sid, raw: RawSettings) -> str:
-    """The report's "Calibration by group" of the page's section ("" without a group column).
-
-    What the page shows: the stored intervals and maps when the jobs finished,
-    point estimates otherwise. The report module imports the core's slices
-    (pandas): imported here, when a report is asked for.
-    """
-    from ..diagnostics.slices_report import page_group_section
-
-    try:
-        gv = section_view(ctx, sid, raw)
-    except CalibrationInputError as exc:
-        return page_group_section(None, None, str(exc))
-    return "" if gv is None else page_group_section(gv, _figure(gv, raw))
 
 
 def gate_value(raw: RawSettings) -> dict:

@@ -4,8 +4,8 @@ The numbers are :mod:`calibration_core.slices`' (a
 :class:`~calibration_core.slices.SliceReport` or
 :class:`~calibration_core.slices.DriftReport`), written as
 :class:`~app.diagnostics.tables.TextTable` so that the page
-(:func:`~app.diagnostics.layout.table_component`) and the HTML report
-(:func:`~app.diagnostics.report.table_html`) show the same cells. A cell is the
+(:func:`~app.layout.diagnostics.table_component`) and the HTML report
+(:func:`~app.report.diagnostics.table_html`) show the same cells. A cell is the
 estimate, then its bootstrap interval on a second line.
 
 Core calls only (no Dash, no Plotly), like :mod:`app.analysis`.
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .tables import TextTable, number
+from ..diagnostics.tables import TextTable, number
 
 if TYPE_CHECKING:  # calibration_core.slices loads pandas: not at server start
     from calibration_core.slices import SliceReport

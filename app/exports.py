@@ -284,7 +284,7 @@ def html_report(
         settings), escaped here.
     lead_html : str
         Trusted, already escaped HTML placed before the metrics (the verdict,
-        :func:`app.verdict.verdict_html`).
+        :func:`app.report.verdict.verdict_html`).
     """
     parts = []
     for i, fig in enumerate(figures):

@@ -8,10 +8,10 @@ row, the training sizes and the in-sample losses kept with each fit), so its
 interval holds the noise of fitting the maps and it is the verdict
 ``compare_maps(...).verdict()`` gives for the same folds and seed. (A
 dataset's maps: the verdict of their comparison on the sample, kept by the
-maps' job, :func:`sample_verdicts`.) This module writes them as the page's
-Dash components (:func:`verdict_children`) and the report's HTML section
-(:func:`verdict_html`, every text escaped); both say the same words
-(:func:`verdict_lines`).
+maps' job, :func:`sample_verdicts`.) This module says them in words
+(:func:`verdict_headline`, :func:`verdict_lines`), which the page's Dash
+components (:func:`app.layout.verdict.verdict_children`) and the report's HTML
+section (:func:`app.report.verdict.verdict_html`) both show.
 
 Computed once, where the fits are: the fit job ends by computing the verdict
 of every model it fitted (:func:`store_verdicts`) and keeps it in the shared
@@ -30,12 +30,10 @@ is computed, and the page does not compute one while maps are still fitting.
 from __future__ import annotations
 
 import hashlib
-import html as html_text
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 import numpy as np
-from dash import html
 
 from calibration_core import CalibrationInputError, Predictions, __version__, confidence_ece
 
@@ -58,9 +56,7 @@ __all__ = [
     "sample_verdicts",
     "store_verdicts",
     "stored_verdict",
-    "verdict_children",
     "verdict_headline",
-    "verdict_html",
     "verdict_key",
     "verdict_lines",
     "view_verdicts",
@@ -396,52 +392,3 @@ def verdict_lines(item: ModelVerdict) -> list[str]:
     if item.message:
         lines.append(item.message)
     return lines
-
-
-def verdict_children(verdicts: list[ModelVerdict], title: str = "Verdict") -> list:
-    """The page's verdict: a heading, one card per model and the caption (no raw HTML).
-
-    Each card is ``div.verdict-card.verdict-<state>`` with ``data-model`` set
-    to the model's name (states: :attr:`ModelVerdict.state`). ``title``: the
-    heading (a dataset's says it is the sample's).
-    """
-    if not verdicts:
-        return []
-    cards = [
-        html.Div(
-            [
-                html.Div(
-                    [
-                        html.H3(item.model, className="verdict-model"),
-                        html.Span(verdict_headline(item), className="verdict-badge"),
-                    ],
-                    className="verdict-head",
-                ),
-                html.Ul([html.Li(line) for line in verdict_lines(item)], className="verdict-lines"),
-            ],
-            className=f"verdict-card verdict-{item.state}",
-            **{"data-model": item.model},
-        )
-        for item in verdicts
-    ]
-    return [
-        html.H2(title, className="section-title"),
-        html.Div(cards, className="verdict-cards"),
-        html.P(VERDICT_CAPTION, className="caption"),
-    ]
-
-
-def verdict_html(verdicts: list[ModelVerdict]) -> str:
-    """The report's "Verdict" section: one block per model, every text escaped."""
-    if not verdicts:
-        return ""
-    parts = ["<h2>Verdict</h2>"]
-    for item in verdicts:
-        body = "".join(f"<li>{html_text.escape(line)}</li>" for line in verdict_lines(item))
-        parts.append(
-            f"<h3>{html_text.escape(item.model)}</h3>"
-            f'<p class="verdict-headline">{html_text.escape(verdict_headline(item))}</p>'
-            f'<ul class="verdict">{body}</ul>'
-        )
-    parts.append(f'<p class="caption">{html_text.escape(VERDICT_CAPTION)}</p>')
-    return "".join(parts)

@@ -60,15 +60,6 @@ FORBIDDEN_IMPORTS = (
     ),
     Rule("app.report", ("app.callbacks",), "the report is drawn like the page, from its rows"),
     Rule(
-        "app.diagnostics.target",
-        ("dash", "plotly", "app.callbacks", "app.figures"),
-        "the diagnostics' computations are core calls only",
-    ),
-    Rule("app.diagnostics.overview", ("dash", "plotly", "app.callbacks", "app.figures"), "idem"),
-    Rule("app.diagnostics.cards", ("dash", "plotly", "app.callbacks", "app.figures"), "idem"),
-    Rule("app.diagnostics.resampling", ("dash", "plotly", "app.callbacks", "app.figures"), "idem"),
-    Rule("app.analysis", ("dash", "plotly", "app.callbacks", "app.figures"), "idem"),
-    Rule(
         "app.services",
         ("dash", "app.callbacks"),
         "the shared work runs without a page: the callbacks call it, not the reverse",
@@ -107,6 +98,7 @@ LAYERS = (
             "app.options",
             "app.settings",
             "app.store",
+            "app.verdict",
         ),
     ),
     Layer("figures", ("app.figures",)),
@@ -280,6 +272,21 @@ def test_layers_import_only_earlier_layers():
     assert not unknown, f"LAYERS names units that do not exist: {unknown}"
     breaches = layer_breaches(unit_arrows("app"), LAYERS)
     assert not breaches, "a layer imports a later one: " + ", ".join(breaches)
+
+
+#: What the compute layer never imports: it draws nothing, so a job or the CLI runs it bare.
+WEB_STACK = ("dash", "dash_ag_grid", "plotly", "flask", "werkzeug")
+
+
+def test_compute_layer_imports_no_web_stack():
+    broken = [
+        f"{module}:{imp.line} imports {imp.module}"
+        for module, imports in IMPORTS.items()
+        if any(inside(module, unit) for unit in LAYERS[0].units)
+        for imp in imports
+        if any(inside(imp.module, web) for web in WEB_STACK)
+    ]
+    assert not broken, f"{LAYERS[0].name} must not import {WEB_STACK}: {broken}"
 
 
 def test_every_rule_names_existing_modules():

@@ -36,9 +36,9 @@ from ..dataset_view import dataset_view, maps_view
 from ..diagnostics.beyond import MEASURES
 from ..figures.common import graph_config
 from ..layout.diagnostics import GRAPH_CONFIG, table_component
+from ..layout.verdict import verdict_children
 from ..metrics_table import PARTS
 from ..settings import RawSettings, SettingsError
-from ..verdict import verdict_children
 from .controls import setting_inputs
 from .diagnostics.wiring import JobIds, failure_message, note, register_job, run_job
 from .groups import dataset as group_dataset

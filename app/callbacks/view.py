@@ -19,13 +19,14 @@ from ..context import AppContext
 from ..figures.common import empty_figure, graph_config, view_title
 from ..figures.diagram import diagram_figure_dict
 from ..groups.time import parse_time
+from ..layout.verdict import verdict_children
 from ..metrics_table import caption, column_defs, row_data
 from ..services.fit import fit_status_line
 from ..services.view import compute_view
 from ..session import SESSION_LOST_MESSAGE
 from ..settings import RawSettings, SettingsError
 from ..store.data_store import EVICTED_MESSAGE
-from ..verdict import verdict_children, view_verdicts
+from ..verdict import view_verdicts
 from ..view_update import EMPTY_SLOT, PART_NAMES, SLOTS, slot_id, view_update
 from ..view_url import encode_view
 from .controls import (

@@ -199,7 +199,7 @@ def reliability_figure_dict(
     """:func:`reliability_figure` as a plain ``{"data", "layout"}`` dict (what dcc.Graph takes).
 
     ``compact``: draw the small multiples of "all classes" (default: ``view.all_classes``;
-    the per-group diagrams, :mod:`app.group_view`, use them too); ``heldout`` None:
+    the per-group diagrams, :mod:`app.groups.columns`, use them too); ``heldout`` None:
     no held-out scheme in the subtitle (no map is drawn).
     """
     compact = view.all_classes if compact is None else compact

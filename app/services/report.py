@@ -118,7 +118,8 @@ def report_html(ctx: AppContext, sid, result, settings: dict, sections: str = ""
     The verdict loads the comparison package (scikit-learn, pandas), which the page does
     not need until a report is asked for: imported here.
     """
-    from ..verdict import verdict_html, view_verdicts
+    from ..report.verdict import verdict_html
+    from ..verdict import view_verdicts
 
     figures = [diagram_figure(ctx.store, result, mv) for mv in result.models]
     return html_report(

@@ -11,19 +11,14 @@ from dataclasses import asdict
 import numpy as np
 
 from app.callbacks.view import render
+from app.layout.verdict import verdict_children
+from app.report.verdict import verdict_html
 from app.services.fit import run_fits
 from app.services.view import compute_view
 from app.settings import HeldOut, RawSettings
 from app.store.data_store import DataStore
 from app.store.records import FitRecord
-from app.verdict import (
-    VERDICT_CAPTION,
-    verdict_children,
-    verdict_headline,
-    verdict_html,
-    verdict_lines,
-    view_verdicts,
-)
+from app.verdict import VERDICT_CAPTION, verdict_headline, verdict_lines, view_verdicts
 from calibration_core import Predictions, compare_maps
 
 
@@ -56,7 +51,7 @@ def test_view_verdict_follows_the_fits(ctx, sid):
 
 
 def _cards(children) -> list:
-    """The verdict cards of :func:`app.verdict.verdict_children`'s output."""
+    """The verdict cards of :func:`app.layout.verdict.verdict_children`'s output."""
     (cards,) = [c for c in children if getattr(c, "className", "") == "verdict-cards"]
     return cards.children
 

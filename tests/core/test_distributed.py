@@ -230,7 +230,7 @@ def test_equal_frequency_edges_are_exact(dask_client, synthetic, n_bins):
             np.testing.assert_array_equal(a.count, b.count)
             np.testing.assert_array_equal(a.sum_target, b.sum_target)
             np.testing.assert_allclose(a.sum_score, b.sum_score, rtol=0, atol=TOL * len(labels))
-        metrics = summaries[name].metrics(n_bins, got[name])
+        metrics = summaries[name].with_frequency(n_bins, got[name]).metrics(n_bins, "frequency")
         want = score_probs(probs, labels, n_bins=n_bins, scheme="frequency")
         for key in want:
             assert abs(metrics[key] - want[key]) <= TOL, (key, metrics[key], want[key])

@@ -244,14 +244,19 @@ def model_settings(summary, view: ViewSettings) -> tuple[ViewSettings, list[str]
     return replace(view, class_name=ALL_CLASSES), [note]
 
 
-def metric_row(summary: CalibrationSummary, view: ViewSettings) -> dict:
-    """The model's metrics at the view's bins, with the Brier and log-loss parts when
+def summary_metrics(summary: CalibrationSummary, view: ViewSettings) -> dict:
+    """Any engine's metrics at the view's bins, with the Brier and log-loss parts when
     the parts box is ticked (:meth:`~calibration_core.engines.CalibrationSummary.score_parts`;
-    None where the engine does not know them)."""
+    None where the engine does not know them): the rows of both of the page's tables."""
     metrics = summary.metrics(view.n_bins, view.scheme)
     if view.score_parts:
         metrics.update(summary.score_parts(view.n_bins, view.scheme))
-    return {"model": summary.name, "n_samples": summary.n_samples, **metrics}
+    return metrics
+
+
+def metric_row(summary: CalibrationSummary, view: ViewSettings) -> dict:
+    """The row of a dataset model in the models' table: exact on every row."""
+    return {"model": summary.name, "n_samples": summary.n_samples, **summary_metrics(summary, view)}
 
 
 def dataset_view(
@@ -326,19 +331,17 @@ def sample_panels(info: ModelInfo, comparison, view: ViewSettings) -> ModelView:
 def sample_rows(model: str, comparison, view: ViewSettings) -> list[dict]:
     """The comparison table of one model at the page's binning (failed maps with their error).
 
-    With the parts box ticked, the rows add the core's ``score_parts`` of the
-    held-out predictions (any K: the sample's rows are in memory).
+    The held-out predictions are read by the in-memory engine
+    (:class:`~calibration_core.engines.PredictionsSummary`) as the dataset's
+    rows are by the Dask engine (:func:`summary_metrics`); with the parts box
+    ticked, the parts of any K (the sample's rows are in memory).
     """
-    from calibration_core import score_parts
-    from calibration_core.compare.results import score_probs
+    from calibration_core.engines import PredictionsSummary
 
     rows = []
-    binning = {"n_bins": view.n_bins, "scheme": view.scheme}
     for row in comparison.rows():
         pred = comparison.calibrated.get(row["map"])
-        metrics = {} if pred is None else score_probs(pred.probs, pred.labels, **binning)
-        if pred is not None and view.score_parts:
-            metrics.update(score_parts(pred.probs, pred.labels, **binning))
+        metrics = {} if pred is None else summary_metrics(PredictionsSummary(pred), view)
         rows.append({"model": model, "map": row["map"], "error": row["error"], **metrics})
     return rows
 

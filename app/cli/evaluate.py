@@ -131,59 +131,63 @@ def run(args: argparse.Namespace) -> int:
 
 def evaluate(args: argparse.Namespace, out) -> int:
     """Run ``evaluate`` and write the result to ``out``; returns the exit code."""
-    from calibration_core import compare_maps
-    from calibration_core.engines import PredictionsSummary
-    from calibration_core.maps import available_maps
-
     from .distributed import check_dask_options, evaluate_on_dask
 
     check_dask_options(args)
     if args.engine == "dask":
         return evaluate_on_dask(args, out)
+    from calibration_core.maps import available_maps
+
     models = load_models(input_path(args.file), args)
     maps = parse_maps("all" if args.maps is None else args.maps)
     if maps == "all":
         maps = list(available_maps())
-    results = [
-        compare_maps(
-            model,
-            maps,
-            folds=args.folds,
-            n_bins=args.bins,
-            scheme=args.scheme,
-            seed=args.seed,
-        )
-        for model in models
-    ]
-    sliced = bool(args.group_by or args.window)
-    found = [
-        ModelResult(
-            PredictionsSummary(model),
-            result,
-            model_measures(model, args) if args.measures else None,
-            slices=model_slices(model, args) if sliced else {},
-        )
-        for model, result in zip(models, results, strict=True)
-    ]
+    write_result(args, maps, [model_result(model, maps, args) for model in models], out)
+    return EXIT_OK
+
+
+def model_result(model, maps: list[str], args: argparse.Namespace) -> ModelResult:
+    """One model on the in-memory engine: every answer computed on all its rows.
+
+    The maps cross-fitted (:func:`calibration_core.compare_maps`), with
+    ``--measures`` the measures, with ``--group-by``/``--window`` the slices.
+    """
+    from calibration_core import compare_maps
+    from calibration_core.engines import PredictionsSummary
+
+    comparison = compare_maps(
+        model, maps, folds=args.folds, n_bins=args.bins, scheme=args.scheme, seed=args.seed
+    )
+    return ModelResult(
+        PredictionsSummary(model),
+        comparison,
+        model_measures(model, args) if args.measures else None,
+        slices=model_slices(model, args) if args.group_by or args.window else {},
+    )
+
+
+def write_result(args: argparse.Namespace, maps: list[str], found: list[ModelResult], out):
+    """The document (JSON), the CSV or the tables of the in-memory ``evaluate``."""
     if args.format == "json":
         json.dump(evaluate_document(args, maps, found), out, indent=2, allow_nan=False)
         out.write("\n")
-        return EXIT_OK
+        return
+    results = [m.comparison for m in found]
     for result in results:
         for note in result.warnings:
             print(f"{PROG}: warning: {result.settings['model']}: {note}", file=sys.stderr)
+    sliced = bool(args.group_by or args.window)
     if args.format == "csv":
         write_csv(evaluate_document(args, maps, found)["models"], out)
         if sliced:
             print(SLICES_NOT_IN_CSV, file=sys.stderr)
-    else:
-        write_tables(results, out)
-        write_verdicts(results, args, out)
-        if args.measures:
-            write_measures(found, out)
-        for m in found if sliced else []:
-            out.write("\n" + "\n".join(slice_lines(m.summary.name, m.slices)) + "\n")
-    return EXIT_OK
+        return
+    write_tables(results, out)
+    write_verdicts(results, args, out)
+    if args.measures:
+        write_measures(found, out)
+    for m in found if sliced else []:
+        out.write("\n" + "\n".join(slice_lines(m.summary.name, m.slices)) + "\n")
 
 
 def model_measures(model, args: argparse.Namespace) -> dict[str, Any]:

@@ -4,6 +4,10 @@ The in-memory commands (:mod:`app.cli.evaluate`, :mod:`app.cli.deploy`) and the
 Dask engine (:mod:`app.cli.distributed`) write the same documents: the schemas,
 ``evaluated_on``, the rows with their score parts, the verdict and measures lines
 of the tables, the CSV cells, and the JSON summaries of ``fit`` and ``apply``.
+The ``evaluate`` document has one builder, :func:`evaluate_document`, fed by
+either engine's :class:`ModelResult` (its
+:class:`~calibration_core.engines.CalibrationSummary`, comparison, measures and
+slices); its CSV is written from that document's rows.
 """
 
 from __future__ import annotations

@@ -81,14 +81,15 @@ def sample_source(found: dict) -> str:
     return f"the sample ({found['info'].rows:,} rows, seed {found['info'].seed})"
 
 
-def column_statistics(statistics: dict, spec: NotionSpec, n_classes: int) -> list:
-    """The view's columns (:meth:`NotionSpec.columns`) of ``{"confidence", "classwise"}``."""
+def column_statistics(summary, spec: NotionSpec, n_bins: int, scheme: str) -> list:
+    """The view's columns (:meth:`NotionSpec.columns`) of an engine's summary
+    (:class:`~calibration_core.engines.CalibrationSummary`), binned so."""
     if spec.kind == "confidence":
-        return [statistics["confidence"]]
-    classwise = statistics["classwise"]
+        return [summary.statistics("confidence", n_bins, scheme)]
+    classwise = summary.statistics("classwise", n_bins, scheme)
     if spec.kind == "binary":
         return [classwise[1]]
-    return [classwise[k] for _, k in spec.columns(n_classes)]
+    return [classwise[k] for _, k in spec.columns(summary.n_classes)]
 
 
 def whole_estimators(summary, view: ViewSettings, frequency: dict) -> EstimatorRow:
@@ -99,18 +100,12 @@ def whole_estimators(summary, view: ViewSettings, frequency: dict) -> EstimatorR
     :meth:`app.datasets.Datasets.cached_frequency` keeps them); the plug-in ECE
     uses the view's scheme (equal-width from the cells).
     """
+    summary = summary.with_frequency(view.n_bins, frequency)
     spec = notion_spec(model_info("", summary), view)
-    k = summary.n_classes
-    if view.scheme == "frequency":
-        plugin = column_statistics(frequency, spec, k)
-    else:
-        cells = {
-            "confidence": summary.statistics("confidence", view.n_bins),
-            "classwise": summary.statistics("classwise", view.n_bins),
-        }
-        plugin = column_statistics(cells, spec, k)
-    mass = column_statistics(frequency, spec, k)
-    per_class = [frequency["classwise"][j] for j in range(k)]
+    plugin = column_statistics(summary, spec, view.n_bins, view.scheme)
+    mass = column_statistics(summary, spec, view.n_bins, "frequency")
+    classwise = summary.statistics("classwise", view.n_bins, "frequency")
+    per_class = [classwise[j] for j in range(summary.n_classes)]
     row = estimators_from_statistics(plugin, mass, per_class)
     row.calibrator = "uncalibrated"
     return row

@@ -54,6 +54,8 @@ from .store.data_store import DataStore
 from .store.records import ModelInfo
 
 if TYPE_CHECKING:
+    from calibration_core.engines import CalibrationSummary
+
     from .verdict import ModelVerdict
 
 #: Metric row fields of a dataset model, in the table's order, with their headers.
@@ -172,48 +174,40 @@ def model_info(dataset: str, summary) -> ModelInfo:
     )
 
 
-def target_statistics(summary, view: ViewSettings, k: int | None, frequency=None):
+def target_statistics(summary: CalibrationSummary, view: ViewSettings, k: int | None):
     """Bin statistics of one panel: the notion's column, or class ``k``.
 
-    ``frequency``: the model's equal-frequency statistics (``{"confidence",
-    "classwise"}``) when the view's scheme is ``"frequency"``; else equal-width
-    bins from the cells.
+    Any engine's summary (:class:`~calibration_core.engines.CalibrationSummary`);
+    a dataset's answers equal-frequency bins once they are attached
+    (:meth:`~calibration_core.distributed.ModelSummary.with_frequency`).
     """
-    if frequency is not None:
-        if k is None and view.notion != "binary":
-            return frequency["confidence"]
-        return frequency["classwise"][1 if k is None else k]
     if k is not None:
-        return summary.statistics("classwise", view.n_bins)[k]
+        return summary.statistics("classwise", view.n_bins, view.scheme)[k]
     notion = "binary" if view.notion == "binary" else "confidence"
-    return summary.statistics(notion, view.n_bins)
+    return summary.statistics(notion, view.n_bins, view.scheme)
 
 
-def panel_of(summary, view: ViewSettings, k, label: str | None, frequency=None) -> Panel:
+def panel_of(summary: CalibrationSummary, view: ViewSettings, k, label: str | None) -> Panel:
     """One uncalibrated reliability panel, with its band and its histogram."""
-    stats = target_statistics(summary, view, k, frequency)
+    stats = target_statistics(summary, view, k)
     curve = ReliabilityCurve.from_statistics(stats, Binning(view.scheme, view.n_bins))
     hist = stats
-    if frequency is not None:  # equal-width histogram from the cells, as for uploads
-        hist = target_statistics(summary, replace(view, n_bins=HISTOGRAM_BINS), k)
+    if view.scheme != "width":  # equal-width histogram from the cells, as for uploads
+        hist = target_statistics(summary, replace(view, n_bins=HISTOGRAM_BINS, scheme="width"), k)
     return Panel(UNCALIBRATED, label, curve, band_of(stats, curve, view), histogram=hist)
 
 
-def model_panels(dataset: str, summary, view: ViewSettings, frequency=None) -> ModelView:
+def model_panels(dataset: str, summary: CalibrationSummary, view: ViewSettings) -> ModelView:
     """The panels of one model (the worst classes first in "all classes")."""
     info = model_info(dataset, summary)
     rows = targets(info, view)
     shown = None
     if view.all_classes:
-        classwise = (
-            summary.statistics("classwise", view.n_bins)
-            if frequency is None
-            else frequency["classwise"]
-        )
+        classwise = summary.statistics("classwise", view.n_bins, view.scheme)
         eces = np.asarray(classwise.ece())
         keep = worst_classes(eces, DATASET_CLASSES_SHOWN)
         rows, shown = [rows[k] for k in keep], (len(keep), len(rows))
-    panels = [panel_of(summary, view, k, label, frequency) for k, label in rows]
+    panels = [panel_of(summary, view, k, label) for k, label in rows]
     return ModelView(info, panels, summary.n_samples, classes_shown=shown, class_rows=rows)
 
 
@@ -250,16 +244,19 @@ def model_settings(summary, view: ViewSettings) -> tuple[ViewSettings, list[str]
     return replace(view, class_name=ALL_CLASSES), [note]
 
 
-def metric_row(summary, n_bins: int, frequency=None, parts: bool = False) -> dict:
-    """The model's metrics at ``n_bins`` bins (equal-frequency when ``frequency`` is given).
+def summary_metrics(summary: CalibrationSummary, view: ViewSettings) -> dict:
+    """Any engine's metrics at the view's bins, with the Brier and log-loss parts when
+    the parts box is ticked (:meth:`~calibration_core.engines.CalibrationSummary.score_parts`;
+    None where the engine does not know them): the rows of both of the page's tables."""
+    metrics = summary.metrics(view.n_bins, view.scheme)
+    if view.score_parts:
+        metrics.update(summary.score_parts(view.n_bins, view.scheme))
+    return metrics
 
-    ``parts``: with the Brier and log-loss parts (:meth:`ModelSummary.score_parts
-    <calibration_core.distributed.ModelSummary.score_parts>`; None where not given).
-    """
-    metrics = summary.metrics(n_bins, frequency)
-    if parts:
-        metrics.update(summary.score_parts(n_bins, frequency))
-    return {"model": summary.name, "n_samples": summary.n_samples, **metrics}
+
+def metric_row(summary: CalibrationSummary, view: ViewSettings) -> dict:
+    """The row of a dataset model in the models' table: exact on every row."""
+    return {"model": summary.name, "n_samples": summary.n_samples, **summary_metrics(summary, view)}
 
 
 def dataset_view(
@@ -293,10 +290,11 @@ def dataset_view(
     for summary in summaries.values():
         shown, why = model_settings(summary, view)
         notes += why
-        own = None if frequency is None else frequency[summary.name]
-        mv = model_panels(dataset, summary, shown, own)
+        if frequency is not None:
+            summary = summary.with_frequency(view.n_bins, frequency[summary.name])
+        mv = model_panels(dataset, summary, shown)
         figures.append(whole_figure(summary, mv, shown, side_by_side))
-        rows.append(metric_row(summary, view.n_bins, own, view.score_parts))
+        rows.append(metric_row(summary, shown))
     return DatasetView(figures, rows, notes, with_parts(DATASET_METRICS, view))
 
 
@@ -333,19 +331,17 @@ def sample_panels(info: ModelInfo, comparison, view: ViewSettings) -> ModelView:
 def sample_rows(model: str, comparison, view: ViewSettings) -> list[dict]:
     """The comparison table of one model at the page's binning (failed maps with their error).
 
-    With the parts box ticked, the rows add the core's ``score_parts`` of the
-    held-out predictions (any K: the sample's rows are in memory).
+    The held-out predictions are read by the in-memory engine
+    (:class:`~calibration_core.engines.PredictionsSummary`) as the dataset's
+    rows are by the Dask engine (:func:`summary_metrics`); with the parts box
+    ticked, the parts of any K (the sample's rows are in memory).
     """
-    from calibration_core import score_parts
-    from calibration_core.compare.results import score_probs
+    from calibration_core.engines import PredictionsSummary
 
     rows = []
-    binning = {"n_bins": view.n_bins, "scheme": view.scheme}
     for row in comparison.rows():
         pred = comparison.calibrated.get(row["map"])
-        metrics = {} if pred is None else score_probs(pred.probs, pred.labels, **binning)
-        if pred is not None and view.score_parts:
-            metrics.update(score_parts(pred.probs, pred.labels, **binning))
+        metrics = {} if pred is None else summary_metrics(PredictionsSummary(pred), view)
         rows.append({"model": model, "map": row["map"], "error": row["error"], **metrics})
     return rows
 

@@ -40,20 +40,21 @@ import json
 import logging
 import sys
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 
 from .common import EXIT_OK, CommandError, ProgressBar, one_model, parse_maps
 from .groups import group_columns, reference_argument, slice_lines
 from .outputs import (
     ALL_ROWS,
-    SCHEMA,
     SLICES_NOT_IN_CSV,
-    csv_text,
+    ModelResult,
+    evaluate_document,
     measures_lines,
-    rows_with_parts,
+    single_verdict,
+    uncalibrated_row,
     verdict_line,
     write_apply_summary,
+    write_csv,
     write_fit_summary,
 )
 
@@ -157,41 +158,45 @@ def evaluate_on_dask(args: argparse.Namespace, out) -> int:
                 progress=None if bar is None else lambda done, total: bar(done, total, "rows"),
                 **read,
             )
-            frequency = None
             if args.scheme == "frequency":
                 frequency = frequency_statistics(
                     args.file, summaries, args.bins, client=client, **read
                 )
+                summaries = {name: s.with_frequency(args.bins, frequency[name])
+                             for name, s in summaries.items()}  # fmt: skip
         except KilledWorker as exc:
             raise killed_error(exc) from None
         finally:
             if bar is not None:
                 bar.close()
         try:
-            drawn = {
-                name: on_sample(args, maps, client, name)
-                for name in summaries
-                if maps or args.measures
-            }
+            found = [
+                on_sample(args, maps, client, s) if maps or args.measures else ModelResult(s)
+                for s in summaries.values()
+            ]
             slices = dask_slices(args, client) if args.group_by or args.window else {}
         except KilledWorker as exc:
             raise killed_error(exc) from None
-    models = [
-        model_entry(s, args, None if frequency is None else frequency[name], drawn.get(name))
-        | slices.get(name, {})
-        for name, s in summaries.items()
-    ]
-    write_dask_result(args, maps, models, out)
+    for result in found:
+        result.slices = slices.get(result.summary.name, {})
+    write_dask_result(args, evaluate_document(args, maps, found, dask_settings(args, maps)), out)
     return EXIT_OK
 
 
-def write_dask_result(args: argparse.Namespace, maps, models: list[dict[str, Any]], out) -> None:
+def dask_settings(args: argparse.Namespace, maps) -> dict[str, Any]:
+    """The settings only the Dask engine writes: ``engine`` and ``sample_rows``."""
+    sampled = bool(maps or args.measures or args.group_by or args.window)
+    return {"engine": "dask", "sample_rows": sample_rows(args) if sampled else None}
+
+
+def write_dask_result(args: argparse.Namespace, doc: dict[str, Any], out) -> None:
     """The document (JSON), the CSV or the tables of ``evaluate --engine dask``."""
+    models = doc["models"]
     if args.format == "json":
-        json.dump(dask_document(args, maps, models), out, indent=2, allow_nan=False)
+        json.dump(doc, out, indent=2, allow_nan=False)
         out.write("\n")
     elif args.format == "csv":
-        write_dask_csv(models, out)
+        write_csv(models, out)
         if args.group_by or args.window:
             print(SLICES_NOT_IN_CSV, file=sys.stderr)
     else:
@@ -313,21 +318,6 @@ def killed_error(exc) -> CommandError:
     )
 
 
-def uncalibrated_row(summary, n_bins: int, frequency=None) -> dict[str, Any]:
-    """The ``uncalibrated`` row: the summary's metrics and score parts, no fit.
-
-    ``frequency``: the model's equal-frequency statistics (``--scheme frequency``).
-    The log-loss parts are None (null) for K > 2 (module docstring).
-    """
-    metrics = summary.metrics(n_bins, frequency)
-    row: dict[str, Any] = {"map": "uncalibrated"}
-    for key, value in metrics.items():
-        row[key] = value
-        if key == "log_loss":
-            row.update(summary.score_parts(n_bins, frequency))
-    return {**row, "fit_seconds": 0.0, "converged": None, "error": None}
-
-
 def sample_maps(args: argparse.Namespace) -> tuple[str, ...]:
     """The maps ``evaluate --engine dask`` cross-fits on the sample: none without ``--maps``.
 
@@ -345,34 +335,15 @@ def sample_maps(args: argparse.Namespace) -> tuple[str, ...]:
     return names
 
 
-@dataclass
-class OnSample:
-    """What ``evaluate --engine dask`` computed on one model's reproducible sample.
-
-    Attributes
-    ----------
-    info : SampleInfo
-        How the sample was drawn (rows, seed, fraction, dataset rows).
-    comparison : Comparison or None
-        The maps cross-fitted on the sample (``--maps``).
-    measures : dict or None
-        ``measures_summary`` of the sample (``--measures``).
-    """
-
-    info: Any
-    comparison: Any = None
-    measures: dict[str, Any] | None = None
-
-
-def on_sample(args: argparse.Namespace, maps, client, model: str) -> OnSample:
-    """The maps' held-out comparison and the measures of ``model``, on one drawn sample.
+def on_sample(args: argparse.Namespace, maps, client, summary) -> ModelResult:
+    """The maps' held-out comparison and the measures of a model, on one drawn sample.
 
     The sample is ``--sample-rows`` rows drawn with ``--seed``
     (:func:`~calibration_core.distributed.sample_predictions`); the maps are
     cross-fitted on it as ``fit --select best --engine dask`` does
     (:func:`~calibration_core.distributed.compare_maps_on_sample`, ``--folds``,
     folds seeded by ``--seed``); the comparison and the measures each run as one
-    task on the cluster.
+    task on the cluster. ``summary``: the model's, exact on every row.
     """
     from calibration_core.distributed import (
         compare_maps_on_sample,
@@ -381,142 +352,29 @@ def on_sample(args: argparse.Namespace, maps, client, model: str) -> OnSample:
     )
     from calibration_core.measures import measures_summary
 
-    read = {"model": model, "label_column": args.label_column, "renormalize": args.renormalize}
+    read = {"model": summary.name, "label_column": args.label_column,
+            "renormalize": args.renormalize}  # fmt: skip
     size = sample_rows(args)
+    comparison = None
     if maps:
         settings = {"folds": args.folds, "n_bins": args.bins, "scheme": args.scheme}
-        found = compare_maps_on_sample(
+        drawn = compare_maps_on_sample(
             args.file, list(maps), size=size, seed=args.seed, client=client, **settings, **read
         )
-        sample, drawn = found.sample, OnSample(found.info, found.comparison)
+        sample, info, comparison = drawn.sample, drawn.info, drawn.comparison
     else:
         sample, info = sample_predictions(
             args.file, size=size, seed=args.seed, client=client, **read
         )
-        drawn = OnSample(info)
+    measures = None
     if args.measures:
-        drawn.measures = run_on_sample(measures_summary, sample, client, seed=args.seed)
-    return drawn
+        measures = run_on_sample(measures_summary, sample, client, seed=args.seed)
+    return ModelResult(summary, comparison, measures, evaluated_on(info, summary.n_samples))
 
 
 def evaluated_on(info, n_rows: int) -> dict[str, int]:
     """``evaluated_on`` of what was computed on a sample: its rows and seed, of ``n_rows``."""
     return {"rows": info.rows, "seed": info.seed, "of": n_rows}
-
-
-def single_verdict(summary, row: dict[str, Any], level: float):
-    """The verdict of a table whose only row is ``uncalibrated`` (nothing was cross-fitted)."""
-    from calibration_core.compare import UNCALIBRATED, Contender, Verdict
-    from calibration_core.compare.verdict import FITS_FIXED
-
-    return Verdict(
-        winner=UNCALIBRATED,
-        runner_up=None,
-        recommended=UNCALIBRATED,
-        clear=False,
-        difference=None,
-        lower=None,
-        upper=None,
-        level=level,
-        interval=FITS_FIXED,
-        n_rows=summary.n_samples,
-        log_loss={UNCALIBRATED: row["log_loss"]},
-        contenders=(Contender((UNCALIBRATED,), row["log_loss"], 0),),
-        confidence_ece={UNCALIBRATED: row["confidence_ece"]},
-    )
-
-
-def model_entry(
-    summary, args: argparse.Namespace, frequency=None, drawn: OnSample | None = None
-) -> dict[str, Any]:
-    """One ``models[]`` entry: the exact uncalibrated row, then what was drawn on the sample.
-
-    Without ``drawn`` (no ``--maps``, no ``--measures``) the verdict has the
-    single candidate ``uncalibrated``.
-    """
-    row = {**uncalibrated_row(summary, args.bins, frequency), "evaluated_on": ALL_ROWS}
-    verdict = single_verdict(summary, row, args.level)
-    entry = {
-        "model": summary.name,
-        "n_samples": summary.n_samples,
-        "n_classes": summary.n_classes,
-        "splitter": "none",
-        "warnings": [],
-        "rows": [row],
-        "verdict": {**verdict.to_dict(), "evaluated_on": ALL_ROWS},
-    }
-    if drawn is not None:
-        entry.update(sample_fields(entry, args, drawn))
-    return entry
-
-
-def sample_fields(entry: dict[str, Any], args: argparse.Namespace, drawn: OnSample) -> dict:
-    """The entry's fields computed on the sample: map rows, their verdict, the measures.
-
-    The map rows are the in-memory engine's rows (parts included) of the
-    comparison on the sample, without its ``uncalibrated`` row (the entry's is
-    exact, on every row); the verdict is the sample's, whose candidates
-    include ``uncalibrated`` scored on the same sample rows.
-    """
-    on = evaluated_on(drawn.info, entry["n_samples"])
-    fields: dict[str, Any] = {}
-    found = drawn.comparison
-    if found is not None:
-        maps = rows_with_parts(found, args.bins, args.scheme)[1:]
-        verdict = found.verdict(level=args.level).to_dict()
-        fields = {
-            "splitter": found.settings["splitter"],
-            "warnings": list(found.warnings),
-            "rows": [*entry["rows"], *({**r, "evaluated_on": on} for r in maps)],
-            "verdict": {**verdict, "evaluated_on": on},
-        }
-    if drawn.measures is not None:
-        fields["measures"] = {**drawn.measures, "evaluated_on": on}
-    return fields
-
-
-def dask_document(
-    args: argparse.Namespace, maps: tuple[str, ...], models: list[dict[str, Any]]
-) -> dict[str, Any]:
-    """The ``evaluate`` JSON document of a Dask run (docs/evaluate-json-schema.md)."""
-    from calibration_core import __version__
-
-    sliced = bool(args.group_by or args.window)
-    return {
-        "schema": SCHEMA,
-        "version": __version__,
-        "file": str(args.file),
-        "settings": {
-            "n_bins": args.bins,
-            "scheme": args.scheme,
-            "folds": args.folds,
-            "seed": args.seed,
-            "maps": list(maps),
-            "label_column": args.label_column,
-            "renormalize": bool(args.renormalize),
-            "level": args.level,
-            "measures": bool(args.measures),
-            "group_by": args.group_by,
-            "window": args.window,
-            "engine": "dask",
-            "sample_rows": sample_rows(args) if maps or args.measures or sliced else None,
-        },
-        "models": models,
-    }
-
-
-def write_dask_csv(models: list[dict[str, Any]], out) -> None:
-    """The CSV of ``evaluate``: a ``model`` and a ``map`` column, then the table's."""
-    from calibration_core.compare import TABLE_COLUMNS
-
-    from ..exports import csv_writer, safe_cell
-
-    writer = csv_writer(out)
-    writer.writerow(["model", "map", *TABLE_COLUMNS])
-    for m in models:
-        for row in m["rows"]:
-            cells = [m["model"], row["map"], *(row[c] for c in TABLE_COLUMNS)]
-            writer.writerow([csv_text(safe_cell(cell)) for cell in cells])
 
 
 def on_words(on: str | dict[str, int]) -> str:
@@ -617,12 +475,12 @@ def fit_on_dask(args: argparse.Namespace, map_name: str, out) -> int:
         try:
             summaries = dataset_summaries(args.file, client=client, **read)
             summary = one_model(summaries, args.model, args.file)
-            frequency = None
             if args.scheme == "frequency":
                 wanted = {summary.name: summary}
                 frequency = frequency_statistics(
                     args.file, wanted, args.bins, client=client, **read
                 )
+                summary = summary.with_frequency(args.bins, frequency[summary.name])
             fitted = fit_dataset_map(args, map_name, client, summary)
         except KilledWorker as exc:
             raise killed_error(exc) from None
@@ -630,8 +488,7 @@ def fit_on_dask(args: argparse.Namespace, map_name: str, out) -> int:
     n_rows = summary.n_samples if exact else int(fitted.fit_sample_["rows"])
     deployable = dataset_deployable(fitted, summary.name, summary.class_names, n_rows)
     deployable.save(args.output)
-    frequency = None if frequency is None else frequency[summary.name]
-    row = uncalibrated_row(summary, args.bins, frequency)
+    row = uncalibrated_row(summary, args.bins, args.scheme)
     for part in PART_FIELDS:  # fit's comparison rows have no parts (as in memory)
         del row[part]
     settings = {

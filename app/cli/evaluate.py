@@ -30,13 +30,12 @@ from .common import (
 )
 from .groups import add_group_arguments, model_slices, slice_lines
 from .outputs import (
-    ALL_ROWS,
-    SCHEMA,
     SLICES_NOT_IN_CSV,
-    csv_text,
+    ModelResult,
+    evaluate_document,
     measures_lines,
-    rows_with_parts,
     verdict_line,
+    write_csv,
 )
 
 FORMATS = ("table", "json", "csv")
@@ -132,132 +131,78 @@ def run(args: argparse.Namespace) -> int:
 
 def evaluate(args: argparse.Namespace, out) -> int:
     """Run ``evaluate`` and write the result to ``out``; returns the exit code."""
-    from calibration_core import compare_maps
-
     from .distributed import check_dask_options, evaluate_on_dask
 
     check_dask_options(args)
     if args.engine == "dask":
         return evaluate_on_dask(args, out)
+    from calibration_core.maps import available_maps
+
     models = load_models(input_path(args.file), args)
     maps = parse_maps("all" if args.maps is None else args.maps)
-    results = [
-        compare_maps(
-            model,
-            maps,
-            folds=args.folds,
-            n_bins=args.bins,
-            scheme=args.scheme,
-            seed=args.seed,
-        )
-        for model in models
-    ]
-    measures = [model_measures(model, args) for model in models] if args.measures else None
-    slices = None
-    if args.group_by or args.window:
-        slices = [model_slices(model, args) for model in models]
+    if maps == "all":
+        maps = list(available_maps())
+    write_result(args, maps, [model_result(model, maps, args) for model in models], out)
+    return EXIT_OK
+
+
+def model_result(model, maps: list[str], args: argparse.Namespace) -> ModelResult:
+    """One model on the in-memory engine: every answer computed on all its rows.
+
+    The maps cross-fitted (:func:`calibration_core.compare_maps`), with
+    ``--measures`` the measures, with ``--group-by``/``--window`` the slices.
+    """
+    from calibration_core import compare_maps
+    from calibration_core.engines import PredictionsSummary
+
+    comparison = compare_maps(
+        model, maps, folds=args.folds, n_bins=args.bins, scheme=args.scheme, seed=args.seed
+    )
+    return ModelResult(
+        PredictionsSummary(model),
+        comparison,
+        model_measures(model, args) if args.measures else None,
+        slices=model_slices(model, args) if args.group_by or args.window else {},
+    )
+
+
+def write_result(args: argparse.Namespace, maps: list[str], found: list[ModelResult], out):
+    """The document (JSON), the CSV or the tables of the in-memory ``evaluate``."""
     if args.format == "json":
-        doc = evaluate_document(args, maps, results, measures, slices)
-        json.dump(doc, out, indent=2, allow_nan=False)
+        json.dump(evaluate_document(args, maps, found), out, indent=2, allow_nan=False)
         out.write("\n")
-        return EXIT_OK
+        return
+    results = [m.comparison for m in found]
     for result in results:
         for note in result.warnings:
             print(f"{PROG}: warning: {result.settings['model']}: {note}", file=sys.stderr)
+    sliced = bool(args.group_by or args.window)
     if args.format == "csv":
-        write_csv(results, out)
-        if slices is not None:
+        write_csv(evaluate_document(args, maps, found)["models"], out)
+        if sliced:
             print(SLICES_NOT_IN_CSV, file=sys.stderr)
-    else:
-        write_tables(results, out)
-        write_verdicts(results, args, out)
-        if measures is not None:
-            write_measures(results, measures, out)
-        for model, doc in zip(models, slices or [], strict=False):
-            out.write("\n" + "\n".join(slice_lines(model.name, doc)) + "\n")
-    return EXIT_OK
+        return
+    write_tables(results, out)
+    write_verdicts(results, args, out)
+    if args.measures:
+        write_measures(found, out)
+    for m in found if sliced else []:
+        out.write("\n" + "\n".join(slice_lines(m.summary.name, m.slices)) + "\n")
 
 
 def model_measures(model, args: argparse.Namespace) -> dict[str, Any]:
     """The ``measures`` object of one model (calibration_core.measures.measures_summary)."""
     from calibration_core.measures import measures_summary
 
-    return {**measures_summary(model, seed=args.seed), "evaluated_on": ALL_ROWS}
+    return measures_summary(model, seed=args.seed)
 
 
-def write_measures(results, measures, out) -> None:
+def write_measures(found: list[ModelResult], out) -> None:
     """The measures of every model, a few lines each, after the verdicts."""
     out.write("\n")
-    for result, m in zip(results, measures, strict=True):
-        out.write(f"{result.settings['model']}: measures of the uncalibrated predictions\n")
-        out.write("\n".join(measures_lines(m)) + "\n")
-
-
-def evaluate_document(
-    args: argparse.Namespace, maps, results, measures=None, slices=None
-) -> dict[str, Any]:
-    """The JSON document of ``evaluate --format json`` (see docs/evaluate-json-schema.md).
-
-    ``measures``: one ``measures`` object per model (``--measures``), or None.
-    ``slices``: per model, its ``slices``/``group_maps``/``time`` objects
-    (``--group-by``, ``--window``), or None.
-    """
-    from calibration_core import __version__
-    from calibration_core.maps import available_maps
-
-    map_names = list(available_maps()) if maps == "all" else list(maps)
-    return {
-        "schema": SCHEMA,
-        "version": __version__,
-        "file": str(args.file),
-        "settings": {
-            "n_bins": args.bins,
-            "scheme": args.scheme,
-            "folds": args.folds,
-            "seed": args.seed,
-            "maps": map_names,
-            "label_column": args.label_column,
-            "renormalize": bool(args.renormalize),
-            "level": args.level,
-            "measures": measures is not None,
-            "group_by": getattr(args, "group_by", None),
-            "window": getattr(args, "window", None),
-        },
-        "models": [
-            {
-                "model": r.settings["model"],
-                "n_samples": r.settings["n_samples"],
-                "n_classes": r.settings["n_classes"],
-                "splitter": r.settings["splitter"],
-                "warnings": list(r.warnings),
-                "rows": [
-                    {**row, "evaluated_on": ALL_ROWS}
-                    for row in rows_with_parts(r, args.bins, args.scheme)
-                ],
-                "verdict": {
-                    **r.verdict(level=args.level).to_dict(),
-                    "evaluated_on": ALL_ROWS,
-                },
-                **({} if measures is None else {"measures": measures[i]}),
-                **({} if slices is None else slices[i]),
-            }
-            for i, r in enumerate(results)
-        ],
-    }
-
-
-def write_csv(results, out) -> None:
-    """One CSV with a ``model`` and a ``map`` column, then the table columns."""
-    from calibration_core.compare import TABLE_COLUMNS
-
-    from ..exports import csv_writer, safe_cell
-
-    writer = csv_writer(out)
-    writer.writerow(["model", "map", *TABLE_COLUMNS])
-    for result in results:
-        for row in result.rows():
-            cells = [result.settings["model"], row["map"], *(row[c] for c in TABLE_COLUMNS)]
-            writer.writerow([csv_text(safe_cell(cell)) for cell in cells])
+    for m in found:
+        out.write(f"{m.summary.name}: measures of the uncalibrated predictions\n")
+        out.write("\n".join(measures_lines(m.measures or {})) + "\n")
 
 
 def write_tables(results, out) -> None:

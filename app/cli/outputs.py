@@ -4,15 +4,24 @@ The in-memory commands (:mod:`app.cli.evaluate`, :mod:`app.cli.deploy`) and the
 Dask engine (:mod:`app.cli.distributed`) write the same documents: the schemas,
 ``evaluated_on``, the rows with their score parts, the verdict and measures lines
 of the tables, the CSV cells, and the JSON summaries of ``fit`` and ``apply``.
+The ``evaluate`` document has one builder, :func:`evaluate_document`, fed by
+either engine's :class:`ModelResult` (its
+:class:`~calibration_core.engines.CalibrationSummary`, comparison, measures and
+slices); its CSV is written from that document's rows.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-from typing import Any
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from .common import EXIT_OK, PROG
+
+if TYPE_CHECKING:
+    from calibration_core.compare import Comparison, Verdict
+    from calibration_core.engines import CalibrationSummary
 
 SCHEMA = "calibration-dashboard/evaluate/v1"
 FIT_SCHEMA = "calibration-dashboard/fit/v1"
@@ -86,6 +95,168 @@ def rows_with_parts(result, n_bins: int, scheme: str) -> list[dict[str, Any]]:
                 ordered.update(parts)
         out.append(ordered)
     return out
+
+
+@dataclass
+class ModelResult:
+    """What an engine found for one model of ``evaluate``: :func:`evaluate_document`'s input.
+
+    Attributes
+    ----------
+    summary : CalibrationSummary
+        The model's uncalibrated rows, every one of them
+        (:class:`~calibration_core.engines.PredictionsSummary` in memory,
+        :class:`~calibration_core.distributed.ModelSummary` on Dask): the
+        ``uncalibrated`` row.
+    comparison : Comparison or None
+        The maps held out (``--maps``): on every row in memory, on the model's
+        sample on Dask; None when no map was compared.
+    measures : dict or None
+        ``measures_summary`` (``--measures``) of the same rows as ``comparison``.
+    on : str or dict
+        ``evaluated_on`` of the comparison's map rows, its verdict and the
+        measures: :data:`ALL_ROWS`, or a sample's ``{"rows", "seed", "of"}``.
+    slices : dict
+        The ``slices``, ``group_maps`` and ``time`` objects (``--group-by``,
+        ``--window``), added to the model's entry as they are.
+    """
+
+    summary: CalibrationSummary
+    comparison: Comparison | None = None
+    measures: dict[str, Any] | None = None
+    on: str | dict[str, int] = ALL_ROWS
+    slices: dict[str, Any] = field(default_factory=dict)
+
+
+def evaluate_document(
+    args: argparse.Namespace,
+    maps: list[str],
+    results: list[ModelResult],
+    engine: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The JSON document of ``evaluate --format json`` (docs/evaluate-json-schema.md).
+
+    The one builder of that document, for every engine.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The command's options.
+    maps : list of str
+        The maps compared, in table order (``--maps all`` expanded).
+    results : list of ModelResult
+        One per model, in file order.
+    engine : dict, optional
+        Settings only an engine other than the in-memory one writes (the Dask
+        engine's ``engine`` and ``sample_rows``; absent in memory, as the schema says).
+    """
+    from calibration_core import __version__
+
+    return {
+        "schema": SCHEMA,
+        "version": __version__,
+        "file": str(args.file),
+        "settings": {
+            "n_bins": args.bins,
+            "scheme": args.scheme,
+            "folds": args.folds,
+            "seed": args.seed,
+            "maps": list(maps),
+            "label_column": args.label_column,
+            "renormalize": bool(args.renormalize),
+            "level": args.level,
+            "measures": bool(args.measures),
+            "group_by": getattr(args, "group_by", None),
+            "window": getattr(args, "window", None),
+            **(engine or {}),
+        },
+        "models": [model_document(result, args) for result in results],
+    }
+
+
+def model_document(result: ModelResult, args: argparse.Namespace) -> dict[str, Any]:
+    """One ``models[]`` entry: the exact uncalibrated row, then the maps, measures, slices.
+
+    Without a comparison the verdict has the single candidate ``uncalibrated``
+    and the splitter is ``"none"`` (nothing was cross-fitted). With one, the map
+    rows are the comparison's (parts included) without its ``uncalibrated`` row
+    (the summary's is on every row); the verdict is the comparison's, whose
+    candidates include ``uncalibrated`` scored on the comparison's rows.
+    """
+    summary, found = result.summary, result.comparison
+    row = {**uncalibrated_row(summary, args.bins, args.scheme), "evaluated_on": ALL_ROWS}
+    verdict = single_verdict(summary, row, args.level).to_dict()
+    entry: dict[str, Any] = {
+        "model": summary.name,
+        "n_samples": summary.n_samples,
+        "n_classes": summary.n_classes,
+        "splitter": "none",
+        "warnings": [],
+        "rows": [row],
+        "verdict": {**verdict, "evaluated_on": ALL_ROWS},
+    }
+    if found is not None:
+        maps = rows_with_parts(found, args.bins, args.scheme)[1:]
+        entry |= {
+            "splitter": found.settings["splitter"],
+            "warnings": list(found.warnings),
+            "rows": [row, *({**r, "evaluated_on": result.on} for r in maps)],
+            "verdict": {**found.verdict(level=args.level).to_dict(), "evaluated_on": result.on},
+        }
+    if result.measures is not None:
+        entry["measures"] = {**result.measures, "evaluated_on": result.on}
+    return entry | result.slices
+
+
+def uncalibrated_row(summary: CalibrationSummary, n_bins: int, scheme: str) -> dict[str, Any]:
+    """The ``uncalibrated`` row of any engine's summary: its metrics and score parts, no fit.
+
+    The parts follow ``log_loss``; a part the engine does not know is None
+    (the Dask engine's log-loss parts for K > 2).
+    """
+    row: dict[str, Any] = {"map": "uncalibrated"}
+    for key, value in summary.metrics(n_bins, scheme).items():
+        row[key] = value
+        if key == "log_loss":
+            row.update(summary.score_parts(n_bins, scheme))
+    return {**row, "fit_seconds": 0.0, "converged": None, "error": None}
+
+
+def single_verdict(summary: CalibrationSummary, row: dict[str, Any], level: float) -> Verdict:
+    """The verdict of a table whose only row is ``uncalibrated`` (nothing was cross-fitted)."""
+    from calibration_core.compare import UNCALIBRATED, Contender, Verdict
+    from calibration_core.compare.verdict import FITS_FIXED
+
+    return Verdict(
+        winner=UNCALIBRATED,
+        runner_up=None,
+        recommended=UNCALIBRATED,
+        clear=False,
+        difference=None,
+        lower=None,
+        upper=None,
+        level=level,
+        interval=FITS_FIXED,
+        n_rows=summary.n_samples,
+        log_loss={UNCALIBRATED: row["log_loss"]},
+        contenders=(Contender((UNCALIBRATED,), row["log_loss"], 0),),
+        confidence_ece={UNCALIBRATED: row["confidence_ece"]},
+    )
+
+
+def write_csv(models: list[dict[str, Any]], out) -> None:
+    """The CSV of ``evaluate`` (either engine): a ``model`` and a ``map`` column, then the
+    table's, one line per row of the document's ``models`` (:func:`evaluate_document`)."""
+    from calibration_core.compare import TABLE_COLUMNS
+
+    from ..exports import csv_writer, safe_cell
+
+    writer = csv_writer(out)
+    writer.writerow(["model", "map", *TABLE_COLUMNS])
+    for m in models:
+        for row in m["rows"]:
+            cells = [m["model"], row["map"], *(row[c] for c in TABLE_COLUMNS)]
+            writer.writerow([csv_text(safe_cell(cell)) for cell in cells])
 
 
 def csv_text(value) -> str:

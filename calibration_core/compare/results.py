@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from ..binning import Scheme
+from ..engines import metric_columns
 from ..maps.base import CalibrationMap
 from ..metrics import (
     accuracy,
@@ -43,21 +44,18 @@ def score_probs(probs: np.ndarray, labels: np.ndarray, *, n_bins: int, scheme: S
     Returns
     -------
     dict
-        One float per name of :data:`~.columns.METRIC_COLUMNS`; ECE and MCE of a notion
-        come from one call of the core ``*_statistics`` function, exactly as
-        ``confidence_ece`` / ``confidence_mce`` compute them.
+        One float per name of :data:`~.columns.METRIC_COLUMNS`
+        (:func:`~calibration_core.engines.metric_columns`, the rule of every engine);
+        ECE and MCE of a notion come from one call of the core ``*_statistics``
+        function, exactly as ``confidence_ece`` / ``confidence_mce`` compute them.
     """
-    conf = confidence_statistics(probs, labels, n_bins=n_bins, scheme=scheme)
-    cw = classwise_statistics(probs, labels, n_bins=n_bins, scheme=scheme)
-    return {
-        "accuracy": accuracy(probs, labels),
-        "confidence_ece": float(conf.ece()),
-        "confidence_mce": float(conf.mce()),
-        "classwise_ece": float(np.mean(cw.ece())),
-        "classwise_mce": float(np.max(cw.mce())),
-        "brier_score": brier_score(probs, labels),
-        "log_loss": log_loss(probs, labels),
-    }
+    return metric_columns(
+        confidence_statistics(probs, labels, n_bins=n_bins, scheme=scheme),
+        classwise_statistics(probs, labels, n_bins=n_bins, scheme=scheme),
+        accuracy=accuracy(probs, labels),
+        brier_score=brier_score(probs, labels),
+        log_loss=log_loss(probs, labels),
+    )
 
 
 def _json_value(value):

@@ -23,6 +23,9 @@ and sums equal up to the order of float additions. ECE, MCE (confidence,
 classwise, binary), reliability curves and their binomial bands
 (:func:`~calibration_core.bands.binomial_band` of :meth:`ModelSummary.statistics`),
 Brier score, log-loss and accuracy agree with the in-memory core to 1e-12.
+:class:`ModelSummary` is a :class:`~calibration_core.engines.CalibrationSummary`,
+the interface of every engine: it answers the in-memory engine's questions
+(:class:`~calibration_core.engines.PredictionsSummary`) with the same types.
 
 Equal-frequency bins (:func:`~.frequency.frequency_statistics`) are **exact**,
 with no rank error: their edges, order statistics of the whole dataset, are

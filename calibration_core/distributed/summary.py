@@ -10,14 +10,15 @@ equal-width bin count in 1..100 without reading rows again.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
 
-from ..binning import Binning, BinStatistics
+from ..binning import BinStatistics, Scheme
 from ..decomposition import PART_FIELDS
+from ..engines import check_summary_notion, metric_columns, single_column_curve
 from ..errors import CalibrationInputError
 from ..io.checks import Context, exact_tolerance, silent_tolerance
 from ..io.tables import (
@@ -27,7 +28,6 @@ from ..io.tables import (
     table_columns,
     table_labels,
 )
-from ..notions import check_ece_notion
 from ..predictions import Predictions
 from ..reliability import ReliabilityCurve
 from .cells import CellStatistics
@@ -44,7 +44,7 @@ Summaries = dict[str, "ModelSummary"]
 
 @dataclass(frozen=True, eq=False)
 class ModelSummary:
-    """Mergeable statistics of one model's rows.
+    """Mergeable statistics of one model's rows: the Dask engine's summary.
 
     Attributes
     ----------
@@ -66,6 +66,12 @@ class ModelSummary:
     parts : PartSums or None
         Per-cell sums of the Brier and log-loss decompositions
         (:meth:`score_parts`); None in a summary kept by an earlier version.
+    frequency : dict or None
+        Equal-frequency statistics by bin count M (:meth:`with_frequency`); not
+        merged by addition (the edges are those of the rows summarised).
+
+    A :class:`~calibration_core.engines.CalibrationSummary`: the Dask engine
+    answers the in-memory engine's questions with its types.
     """
 
     name: str
@@ -77,6 +83,7 @@ class ModelSummary:
     confidence: CellStatistics
     classwise: CellStatistics
     parts: PartSums | None = None
+    frequency: dict[int, dict] | None = None
 
     @classmethod
     def of(cls, pred: Predictions) -> ModelSummary:
@@ -141,8 +148,36 @@ class ModelSummary:
         """K."""
         return len(self.class_names)
 
-    def statistics(self, notion: str = "confidence", n_bins: int = 15) -> BinStatistics:
-        """Equal-width bin statistics of a notion, as the in-memory core computes them.
+    def with_frequency(self, n_bins: int, statistics: dict) -> ModelSummary:
+        """This summary, also answering ``scheme="frequency"`` at ``n_bins`` bins.
+
+        Parameters
+        ----------
+        n_bins : int
+            M of the equal-frequency bins.
+        statistics : dict
+            This model's entry of
+            :func:`~calibration_core.distributed.frequency.frequency_statistics`
+            at M bins (``"confidence"``, ``"classwise"``, ``"parts"``).
+        """
+        return replace(self, frequency={**(self.frequency or {}), n_bins: statistics})
+
+    def _frequency_bins(self, n_bins: int) -> dict:
+        """The equal-frequency statistics at ``n_bins`` bins (:meth:`with_frequency`)."""
+        found = (self.frequency or {}).get(n_bins)
+        if found is None:
+            raise CalibrationInputError(
+                f"model {self.name!r}: the equal-frequency bins of a dataset need more passes "
+                f"over its rows; compute them with frequency_statistics(source, summaries, "
+                f"{n_bins}) and attach them with summary.with_frequency({n_bins}, ...), or "
+                "use scheme 'width'."
+            )
+        return found
+
+    def statistics(
+        self, notion: str = "confidence", n_bins: int = 15, scheme: Scheme = "width"
+    ) -> BinStatistics:
+        """Bin statistics of a notion, as the in-memory core computes them.
 
         Parameters
         ----------
@@ -150,61 +185,45 @@ class ModelSummary:
             Top label; every class against the rest (arrays of shape (K, M));
             the positive class of a binary model (K = 2).
         n_bins : int
-            M, in 1..100.
+            M: in 1..100 for equal-width bins (from the cells).
+        scheme : {"width", "frequency"}
+            Equal-frequency bins once attached (:meth:`with_frequency`).
         """
-        if notion == "binary":
-            if self.n_classes != 2:
-                raise CalibrationInputError(
-                    f"model {self.name!r} has {self.n_classes} classes; the binary notion needs 2."
-                )
-            return self.classwise.bins(n_bins)[1]
-        if check_ece_notion(notion) == "classwise":
-            return self.classwise.bins(n_bins)
-        return self.confidence.bins(n_bins)
+        notion = check_summary_notion(notion, self.n_classes, self.name)
+        if scheme == "frequency":
+            found = self._frequency_bins(n_bins)
+            if notion == "binary":
+                return found["classwise"][1]
+            return found[notion]
+        source = self.confidence if notion == "confidence" else self.classwise
+        stats = source.bins(n_bins)
+        return stats[1] if notion == "binary" else stats
 
-    def reliability_curve(self, notion: str = "confidence", n_bins: int = 15) -> ReliabilityCurve:
+    def reliability_curve(
+        self, notion: str = "confidence", n_bins: int = 15, scheme: Scheme = "width"
+    ) -> ReliabilityCurve:
         """The reliability curve of a single-column notion (confidence or binary)."""
-        if notion == "classwise":
-            raise CalibrationInputError(
-                "a reliability curve has one column: use notion 'confidence' or 'binary', or "
-                "statistics('classwise', M)[k] for class k."
-            )
-        return ReliabilityCurve.from_statistics(
-            self.statistics(notion, n_bins), Binning("width", n_bins)
-        )
+        return single_column_curve(self, notion, n_bins, scheme)
 
-    def metrics(
-        self, n_bins: int = 15, frequency: dict[str, BinStatistics] | None = None
-    ) -> dict[str, float]:
-        """The metric columns of the comparison table (``score_probs``'s names and rules).
+    def metrics(self, n_bins: int = 15, scheme: Scheme = "width") -> dict[str, float]:
+        """The metric columns of the comparison table (:func:`~..engines.metric_columns`).
 
         Parameters
         ----------
         n_bins : int
-            M of the equal-width ECE/MCE columns (1..100).
-        frequency : dict, optional
-            This model's entry of
-            :func:`~calibration_core.distributed.frequency.frequency_statistics`:
-            the ECE/MCE columns then use its equal-frequency bins.
+            M of the ECE/MCE columns (1..100 equal-width).
+        scheme : {"width", "frequency"}
+            Equal-frequency bins once attached (:meth:`with_frequency`).
         """
-        if frequency is None:
-            conf = self.statistics("confidence", n_bins)
-            cw = self.statistics("classwise", n_bins)
-        else:
-            conf, cw = frequency["confidence"], frequency["classwise"]
-        return {
-            "accuracy": self.hits / self.n_samples,
-            "confidence_ece": float(conf.ece()),
-            "confidence_mce": float(conf.mce()),
-            "classwise_ece": float(np.mean(cw.ece())),
-            "classwise_mce": float(np.max(cw.mce())),
-            "brier_score": self.brier_sum / self.n_samples,
-            "log_loss": self.log_loss_sum / self.n_samples,
-        }
+        return metric_columns(
+            self.statistics("confidence", n_bins, scheme),
+            self.statistics("classwise", n_bins, scheme),
+            accuracy=self.hits / self.n_samples,
+            brier_score=self.brier_sum / self.n_samples,
+            log_loss=self.log_loss_sum / self.n_samples,
+        )
 
-    def score_parts(
-        self, n_bins: int = 15, frequency: dict | None = None
-    ) -> dict[str, float | None]:
+    def score_parts(self, n_bins: int = 15, scheme: Scheme = "width") -> dict[str, float | None]:
         """Calibration and refinement parts of the Brier score and the log-loss.
 
         :func:`~calibration_core.score_parts` of the same rows and bins (to float
@@ -215,18 +234,15 @@ class ModelSummary:
         Parameters
         ----------
         n_bins : int
-            M of the equal-width bins (1..100).
-        frequency : dict, optional
-            This model's entry of
-            :func:`~calibration_core.distributed.frequency.frequency_statistics`:
-            its equal-frequency bins instead.
+            M of the bins (1..100 equal-width).
+        scheme : {"width", "frequency"}
+            Equal-frequency bins once attached (:meth:`with_frequency`).
         """
-        if frequency is None:
-            classwise, sums = self.statistics("classwise", n_bins), None
-            if self.parts is not None:
-                sums = self.parts.in_bins(n_bins)
+        classwise = self.statistics("classwise", n_bins, scheme)
+        if scheme == "frequency":
+            sums = self._frequency_bins(n_bins).get("parts")
         else:
-            classwise, sums = frequency["classwise"], frequency.get("parts")
+            sums = None if self.parts is None else self.parts.in_bins(n_bins)
         if sums is None:
             return dict.fromkeys(PART_FIELDS)
         return parts_from_sums(classwise, sums, self.n_samples, self.brier_sum)

@@ -529,7 +529,7 @@ def test_equal_frequency_bins_of_a_dataset_are_the_in_memory_core_once_computed(
             want = score_probs(probs, labels, n_bins=7, scheme="frequency")
             for key, number in want.items():
                 assert abs(row[key] - number) <= TOL, (key, row[key], number)
-        got = target_statistics(summaries["main"], view, 2, frequency["main"])
+        got = target_statistics(summaries["main"].with_frequency(7, frequency["main"]), view, 2)
         want = classwise_statistics(*reference["main"], n_bins=7, scheme="frequency")
         np.testing.assert_array_equal(got.count, want.count[2])
         np.testing.assert_array_equal(got.edges, want.edges[2])

@@ -230,7 +230,7 @@ def test_equal_frequency_edges_are_exact(dask_client, synthetic, n_bins):
             np.testing.assert_array_equal(a.count, b.count)
             np.testing.assert_array_equal(a.sum_target, b.sum_target)
             np.testing.assert_allclose(a.sum_score, b.sum_score, rtol=0, atol=TOL * len(labels))
-        metrics = summaries[name].metrics(n_bins, got[name])
+        metrics = summaries[name].with_frequency(n_bins, got[name]).metrics(n_bins, "frequency")
         want = score_probs(probs, labels, n_bins=n_bins, scheme="frequency")
         for key in want:
             assert abs(metrics[key] - want[key]) <= TOL, (key, metrics[key], want[key])
@@ -532,6 +532,50 @@ def test_cli_evaluate_on_a_running_scheduler(dask_client, synthetic, capsys):
         want = score_probs(probs, labels, n_bins=10, scheme="frequency")
         for key, value in want.items():
             assert abs(model["rows"][0][key] - value) <= TOL
+
+
+#: Objects of the evaluate document compared as leaves: those keyed by candidate map (which
+#: maps depend on the verdict), and ``evaluated_on`` (a sample's object on Dask).
+LEAVES = ("log_loss", "confidence_ece", "parameters", "evaluated_on")
+
+
+def _shape(value, key: str | None = None):
+    """The keys of a JSON value, recursively: a list by its first item, a leaf as None."""
+    if isinstance(value, dict) and key not in LEAVES:
+        return {k: _shape(v, k) for k, v in value.items()}
+    if isinstance(value, list) and value and isinstance(value[0], dict):
+        return [_shape(value[0])]
+    return None
+
+
+def test_evaluate_documents_of_both_engines_have_one_structure(dask_client, tmp_path, capsys):
+    """One builder: the same keys at every level, equal settings and uncalibrated rows;
+    the Dask engine adds only ``settings.engine``/``sample_rows`` (the schema's rule)."""
+    import json
+
+    p, y = _probs(np.random.default_rng(7), 1500, 2)
+    path = str(tmp_path / "binary.parquet")
+    _write(path, p, y, row_group_size=500)
+    options = ["--maps", "temperature,platt", "--measures", "--format", "json", "--bins", "10"]
+    assert main(["evaluate", path, *options]) == 0
+    memory = json.loads(capsys.readouterr().out)
+    where = ["--engine", "dask", "--scheduler", dask_client.scheduler.address]
+    assert main(["evaluate", path, *options, *where]) == 0
+    dask = json.loads(capsys.readouterr().out)
+    settings = dask["settings"]
+    assert (settings.pop("engine"), settings.pop("sample_rows")) == ("dask", 1_000_000)
+    assert settings == memory["settings"]
+    assert _shape(dask) == _shape(memory)
+    (a,), (b,) = memory["models"], dask["models"]
+    assert (a["model"], a["n_samples"], a["n_classes"]) == (b["model"], b["n_samples"], 2)
+    exact, drawn = a["rows"][0], b["rows"][0]
+    assert list(exact) == list(drawn) and exact["map"] == "uncalibrated"
+    for key, value in exact.items():
+        assert abs(value - drawn[key]) <= TOL if isinstance(value, float) else value == drawn[key]
+    sample = {"rows": 1500, "seed": 0, "of": 1500}
+    assert [r["evaluated_on"] for r in b["rows"]] == ["all rows", sample, sample]
+    assert b["verdict"]["evaluated_on"] == b["measures"]["evaluated_on"] == sample
+    assert a["verdict"]["evaluated_on"] == a["measures"]["evaluated_on"] == "all rows"
 
 
 def test_cli_refuses_what_the_dask_engine_cannot_do_yet(synthetic, capsys):

@@ -76,7 +76,8 @@ def test_dataset_parts_equal_the_core_for_every_binning(dask_client, dataset):
         assert_parts(summary.score_parts(m), probs, labels, m)
     for m in FREQUENCY_BINS:
         frequency = frequency_statistics(str(folder), {"logs": summary}, m, client=dask_client)
-        assert_parts(summary.score_parts(m, frequency["logs"]), probs, labels, m, "frequency")
+        parts = summary.with_frequency(m, frequency["logs"]).score_parts(m, "frequency")
+        assert_parts(parts, probs, labels, m, "frequency")
 
 
 def test_cli_evaluate_on_dask_writes_the_parts(dask_client, dataset, capsys):
@@ -113,6 +114,5 @@ def test_cifar_parts_equal_the_core(dask_client, realdata, tmp_path):
         for m in (5, 15, 100):
             assert_parts(summary.score_parts(m), ref_probs, ref_labels, m)
         frequency = frequency_statistics(str(folder), {name: summary}, 15, client=dask_client)
-        assert_parts(
-            summary.score_parts(15, frequency[name]), ref_probs, ref_labels, 15, "frequency"
-        )
+        parts = summary.with_frequency(15, frequency[name]).score_parts(15, "frequency")
+        assert_parts(parts, ref_probs, ref_labels, 15, "frequency")

@@ -17,7 +17,6 @@ import json
 import re
 import unicodedata
 import zipfile
-from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
@@ -274,13 +273,12 @@ def test_carriage_returns_never_split_a_calibrated_csv_row(carriage_returns):
 
 
 def test_the_command_line_csv_is_neutralised_too(tmp_path):
-    from app.cli.evaluate import write_csv
+    from app.cli.outputs import write_csv
     from calibration_core.compare import TABLE_COLUMNS
 
     row = {"map": "\n=map", **dict.fromkeys(TABLE_COLUMNS, -0.5)}
-    result = SimpleNamespace(settings={"model": "\r=1+1"}, rows=lambda: [row])
     out = io.StringIO()
-    write_csv([result], out)
+    write_csv([{"model": "\r=1+1", "rows": [row]}], out)
     rows = _cells(out.getvalue())
     assert len(rows) == 2
     assert rows[1][:3] == ["'\r=1+1", "'\n=map", "-0.5"]

@@ -17,6 +17,9 @@ view-models, then figures, then layout (the page and the HTML report), then
 the services the callbacks, the factory and the command line share, then
 callbacks; a unit never imports one of a later layer. Hosting (the factory,
 the servers, the command line, the notebook) sits beside them and may import any.
+So, for now, do the server-side datasets' modules (``app.datasets``,
+``app.dataset_view``, ``app.dataset_diagnostics``): their cluster jobs and
+their views cross the layers, and the streaming engine (issue 30) reshapes them.
 """
 
 from __future__ import annotations
@@ -102,7 +105,7 @@ LAYERS = (
         ),
     ),
     Layer("figures", ("app.figures",)),
-    Layer("layout", ("app.layout", "app.report")),
+    Layer("layout", ("app.layout", "app.report", "app.view_update")),
     Layer("services", ("app.services",)),
     Layer("callbacks", ("app.callbacks",)),
 )

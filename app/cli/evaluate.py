@@ -4,7 +4,7 @@ Cross-fits the maps on a predictions file (:func:`calibration_core.compare_maps`
 and prints the table of every model in the file, as text, CSV or JSON (schema
 ``calibration-dashboard/evaluate/v1``, ``docs/evaluate-json-schema.md``), with
 ``--measures`` the binning-free measures, with ``--group-by``/``--window`` the
-slices (:mod:`app.cli.slices`). With ``--engine dask`` a Parquet dataset larger
+groups (:mod:`app.cli.groups`). With ``--engine dask`` a Parquet dataset larger
 than memory (:mod:`app.cli.distributed`, ``docs/dask.md``).
 """
 

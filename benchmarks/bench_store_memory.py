@@ -68,9 +68,10 @@ def visit(client, ctx, seed: int) -> str:
     return info.handle
 
 
-def profile_reads(ctx, handle: str, sid: str) -> tuple[list[str], str]:
-    """The SQL statements and the top of the profile of 200 reads of a session's data
-    by another worker (its own store on the same directory, no memory cache: disk reads)."""
+def profile_reads(ctx, handle: str, sid: str) -> tuple[list[str], int, str]:
+    """The SQL statements, diskcache's write transactions (``Cache._transact`` calls) and the
+    top of the profile of 200 reads of a session's data by another worker (its own store on
+    the same directory, no memory cache: disk reads)."""
     store = DataStore(ctx.store.directory.parent, memory_bytes=0, sweep_seconds=0)
     seen: list[str] = []
     store.cache._con.set_trace_callback(seen.append)
@@ -83,8 +84,12 @@ def profile_reads(ctx, handle: str, sid: str) -> tuple[list[str], str]:
     profiler.disable()
     store.close()
     out = io.StringIO()
-    pstats.Stats(profiler, stream=out).sort_stats("cumulative").print_stats(12)
-    return seen, out.getvalue()
+    stats = pstats.Stats(profiler, stream=out)
+    transactions = sum(
+        calls for (_, _, name), (calls, *_rest) in stats.stats.items() if name == "_transact"
+    )
+    stats.sort_stats("cumulative").print_stats(12)
+    return seen, transactions, out.getvalue()
 
 
 def main() -> None:
@@ -122,9 +127,13 @@ def main() -> None:
             f"({time.monotonic() - start:.0f} s; {in_memory} models in memory)"
         )
         sid = ctx.sessions.session_from_cookies({COOKIE_NAME: client.get_cookie(COOKIE_NAME).value})
-        statements, profile = profile_reads(ctx, handles[-1], sid)
+        statements, transactions, profile = profile_reads(ctx, handles[-1], sid)
         writes = [s for s in statements if s.lstrip().upper().startswith(WRITES)]
-        print(f"read path: {len(statements)} SQL statements, {len(writes)} writes {writes[:3]}")
+        print(
+            f"read path (200 x uploaded_models, resolve, predictions from disk): "
+            f"{len(statements)} SQL statements, {len(writes)} writes {writes[:3]}, "
+            f"{transactions} diskcache write transactions (_transact)"
+        )
         print(profile)
         last_use = time.monotonic()
         while True:

@@ -97,10 +97,12 @@ from calibration_core.demo import demo_predictions
 from ..settings import HeldOut
 from .budget import StoreBudget, StoreFull, mb
 from .disk import (
+    BUSY_MESSAGE,
     DISK_ERRORS,
     STORAGE_MESSAGE,
     DataUnavailable,
     ResilientCache,
+    StorageBusy,
     StorageUnavailable,
     load_predictions,
     save_array,
@@ -339,7 +341,9 @@ class DataStore:
             When the session's data would exceed ``max_session_bytes``, or the
             store's bound could only be kept by evicting data in active use.
         StorageUnavailable
-            When the disk refuses the write (nothing of this upload is kept).
+            When the disk refuses the write (nothing of this upload is kept);
+            :class:`~app.store.disk.StorageBusy` when other writers kept the
+            database locked past its timeout.
         """
         if not sid:
             raise DataUnavailable("no session: reload the page and upload again.")
@@ -358,6 +362,8 @@ class DataStore:
         except DISK_ERRORS as exc:  # e.g. the transaction itself cannot start
             self.cache.record_failure(exc)
             raise StorageUnavailable(STORAGE_MESSAGE) from None
+        except diskcache.Timeout:  # other writers held the database past its timeout
+            raise StorageBusy(BUSY_MESSAGE) from None
 
     def _admit_upload(self, sid: str, records: list, count: int, need: int) -> None:
         """Check the session's model count and quota, then make room in the store."""

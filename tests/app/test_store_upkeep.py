@@ -181,3 +181,14 @@ def test_a_locked_store_gives_the_page_a_message_not_a_500(tmp_path, monkeypatch
     response = client.get("/api/locked")
     assert response.status_code == 503 and response.headers["Retry-After"]
     assert response.get_json()["error"] == BUSY_MESSAGE
+
+
+def test_an_upload_that_finds_the_store_locked_says_so(tmp_path, monkeypatch):
+    store = DataStore(tmp_path, sweep_seconds=0)
+
+    def locked(self, *args, **kwargs):
+        raise diskcache.Timeout()
+
+    monkeypatch.setattr(diskcache.Cache, "transact", locked)
+    with pytest.raises(StorageBusy, match="busy"):
+        store.add_models(new_session_id(), [_pred()], "a.csv")

@@ -31,8 +31,15 @@ Variable                      Meaning                                       Defa
                               fill at most 80 % of it, fitted maps the
                               rest; beyond, only idle sessions' data is
                               evicted, else the write is refused.
-``MEMORY_CACHE_MB``           Per-process cache of parsed predictions       1024
-                              (with their sorted scores).
+``MEMORY_CACHE_MB``           Memory the whole instance keeps parsed        1024
+                              predictions in (with their sorted scores):
+                              each process takes an equal share,
+                              ``MEMORY_CACHE_MB / (WEB_CONCURRENCY +
+                              JOB_WORKERS)`` (``JOB_WORKERS`` only with
+                              ``REDIS_URL``).
+``WEB_CONCURRENCY``           gunicorn's worker processes (its config sets  1
+                              it for the workers when unset), for the
+                              share above.
 ``SESSION_TTL_SECONDS``       Idle time after which a session's uploads     86400
                               expire.
 ``MAX_MODELS_PER_SESSION``    Uploaded models kept per session.             20
@@ -143,7 +150,8 @@ def error_line(error: ConfigError) -> str:
 def collect_problem(
     problems: list[str], read: Callable[..., T], *args, fallback: T | None = None
 ) -> T | None:
-    """``read(*args)``; on a :class:`ConfigError`, its problems added to ``problems``.
+    """``read(*args)``; on a :class:`ConfigError`, its new problems added to ``problems``
+    (a variable read by two readers, e.g. ``WEB_CONCURRENCY``, is named once).
 
     Parameters
     ----------
@@ -159,7 +167,7 @@ def collect_problem(
     try:
         return read(*args)
     except ConfigError as exc:
-        problems.extend(exc.problems)
+        problems.extend(p for p in exc.problems if p not in problems)
         return fallback
 
 
@@ -411,6 +419,7 @@ def _settings_from_env(env: Mapping[str, str], problems: list[str]) -> dict[str,
         "cache_dir": Path(cache_dir) if cache_dir else default_cache_dir(),
         "cache_size_limit_mb": number("CACHE_SIZE_LIMIT_MB", 4096),
         "memory_cache_mb": number("MEMORY_CACHE_MB", 1024, minimum=0),
+        "web_workers": number("WEB_CONCURRENCY", 1),
         "session_ttl_seconds": number("SESSION_TTL_SECONDS", 86_400, minimum=60),
         "max_models_per_session": number("MAX_MODELS_PER_SESSION", 20),
         "session_quota_mb": number("SESSION_QUOTA_MB", 1024),
@@ -462,7 +471,10 @@ class AppConfig:
     parse_concurrency: int = 2
     cache_dir: Path = field(default_factory=default_cache_dir)
     cache_size_limit_mb: int = 4096
+    #: The instance's bound of parsed predictions in memory (shared by its processes).
     memory_cache_mb: int = 1024
+    #: gunicorn's worker processes (``WEB_CONCURRENCY``), each of which has a memory cache.
+    web_workers: int = 1
     session_ttl_seconds: int = 86_400
     max_models_per_session: int = 20
     session_quota_mb: int = 1024
@@ -507,6 +519,16 @@ class AppConfig:
         collect_problem(problems, check_job_queue, self.redis_url)
         if problems:
             raise ConfigError(*problems)
+
+    @property
+    def memory_processes(self) -> int:
+        """Processes that keep a memory cache: the web workers, and the Celery job pool's."""
+        return self.web_workers + (self.job_workers if self.redis_url else 0)
+
+    @property
+    def memory_cache_bytes(self) -> int:
+        """One process's share of ``MEMORY_CACHE_MB`` (bytes)."""
+        return self.memory_cache_mb * MB // self.memory_processes
 
     @property
     def production(self) -> bool:

@@ -35,6 +35,7 @@ from .session import SessionManager
 from .settings import RawSettings
 from .statistics_page import register_statistics_route
 from .store.data_store import DataStore
+from .store.disk import StorageBusy
 from .store.records import ModelInfo
 from .upload import make_request_class, register_upload_route
 from .upload.parser import ParseLimits, UploadParser, default_memory_limit_mb
@@ -105,7 +106,7 @@ def _open_store(config: AppConfig, cache_dir: Path, shared=None) -> DataStore:
             size_limit_bytes=config.cache_size_limit_mb * MB,
             ttl_seconds=config.session_ttl_seconds,
             idle_eviction_seconds=config.idle_eviction_seconds,
-            memory_bytes=config.memory_cache_mb * MB,
+            memory_bytes=config.memory_cache_bytes,
             max_models_per_session=config.max_models_per_session,
             max_session_bytes=config.session_quota_mb * MB,
             shared=shared,
@@ -157,7 +158,7 @@ def _install_server(server, ctx: AppContext, secret_key: str, cache_dir: Path) -
     server.secret_key = secret_key
     server.request_class = make_request_class(cache_dir / "uploads")
     server.extensions["calibration_dashboard"] = ctx
-    install_error_handlers(server, hide_errors=not config.debug)
+    install_error_handlers(server, hide_errors=not config.debug, retry_later=(StorageBusy,))
     security_headers = SecurityHeaders(config.frame_ancestors)
     security_headers.install(server)
     TrustedProxies(config.forwarded_allow_ips).install(server)
@@ -214,12 +215,21 @@ def _opening_class(ctx: AppContext, sid, raw: RawSettings) -> tuple[RawSettings,
     return (raw, None) if worst is None else (replace(raw, class_value=worst), worst)
 
 
+def _session_models(ctx: AppContext, sid) -> tuple[list[ModelInfo], list[str]]:
+    """The session's models and no notice; the shared models alone, with a notice saying
+    why, while the disk store stays locked past a read's retries."""
+    try:
+        return ctx.store.session_models(sid), []
+    except StorageBusy as exc:
+        return ctx.store.demo_models(), [str(exc)]
+
+
 def _layout_function(ctx: AppContext):
     """The page of the requesting session, its first view drawn (Dash's layout function)."""
 
     def serve_layout():
         sid = ctx.sessions.current()
-        infos = ctx.store.session_models(sid)
+        infos, busy = _session_models(ctx, sid)
         raw, notices = _page_settings(infos)
         try:
             raw, class_auto = _opening_class(ctx, sid, raw)
@@ -236,7 +246,7 @@ def _layout_function(ctx: AppContext):
         time, time_notices = _page_time()
         return build_layout(
             infos, max_upload_mb=ctx.config.max_upload_mb, raw=raw, view=view,
-            address_notices=notices + time_notices, class_auto=class_auto,
+            address_notices=busy + notices + time_notices, class_auto=class_auto,
             time=time, datasets=ctx.dataset_names(), group_options=group_options,
         )  # fmt: skip
 

@@ -7,7 +7,8 @@ Variable                 Meaning                                    Default
 =======================  =========================================  ==============
 ``PORT``                 Port to listen on (all interfaces)         8050
 ``BIND``                 Full bind address, overrides ``PORT``      -
-``WEB_CONCURRENCY``      Worker processes                           4
+``WEB_CONCURRENCY``      Worker processes (set for the workers,     4
+                         which share ``MEMORY_CACHE_MB``)
 ``THREADS``              Threads per worker (> 1: gthread worker)   4 with
                                                                     ``REDIS_URL``,
                                                                     else 1
@@ -34,6 +35,8 @@ from app.web_settings import web_settings
 _settings = web_settings(os.environ)
 bind = _settings.bind
 workers = _settings.workers
+# The workers' app divides MEMORY_CACHE_MB between them (app.config): tell it how many.
+os.environ.setdefault("WEB_CONCURRENCY", str(workers))
 # With REDIS_URL jobs run in Celery job workers: gthread, 4 threads by default. Without
 # it they are forked from the web worker: one thread (sync), more are refused.
 threads = _settings.threads

@@ -8,6 +8,8 @@ traceback, and the client receives only "Something went wrong (request id
 ...)" with HTTP 500: JSON for ``/api/`` routes and Dash callbacks, plain
 text elsewhere. HTTP errors (404, 405, 413, ...) keep their status and get
 the same short treatment, so even werkzeug's default pages carry no detail.
+A passing condition (``retry_later``: the disk store locked past a read's
+retries) is answered HTTP 503 with its own message and ``Retry-After``.
 """
 
 from __future__ import annotations
@@ -42,11 +44,19 @@ def failure_message(rid: str) -> str:
     return f"Something went wrong (request id {rid}). Try again; if it persists, report the id."
 
 
-def install_error_handlers(server: Flask, *, hide_errors: bool = True) -> None:
+#: Seconds a client is asked to wait before repeating a request answered 503.
+RETRY_AFTER_SECONDS = 5
+
+
+def install_error_handlers(
+    server: Flask, *, hide_errors: bool = True, retry_later: tuple[type[Exception], ...] = ()
+) -> None:
     """Assign request ids; with ``hide_errors``, answer failures without any detail.
 
     ``hide_errors=False`` (``DEBUG=1`` in development) leaves Dash's debug
-    pages alone.
+    pages alone. Exceptions of the ``retry_later`` types are answered HTTP
+    503 with their message (written for users) and ``Retry-After`` whatever
+    ``hide_errors``.
     """
 
     @server.before_request
@@ -58,9 +68,6 @@ def install_error_handlers(server: Flask, *, hide_errors: bool = True) -> None:
         response.headers[HEADER] = request_id()
         return response
 
-    if not hide_errors:
-        return
-
     def reply(status: int, message: str):
         if request.path.startswith(_JSON_PREFIXES):
             response = jsonify({"error": message, "request_id": request_id()})
@@ -68,6 +75,17 @@ def install_error_handlers(server: Flask, *, hide_errors: bool = True) -> None:
             response = server.response_class(message + "\n", mimetype="text/plain")
         response.status_code = status
         return response
+
+    def _retry_later(exc: Exception):
+        log.warning("answered 503 (request id %s): %s", request_id(), exc)
+        response = reply(503, str(exc))
+        response.headers["Retry-After"] = str(RETRY_AFTER_SECONDS)
+        return response
+
+    for kind in retry_later:
+        server.register_error_handler(kind, _retry_later)
+    if not hide_errors:
+        return
 
     @server.errorhandler(HTTPException)
     def _http_error(exc: HTTPException):

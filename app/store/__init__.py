@@ -7,6 +7,8 @@
   writes, eviction of idle sessions only, and the "server full" refusal;
 * :mod:`app.store.disk`: the disk layer (the cache, its errors, arrays as
   ``.npy`` files);
+* :mod:`app.store.upkeep`: what reads noted, written by each process's
+  sweeper thread once a minute, with expiry that frees disk and memory;
 * :mod:`app.store.records`: what the store keeps about a model
   (:class:`ModelInfo`, :class:`FitRecord`) and the per-process cache of
   Predictions;

@@ -15,9 +15,10 @@ in the store), and written while that lock is held:
    the store filled up can keep working; the last part is for the small
    records (fit results, settings, exports) that are not admitted one by one.
 2. If the write does not fit, expired entries are removed, then the data of
-   sessions idle for ``IDLE_EVICTION_SECONDS`` (no read of any of their data),
-   oldest first; each such session gets a tombstone, so its page says its data
-   was "removed to make room", not that it expired.
+   sessions idle for ``IDLE_EVICTION_SECONDS`` (no use recorded, no write:
+   :meth:`ResilientCache.idle_tags`), oldest first; each such session gets a
+   tombstone, so its page says its data was "removed to make room", not that
+   it expired.
 3. If it still does not fit, the write is refused with :class:`StoreFull`
    ("the server is full right now"): data in active use is never evicted.
 
@@ -82,7 +83,7 @@ class StoreBudget:
     bound_bytes : int
         ``CACHE_SIZE_LIMIT_MB``: the store's size on disk stays below it.
     idle_seconds : int
-        Data of a session not read for this long may be evicted to make room.
+        Data of a session not used for this long may be evicted to make room.
     ttl_seconds : int
         How long a tombstone is kept (the session's data would have expired by then).
     """

@@ -41,12 +41,22 @@ Keys
 ``evicted:<sid>``
     Tombstone of a session whose data was removed to make room
     (:mod:`app.store.budget`), until it uploads again.
+``used:<sid>``
+    When the session was last used (epoch seconds, under its tag): written
+    by the sweeper at most once a minute (:mod:`app.store.upkeep`), read by
+    idle eviction.
 ``probe:<pid>``
     A tiny write that checks whether the disk takes writes again.
 
 Access control: a handle is usable by a session only when it is a demo
 handle or one of the session's own uploads (:meth:`DataStore.resolve`).
-Entries expire after the session TTL of inactivity. Everything a session
+Entries expire after the session TTL of inactivity.
+
+Reads write nothing: the cache has no eviction policy, so a ``get`` is one
+``SELECT``. The session's use and the longer expiry of what it read are noted
+in memory and written by each process's sweeper thread at most once a minute
+(:mod:`app.store.upkeep`), which also removes expired entries and their files
+and drops the memory of data that expired or was evicted. Everything a session
 stores (its record, uploads, soft labels, fitted maps) carries its id as
 diskcache tag; one session may keep at most ``max_models_per_session``
 models and ``max_session_bytes`` of data, fitted maps included. The whole
@@ -56,8 +66,9 @@ page then says so), and otherwise the write is refused as "server full".
 
 Storage faults: when the disk is full or read-only, writes raise
 :class:`StorageUnavailable` (a readable message, shown as a banner until a
-probe write succeeds) while reads go on without the LRU bookkeeping write
-(:class:`ResilientCache`), so everything stored before stays usable.
+probe write succeeds) while reads go on (they write nothing), so everything
+stored before stays usable; a read that finds the database locked past its
+retries raises :class:`~app.store.disk.StorageBusy` (a message, not a 500).
 """
 
 from __future__ import annotations
@@ -66,6 +77,7 @@ import hashlib
 import logging
 import os
 import pickle
+import re
 import secrets
 import threading
 import time
@@ -85,10 +97,12 @@ from calibration_core.demo import demo_predictions
 from ..settings import HeldOut
 from .budget import StoreBudget, StoreFull, mb
 from .disk import (
+    BUSY_MESSAGE,
     DISK_ERRORS,
     STORAGE_MESSAGE,
     DataUnavailable,
     ResilientCache,
+    StorageBusy,
     StorageUnavailable,
     load_predictions,
     save_array,
@@ -107,6 +121,7 @@ from .records import (
     readonly,
     warm,
 )
+from .upkeep import SWEEP_SECONDS, PendingUses, Sweeper, release_free_memory
 
 DEMO_PREFIX = "demo-"
 UPLOAD_PREFIX = "up-"
@@ -119,6 +134,10 @@ MODEL_OVERHEAD = 64 * 1024
 NO_CULLING = 1 << 62
 #: How long a claim to compute a shared result lasts if its holder dies (seconds).
 CLAIM_SECONDS = 300
+#: A session's last use is written again only when the stored one is this old (seconds).
+USE_RECORD_SECONDS = 60
+#: The handles of uploads and calibrated variants in a memo key (dropped once they are gone).
+STORED_HANDLE = re.compile(rf"(?:{UPLOAD_PREFIX}|{VARIANT_PREFIX})[A-Za-z0-9_-]+")
 EXPIRED_MESSAGE = "A selected model is no longer available: your data expired, please upload again."
 EVICTED_MESSAGE = (
     "Your uploaded models were removed to make room for other users' uploads: the server's "
@@ -132,6 +151,11 @@ log = logging.getLogger("calibration_dashboard.store")
 def soft_key(handle: str) -> str:
     """Disk-store key of a model's soft labels (an (N, K) ``.npy`` array)."""
     return f"soft:{handle}"
+
+
+def use_key(sid: str) -> str:
+    """Disk-store key of when session ``sid`` was last used."""
+    return f"used:{sid}"
 
 
 class DataStore:
@@ -148,7 +172,8 @@ class DataStore:
     idle_eviction_seconds : int
         Inactivity after which a session's data may be evicted to make room.
     memory_bytes : int
-        Bound of the per-process cache of Predictions.
+        Bound of this process's cache of Predictions (the instance's bound
+        divided by its processes: :meth:`app.config.AppConfig.memory_cache_bytes`).
     max_models_per_session : int
     max_session_bytes : int
         Bound of the data one session may store: uploaded arrays (with their
@@ -157,6 +182,9 @@ class DataStore:
     shared : sequence of Predictions, optional
         The models every session sees in place of the built-in demo (the
         notebook's :func:`app.notebook.show`); kept in memory, never on disk.
+    sweep_seconds : float
+        Period of the process's sweeper (:mod:`app.store.upkeep`); 0: none
+        (call :meth:`upkeep` yourself).
     """
 
     def __init__(
@@ -171,13 +199,14 @@ class DataStore:
         max_session_bytes: int = 1 << 30,
         demo_seed: int = 0,
         shared: Sequence[Predictions] | None = None,
+        sweep_seconds: float = SWEEP_SECONDS,
     ) -> None:
         self.directory = Path(directory) / f"v{STORE_FORMAT}"
         self.directory.mkdir(parents=True, exist_ok=True)
         self.cache = ResilientCache(
             str(self.directory),
             size_limit=NO_CULLING,
-            eviction_policy="least-recently-used",  # records each read's time (idle sessions)
+            eviction_policy="none",  # a read is one SELECT, no write transaction
             tag_index=True,
         )
         self.ttl = int(ttl_seconds)
@@ -195,7 +224,8 @@ class DataStore:
         self._demo_infos: list[ModelInfo] | None = None
         #: The demo's predictions, always in memory (a few MB; even with memory_bytes=0).
         self._demo_preds: dict[str, Predictions] = {}
-        self._touched: dict[str, float] = {}
+        self._uses = PendingUses()
+        self.sweeper = Sweeper(self, sweep_seconds)
         # Background jobs are forked from (multi-threaded) workers: a lock held by another
         # thread at fork time would never be released in the child, so renew the locks.
         ref = weakref.ref(self)
@@ -205,6 +235,7 @@ class DataStore:
         self._memo_lock = threading.Lock()
         self._demo_lock = threading.Lock()
         self._memory._lock = threading.Lock()
+        self._uses.lock = threading.Lock()
 
     # ------------------------------------------------------------------ demo
     def demo_models(self) -> list[ModelInfo]:
@@ -243,10 +274,11 @@ class DataStore:
         """The session's uploaded models (empty for an unknown or expired session)."""
         if not sid:
             return []
+        self.sweeper.ensure_running()
         records = self.cache.get(self._session_key(sid), default=None)
         if records is None:
             return []
-        self.cache.touch(self._session_key(sid), expire=self.ttl)
+        self._uses.session(sid)
         return [ModelInfo.from_json(info_fields(r)) for r in records]
 
     @property
@@ -309,7 +341,9 @@ class DataStore:
             When the session's data would exceed ``max_session_bytes``, or the
             store's bound could only be kept by evicting data in active use.
         StorageUnavailable
-            When the disk refuses the write (nothing of this upload is kept).
+            When the disk refuses the write (nothing of this upload is kept);
+            :class:`~app.store.disk.StorageBusy` when other writers kept the
+            database locked past its timeout.
         """
         if not sid:
             raise DataUnavailable("no session: reload the page and upload again.")
@@ -328,6 +362,8 @@ class DataStore:
         except DISK_ERRORS as exc:  # e.g. the transaction itself cannot start
             self.cache.record_failure(exc)
             raise StorageUnavailable(STORAGE_MESSAGE) from None
+        except diskcache.Timeout:  # other writers held the database past its timeout
+            raise StorageBusy(BUSY_MESSAGE) from None
 
     def _admit_upload(self, sid: str, records: list, count: int, need: int) -> None:
         """Check the session's model count and quota, then make room in the store."""
@@ -403,22 +439,15 @@ class DataStore:
 
     def _load_predictions(self, handle: str) -> Predictions:
         pred, record = load_predictions(self.cache, handle)
-        self._touch(handle, record)
+        self._uses.model(handle, record)  # its expiry is extended by the next upkeep round
         return pred
-
-    def _touch(self, handle: str, record: dict) -> None:
-        """Extend the expiry of a model's record and arrays (at most once a minute)."""
-        now = time.monotonic()
-        if now - self._touched.get(handle, -1e9) < 60:
-            return
-        self._touched[handle] = now
-        touch_predictions(self.cache, handle, record, self.ttl)
 
     def predictions(self, handle: str) -> Predictions:
         """The predictions stored under ``handle`` (memory first, then the disk store)."""
         pred = self._memory.get(handle)
         if pred is not None:
             return pred
+        self.sweeper.ensure_running()
         if handle.startswith(DEMO_PREFIX):
             self.demo_models()
             if handle in self._demo_preds:
@@ -426,6 +455,10 @@ class DataStore:
         pred = self._load_predictions(handle)
         self._memory.put(handle, pred)
         return pred
+
+    def memory_handles(self) -> list[str]:
+        """Handles of the models this process keeps in memory, least recently used first."""
+        return self._memory.keys()
 
     # ------------------------------------------------------------------ fits
     @staticmethod
@@ -458,9 +491,9 @@ class DataStore:
                 self.predictions(record.variant)
             except DataUnavailable:
                 return None
-        self.cache.touch(key, expire=self.ttl)
+        self._uses.key(key)
         if not record.params:  # kept apart (an older version kept them in the record)
-            self.cache.touch(f"params:{key}", expire=self.ttl)
+            self._uses.key(f"params:{key}")
             if params:
                 record.params = self.cache.get(f"params:{key}", default=[])
         return record
@@ -637,6 +670,72 @@ class DataStore:
                 self._memo.popitem(last=False)
         return value
 
+    # --------------------------------------------------------------- upkeep
+    def upkeep(self) -> None:
+        """One round of the sweeper (:mod:`app.store.upkeep`), every ``sweep_seconds``.
+
+        Writes the uses noted since the last round (:meth:`flush_uses`),
+        removes expired entries and their files, drops from memory the models
+        and derived values of data no longer stored (expired or evicted), and
+        gives the freed memory back to the system.
+        """
+        self.flush_uses()
+        try:
+            self.cache.expire()
+        except diskcache.Timeout:
+            pass  # the next round goes on
+        except DISK_ERRORS as exc:
+            self.cache.record_failure(exc)
+        self.drop_gone()
+        release_free_memory()
+
+    def flush_uses(self) -> None:
+        """Write the uses noted since the last call: sessions' last use, longer expiries."""
+        uses = self._uses.take()
+        now = time.time()
+        for sid in uses.sessions:
+            self._record_use(sid, now)
+        for handle, record in uses.models.items():
+            touch_predictions(self.cache, handle, record, self.ttl)
+        for key in uses.keys:
+            self.cache.touch(key, expire=self.ttl)
+
+    def _record_use(self, sid: str, now: float) -> None:
+        """Write that ``sid`` was used at ``now`` and extend its expiry, unless another
+        process did within :data:`USE_RECORD_SECONDS`."""
+        last = self.cache.get(use_key(sid), default=None)
+        if isinstance(last, float) and now - last < USE_RECORD_SECONDS:
+            return
+        if not self.cache.touch(self._session_key(sid), expire=self.ttl):
+            return  # expired or evicted meanwhile, or the disk refused the write
+        try:
+            self.cache.set(use_key(sid), now, expire=self.ttl, tag=sid)
+        except (StorageUnavailable, diskcache.Timeout):
+            pass  # the session's next use is written by a later round
+
+    def drop_gone(self) -> int:
+        """Drop from memory the models and memo values of handles no longer stored.
+
+        Returns
+        -------
+        int
+            How many handles were gone.
+        """
+        with self._memo_lock:
+            memo_keys = list(self._memo)
+        named = {key: set(STORED_HANDLE.findall(repr(key))) for key in memo_keys}
+        handles = set(self._memory.keys()).union(*named.values())
+        gone = {h for h in handles if f"pred:{h}" not in self.cache}
+        if not gone:
+            return 0
+        self._memory.drop(gone)
+        with self._memo_lock:
+            for key, mentioned in named.items():
+                if mentioned & gone:
+                    self._memo.pop(key, None)
+        return len(gone)
+
     def close(self) -> None:
-        """Close the disk store."""
+        """Stop the sweeper and close the disk store."""
+        self.sweeper.stop()
         self.cache.close()

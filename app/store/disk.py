@@ -1,10 +1,13 @@
 """The disk layer of the store: a diskcache that survives a full or read-only disk, and arrays.
 
 :class:`ResilientCache` is the :mod:`diskcache` cache behind
-:class:`app.store.DataStore`. When the disk is full or read-only, its writes
-raise :class:`StorageUnavailable` (whose message, :data:`STORAGE_MESSAGE`,
-is shown as a banner) while its reads go on without the LRU bookkeeping
-write, so everything stored before stays usable.
+:class:`app.store.DataStore`. Its reads are plain ``SELECT`` statements, never a
+write transaction (no eviction policy: a read updates nothing), so they neither
+wait for the writers of other workers nor fail with the disk. When the disk is
+full or read-only, its writes raise :class:`StorageUnavailable` (whose message,
+:data:`STORAGE_MESSAGE`, is shown as a banner), so everything stored before
+stays usable. A read that still finds the database locked past its retries
+raises :class:`StorageBusy` (a message, not an HTTP 500).
 
 :func:`save_array` and :func:`load_array` keep one numpy array per key as a
 raw ``.npy`` file (no pickle) that readers memory-map, so all workers share
@@ -52,41 +55,39 @@ class StorageUnavailable(CalibrationInputError):
     """The disk store refused a write (full or read-only); stored data stays readable."""
 
 
+class StorageBusy(StorageUnavailable):
+    """The disk store stayed locked past the retries of a read (:class:`diskcache.Timeout`)."""
+
+
 STORAGE_MESSAGE = (
     "The server could not save this: its storage (CACHE_DIR) is full or read-only. "
     "Everything loaded before is still there; try again later, or ask the operator to free "
     "space in CACHE_DIR."
 )
+BUSY_MESSAGE = (
+    "The server's storage is busy right now (other users are saving data); reload the page "
+    "or repeat the action in a few seconds."
+)
+#: Pauses (seconds) before each retry of a read that found the disk store locked.
+READ_RETRY_PAUSES = (0.05, 0.2, 0.5)
 #: Errors of a disk that refuses writes (sqlite: "database or disk is full", "readonly
 #: database", "disk I/O error"; files: ENOSPC, EROFS, EDQUOT, ...).
 DISK_ERRORS = (OSError, sqlite3.OperationalError, sqlite3.DatabaseError)
 
 
 class ResilientCache(diskcache.Cache):
-    """A :class:`diskcache.Cache` that keeps reading when the disk refuses writes.
+    """A :class:`diskcache.Cache` whose reads never write and that keeps reading when writes fail.
 
-    With the least-recently-used policy every ``get`` also writes (the access
-    time). When that write fails, the value is read without it; ``touch``
-    failures are ignored; a failed ``set`` raises :class:`StorageUnavailable`.
-    ``write_error`` holds the last write failure (None after a successful write).
+    Open it with ``eviction_policy="none"`` (and ``statistics`` off, the
+    default): ``get`` is then one ``SELECT``, no ``BEGIN IMMEDIATE``. A read
+    that raises :class:`diskcache.Timeout` all the same is retried after
+    each of :data:`READ_RETRY_PAUSES`, then raises :class:`StorageBusy`.
+    ``touch`` failures (a full disk, a lock held too long) are ignored; a
+    failed ``set`` raises :class:`StorageUnavailable`. ``write_error`` holds
+    the last write failure (None after a successful write).
     """
 
     write_error: str | None = None
-
-    def _peek(self, key, default, read):
-        db_key, raw = self._disk.put(key)
-        rows = self._sql(
-            "SELECT mode, filename, value FROM Cache WHERE key = ? AND raw = ?"
-            " AND (expire_time IS NULL OR expire_time > ?)",
-            (db_key, raw, time.time()),
-        ).fetchall()
-        if not rows:
-            return default
-        ((mode, filename, value),) = rows
-        try:
-            return self._disk.fetch(mode, filename, value, read)
-        except OSError:
-            return default
 
     def record_failure(self, exc: BaseException) -> None:
         """Remember a refused write (logged once) for :attr:`write_error`."""
@@ -95,17 +96,24 @@ class ResilientCache(diskcache.Cache):
         self.write_error = f"{type(exc).__name__}: {exc}"
 
     def get(self, key, default=None, read=False, expire_time=False, tag=False, retry=False):
+        for pause in READ_RETRY_PAUSES:
+            try:
+                return super().get(key, default, read, expire_time, tag, retry)
+            except diskcache.Timeout:
+                time.sleep(pause)
         try:
             return super().get(key, default, read, expire_time, tag, retry)
-        except DISK_ERRORS as exc:
-            if expire_time or tag:
-                raise
-            self.record_failure(exc)
-            return self._peek(key, default, read)
+        except diskcache.Timeout:
+            log.warning(
+                "a read found the disk store locked after %d retries", len(READ_RETRY_PAUSES)
+            )
+            raise StorageBusy(BUSY_MESSAGE) from None
 
     def touch(self, key, expire=None, retry=False):
         try:
             return super().touch(key, expire, retry)
+        except diskcache.Timeout:
+            return False  # bookkeeping: the next round extends the expiry
         except DISK_ERRORS as exc:
             self.record_failure(exc)
             return False
@@ -129,13 +137,15 @@ class ResilientCache(diskcache.Cache):
         return int(total)
 
     def idle_tags(self, before: float) -> list[str]:
-        """Tags whose entries were all last read before ``before`` (epoch seconds), oldest first.
+        """Tags whose entries were all last written before ``before`` (epoch seconds), oldest first.
 
-        With the least-recently-used policy diskcache records each read's time
-        (``access_time``), so this is when a session last used any of its data.
+        Reads record nothing; a session's use is written as an entry of its
+        own, under its tag (:meth:`app.store.DataStore.flush_uses`, at most
+        once a minute), so the latest ``store_time`` of a tag's entries is
+        when the session last used or stored any of its data.
         """
         rows = self._sql(
-            "SELECT tag, MAX(access_time) AS last FROM Cache WHERE tag IS NOT NULL"
+            "SELECT tag, MAX(store_time) AS last FROM Cache WHERE tag IS NOT NULL"
             " GROUP BY tag HAVING last < ? ORDER BY last",
             (before,),
         ).fetchall()

@@ -205,3 +205,16 @@ class MemoryLRU:
             while self._bytes > self.max_bytes and self._items:
                 _, (_, dropped) = self._items.popitem(last=False)
                 self._bytes -= dropped
+
+    def keys(self) -> list[str]:
+        """The keys held, least recently used first."""
+        with self._lock:
+            return list(self._items)
+
+    def drop(self, keys) -> None:
+        """Forget the Predictions under each of ``keys`` (absent ones are ignored)."""
+        with self._lock:
+            for key in keys:
+                item = self._items.pop(key, None)
+                if item is not None:
+                    self._bytes -= item[1]

@@ -49,6 +49,18 @@ def test_the_supervisor_checks_the_app_and_gunicorn_together():
     env = {"APP_ENV": "production", "WEB_CONCURRENCY": "none"}
     with pytest.raises(ConfigError) as caught:
         check_configuration(env)
-    assert [p.split()[0] for p in caught.value.problems] == ["SECRET_KEY", "WEB_CONCURRENCY"]
+    # WEB_CONCURRENCY is read by the app (its memory share) and by gunicorn: named once.
+    assert sorted(p.split()[0] for p in caught.value.problems) == ["SECRET_KEY", "WEB_CONCURRENCY"]
     # Without REDIS_URL the supervisor starts its own Redis: threads are allowed.
     check_configuration({"THREADS": "4"})
+
+
+def test_the_memory_cache_bound_is_shared_by_every_process_of_the_instance():
+    mb = 1 << 20
+    alone = AppConfig.from_env({"MEMORY_CACHE_MB": "1200"})
+    assert alone.memory_cache_bytes == 1200 * mb  # one process (python -m app, a notebook)
+    web = AppConfig.from_env({"MEMORY_CACHE_MB": "1200", "WEB_CONCURRENCY": "4"})
+    assert web.memory_cache_bytes == 300 * mb
+    team = {"MEMORY_CACHE_MB": "1200", "WEB_CONCURRENCY": "4", "JOB_WORKERS": "2"}
+    with_jobs = AppConfig.from_env({**team, "REDIS_URL": "redis://redis:6379/0"})
+    assert with_jobs.memory_processes == 6 and with_jobs.memory_cache_bytes == 200 * mb

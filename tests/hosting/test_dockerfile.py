@@ -183,6 +183,21 @@ def test_gunicorn_config_reads_environment():
         assert _gunicorn_settings(env)[2:] == expected, redis_url
 
 
+def test_gunicorn_config_tells_its_workers_how_many_share_the_memory_cache():
+    """The workers' app divides MEMORY_CACHE_MB by WEB_CONCURRENCY: unset, gunicorn's default."""
+    env = {k: v for k, v in os.environ.items() if k not in ("WEB_CONCURRENCY", "THREADS")}
+    script = "import os, app.gunicorn_conf as c; print(c.workers, os.environ['WEB_CONCURRENCY'])"
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert done.stdout.split() == ["4", "4"]
+
+
 def test_gunicorn_config_refuses_threads_when_jobs_are_forked():
     """Without REDIS_URL jobs fork from the web worker: threaded workers are refused."""
     env = {k: v for k, v in os.environ.items() if k != "REDIS_URL"}

@@ -71,7 +71,7 @@ import numpy as np
 
 from .binning import Binning
 from .errors import CalibrationInputError, SmallSampleWarning
-from .predictions import probs_and_labels
+from .predictions import measure_inputs
 from .significance import CategoricalSampler, monte_carlo_p_value
 from .validation import check_seed, check_whole_number
 
@@ -298,7 +298,7 @@ def hosmer_lemeshow(
     SmallSampleWarning
         With fewer than 400 rows.
     """
-    p, y = probs_and_labels(probs, labels)
+    p, y, _ = measure_inputs(probs, labels, measure="hosmer_lemeshow")
     n, k = p.shape
     g, r = _check_arguments(k, n_groups, p_value, n_resamples, reference)
     _warn_small_sample(n)

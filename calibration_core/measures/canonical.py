@@ -63,7 +63,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import CalibrationInputError
-from ..predictions import probs_and_labels
+from ..predictions import measure_inputs
 from ..significance import monte_carlo_p_value
 from ..validation import check_seed, check_whole_number
 
@@ -261,7 +261,7 @@ def skce(
     -------
     SkceResult
     """
-    p, y = probs_and_labels(probs, labels)
+    p, y, _ = measure_inputs(probs, labels, measure="skce")
     max_rows = check_whole_number(max_rows, "max_rows", minimum=2)
     n_resamples = check_whole_number(n_resamples, "n_resamples", minimum=0)
     if p.shape[0] < 4:
@@ -342,7 +342,7 @@ def vector_binned_ece(probs, labels=None, *, n_bins: int = 5) -> VectorBinnedEce
     -------
     VectorBinnedEce
     """
-    p, y = probs_and_labels(probs, labels)
+    p, y, _ = measure_inputs(probs, labels, measure="vector_binned_ece")
     n, k = p.shape
     n_bins = check_whole_number(n_bins, "n_bins", minimum=1)
     if k * np.log2(n_bins) >= 62:

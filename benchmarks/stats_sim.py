@@ -357,7 +357,7 @@ def verdict_outcome(n: int, t0: float, mode: str, seed: int, truth: float) -> di
     _, y, p = verdict_data(n, t0, np.random.default_rng([seed, int(1000 * t0), n]))
     held_out = {"folds": 5} if mode == "folds" else {"test_fraction": 0.5}
     comparison = compare_maps(
-        Predictions.from_scores(p, y), ("temperature",), seed=seed, **held_out
+        Predictions.from_scores(p, y), maps=("temperature",), seed=seed, **held_out
     )
     v = comparison.verdict()
     sign = 1.0 if v.winner == "temperature" else -1.0  # runner-up minus winner

@@ -196,17 +196,21 @@ def calibration_statistics(
     BinStatistics
         Arrays of shape (M,), or (K, M) for ``"classwise"``.
     """
-    arr, y, notion = measure_inputs(
-        probs, labels, notion=notion, measure="calibration_statistics", validate=False
+    return _notion_bins(
+        probs, labels, notion, class_index, Binning(scheme, n_bins), "calibration_statistics"
     )
-    binning = Binning(scheme, n_bins)
+
+
+def _notion_bins(probs, labels, notion, class_index, binning: Binning, measure: str):
+    """Bin statistics of any notion of checked input (see :func:`calibration_statistics`)."""
+    arr, y, notion = measure_inputs(probs, labels, notion=notion, measure=measure, validate=False)
     k = 2 if arr.ndim == 1 else arr.shape[1]
     if check_ece_notion(notion) == "confidence":
         return _confidence_bins(arr, y, binning)
     if notion == "classwise":
         return _classwise_bins(arr, y, k, binning)
     if notion == "binary":
-        return binning.statistics(_positive_scores(arr, "the binary notion"), y)
+        return binning.statistics(_positive_scores(arr, f"{measure} (binary notion)"), y)
     scores, targets = notion_scores(check_prob_matrix(arr), y, "class", class_index)
     return binning.statistics(scores, targets)
 
@@ -335,9 +339,7 @@ def ece(
         :func:`confidence_ece`, :func:`binary_ece`, the one-vs-rest ECE of
         ``class_index``, or :func:`classwise_ece`, as ``notion`` says.
     """
-    stats = calibration_statistics(
-        probs, labels, notion=notion, class_index=class_index, n_bins=n_bins, scheme=scheme
-    )
+    stats = _notion_bins(probs, labels, notion, class_index, Binning(scheme, n_bins), "ece")
     return float(np.mean(stats.ece()))
 
 
@@ -355,9 +357,7 @@ def mce(
     Parameters and notions as :func:`ece`; ``"classwise"`` takes the largest
     gap over all classes and bins (:func:`classwise_mce`).
     """
-    stats = calibration_statistics(
-        probs, labels, notion=notion, class_index=class_index, n_bins=n_bins, scheme=scheme
-    )
+    stats = _notion_bins(probs, labels, notion, class_index, Binning(scheme, n_bins), "mce")
     return float(np.max(stats.mce()))
 
 

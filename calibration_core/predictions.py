@@ -349,7 +349,8 @@ def with_extra(pred: Predictions, columns: Mapping[str, np.ndarray]) -> Predicti
 
 
 #: The notion a measure uses when ``notion=None`` (every measure's default):
-#: ``"binary"`` for one score column, ``"confidence"`` for probability rows.
+#: ``"binary"`` for one score column (an (N,) vector, or a Predictions read
+#: from one, :meth:`Predictions.from_scores`), ``"confidence"`` for probability rows.
 ONE_COLUMN_NOTION = "binary"
 ROWS_NOTION = "confidence"
 
@@ -382,8 +383,9 @@ def measure_inputs(
     * ``probs`` is an (N, K) matrix of probability rows, an (N,) vector read as
       **P(class 1) of a binary problem** (never as top-class confidences), or a
       ``Predictions`` (whose labels are used when ``labels`` is None);
-    * ``notion=None`` means ``"binary"`` for an (N,) vector and ``"confidence"``
-      for probability rows;
+    * ``notion=None`` means ``"binary"`` for one score column (an (N,) vector,
+      or a ``Predictions`` built by :meth:`Predictions.from_scores`) and
+      ``"confidence"`` for probability rows;
     * the top-label notion on an (N,) vector is refused, with a message naming
       ``binary_ece(conf, correct)`` and ``confidence_ece(np.column_stack([1 - p, p]), y)``.
 
@@ -422,7 +424,9 @@ def measure_inputs(
             if labels is None
             else check_labels(labels, probs.n_samples, probs.n_classes)
         )
-        return probs.probs, y, ROWS_NOTION if notion is None else notion
+        if notion is None:  # read from one score column: P(class 1), as an (N,) vector
+            notion = ONE_COLUMN_NOTION if probs.score_column else ROWS_NOTION
+        return probs.probs, y, notion
     if labels is None:
         raise CalibrationInputError(
             f"labels are missing in {measure}: pass the true class of every row, or a "

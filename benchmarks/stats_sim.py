@@ -81,9 +81,9 @@ from calibration_core.bootstrap import (  # noqa: E402
 )
 from calibration_core.compare import UNCALIBRATED, compare_maps  # noqa: E402
 from calibration_core.maps import make_map  # noqa: E402
+from calibration_core.measures.significance import MEASURES, monte_carlo_p_value  # noqa: E402
 from calibration_core.metrics import LOG_LOSS_EPS  # noqa: E402
 from calibration_core.parallel import map_blocks  # noqa: E402
-from calibration_core.significance import MEASURES, monte_carlo_p_value  # noqa: E402
 
 ALPHA = 0.05
 SCALE = 1.5

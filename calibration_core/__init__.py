@@ -26,11 +26,10 @@ The rule in one function: :func:`calibration_core.predictions.measure_inputs`.
 
 What the top level exports
 --------------------------
-Everything a user calls: every measure (each public function of the measure
-modules -- ``metrics``, ``measures``, ``ece_variants``, ``goodness_of_fit``,
-``significance``, ``decomposition``, ``sensitivity``, ``human_uncertainty`` --
-whose arguments start ``(probs, labels=None`` or ``(probs, human``) and the
-result class it returns, :func:`bootstrap_ci`, every calibration map class of
+Everything a user calls: every measure (each public function of
+:mod:`.metrics` and of the modules of the :mod:`.measures` package whose
+arguments start ``(probs, labels=None`` or ``(probs, human``) and the result
+class it returns, :func:`bootstrap_ci`, every calibration map class of
 the registry with :func:`make_map` and :func:`available_maps`,
 :class:`Predictions` and the loaders, :func:`compare_maps`, the deployable
 map, the decision functions, the bands and the reliability curve, and the
@@ -91,7 +90,7 @@ _LAZY: dict[str, str] = {
             "log_loss_decomposition",
             "score_parts",
         ),
-        "decomposition",
+        "measures",
     ),
     **dict.fromkeys(
         (
@@ -101,11 +100,11 @@ _LAZY: dict[str, str] = {
             "plugin_calibration_error",
             "thresholded_adaptive_ece",
         ),
-        "ece_variants",
+        "measures",
     ),
     **dict.fromkeys(
         ("HosmerLemeshowResult", "HosmerLemeshowTable", "hosmer_lemeshow"),
-        "goodness_of_fit",
+        "measures",
     ),
     **dict.fromkeys(
         (
@@ -115,11 +114,11 @@ _LAZY: dict[str, str] = {
             "human_uncertainty_calibration",
             "rank_calibration_score",
         ),
-        "human_uncertainty",
+        "measures",
     ),
     **dict.fromkeys(("load_predictions", "load_with_notices"), "io"),
     **dict.fromkeys(("DeployableMap", "deployable_map", "load_map"), "deploy"),
-    **dict.fromkeys(("EceSensitivity", "ece_sensitivity"), "sensitivity"),
+    **dict.fromkeys(("EceSensitivity", "ece_sensitivity"), "measures"),
     **dict.fromkeys(
         (
             "BetaCalibration",
@@ -161,7 +160,7 @@ _LAZY: dict[str, str] = {
         ),
         "measures",
     ),
-    **dict.fromkeys(("CalibrationTestResult", "calibration_test"), "significance"),
+    **dict.fromkeys(("CalibrationTestResult", "calibration_test"), "measures"),
 }
 
 

@@ -96,7 +96,7 @@ from statistics import NormalDist
 
 import numpy as np
 
-from . import ece_variants, metrics
+from . import metrics
 from .binning import (
     Binning,
     check_binning_args,
@@ -105,6 +105,7 @@ from .binning import (
     width_thresholds,
 )
 from .errors import CalibrationInputError
+from .measures import ece_variants
 from .notions import notion_scores
 from .predictions import Predictions, measure_inputs
 from .validation import check_level, check_seed, check_whole_number

@@ -17,7 +17,6 @@ import numpy as np
 import pyarrow as pa
 
 from ..binning import Binning, BinStatistics
-from ..decomposition import PART_FIELDS
 from ..errors import CalibrationInputError
 from ..io.checks import Context, exact_tolerance, silent_tolerance
 from ..io.tables import (
@@ -27,6 +26,7 @@ from ..io.tables import (
     table_columns,
     table_labels,
 )
+from ..measures.decomposition import PART_FIELDS
 from ..notions import check_ece_notion
 from ..predictions import Predictions
 from ..reliability import ReliabilityCurve

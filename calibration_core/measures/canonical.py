@@ -33,7 +33,7 @@ for a calibrated model (for a characteristic kernel) and needs no binning.
     resampling test; the survey's alg. 1): on the same rows, labels are
     drawn from the predicted vectors ``n_resamples`` times and the estimator
     recomputed; ``p = (1 + #{null > observed} + randomised ties) / (1 +
-    n_resamples)`` (:func:`calibration_core.significance.monte_carlo_p_value`,
+    n_resamples)`` (:func:`calibration_core.measures.significance.monte_carlo_p_value`,
     the one Monte Carlo p-value of the package). Exact up to Monte Carlo
     error at any N, and the more powerful of the two.
   - the asymptotic test of the linear estimator, on all rows: the ``m``
@@ -64,8 +64,8 @@ import numpy as np
 
 from ..errors import CalibrationInputError
 from ..predictions import measure_inputs
-from ..significance import monte_carlo_p_value
 from ..validation import check_seed, check_whole_number
+from .significance import monte_carlo_p_value
 
 #: Default rows of the quadratic (unbiased) estimator; larger inputs are subsampled.
 MAX_QUADRATIC_ROWS = 2000

@@ -6,10 +6,10 @@ from typing import Any
 
 import numpy as np
 
-from ..ece_variants import adaptive_classwise_ece, thresholded_adaptive_ece
 from ..predictions import measure_inputs
 from .canonical import skce, vector_binned_ece
 from .cumulative import classwise_ks_errors, cumulative_test, spiegelhalter_test
+from .ece_variants import adaptive_classwise_ece, thresholded_adaptive_ece
 from .hierarchy import calibration_hierarchy
 from .smooth import smooth_ece
 

@@ -18,18 +18,23 @@ from calibration_core.predictions import measure_inputs
 #: The modules whose measures follow the one signature (the top-level rule).
 MEASURE_MODULES = (
     "metrics",
-    "ece_variants",
-    "goodness_of_fit",
-    "significance",
-    "decomposition",
-    "sensitivity",
-    "human_uncertainty",
     "bootstrap",
-    "measures.canonical",
-    "measures.cumulative",
-    "measures.hierarchy",
-    "measures.smooth",
-    "measures.summary",
+    *(
+        f"measures.{name}"
+        for name in (
+            "canonical",
+            "cumulative",
+            "decomposition",
+            "ece_variants",
+            "goodness_of_fit",
+            "hierarchy",
+            "human_uncertainty",
+            "sensitivity",
+            "significance",
+            "smooth",
+            "summary",
+        )
+    ),
 )
 REFUSAL_NAMES = ("binary_ece(conf, correct)", "confidence_ece(np.column_stack([1 - p, p]), y)")
 
@@ -73,7 +78,6 @@ MEASURES = sorted(
 # ------------------------------------------------------------ the 1-D rule
 def _one_column_top_label_calls():
     """Every way to ask a measure for the top-label notion of an (N,) vector."""
-    from calibration_core.ece_variants import adaptive_ece, debiased_ece
     from calibration_core.measures import (
         calibration_hierarchy,
         cumulative_test,
@@ -81,7 +85,8 @@ def _one_column_top_label_calls():
         smooth_reliability_curve,
         spiegelhalter_test,
     )
-    from calibration_core.sensitivity import ece_sensitivity
+    from calibration_core.measures.ece_variants import adaptive_ece, debiased_ece
+    from calibration_core.measures.sensitivity import ece_sensitivity
 
     top = {"notion": "confidence"}
     return {

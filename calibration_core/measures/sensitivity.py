@@ -18,10 +18,10 @@ from functools import lru_cache
 
 import numpy as np
 
-from .binning import MAX_BINS, SCHEMES, Scheme, SortedScores, width_thresholds
-from .errors import CalibrationInputError
-from .notions import check_ece_notion
-from .predictions import Predictions, measure_inputs
+from ..binning import MAX_BINS, SCHEMES, Scheme, SortedScores, width_thresholds
+from ..errors import CalibrationInputError
+from ..notions import check_ece_notion
+from ..predictions import Predictions, measure_inputs
 
 
 @dataclass(frozen=True, eq=False)

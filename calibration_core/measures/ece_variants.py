@@ -39,11 +39,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from .binning import Binning, BinStatistics, Scheme, check_binning_args
-from .errors import CalibrationInputError
-from .notions import notion_columns
-from .predictions import measure_inputs
-from .validation import check_non_negative, check_whole_number
+from ..binning import Binning, BinStatistics, Scheme, check_binning_args
+from ..errors import CalibrationInputError
+from ..notions import notion_columns
+from ..predictions import measure_inputs
+from ..validation import check_non_negative, check_whole_number
 
 
 def _statistics(

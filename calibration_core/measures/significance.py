@@ -65,12 +65,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .binning import Binning, Scheme, check_binning_args, ece_from_sums, mce_from_sums
-from .errors import CalibrationInputError
-from .metrics import LOG_LOSS_EPS
-from .notions import notion_scores
-from .predictions import measure_inputs
-from .validation import check_seed, check_whole_number
+from ..binning import Binning, Scheme, check_binning_args, ece_from_sums, mce_from_sums
+from ..errors import CalibrationInputError
+from ..metrics import LOG_LOSS_EPS
+from ..notions import notion_scores
+from ..predictions import measure_inputs
+from ..validation import check_seed, check_whole_number
 
 #: Measure name -> (how labels are drawn, what is computed).
 MEASURES: dict[str, tuple[str, str]] = {

@@ -70,9 +70,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .binning import Binning, Scheme
-from .metrics import LOG_LOSS_EPS, brier_score, log_loss
-from .predictions import measure_inputs
+from ..binning import Binning, Scheme
+from ..metrics import LOG_LOSS_EPS, brier_score, log_loss
+from ..predictions import measure_inputs
 
 
 @dataclass(frozen=True)

@@ -41,7 +41,6 @@ def synthetic(n: int, k: int, seed: int = 0):
 
 def cases(pred):
     """Name -> (call, target seconds or None)."""
-    from calibration_core.ece_variants import thresholded_adaptive_ece
     from calibration_core.measures import (
         calibration_hierarchy,
         classwise_ks_errors,
@@ -54,6 +53,7 @@ def cases(pred):
         spiegelhalter_test,
         vector_binned_ece,
     )
+    from calibration_core.measures.ece_variants import thresholded_adaptive_ece
 
     return {
         "KS error, top label": (lambda: ks_calibration_error(pred), 1.0),

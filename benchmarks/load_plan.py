@@ -84,7 +84,7 @@ def prepare_session(
     assert pred.name == name, (pred.name, name)
     variants = {"uncalibrated": pred}
     for m in MAPS:  # one map per call, as the server's background fit does
-        comparison = compare_maps(pred, [m], folds=folds, seed=0)
+        comparison = compare_maps(pred, maps=[m], folds=folds, seed=0)
         variants[m] = comparison.calibrated[m]
     plan = SessionPlan(
         index=index,

@@ -81,9 +81,9 @@ from calibration_core.bootstrap import (  # noqa: E402
 )
 from calibration_core.compare import UNCALIBRATED, compare_maps  # noqa: E402
 from calibration_core.maps import make_map  # noqa: E402
+from calibration_core.measures.significance import MEASURES, monte_carlo_p_value  # noqa: E402
 from calibration_core.metrics import LOG_LOSS_EPS  # noqa: E402
 from calibration_core.parallel import map_blocks  # noqa: E402
-from calibration_core.significance import MEASURES, monte_carlo_p_value  # noqa: E402
 
 ALPHA = 0.05
 SCALE = 1.5
@@ -357,7 +357,7 @@ def verdict_outcome(n: int, t0: float, mode: str, seed: int, truth: float) -> di
     _, y, p = verdict_data(n, t0, np.random.default_rng([seed, int(1000 * t0), n]))
     held_out = {"folds": 5} if mode == "folds" else {"test_fraction": 0.5}
     comparison = compare_maps(
-        Predictions.from_scores(p, y), ("temperature",), seed=seed, **held_out
+        Predictions.from_scores(p, y), maps=("temperature",), seed=seed, **held_out
     )
     v = comparison.verdict()
     sign = 1.0 if v.winner == "temperature" else -1.0  # runner-up minus winner

@@ -2,6 +2,40 @@
 
 Plain numpy/scipy (never dash, plotly or flask). Definitions follow the survey
 "Classifier Calibration" (Silva Filho et al., arXiv 2112.10327).
+
+One signature for every measure
+-------------------------------
+``f(probs, labels=None, *, notion=None, ..., seed=0)``, as ``sklearn.metrics``
+(in this project's ``(probs, labels)`` order; the human-uncertainty measures
+take ``(probs, human)``):
+
+* ``probs``: (N, K) probability rows, an (N,) vector that always means
+  **P(class 1) of a binary problem**, or a :class:`Predictions` (its labels
+  are used when ``labels`` is None);
+* ``notion`` (the measures that depend on one): ``"confidence"`` (top label),
+  ``"binary"``, ``"class"`` with ``class_index``, ``"classwise"``; None means
+  ``"binary"`` for one score column and ``"confidence"`` for probability rows.
+  ``binary_ece``, ``classwise_ece``, ``confidence_ece`` (and their MCE and
+  statistics) are the binned ECE with the notion in the name; :func:`ece`
+  takes ``notion=``. The top-label notion of an (N,) vector is refused: for
+  top-class confidences with a 0/1 correctness column use
+  ``binary_ece(conf, correct)``;
+* ``seed``: the one name of the random seed, 0 by default everywhere.
+
+The rule in one function: :func:`calibration_core.predictions.measure_inputs`.
+
+What the top level exports
+--------------------------
+Everything a user calls: every measure (each public function of
+:mod:`.metrics` and of the modules of the :mod:`.measures` package whose
+arguments start ``(probs, labels=None`` or ``(probs, human``) and the result
+class it returns, :func:`bootstrap_ci`, every calibration map class of
+the registry with :func:`make_map` and :func:`available_maps`,
+:class:`Predictions` and the loaders, :func:`compare_maps`, the deployable
+map, the decision functions, the bands and the reliability curve, and the
+errors and warnings. Helpers (functions of validated scores, per-bin sums,
+``*_from_scores``) stay in their modules. ``tests/core/test_measure_api.py``
+checks the rule.
 """
 
 from .binning import Binning, BinStatistics, SortedScores
@@ -12,13 +46,17 @@ from .metrics import (
     binary_mce,
     binary_statistics,
     brier_score,
+    calibration_statistics,
     classwise_ece,
     classwise_mce,
     classwise_statistics,
     confidence_ece,
     confidence_mce,
     confidence_statistics,
+    ece,
     log_loss,
+    log_loss_per_row,
+    mce,
 )
 from .notions import notion_scores, top_label
 from .predictions import Predictions, stable_softmax
@@ -52,7 +90,7 @@ _LAZY: dict[str, str] = {
             "log_loss_decomposition",
             "score_parts",
         ),
-        "decomposition",
+        "measures",
     ),
     **dict.fromkeys(
         (
@@ -62,11 +100,11 @@ _LAZY: dict[str, str] = {
             "plugin_calibration_error",
             "thresholded_adaptive_ece",
         ),
-        "ece_variants",
+        "measures",
     ),
     **dict.fromkeys(
         ("HosmerLemeshowResult", "HosmerLemeshowTable", "hosmer_lemeshow"),
-        "goodness_of_fit",
+        "measures",
     ),
     **dict.fromkeys(
         (
@@ -76,12 +114,53 @@ _LAZY: dict[str, str] = {
             "human_uncertainty_calibration",
             "rank_calibration_score",
         ),
-        "human_uncertainty",
+        "measures",
     ),
     **dict.fromkeys(("load_predictions", "load_with_notices"), "io"),
     **dict.fromkeys(("DeployableMap", "deployable_map", "load_map"), "deploy"),
-    **dict.fromkeys(("EceSensitivity", "ece_sensitivity"), "sensitivity"),
-    **dict.fromkeys(("CalibrationTestResult", "calibration_test"), "significance"),
+    **dict.fromkeys(("EceSensitivity", "ece_sensitivity"), "measures"),
+    **dict.fromkeys(
+        (
+            "BetaCalibration",
+            "CalibrationMap",
+            "DirichletCalibration",
+            "HistogramBinning",
+            "IsotonicCalibration",
+            "MatrixScaling",
+            "PlattScaling",
+            "TemperatureScaling",
+            "VectorScaling",
+            "available_maps",
+            "make_map",
+        ),
+        "maps",
+    ),
+    **dict.fromkeys(
+        (
+            "CalibrationHierarchy",
+            "CumulativeDifferences",
+            "CumulativeTestResult",
+            "SkceResult",
+            "SmoothEce",
+            "SmoothReliabilityCurve",
+            "SpiegelhalterResult",
+            "VectorBinnedEce",
+            "calibration_hierarchy",
+            "classwise_ks_errors",
+            "cumulative_differences",
+            "cumulative_test",
+            "integrated_calibration_index",
+            "ks_calibration_error",
+            "measures_summary",
+            "skce",
+            "smooth_ece",
+            "smooth_reliability_curve",
+            "spiegelhalter_test",
+            "vector_binned_ece",
+        ),
+        "measures",
+    ),
+    **dict.fromkeys(("CalibrationTestResult", "calibration_test"), "measures"),
 }
 
 
@@ -102,29 +181,47 @@ def __dir__() -> list[str]:
 
 __all__ = [
     "PART_FIELDS",
+    "BetaCalibration",
     "BinStatistics",
     "Binning",
     "BootstrapResult",
+    "CalibrationHierarchy",
     "CalibrationInputError",
+    "CalibrationMap",
     "CalibrationTestResult",
     "Comparison",
     "ComparisonCancelled",
+    "CumulativeDifferences",
+    "CumulativeTestResult",
     "DecisionComparison",
     "Decomposition",
     "DeployableMap",
+    "DirichletCalibration",
     "EceSensitivity",
+    "HistogramBinning",
     "HosmerLemeshowResult",
     "HosmerLemeshowTable",
     "HumanUncertaintyResult",
+    "IsotonicCalibration",
+    "MatrixScaling",
+    "PlattScaling",
     "Predictions",
     "ReliabilityCurve",
     "RenormalisedRowsWarning",
+    "SkceResult",
     "SmallSampleWarning",
+    "SmoothEce",
+    "SmoothReliabilityCurve",
     "SortedScores",
+    "SpiegelhalterResult",
+    "TemperatureScaling",
+    "VectorBinnedEce",
+    "VectorScaling",
     "accuracy",
     "adaptive_classwise_ece",
     "adaptive_ece",
     "adjust_scores_for_prior",
+    "available_maps",
     "binary_ece",
     "binary_mce",
     "binary_statistics",
@@ -132,8 +229,11 @@ __all__ = [
     "bootstrap_ci",
     "brier_decomposition",
     "brier_score",
+    "calibration_hierarchy",
+    "calibration_statistics",
     "calibration_test",
     "classwise_ece",
+    "classwise_ks_errors",
     "classwise_mce",
     "classwise_statistics",
     "compare_expected_costs",
@@ -145,28 +245,42 @@ __all__ = [
     "consistency_band_from_statistics",
     "cost_curve",
     "cost_threshold",
+    "cumulative_differences",
+    "cumulative_test",
     "debiased_ece",
     "deployable_map",
     "distribution_calibration_error",
+    "ece",
     "ece_sensitivity",
     "entropy_calibration_error",
     "expected_cost",
     "hosmer_lemeshow",
     "human_uncertainty_calibration",
+    "integrated_calibration_index",
+    "ks_calibration_error",
     "load_map",
     "load_predictions",
     "load_with_notices",
     "log_loss",
     "log_loss_decomposition",
+    "log_loss_per_row",
+    "make_map",
+    "mce",
+    "measures_summary",
     "notion_scores",
     "plugin_calibration_error",
     "prior_shift_threshold",
     "rank_calibration_score",
     "reliability_curve",
     "score_parts",
+    "skce",
+    "smooth_ece",
+    "smooth_reliability_curve",
+    "spiegelhalter_test",
     "stable_softmax",
     "thresholded_adaptive_ece",
     "top_label",
+    "vector_binned_ece",
 ]
 
 

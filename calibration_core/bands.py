@@ -178,7 +178,7 @@ def _band_from_samples(freq: np.ndarray, level: float) -> tuple[np.ndarray, np.n
 
 
 def consistency_band_from_statistics(
-    stats: BinStatistics, *, n_resamples: int = 1000, level: float = 0.95, seed=None
+    stats: BinStatistics, *, n_resamples: int = 1000, level: float = 0.95, seed=0
 ) -> tuple[np.ndarray, np.ndarray]:
     """Consistency-resampling band from precomputed bin statistics.
 
@@ -198,7 +198,7 @@ def consistency_band_from_statistics(
         ``(1+level)/2`` quantiles (numpy's default linear interpolation) of the
         resampled frequencies of each bin.
     seed : None, int or numpy.random.Generator
-        Source of randomness; the same int gives the same band.
+        Source of randomness; the same int gives the same band (0 by default).
 
     Returns
     -------
@@ -235,7 +235,7 @@ def consistency_band(
     scheme: Scheme = "width",
     n_resamples: int = 1000,
     level: float = 0.95,
-    seed=None,
+    seed=0,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Consistency-resampling band (Bröcker & Smith 2007; survey §4.1) per bin.
 
@@ -262,7 +262,7 @@ def consistency_band(
     level : float
         Band level in (0, 1).
     seed : None, int or numpy.random.Generator
-        Source of randomness; the same int gives the same band.
+        Source of randomness; the same int gives the same band (0 by default).
 
     Returns
     -------
@@ -309,7 +309,7 @@ def naive_consistency_band(
     scheme: Scheme = "width",
     n_resamples: int = 1000,
     level: float = 0.95,
-    seed=None,
+    seed=0,
 ) -> tuple[np.ndarray, np.ndarray]:
     """:func:`consistency_band` by the naive O(N R) loop (oracle; not for production)."""
     s = check_scores(scores)

@@ -96,7 +96,7 @@ from statistics import NormalDist
 
 import numpy as np
 
-from . import ece_variants, metrics
+from . import metrics
 from .binning import (
     Binning,
     check_binning_args,
@@ -105,8 +105,9 @@ from .binning import (
     width_thresholds,
 )
 from .errors import CalibrationInputError
+from .measures import ece_variants
 from .notions import notion_scores
-from .predictions import probs_and_labels
+from .predictions import Predictions, measure_inputs
 from .validation import check_level, check_seed, check_whole_number
 
 #: String names accepted as ``metric``.
@@ -194,7 +195,7 @@ def _resampled_means(values: np.ndarray, blocks) -> np.ndarray:
     )
 
 
-def resampled_means(values, n_resamples: int = 1000, seed=None) -> np.ndarray:
+def resampled_means(values, n_resamples: int = 1000, seed=0) -> np.ndarray:
     """The mean of per-row values on each of R resamples of the rows (with replacement).
 
     The draws are those of :func:`bootstrap_ci` for the same seed and number
@@ -320,6 +321,20 @@ def _sparse_counts(blocks, p, y, binning, kind) -> np.ndarray:
     return np.concatenate(out)
 
 
+#: Named metrics that take ``notion=`` (the others have their notion in their name).
+_NOTION_METRICS = frozenset({"adaptive_ece", "debiased_ece", "plugin_calibration_error"})
+_CLASSWISE_METRICS = frozenset({"classwise_ece", "classwise_mce", "adaptive_classwise_ece"})
+
+
+def _metric_notion(name: str, kwargs) -> str | None:
+    """The notion a named metric uses (None: the default of its input)."""
+    if name in _CLASSWISE_METRICS:
+        return "classwise"
+    if name in _ONE_COLUMN and _ONE_COLUMN[name][0] is not None:
+        return _ONE_COLUMN[name][0]
+    return kwargs.get("notion")
+
+
 _ONE_COLUMN = {
     "confidence_ece": ("confidence", "ece", "width"),
     "confidence_mce": ("confidence", "mce", "width"),
@@ -340,7 +355,7 @@ def _fast_samples(name, p, y, kwargs, blocks):
         return _sparse_counts(blocks, p, y, Binning(scheme, n_bins), name[-3:]), method
     if name in _ONE_COLUMN:
         notion, kind, default_scheme = _ONE_COLUMN[name]
-        notion = notion or kwargs.get("notion", "confidence")
+        notion = notion or kwargs["notion"]  # bootstrap_ci resolved it
         if notion == "classwise":
             return None
         scheme = "frequency" if name == "adaptive_ece" else kwargs.get("scheme", default_scheme)
@@ -455,7 +470,7 @@ def bootstrap_ci(
     *,
     level: float = 0.95,
     n_resamples: int = 1000,
-    seed: int | None = None,
+    seed: int | None = 0,
     interval: str | None = None,
     **metric_kwargs,
 ) -> BootstrapResult:
@@ -475,7 +490,8 @@ def bootstrap_ci(
         R.
     seed : None, int or numpy.random.Generator
         Source of randomness (:func:`~calibration_core.validation.check_seed`);
-        the same int gives the same samples.
+        the same int gives the same samples (0 by default, as every seeded
+        function of the core; None draws fresh entropy).
     interval : {"hybrid", "basic", "percentile", "max-of-bins"}, optional
         ``[2 estimate - q_hi, q_hi]``, ``[2 estimate - q_hi, 2 estimate -
         q_lo]``, ``[q_lo, q_hi]``, or (binary and confidence MCE only) the
@@ -506,17 +522,28 @@ def bootstrap_ci(
     level = check_level(level)
     interval = _check_interval(name if isinstance(metric, str) else metric, interval)
     r = check_whole_number(n_resamples, "n_resamples")
-    p, y = probs_and_labels(probs, labels)
-    estimate = float(function(p, y, **metric_kwargs))
+    named = isinstance(metric, str)
+    p, y, notion = measure_inputs(
+        probs,
+        labels,
+        notion=_metric_notion(name, metric_kwargs) if named else None,
+        measure=f"bootstrap_ci of {name}",
+    )
+    if named and name in _NOTION_METRICS:
+        metric_kwargs = {**metric_kwargs, "notion": notion}
+    # A function of the user's gets an (N,) score as it was given, to apply its own rule.
+    one_column = not named and not isinstance(probs, Predictions) and np.ndim(probs) == 1
+    data = np.ascontiguousarray(p[:, 1]) if one_column else p
+    estimate = float(function(data, y, **metric_kwargs))
     rng = check_seed(seed)
     fast = None
-    if isinstance(metric, str):
+    if named:
         fast = _fast_samples(name, p, y, metric_kwargs, _blocks(rng, r, p.shape[0]))
     if fast is None:
         samples = np.empty(r)
         for i in range(r):
             idx = rng.integers(0, p.shape[0], p.shape[0])
-            samples[i] = function(p[idx], y[idx], **metric_kwargs)
+            samples[i] = function(data[idx], y[idx], **metric_kwargs)
         method = "loop"
     else:
         samples, method = fast

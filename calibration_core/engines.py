@@ -9,7 +9,7 @@ is that interface, and every engine returns the same types for it:
 :class:`~calibration_core.binning.BinStatistics`,
 :class:`~calibration_core.reliability.ReliabilityCurve` and dicts keyed by
 :data:`~calibration_core.compare.METRIC_COLUMNS` and
-:data:`~calibration_core.decomposition.PART_FIELDS`, computed by
+:data:`~calibration_core.measures.decomposition.PART_FIELDS`, computed by
 :func:`metric_columns` from the statistics, so the numbers of two engines on the
 same rows agree to float rounding.
 
@@ -40,8 +40,8 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 
 from .binning import Binning, BinStatistics, Scheme, check_binning_args
-from .decomposition import score_parts
 from .errors import CalibrationInputError
+from .measures.decomposition import score_parts
 from .metrics import (
     accuracy,
     binary_statistics,
@@ -111,7 +111,10 @@ class CalibrationSummary(Protocol):
         ...
 
     def score_parts(self, n_bins: int = 15, scheme: Scheme = "width") -> dict[str, float | None]:
-        """The parts of :data:`~calibration_core.decomposition.PART_FIELDS` (None: not known)."""
+        """The parts of :data:`~calibration_core.measures.decomposition.PART_FIELDS`.
+
+        None where the engine does not know a part.
+        """
         ...
 
 
@@ -182,7 +185,7 @@ class PredictionsSummary:
 
     Every answer is computed from the rows (any bin count and scheme), with the
     core functions of :mod:`calibration_core.metrics` and
-    :func:`~calibration_core.decomposition.score_parts`.
+    :func:`~calibration_core.measures.decomposition.score_parts`.
 
     Parameters
     ----------
@@ -244,6 +247,6 @@ class PredictionsSummary:
         )
 
     def score_parts(self, n_bins: int = 15, scheme: Scheme = "width") -> dict[str, float | None]:
-        """:func:`~calibration_core.decomposition.score_parts` of the rows (any K)."""
+        """:func:`~calibration_core.measures.decomposition.score_parts` of the rows (any K)."""
         pred = self.predictions
         return dict(score_parts(pred.probs, pred.labels, n_bins=n_bins, scheme=scheme))

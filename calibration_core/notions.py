@@ -21,8 +21,8 @@ from .errors import CalibrationInputError
 Notion = Literal["confidence", "class", "binary"]
 #: The notions of one score column, as :func:`notion_scores` takes them.
 NOTIONS: tuple[str, ...] = ("confidence", "class", "binary")
-#: What the ECE estimators of :mod:`~calibration_core.ece_variants` and
-#: :mod:`~calibration_core.sensitivity` take: a notion, or ``"classwise"``, which is
+#: What the ECE estimators of :mod:`~calibration_core.measures.ece_variants` and
+#: :mod:`~calibration_core.measures.sensitivity` take: a notion, or ``"classwise"``, which is
 #: not a notion of one column but the mean over classes of the ``"class"`` value.
 ECE_NOTIONS: tuple[str, ...] = ("confidence", "binary", "class", "classwise")
 

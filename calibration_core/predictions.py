@@ -17,7 +17,7 @@ import numpy as np
 from .binning import Binning, BinStatistics, SortedScores
 from .errors import CalibrationInputError, describe_rows
 from .notions import notion_scores, top_label
-from .validation import check_labels, check_prob_matrix, check_scores
+from .validation import check_labels, check_prob_matrix, check_scores, prob_array
 
 
 def _readonly(arr: np.ndarray, source=None) -> np.ndarray:
@@ -348,25 +348,95 @@ def with_extra(pred: Predictions, columns: Mapping[str, np.ndarray]) -> Predicti
     )
 
 
-def probs_and_labels(probs, labels) -> tuple[np.ndarray, np.ndarray]:
-    """Validated ``(probs (N, K), labels (N,))`` from arrays or a :class:`Predictions`.
+#: The notion a measure uses when ``notion=None`` (every measure's default):
+#: ``"binary"`` for one score column (an (N,) vector, or a Predictions read
+#: from one, :meth:`Predictions.from_scores`), ``"confidence"`` for probability rows.
+ONE_COLUMN_NOTION = "binary"
+ROWS_NOTION = "confidence"
+
+
+def one_column_refusal(measure: str) -> str:
+    """The message refusing the top-label notion on a 1-D score vector, naming the right calls."""
+    return (
+        f"{measure} cannot use the top-label (confidence) notion on a 1-D score vector: "
+        "a 1-D vector means P(class 1) of a binary problem, and folding it into top-label "
+        "confidences answers another question (about half the right ECE for top-class "
+        "confidences, with no error). For top-class confidences with a 0/1 correctness "
+        "column, use binary_ece(conf, correct) (or notion='binary' in any measure); for a "
+        "binary P(class 1), pass both columns: "
+        "confidence_ece(np.column_stack([1 - p, p]), y)."
+    )
+
+
+def measure_inputs(
+    probs,
+    labels=None,
+    *,
+    notion: str | None = None,
+    measure: str = "this measure",
+    validate: bool = True,
+) -> tuple[np.ndarray, np.ndarray, str]:
+    """The inputs of every measure: ``(probs, labels)`` or a :class:`Predictions`, checked.
+
+    One rule for every measure of the core:
+
+    * ``probs`` is an (N, K) matrix of probability rows, an (N,) vector read as
+      **P(class 1) of a binary problem** (never as top-class confidences), or a
+      ``Predictions`` (whose labels are used when ``labels`` is None);
+    * ``notion=None`` means ``"binary"`` for one score column (an (N,) vector,
+      or a ``Predictions`` built by :meth:`Predictions.from_scores`) and
+      ``"confidence"`` for probability rows;
+    * the top-label notion on an (N,) vector is refused, with a message naming
+      ``binary_ece(conf, correct)`` and ``confidence_ece(np.column_stack([1 - p, p]), y)``.
 
     Parameters
     ----------
     probs : array-like, shape (N, K) or (N,), or Predictions
-        Probability rows, positive-class scores of a binary problem, or a
-        ``Predictions`` (whose labels are used when ``labels`` is None).
     labels : array-like, shape (N,), or None
-        Class indices; None only together with a ``Predictions``.
+        Class indices in 0..K-1 (0/1 for an (N,) vector); None only with a
+        ``Predictions``.
+    notion : {"confidence", "class", "binary", "classwise"} or None
+        The measure's notion, None for its default (see above). Measures that
+        do not depend on a notion leave it None and ignore the result.
+    measure : str
+        The measure's name, for messages.
+    validate : bool
+        Check the probability values and return (N, K) float64 rows; False
+        returns the shape-checked input as it is ((N,) vectors stay (N,)), for
+        the metrics that validate block by block while they compute
+        (:func:`~calibration_core.validation.prob_blocks`).
+
+    Returns
+    -------
+    probs : numpy.ndarray, shape (N, K), float64 (or the input, see ``validate``)
+    labels : numpy.ndarray, shape (N,), intp
+    notion : str
+        ``notion``, or the default it stands for.
+
+    Raises
+    ------
+    CalibrationInputError
+        Missing labels, bad shapes or values, or the top-label notion on an (N,) vector.
     """
     if isinstance(probs, Predictions):
-        if labels is None:
-            return probs.probs, probs.labels
-        return probs.probs, check_labels(labels, probs.n_samples, probs.n_classes)
+        y = (
+            probs.labels
+            if labels is None
+            else check_labels(labels, probs.n_samples, probs.n_classes)
+        )
+        if notion is None:  # read from one score column: P(class 1), as an (N,) vector
+            notion = ONE_COLUMN_NOTION if probs.score_column else ROWS_NOTION
+        return probs.probs, y, notion
     if labels is None:
         raise CalibrationInputError(
-            "labels are missing: pass the true class of every row, or a Predictions "
-            "(which carries its labels) instead of a bare probability array."
+            f"labels are missing in {measure}: pass the true class of every row, or a "
+            "Predictions (which carries its labels) instead of a bare probability array."
         )
-    p = check_prob_matrix(probs)
-    return p, check_labels(labels, p.shape[0], p.shape[1])
+    arr = prob_array(probs)
+    one_column = arr.ndim == 1
+    if notion is None:
+        notion = ONE_COLUMN_NOTION if one_column else ROWS_NOTION
+    if one_column and notion == "confidence":
+        raise CalibrationInputError(one_column_refusal(measure))
+    y = check_labels(labels, arr.shape[0], 2 if one_column else arr.shape[1])
+    return (check_prob_matrix(arr) if validate else arr), y, notion

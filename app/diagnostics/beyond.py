@@ -143,8 +143,8 @@ def beyond_record(pred: Predictions, spec: NotionSpec) -> dict[str, Any]:
         ``smooth_ece``, ``hierarchy`` (None with ``hierarchy_message``);
         ``tace``; ``skce``. NaN becomes None.
     """
-    from calibration_core.ece_variants import thresholded_adaptive_ece
     from calibration_core.measures import skce
+    from calibration_core.measures.ece_variants import thresholded_adaptive_ece
     from calibration_core.measures.summary import finite_or_none
 
     record = {

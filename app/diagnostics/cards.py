@@ -32,13 +32,13 @@ from calibration_core.decision import (
     prior_shift_threshold,
 )
 from calibration_core.errors import SmallSampleWarning
-from calibration_core.goodness_of_fit import (
+from calibration_core.measures.goodness_of_fit import (
     DEFAULT_RESAMPLES,
     MIN_RECOMMENDED_SAMPLES,
     P_VALUE_METHODS,
     hosmer_lemeshow,
 )
-from calibration_core.human_uncertainty import (
+from calibration_core.measures.human_uncertainty import (
     HumanUncertaintyResult,
     human_uncertainty_calibration,
 )

@@ -22,8 +22,8 @@ import numpy as np
 
 # Diagnostics come from their modules: ``calibration_core`` loads them lazily.
 from calibration_core import Binning, BinStatistics, Predictions
-from calibration_core.ece_variants import squared_error_terms
-from calibration_core.sensitivity import EceSensitivity, ece_sensitivity
+from calibration_core.measures.ece_variants import squared_error_terms
+from calibration_core.measures.sensitivity import EceSensitivity, ece_sensitivity
 
 from ..settings import ViewSettings
 from ..store.data_store import DataStore

@@ -23,7 +23,7 @@ import numpy as np
 # Diagnostics come from their modules: ``calibration_core`` loads them lazily.
 from calibration_core import Predictions
 from calibration_core.bootstrap import bootstrap_ci, default_interval
-from calibration_core.significance import CalibrationTestResult, calibration_test
+from calibration_core.measures.significance import CalibrationTestResult, calibration_test
 
 from ..settings import SettingsError, ViewSettings
 from ..store.data_store import DataStore

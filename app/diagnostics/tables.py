@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from calibration_core.significance import DETECTS, TWO_SIDED
+from calibration_core.measures.significance import DETECTS, TWO_SIDED
 
 from ..metrics_table import METRICS
 from .cards import HL_SMALL_SAMPLE, DecisionView, HosmerLemeshowRow, HumanRow, shifted_threshold
@@ -178,7 +178,7 @@ def number_int(value) -> str:
 
 
 # --------------------------------------------------------------- resampling
-#: How null values equal to the observed one count (calibration_core.significance).
+#: How null values equal to the observed one count (calibration_core.measures.significance).
 TIES_NOTE = (
     "Null values equal to the observed one (frequent for the MCE) are counted in a random, "
     "seeded order, so the p-value is uniform under calibration. A small p rejects calibration."

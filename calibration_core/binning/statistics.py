@@ -114,7 +114,7 @@ def ece_from_sums(count, sum_score, sum_target) -> np.ndarray:
     """ECE of per-bin sums over the last axis: ``sum_m |sum_target_m - sum_score_m| / N``.
 
     The one ECE formula of the core: :meth:`BinStatistics.ece` and the resampling
-    paths of :mod:`~calibration_core.bootstrap` and :mod:`~calibration_core.significance`
+    paths of :mod:`~calibration_core.bootstrap` and :mod:`~calibration_core.measures.significance`
     (arrays of shape (R, ..., M)) all use it. ``N`` is the count summed over the last
     axis; ``count`` may have fewer leading axes than the sums (it broadcasts).
     """

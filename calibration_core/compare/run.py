@@ -28,6 +28,7 @@ fold and split assignment in :mod:`~calibration_core.compare.folds`.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 import warnings
@@ -44,7 +45,7 @@ from ..errors import CalibrationInputError
 from ..maps import available_maps, make_map, same_model_as
 from ..maps.base import CalibrationMap
 from ..metrics import log_loss
-from ..predictions import Predictions
+from ..predictions import Predictions, measure_inputs
 from .columns import METRIC_COLUMNS, TABLE_COLUMNS
 from .folds import check_folds, crossfit_folds, train_test_mask
 from .results import Comparison, score_probs
@@ -103,6 +104,51 @@ def _resolve_maps(maps) -> list[tuple[str, Callable[[], Any]]]:
     return resolved
 
 
+def _is_map_spec(value) -> bool:
+    """A registry name or a calibration map instance (what ``maps`` lists)."""
+    return isinstance(value, str) or (hasattr(value, "fit") and hasattr(value, "predict_proba"))
+
+
+def _looks_like_maps(value) -> bool:
+    """True for what ``maps`` takes and labels never are: names, maps, a mapping of them."""
+    if _is_map_spec(value) or isinstance(value, Mapping):
+        return True
+    return isinstance(value, (list, tuple)) and all(_is_map_spec(v) for v in value)
+
+
+def _comparison_inputs(probs, labels, maps) -> tuple[Predictions, Any]:
+    """The Predictions and maps of :func:`compare_maps`, from arrays or a Predictions.
+
+    The old call ``compare_maps(predictions, maps)`` (maps second) still works
+    for one release, with a DeprecationWarning: labels are never names or maps.
+    """
+    if labels is not None and _looks_like_maps(labels):
+        if maps is not _DEFAULT_MAPS:
+            raise CalibrationInputError(
+                f"compare_maps got maps twice ({labels!r} second and maps={maps!r}); the "
+                "second argument is the labels: pass the maps only as maps=."
+            )
+        warnings.warn(
+            "compare_maps(predictions, maps) is deprecated: the second argument is now the "
+            "labels, as in every measure; pass the maps by keyword, "
+            "compare_maps(predictions, maps=...). The old order stops working in the next "
+            "release.",
+            DeprecationWarning,
+            stacklevel=3,
+        )
+        labels, maps = None, labels
+    if isinstance(probs, Predictions) and labels is None:
+        return probs, maps
+    p, y, _ = measure_inputs(probs, labels, measure="compare_maps", validate=False)
+    if isinstance(probs, Predictions):  # other labels for the same rows (and logits)
+        y = np.array(y)
+        y.flags.writeable = False
+        return dataclasses.replace(probs, labels=y), maps
+    if p.ndim == 1:  # P(class 1) of a binary problem
+        return Predictions.from_scores(p, y), maps
+    return Predictions.from_probs(p, y), maps
+
+
 def _message(exc: BaseException) -> str:
     text = str(exc).strip() or type(exc).__name__
     if isinstance(exc, CalibrationInputError):
@@ -154,9 +200,13 @@ def _where(run: _MapRun, plan: _RowPlan) -> str:
     return "fold(s) " + ", ".join(map(str, run.not_converged))
 
 
+_DEFAULT_MAPS = ("temperature",)
+
+
 def compare_maps(
-    predictions: Predictions,
-    maps=("temperature",),
+    probs,
+    labels=None,
+    maps=_DEFAULT_MAPS,
     *,
     folds: int = 5,
     n_bins: int = 15,
@@ -171,9 +221,13 @@ def compare_maps(
 
     Parameters
     ----------
-    predictions : Predictions
-        One model's probabilities (and logits, used by maps when present)
-        with the true labels, N rows and K classes.
+    probs : Predictions, or array-like of shape (N, K) or (N,)
+        One model's predictions: a Predictions (its logits, when present, are
+        used by the maps that read logits), probability rows, or P(class 1)
+        of a binary problem (read as :meth:`Predictions.from_scores`). For
+        logits, pass ``Predictions.from_logits(logits, labels)``.
+    labels : array-like, shape (N,), optional
+        True class indices; taken from ``probs`` when it is a Predictions.
     maps : "all", str, sequence or mapping
         Registry names (``"temperature"``), ``"all"`` (every available map),
         unfitted :class:`~calibration_core.maps.CalibrationMap` instances
@@ -216,11 +270,7 @@ def compare_maps(
     ComparisonCancelled
         When ``cancel()`` returned True.
     """
-    if not isinstance(predictions, Predictions):
-        raise CalibrationInputError(
-            "compare_maps needs a Predictions (e.g. Predictions.from_probs(probs, labels) or "
-            f"load_predictions(path)[0]), got {type(predictions).__name__}."
-        )
+    predictions, maps = _comparison_inputs(probs, labels, maps)
     n_bins, scheme = check_binning_args(n_bins, scheme)
     if split is not None and test_fraction is not None:
         raise CalibrationInputError("give either split or test_fraction, not both.")

@@ -258,7 +258,7 @@ def deployable_map(
     if comparison is None:
         comparison = compare_maps(
             predictions,
-            {} if identity else {map_name: make_map(map_name, **params)},
+            maps={} if identity else {map_name: make_map(map_name, **params)},
             folds=folds,
             seed=seed,
             n_bins=n_bins,

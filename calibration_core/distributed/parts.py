@@ -1,6 +1,6 @@
 r"""The Brier and log-loss decompositions of a dataset, from mergeable per-bin sums.
 
-:mod:`calibration_core.decomposition` splits a score into calibration,
+:mod:`calibration_core.measures.decomposition` splits a score into calibration,
 refinement and a binning residual, estimating ``c = E[Y | S]`` per class
 column (one vs rest; for K = 2 the positive column, ``c_i0 = 1 - c_i1``) by
 the frequency of the class in the score's bin. Here the same numbers come
@@ -184,7 +184,7 @@ def log_loss_parts(classwise: BinStatistics, sums: PartSums, n_samples: int) -> 
 def parts_from_sums(
     classwise: BinStatistics, sums: PartSums, n_samples: int, brier_sum: float
 ) -> dict[str, float | None]:
-    """The four parts of :data:`~calibration_core.decomposition.PART_FIELDS` of a model.
+    """The four parts of :data:`~calibration_core.measures.decomposition.PART_FIELDS` of a model.
 
     Parameters
     ----------

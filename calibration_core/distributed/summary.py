@@ -17,7 +17,6 @@ import numpy as np
 import pyarrow as pa
 
 from ..binning import BinStatistics, Scheme
-from ..decomposition import PART_FIELDS
 from ..engines import check_summary_notion, metric_columns, single_column_curve
 from ..errors import CalibrationInputError
 from ..io.checks import Context, exact_tolerance, silent_tolerance
@@ -28,6 +27,7 @@ from ..io.tables import (
     table_columns,
     table_labels,
 )
+from ..measures.decomposition import PART_FIELDS
 from ..predictions import Predictions
 from ..reliability import ReliabilityCurve
 from .cells import CellStatistics

@@ -1,4 +1,8 @@
-"""Measures beyond bins: vector, cumulative, smooth and clinical calibration checks.
+"""Every calibration measure beyond the binned ECE of :mod:`calibration_core.metrics`.
+
+All of them take ``f(probs, labels=None, *, notion=None, ..., seed=0)``
+(:func:`calibration_core.predictions.measure_inputs`; the human-uncertainty
+measures take ``(probs, human)``) and are exported at the top level too.
 
 Which measure answers which question
 ------------------------------------
@@ -11,13 +15,22 @@ Which measure answers which question
   p-values (:func:`cumulative_test`, :func:`ks_calibration_error`), and
   :func:`smooth_ece` with the smoothed reliability curve
   (:func:`smooth_reliability_curve`).
+* **How much does the binned ECE owe to its bins?** :func:`adaptive_ece`,
+  :func:`debiased_ece`, :func:`plugin_calibration_error`, ACE and TACE
+  (:mod:`.ece_variants`), and the ECE for every bin count
+  (:func:`ece_sensitivity`).
 * **Is there evidence of miscalibration at all?** (a test, not a size):
-  :func:`cumulative_test`, :func:`spiegelhalter_test`, the test of :func:`skce`.
+  :func:`cumulative_test`, :func:`spiegelhalter_test`, the test of :func:`skce`,
+  the resampling test :func:`calibration_test` and :func:`hosmer_lemeshow`.
 * **How is a risk model miscalibrated, in clinical terms?**
   :func:`calibration_hierarchy`: calibration in the large, the calibration
   intercept and slope, and the flexible (lowess) curve with ICI, E50, E90
   and Emax, as R's ``rms::val.prob``.
-* **A summary of all of them for one model**: :func:`measures_summary`.
+* **How much of a score is miscalibration?** :func:`brier_decomposition`,
+  :func:`log_loss_decomposition`.
+* **Do the probabilities follow human disagreement?** The measures of
+  :mod:`.human_uncertainty`.
+* **A summary of the binning-free ones for one model**: :func:`measures_summary`.
 
 Modules
 -------
@@ -26,43 +39,139 @@ Modules
 - :mod:`.smooth`: smooth ECE and the smoothed reliability curve (relplot's algorithm).
 - :mod:`.lowess`: R's ``lowess(iter = 0)``.
 - :mod:`.hierarchy`: the calibration hierarchy.
-- :mod:`.summary`: all of the above for one model, as plain data.
+- :mod:`.ece_variants`: adaptive, debiased and Lp binned errors, ACE and TACE.
+- :mod:`.sensitivity`: the ECE against the bin count.
+- :mod:`.significance`: the resampling test of any binned measure or scoring rule.
+- :mod:`.goodness_of_fit`: Hosmer-Lemeshow and its multinomial extension.
+- :mod:`.decomposition`: calibration and refinement parts of the Brier score and log-loss.
+- :mod:`.human_uncertainty`: calibration against human label distributions.
+- :mod:`.summary`: the binning-free measures for one model, as plain data.
+
+The modules load on first use (several import scipy.stats), so importing one
+of them does not import the others.
 """
 
-from .canonical import SkceResult, VectorBinnedEce, skce, vector_binned_ece
-from .cumulative import (
-    CumulativeDifferences,
-    CumulativeTestResult,
-    SpiegelhalterResult,
-    classwise_ks_errors,
-    cumulative_differences,
-    cumulative_test,
-    ks_calibration_error,
-    spiegelhalter_test,
-)
-from .hierarchy import CalibrationHierarchy, calibration_hierarchy, integrated_calibration_index
-from .smooth import SmoothEce, SmoothReliabilityCurve, smooth_ece, smooth_reliability_curve
-from .summary import measures_summary
+from __future__ import annotations
+
+import importlib
+
+#: Public name -> the module of this package defining it.
+_MODULES: dict[str, str] = {
+    **dict.fromkeys(("SkceResult", "VectorBinnedEce", "skce", "vector_binned_ece"), "canonical"),
+    **dict.fromkeys(
+        (
+            "CumulativeDifferences",
+            "CumulativeTestResult",
+            "SpiegelhalterResult",
+            "classwise_ks_errors",
+            "cumulative_differences",
+            "cumulative_test",
+            "ks_calibration_error",
+            "spiegelhalter_test",
+        ),
+        "cumulative",
+    ),
+    **dict.fromkeys(
+        ("CalibrationHierarchy", "calibration_hierarchy", "integrated_calibration_index"),
+        "hierarchy",
+    ),
+    **dict.fromkeys(
+        ("SmoothEce", "SmoothReliabilityCurve", "smooth_ece", "smooth_reliability_curve"),
+        "smooth",
+    ),
+    **dict.fromkeys(
+        (
+            "adaptive_classwise_ece",
+            "adaptive_ece",
+            "debiased_ece",
+            "plugin_calibration_error",
+            "thresholded_adaptive_ece",
+        ),
+        "ece_variants",
+    ),
+    **dict.fromkeys(("EceSensitivity", "ece_sensitivity"), "sensitivity"),
+    **dict.fromkeys(("CalibrationTestResult", "calibration_test"), "significance"),
+    **dict.fromkeys(
+        ("HosmerLemeshowResult", "HosmerLemeshowTable", "hosmer_lemeshow"), "goodness_of_fit"
+    ),
+    **dict.fromkeys(
+        (
+            "Decomposition",
+            "PART_FIELDS",
+            "brier_decomposition",
+            "log_loss_decomposition",
+            "score_parts",
+        ),
+        "decomposition",
+    ),
+    **dict.fromkeys(
+        (
+            "HumanUncertaintyResult",
+            "distribution_calibration_error",
+            "entropy_calibration_error",
+            "human_uncertainty_calibration",
+            "rank_calibration_score",
+        ),
+        "human_uncertainty",
+    ),
+    "measures_summary": "summary",
+}
+
+
+def __getattr__(name: str):
+    module = _MODULES.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_MODULES))
+
 
 __all__ = [
+    "PART_FIELDS",
     "CalibrationHierarchy",
+    "CalibrationTestResult",
     "CumulativeDifferences",
     "CumulativeTestResult",
+    "Decomposition",
+    "EceSensitivity",
+    "HosmerLemeshowResult",
+    "HosmerLemeshowTable",
+    "HumanUncertaintyResult",
     "SkceResult",
     "SmoothEce",
     "SmoothReliabilityCurve",
     "SpiegelhalterResult",
     "VectorBinnedEce",
+    "adaptive_classwise_ece",
+    "adaptive_ece",
+    "brier_decomposition",
     "calibration_hierarchy",
+    "calibration_test",
     "classwise_ks_errors",
     "cumulative_differences",
     "cumulative_test",
+    "debiased_ece",
+    "distribution_calibration_error",
+    "ece_sensitivity",
+    "entropy_calibration_error",
+    "hosmer_lemeshow",
+    "human_uncertainty_calibration",
     "integrated_calibration_index",
     "ks_calibration_error",
+    "log_loss_decomposition",
     "measures_summary",
+    "plugin_calibration_error",
+    "rank_calibration_score",
+    "score_parts",
     "skce",
     "smooth_ece",
     "smooth_reliability_curve",
     "spiegelhalter_test",
+    "thresholded_adaptive_ece",
     "vector_binned_ece",
 ]

@@ -33,7 +33,7 @@ for a calibrated model (for a characteristic kernel) and needs no binning.
     resampling test; the survey's alg. 1): on the same rows, labels are
     drawn from the predicted vectors ``n_resamples`` times and the estimator
     recomputed; ``p = (1 + #{null > observed} + randomised ties) / (1 +
-    n_resamples)`` (:func:`calibration_core.significance.monte_carlo_p_value`,
+    n_resamples)`` (:func:`calibration_core.measures.significance.monte_carlo_p_value`,
     the one Monte Carlo p-value of the package). Exact up to Monte Carlo
     error at any N, and the more powerful of the two.
   - the asymptotic test of the linear estimator, on all rows: the ``m``
@@ -63,9 +63,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import CalibrationInputError
-from ..predictions import probs_and_labels
-from ..significance import monte_carlo_p_value
+from ..predictions import measure_inputs
 from ..validation import check_seed, check_whole_number
+from .significance import monte_carlo_p_value
 
 #: Default rows of the quadratic (unbiased) estimator; larger inputs are subsampled.
 MAX_QUADRATIC_ROWS = 2000
@@ -261,7 +261,7 @@ def skce(
     -------
     SkceResult
     """
-    p, y = probs_and_labels(probs, labels)
+    p, y, _ = measure_inputs(probs, labels, measure="skce")
     max_rows = check_whole_number(max_rows, "max_rows", minimum=2)
     n_resamples = check_whole_number(n_resamples, "n_resamples", minimum=0)
     if p.shape[0] < 4:
@@ -342,7 +342,7 @@ def vector_binned_ece(probs, labels=None, *, n_bins: int = 5) -> VectorBinnedEce
     -------
     VectorBinnedEce
     """
-    p, y = probs_and_labels(probs, labels)
+    p, y, _ = measure_inputs(probs, labels, measure="vector_binned_ece")
     n, k = p.shape
     n_bins = check_whole_number(n_bins, "n_bins", minimum=1)
     if k * np.log2(n_bins) >= 62:

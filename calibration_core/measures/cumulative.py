@@ -42,7 +42,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..notions import notion_columns
-from ..predictions import probs_and_labels
+from ..predictions import measure_inputs
 from ..validation import check_level, check_whole_number
 
 #: Terms of the Brownian-motion series are summed until ``k x`` passes this (Phi(-40) ~ 0).
@@ -201,7 +201,7 @@ def cumulative_from_scores(scores: np.ndarray, targets: np.ndarray) -> Cumulativ
 
 
 def cumulative_differences(
-    probs, labels=None, *, notion: str = "confidence", class_index: int | None = None
+    probs, labels=None, *, notion: str | None = None, class_index: int | None = None
 ) -> CumulativeDifferences:
     """The cumulative plot's data of one notion (top label, one class, binary).
 
@@ -209,7 +209,8 @@ def cumulative_differences(
     ----------
     probs : array-like, shape (N, K) or (N,), or Predictions
     labels : array-like, shape (N,), optional
-    notion : {"confidence", "binary", "class"}
+    notion : {"confidence", "binary", "class"}, optional
+        None: ``"binary"`` for an (N,) vector, ``"confidence"`` for probability rows.
     class_index : int, optional
         The class for ``notion="class"``.
 
@@ -218,11 +219,13 @@ def cumulative_differences(
     CumulativeDifferences
         Thin it with :meth:`CumulativeDifferences.thinned` before plotting a large N.
     """
-    (column,) = _columns(probs, labels, notion, class_index, allow_classwise=False)
+    (column,) = _columns(
+        probs, labels, notion, class_index, "cumulative_differences", allow_classwise=False
+    )
     return cumulative_from_scores(*column)
 
 
-def _columns(probs, labels, notion, class_index, *, allow_classwise: bool = True):
+def _columns(probs, labels, notion, class_index, measure: str, *, allow_classwise: bool = True):
     from ..errors import CalibrationInputError
 
     if notion == "classwise" and not allow_classwise:
@@ -230,7 +233,7 @@ def _columns(probs, labels, notion, class_index, *, allow_classwise: bool = True
             "the cumulative plot is drawn for one score column; choose notion 'confidence', "
             "'binary' or 'class' with a class_index."
         )
-    p, y = probs_and_labels(probs, labels)
+    p, y, notion = measure_inputs(probs, labels, notion=notion, measure=measure)
     return notion_columns(p, y, notion, class_index)
 
 
@@ -277,7 +280,7 @@ def cumulative_test_from_curve(curve: CumulativeDifferences) -> CumulativeTestRe
 
 
 def cumulative_test(
-    probs, labels=None, *, notion: str = "confidence", class_index: int | None = None
+    probs, labels=None, *, notion: str | None = None, class_index: int | None = None
 ) -> CumulativeTestResult:
     """KS calibration error and Kuiper's statistic with their asymptotic p-values.
 
@@ -285,7 +288,8 @@ def cumulative_test(
     ----------
     probs : array-like, shape (N, K) or (N,), or Predictions
     labels : array-like, shape (N,), optional
-    notion : {"confidence", "binary", "class"}
+    notion : {"confidence", "binary", "class"}, optional
+        None: ``"binary"`` for an (N,) vector, ``"confidence"`` for probability rows.
     class_index : int, optional
 
     Returns
@@ -298,7 +302,7 @@ def cumulative_test(
 
 
 def ks_calibration_error(
-    probs, labels=None, *, notion: str = "confidence", class_index: int | None = None
+    probs, labels=None, *, notion: str | None = None, class_index: int | None = None
 ) -> float:
     """KS calibration error of Gupta et al. (2021), ``max_i |D_i|``.
 
@@ -306,7 +310,8 @@ def ks_calibration_error(
     ----------
     probs : array-like, shape (N, K) or (N,), or Predictions
     labels : array-like, shape (N,), optional
-    notion : {"confidence", "binary", "class", "classwise"}
+    notion : {"confidence", "binary", "class", "classwise"}, optional
+        None: ``"binary"`` for an (N,) vector, ``"confidence"`` for probability rows.
         ``"classwise"`` is the mean over classes of the per-class error
         (see :func:`classwise_ks_errors` for each class).
     class_index : int, optional
@@ -316,13 +321,15 @@ def ks_calibration_error(
     float
         In [0, 1].
     """
-    columns = _columns(probs, labels, notion, class_index)
+    columns = _columns(probs, labels, notion, class_index, "ks_calibration_error")
     return float(np.mean([_ks(s, t) for s, t in columns]))
 
 
 def classwise_ks_errors(probs, labels=None) -> np.ndarray:
     """The KS calibration error of every class against the rest, shape (K,)."""
-    return np.array([_ks(s, t) for s, t in _columns(probs, labels, "classwise", None)])
+    return np.array(
+        [_ks(s, t) for s, t in _columns(probs, labels, "classwise", None, "classwise_ks_errors")]
+    )
 
 
 def _ks(scores: np.ndarray, targets: np.ndarray) -> float:
@@ -368,7 +375,7 @@ def spiegelhalter_from_scores(scores: np.ndarray, targets: np.ndarray) -> Spiege
 
 
 def spiegelhalter_test(
-    probs, labels=None, *, notion: str = "confidence", class_index: int | None = None
+    probs, labels=None, *, notion: str | None = None, class_index: int | None = None
 ) -> SpiegelhalterResult:
     """Spiegelhalter's Z test of calibration (two-sided normal p-value).
 
@@ -376,12 +383,15 @@ def spiegelhalter_test(
     ----------
     probs : array-like, shape (N, K) or (N,), or Predictions
     labels : array-like, shape (N,), optional
-    notion : {"confidence", "binary", "class"}
+    notion : {"confidence", "binary", "class"}, optional
+        None: ``"binary"`` for an (N,) vector, ``"confidence"`` for probability rows.
     class_index : int, optional
 
     Returns
     -------
     SpiegelhalterResult
     """
-    (column,) = _columns(probs, labels, notion, class_index, allow_classwise=False)
+    (column,) = _columns(
+        probs, labels, notion, class_index, "spiegelhalter_test", allow_classwise=False
+    )
     return spiegelhalter_from_scores(*column)

@@ -40,7 +40,7 @@ import numpy as np
 
 from ..errors import CalibrationInputError
 from ..notions import notion_columns
-from ..predictions import probs_and_labels
+from ..predictions import measure_inputs
 from ..validation import check_fraction, check_level
 from .cumulative import SpiegelhalterResult, spiegelhalter_from_scores
 from .lowess import lowess
@@ -281,13 +281,13 @@ def _curve(p, y, span, z, level) -> FlexibleCurve:
 
 
 # ------------------------------------------------------------ public API
-def _column(probs, labels, notion, class_index, clip):
+def _column(probs, labels, notion, class_index, clip, measure: str):
     if notion == "classwise":
         raise CalibrationInputError(
             "the calibration hierarchy is computed for one score column; choose 'binary', "
             "'confidence', or 'class' with a class_index (one vs rest), and loop over classes."
         )
-    p, y = probs_and_labels(probs, labels)
+    p, y, notion = measure_inputs(probs, labels, notion=notion, measure=measure)
     ((scores, targets),) = notion_columns(p, y, notion, class_index)
     if np.all(targets == targets[0]):
         raise CalibrationInputError(
@@ -301,7 +301,7 @@ def calibration_hierarchy(
     probs,
     labels=None,
     *,
-    notion: str = "binary",
+    notion: str | None = None,
     class_index: int | None = None,
     span: float = 2 / 3,
     level: float = 0.95,
@@ -313,8 +313,11 @@ def calibration_hierarchy(
     ----------
     probs : array-like, shape (N, K) or (N,), or Predictions
     labels : array-like, shape (N,), optional
-    notion : {"binary", "class", "confidence"}
-        ``"class"`` with ``class_index``: one class vs the rest.
+    notion : {"binary", "class", "confidence"}, optional
+        ``"class"`` with ``class_index``: one class vs the rest. None (every
+        measure's default): ``"binary"`` for an (N,) risk score,
+        ``"confidence"`` for probability rows; pass ``notion="binary"`` for
+        the positive class of 2-column rows or a binary Predictions.
     class_index : int, optional
     span : float
         lowess's ``f`` (2/3, as ``rms::val.prob``).
@@ -329,7 +332,7 @@ def calibration_hierarchy(
     """
     level = check_level(level)
     span = check_fraction(span, "span", " (the share of rows in each local fit, e.g. 2/3)")
-    p, y = _column(probs, labels, notion, class_index, clip)
+    p, y = _column(probs, labels, notion, class_index, clip, "calibration_hierarchy")
     z = _z(level)
     logit = np.log(p) - np.log1p(-p)
     return CalibrationHierarchy(
@@ -343,7 +346,7 @@ def calibration_hierarchy(
 
 
 def integrated_calibration_index(
-    probs, labels=None, *, notion: str = "binary", class_index: int | None = None,
+    probs, labels=None, *, notion: str | None = None, class_index: int | None = None,
     span: float = 2 / 3, clip: float = CLIP,
 ) -> float:  # fmt: skip
     """ICI (``Eavg``): mean ``|p - lowess curve(p)|`` over the rows (Austin & Steyerberg 2019).
@@ -352,7 +355,8 @@ def integrated_calibration_index(
     ----------
     probs : array-like, shape (N, K) or (N,), or Predictions
     labels : array-like, shape (N,), optional
-    notion : {"binary", "class", "confidence"}
+    notion : {"binary", "class", "confidence"}, optional
+        As :func:`calibration_hierarchy`.
     class_index : int, optional
     span : float
     clip : float
@@ -362,5 +366,5 @@ def integrated_calibration_index(
     float
     """
     span = check_fraction(span, "span", " (the share of rows in each local fit, e.g. 2/3)")
-    p, y = _column(probs, labels, notion, class_index, clip)
+    p, y = _column(probs, labels, notion, class_index, clip, "integrated_calibration_index")
     return _curve(p, y, span, 1.96, 0.95).ici

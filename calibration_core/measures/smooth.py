@@ -39,7 +39,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..notions import notion_columns
-from ..predictions import probs_and_labels
+from ..predictions import measure_inputs
 from ..validation import check_level, check_seed, check_whole_number
 
 #: Bisection steps of the bandwidth (resolution 2**-10), as relplot.
@@ -229,7 +229,7 @@ def smooth_ece(
     probs,
     labels=None,
     *,
-    notion: str = "confidence",
+    notion: str | None = None,
     class_index: int | None = None,
     bandwidth: float | None = None,
 ) -> SmoothEce:
@@ -239,7 +239,8 @@ def smooth_ece(
     ----------
     probs : array-like, shape (N, K) or (N,), or Predictions
     labels : array-like, shape (N,), optional
-    notion : {"confidence", "binary", "class", "classwise"}
+    notion : {"confidence", "binary", "class", "classwise"}, optional
+        None: ``"binary"`` for an (N,) vector, ``"confidence"`` for probability rows.
         ``"classwise"``: the mean over classes of each class's smooth ECE
         (each at its own bandwidth; the reported bandwidth is their mean).
     class_index : int, optional
@@ -251,7 +252,7 @@ def smooth_ece(
     -------
     SmoothEce
     """
-    p, y = probs_and_labels(probs, labels)
+    p, y, notion = measure_inputs(probs, labels, notion=notion, measure="smooth_ece")
     results = [
         smooth_ece_from_scores(s, t, bandwidth)
         for s, t in notion_columns(p, y, notion, class_index)
@@ -327,7 +328,7 @@ def smooth_reliability_curve(
     probs,
     labels=None,
     *,
-    notion: str = "confidence",
+    notion: str | None = None,
     class_index: int | None = None,
     bandwidth: float | None = None,
     n_resamples: int = 100,
@@ -341,7 +342,8 @@ def smooth_reliability_curve(
     ----------
     probs : array-like, shape (N, K) or (N,), or Predictions
     labels : array-like, shape (N,), optional
-    notion : {"confidence", "binary", "class"}
+    notion : {"confidence", "binary", "class"}, optional
+        None: ``"binary"`` for an (N,) vector, ``"confidence"`` for probability rows.
     class_index : int, optional
     bandwidth : float in (0, 1], optional
         None: the smooth ECE's fixed point.
@@ -369,7 +371,7 @@ def smooth_reliability_curve(
     n_resamples = check_whole_number(n_resamples, "n_resamples", minimum=0)
     mesh_size = check_whole_number(mesh_size, "mesh_size", minimum=2)
     rng = check_seed(seed)
-    p, y = probs_and_labels(probs, labels)
+    p, y, notion = measure_inputs(probs, labels, notion=notion, measure="smooth_reliability_curve")
     ((scores, targets),) = notion_columns(p, y, notion, class_index)
     targets = targets.astype(np.float64)
     sece = smooth_ece_from_scores(scores, targets, bandwidth)

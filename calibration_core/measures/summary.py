@@ -6,10 +6,10 @@ from typing import Any
 
 import numpy as np
 
-from ..ece_variants import adaptive_classwise_ece, thresholded_adaptive_ece
-from ..predictions import probs_and_labels
+from ..predictions import measure_inputs
 from .canonical import skce, vector_binned_ece
 from .cumulative import classwise_ks_errors, cumulative_test, spiegelhalter_test
+from .ece_variants import adaptive_classwise_ece, thresholded_adaptive_ece
 from .hierarchy import calibration_hierarchy
 from .smooth import smooth_ece
 
@@ -42,6 +42,8 @@ def measures_summary(probs, labels=None, *, seed: int = 0) -> dict[str, Any]:
     Parameters
     ----------
     probs : array-like, shape (N, K) or (N,), or Predictions
+        An (N,) vector is P(class 1) of a binary problem: its top-label
+        measures are those of the rows ``[1 - p, p]``.
     labels : array-like, shape (N,), optional
     seed : int
         Seeds the SKCE's pairing and subsample.
@@ -56,7 +58,7 @@ def measures_summary(probs, labels=None, *, seed: int = 0) -> dict[str, Any]:
         SKCE and, for K <= 4, the vector-binned ECE (5 bins per coordinate).
         See docs/evaluate-json-schema.md for every field.
     """
-    p, y = probs_and_labels(probs, labels)
+    p, y, _ = measure_inputs(probs, labels, measure="measures_summary")
     k = p.shape[1]
     ks = classwise_ks_errors(p, y)
     out: dict[str, Any] = {"confidence": _column_measures(p, y, "confidence")}

@@ -12,7 +12,7 @@ Null: every group has the pooled calibration curve. Its distribution is
 resampled (parametric bootstrap): in every cell the positives are drawn as
 ``Binomial(n_gb, E_gb / n_gb)`` (clipped to [0, 1]) and ``T`` is recomputed,
 pooled gaps included, on each resample; the p-value is
-:func:`~calibration_core.significance.monte_carlo_p_value`. It needs only the
+:func:`~calibration_core.measures.significance.monte_carlo_p_value`. It needs only the
 (G, M) cell sums, so R = 1000 resamples cost G x M x R draws, not rows. Its
 size under the null is checked by simulation (tests/core/test_slices.py).
 """
@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..binning import BinStatistics
-from ..significance import monte_carlo_p_value
+from ..measures.significance import monte_carlo_p_value
 from ..validation import check_seed, check_whole_number
 
 

@@ -50,7 +50,7 @@ class GroupMaps:
 
 
 def _calibrated(pred: Predictions, name: str, folds: int, seed, binning) -> np.ndarray | None:
-    result = compare_maps(pred, [name], folds=folds, seed=seed, n_bins=binning.n_bins,
+    result = compare_maps(pred, maps=[name], folds=folds, seed=seed, n_bins=binning.n_bins,
                           scheme=binning.scheme)  # fmt: skip
     label = next(k for k in result.calibrated if k != "uncalibrated")
     cal = result.calibrated.get(label)

@@ -29,7 +29,6 @@ from app.figures.smooth import MIN_DENSITY, smooth_figure_dict
 from app.report.diagnostics import diagnostics_html
 from app.settings import HeldOut, RawSettings, SettingsError, parse_view
 from calibration_core import Predictions
-from calibration_core.ece_variants import thresholded_adaptive_ece
 from calibration_core.measures import (
     calibration_hierarchy,
     cumulative_differences,
@@ -39,6 +38,7 @@ from calibration_core.measures import (
     smooth_reliability_curve,
     spiegelhalter_test,
 )
+from calibration_core.measures.ece_variants import thresholded_adaptive_ece
 
 from .diagnostics_helpers import progress
 

@@ -170,7 +170,7 @@ def test_fit_then_cheap_changes_never_refit(ctx, sid, monkeypatch):
 
     # The dashboard's numbers are compare_maps' numbers for the same held-out folds.
     pred = ctx.store.predictions(rf.handle)
-    reference = compare_maps(pred, ["temperature", "isotonic"], folds=3, seed=0, n_bins=15)
+    reference = compare_maps(pred, maps=["temperature", "isotonic"], folds=3, seed=0, n_bins=15)
 
     def no_fitting(*args, **kwargs):
         raise AssertionError("a cheap change refitted a map")
@@ -239,7 +239,9 @@ def test_split_mode_scores_everything_on_the_test_rows(ctx, sid):
     rows = _rows(out)
     n_test = rows[(lr.name, "uncalibrated")]["n"]
     assert n_test == rows[(lr.name, "platt")]["n"] == round(0.4 * 569)
-    reference = compare_maps(ctx.store.predictions(lr.handle), ["platt"], test_fraction=0.4, seed=0)
+    reference = compare_maps(
+        ctx.store.predictions(lr.handle), maps=["platt"], test_fraction=0.4, seed=0
+    )
     assert rows[(lr.name, "platt")]["ece"] == pytest.approx(
         reference.table.loc["platt", "confidence_ece"]
     )

@@ -123,7 +123,7 @@ def test_evaluate_json_schema_and_values(preds_csv, capsys):
         assert keys[keys.index("log_loss") + 1 :][:4] == list(PART_FIELDS)
         # the same numbers as the library, for the same settings
         comparison = compare_maps(
-            loaded, ["test-cli-prior"], folds=3, n_bins=10, scheme="frequency", seed=4
+            loaded, maps=["test-cli-prior"], folds=3, n_bins=10, scheme="frequency", seed=4
         )
         for got, want in zip(model["rows"], comparison.rows(), strict=True):
             for col in ("accuracy", "confidence_ece", "classwise_mce", "brier_score", "log_loss"):
@@ -141,7 +141,9 @@ def test_evaluate_json_schema_and_values(preds_csv, capsys):
             )
         # the verdict: the library's, for the same settings (the comparison's seed)
         want = (
-            compare_maps(loaded, ["test-cli-prior"], folds=3, n_bins=10, scheme="frequency", seed=4)
+            compare_maps(
+                loaded, maps=["test-cli-prior"], folds=3, n_bins=10, scheme="frequency", seed=4
+            )
             .verdict()
             .to_dict()
         )
@@ -424,7 +426,9 @@ def test_schema_doc_example_matches_the_output(preds_csv, capsys):
 # ------------------------------------------------------------------- check
 def test_check_pass_and_fail_exit_codes_and_lines(preds_csv, capsys):
     models = load_predictions(preds_csv)
-    ece = {m.name: compare_maps(m, []).table.loc["uncalibrated", "confidence_ece"] for m in models}
+    ece = {
+        m.name: compare_maps(m, maps=[]).table.loc["uncalibrated", "confidence_ece"] for m in models
+    }
     high = max(ece.values()) + 0.01
     code, out, err = run(
         ["check", str(preds_csv), "--max", f"confidence_ece={high}", "--max", "brier_score=2"],
@@ -444,7 +448,9 @@ def test_check_pass_and_fail_exit_codes_and_lines(preds_csv, capsys):
 def test_check_after_a_map_bounds_its_held_out_metrics(preds_csv, capsys):
     (alpha, beta) = load_predictions(preds_csv)
     held_out = {
-        m.name: compare_maps(m, ["test-cli-prior"], folds=3, seed=2).table.loc["test-cli-prior"]
+        m.name: compare_maps(m, maps=["test-cli-prior"], folds=3, seed=2).table.loc[
+            "test-cli-prior"
+        ]
         for m in (alpha, beta)
     }
     bound = float(held_out["alpha"]["log_loss"]) + 1e-9  # alpha passes; does beta?
@@ -519,7 +525,7 @@ def test_report_writes_a_standalone_html_with_details_and_verdict(tmp_path, caps
     assert "3-fold cross-fitting" in text and "&quot;n_bins&quot;: 10" in text
     assert "<h2>Verdict</h2>" in text and "<h3>alpha</h3>" in text and "<h3>beta</h3>" in text
     (alpha, _) = load_predictions(path)
-    verdict = compare_maps(alpha, ["temperature"], folds=3, n_bins=10).verdict()
+    verdict = compare_maps(alpha, maps=["temperature"], folds=3, n_bins=10).verdict()
     import html
 
     assert html.escape(verdict.summary) in text  # the core's verdict, same folds and seed

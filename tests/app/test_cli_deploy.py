@@ -54,7 +54,7 @@ def test_fit_writes_the_deployable_map_and_a_json_summary(files, tmp_path, capsy
     assert doc["kind"] == "deployable-map" and doc["class_names"] == list(CLASSES)
     assert doc["held_out"] == summary["held_out"]
     (model,) = load_predictions(files / "logits.csv")
-    expected = compare_maps(model, ["temperature"]).rows()[1]["log_loss"]
+    expected = compare_maps(model, maps=["temperature"]).rows()[1]["log_loss"]
     assert doc["held_out"]["calibrated"]["log_loss"] == pytest.approx(expected, abs=1e-12)
 
 
@@ -160,7 +160,7 @@ def test_progress_bar_on_a_terminal(files, tmp_path, capsys, monkeypatch):
 
 def test_the_pages_fold_map_export_still_loads(files):
     (model,) = load_predictions(files / "logits.csv")
-    comparison = compare_maps(model, ["temperature", "beta"], folds=3)
+    comparison = compare_maps(model, maps=["temperature", "beta"], folds=3)
     fits = {model.name: comparison.to_dict(include_maps=True)["maps"]}
     export = json.loads(params_json(fits, {"folds": 3}))
     for name in ("temperature", "beta"):

@@ -341,7 +341,7 @@ def test_maps_on_a_dataset_sample_are_the_in_memory_comparison(ctx, datasets_dir
             probs, labels = reference[row["model"]]
             memory = compare_maps(
                 load_predictions_of(probs, labels, row["model"]),
-                ["temperature", "isotonic"],
+                maps=["temperature", "isotonic"],
                 folds=3,
                 seed=0,
             )

@@ -28,7 +28,7 @@ from calibration_core import (
     plugin_calibration_error,
 )
 from calibration_core.errors import SmallSampleWarning
-from calibration_core.goodness_of_fit import hosmer_lemeshow
+from calibration_core.measures.goodness_of_fit import hosmer_lemeshow
 
 from .diagnostics_helpers import demo, diag_context, view_kwargs
 

@@ -22,7 +22,7 @@ from app.services.fit import run_fits
 from app.session import new_session_id
 from app.settings import ALL_CLASSES, RawSettings
 from calibration_core import CalibrationInputError, bootstrap_ci
-from calibration_core.significance import calibration_test
+from calibration_core.measures.significance import calibration_test
 
 from .diagnostics_helpers import R, demo, diag_context, progress, view_kwargs
 

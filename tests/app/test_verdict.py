@@ -42,7 +42,7 @@ def test_view_verdict_follows_the_fits(ctx, sid):
     (done,) = view_verdicts(ctx.store, compute_view(ctx, sid, raw))
     assert done.message == ""
     # The core's verdict of the same rows, folds and seed (the page's seed is 0).
-    assert done.verdict == compare_maps(pred, ["temperature"], folds=5, seed=0).verdict()
+    assert done.verdict == compare_maps(pred, maps=["temperature"], folds=5, seed=0).verdict()
     assert done.verdict.parameters["temperature"].startswith("T = ")
     text = verdict_html([done])
     assert "<h3>&lt;b&gt;m&lt;/b&gt;</h3>" in text and "<b>m</b>" not in text
@@ -128,7 +128,7 @@ def test_page_shows_matrix_and_dirichlet_as_one_contender_with_parameter_counts(
     head = verdict_headline(item)
     assert "dirichlet" not in head or "matrix = dirichlet" in head
     # Dirichlet reused matrix's fit, in-sample losses included: the core's verdict.
-    assert verdict == compare_maps(pred, maps, folds=5, seed=0).verdict()
+    assert verdict == compare_maps(pred, maps=maps, folds=5, seed=0).verdict()
 
 
 def test_split_mode_verdict_is_the_cores(ctx, sid):
@@ -138,7 +138,7 @@ def test_split_mode_verdict_is_the_cores(ctx, sid):
     run_fits(ctx, sid, [info.handle], maps, "split", 5, 0.4, lambda _: None)
     raw = RawSettings([info.handle], maps, "split", 5, 0.4)
     (item,) = view_verdicts(ctx.store, compute_view(ctx, sid, raw), wait=True)
-    core = compare_maps(pred, maps, test_fraction=0.4, seed=0).verdict()
+    core = compare_maps(pred, maps=maps, test_fraction=0.4, seed=0).verdict()
     assert item.verdict == core
     assert item.verdict.interval == "one train/test split, each map fitted on 480 rows"
 
@@ -186,7 +186,7 @@ def test_concurrent_views_compute_a_missing_verdict_once(ctx, sid, monkeypatch):
             store.close()
     assert len(calls) == 1
     assert all(v == verdicts[0] for v in verdicts)
-    assert verdicts[0] == compare_maps(pred, ["temperature"], folds=5, seed=0).verdict()
+    assert verdicts[0] == compare_maps(pred, maps=["temperature"], folds=5, seed=0).verdict()
 
 
 def test_records_of_an_older_version_still_give_a_verdict_with_the_fitting_noise(ctx, sid):
@@ -214,7 +214,7 @@ def test_records_of_an_older_version_still_give_a_verdict_with_the_fitting_noise
     finally:
         fresh.close()
     verdict = item.verdict
-    core = compare_maps(pred, ["temperature"], folds=5, seed=0).verdict()
+    core = compare_maps(pred, maps=["temperature"], folds=5, seed=0).verdict()
     # The folds are derived again (no refit): the interval still holds the fitting noise,
     # with temperature's parameter count (1) in place of its unknown effective parameters.
     assert verdict.interval == core.interval == "5-fold cross-fitting, each map fitted on 480 rows"

@@ -111,7 +111,7 @@ def test_upload_fit_and_table_equals_core(page, ui, watch, screenshot, tmp_path)
             "accuracy": accuracy(pred.probs, pred.labels),
         }
     }
-    table = compare_maps(pred, list(maps), folds=5, seed=0, n_bins=n_bins, scheme=scheme).table
+    table = compare_maps(pred, maps=list(maps), folds=5, seed=0, n_bins=n_bins, scheme=scheme).table
     for name in maps:
         expected[name] = {col: float(table.loc[name, src]) for col, src in TABLE_COLUMNS.items()}
     # The data is overconfident and temperature scaling fixes most of it.

@@ -171,7 +171,7 @@ def assert_row_matches(table: pd.DataFrame, name: str, expected: dict[str, float
 
 # ------------------------------------------------------------------- table
 def test_table_layout_and_uncalibrated_row(preds):
-    result = compare_maps(preds, ("test-identity", "test-prior"), folds=4)
+    result = compare_maps(preds, maps=("test-identity", "test-prior"), folds=4)
     assert isinstance(result, Comparison)
     table = result.table
     assert list(table.index) == ["uncalibrated", "test-identity", "test-prior"]
@@ -185,7 +185,7 @@ def test_table_layout_and_uncalibrated_row(preds):
 
 
 def test_identity_map_reproduces_uncalibrated_metrics(preds):
-    result = compare_maps(preds, ["test-identity"], folds=3)
+    result = compare_maps(preds, maps=["test-identity"], folds=3)
     cal = result.calibrated["test-identity"]
     np.testing.assert_array_equal(cal.probs, preds.probs)
     np.testing.assert_array_equal(cal.labels, preds.labels)
@@ -197,7 +197,7 @@ def test_identity_map_reproduces_uncalibrated_metrics(preds):
 
 def test_out_of_fold_assembly_uses_only_other_folds(preds):
     # The prior map's output for a row is the class frequency of the *other* folds.
-    result = compare_maps(preds, ["test-prior"], folds=5, seed=3)
+    result = compare_maps(preds, maps=["test-prior"], folds=5, seed=3)
     folds = result.fold_ids
     assert sorted(set(folds.tolist())) == [0, 1, 2, 3, 4]
     cal = result.calibrated["test-prior"].probs
@@ -214,7 +214,7 @@ def test_out_of_fold_assembly_uses_only_other_folds(preds):
 def test_never_scores_a_map_on_rows_it_was_fitted_on(preds):
     SpyMap.log.clear()
     index = row_index(preds)
-    result = compare_maps(preds, ["test-spy"], folds=5)
+    result = compare_maps(preds, maps=["test-spy"], folds=5)
     events = list(SpyMap.log)
     # Each fold: fit, predict the held-out rows (scored), predict the training rows (only
     # for the in-sample loss of the verdict's effective parameters, never scored).
@@ -234,9 +234,9 @@ def test_never_scores_a_map_on_rows_it_was_fitted_on(preds):
 
 
 def test_folds_are_stratified_seeded_and_shared_by_maps(preds):
-    a = compare_maps(preds, ["test-identity"], folds=5, seed=0)
-    b = compare_maps(preds, ["test-prior"], folds=5, seed=0)
-    c = compare_maps(preds, ["test-identity"], folds=5, seed=1)
+    a = compare_maps(preds, maps=["test-identity"], folds=5, seed=0)
+    b = compare_maps(preds, maps=["test-prior"], folds=5, seed=0)
+    c = compare_maps(preds, maps=["test-identity"], folds=5, seed=1)
     np.testing.assert_array_equal(a.fold_ids, b.fold_ids)
     assert not np.array_equal(a.fold_ids, c.fold_ids)
     counts = np.array([np.bincount(preds.labels[a.fold_ids == f], minlength=4) for f in range(5)])
@@ -249,7 +249,7 @@ def test_rare_class_falls_back_to_kfold_with_warning():
     rng = np.random.default_rng(0)
     y = np.r_[np.zeros(40, int), np.ones(38, int), np.full(2, 2)]
     p = rng.dirichlet(np.ones(3), size=y.size)
-    result = compare_maps(Predictions.from_probs(p, y), ["test-prior"], folds=5)
+    result = compare_maps(Predictions.from_probs(p, y), maps=["test-prior"], folds=5)
     assert result.settings["splitter"] == "KFold"
     assert any("KFold" in w for w in result.warnings)
     assert result.table.loc["test-prior", "error"] is None
@@ -257,7 +257,7 @@ def test_rare_class_falls_back_to_kfold_with_warning():
 
 # ----------------------------------------------------------------- failures
 def test_failing_map_does_not_stop_the_others(preds):
-    result = compare_maps(preds, ["test-fail", "test-nan", "test-prior"], folds=3)
+    result = compare_maps(preds, maps=["test-fail", "test-nan", "test-prior"], folds=3)
     table = result.table
     assert "deliberate failure in fit" in table.loc["test-fail", "error"]
     assert table.loc["test-fail", "error"].startswith("fold 1 of 3")
@@ -272,7 +272,7 @@ def test_failing_map_does_not_stop_the_others(preds):
 
 
 def test_convergence_failures_are_flagged(preds):
-    result = compare_maps(preds, ["test-lazy", "test-identity"], folds=3)
+    result = compare_maps(preds, maps=["test-lazy", "test-identity"], folds=3)
     assert not result.table.loc["test-lazy", "converged"]
     assert result.table.loc["test-identity", "converged"]
     assert any(w.startswith("test-lazy:") and "did not converge" in w for w in result.warnings)
@@ -284,7 +284,7 @@ def test_progress_reports_every_fit(preds):
     calls = []
     compare_maps(
         preds,
-        ["test-identity", "test-fail", "test-prior"],
+        maps=["test-identity", "test-fail", "test-prior"],
         folds=4,
         progress=lambda d, t, label: calls.append((d, t, label)),
     )
@@ -304,7 +304,7 @@ def test_cancel_stops_between_fits(preds):
         return len(polls) > 3  # the start, then fits 1 and 2 go ahead
 
     with pytest.raises(ComparisonCancelled):
-        compare_maps(preds, ["test-spy", "test-identity"], folds=5, cancel=cancel)
+        compare_maps(preds, maps=["test-spy", "test-identity"], folds=5, cancel=cancel)
     assert [e for e, _ in SpyMap.log].count("fit") == 2
 
 
@@ -314,7 +314,7 @@ def test_user_split_fits_on_train_and_scores_on_test(preds):
     index = row_index(preds)
     rng = np.random.default_rng(5)
     split = rng.random(preds.n_samples) < 0.3
-    result = compare_maps(preds, ["test-spy", "test-prior"], split=split)
+    result = compare_maps(preds, maps=["test-spy", "test-prior"], split=split)
     fit_rows = {index[r.tobytes()] for r in SpyMap.log[0][1]}
     pred_rows = {index[r.tobytes()] for r in SpyMap.log[1][1]}
     assert fit_rows == set(np.flatnonzero(~split))
@@ -330,8 +330,8 @@ def test_user_split_fits_on_train_and_scores_on_test(preds):
 
 
 def test_test_fraction_is_stratified_and_seeded(preds):
-    a = compare_maps(preds, ["test-identity"], test_fraction=0.25, seed=2)
-    b = compare_maps(preds, ["test-identity"], test_fraction=0.25, seed=2)
+    a = compare_maps(preds, maps=["test-identity"], test_fraction=0.25, seed=2)
+    b = compare_maps(preds, maps=["test-identity"], test_fraction=0.25, seed=2)
     np.testing.assert_array_equal(a.scored_rows, b.scored_rows)
     assert a.settings["n_scored"] == 150
     test_share = np.bincount(preds.labels[a.scored_rows], minlength=4) / np.bincount(preds.labels)
@@ -341,7 +341,7 @@ def test_test_fraction_is_stratified_and_seeded(preds):
 
 # -------------------------------------------------------- settings, inputs
 def test_binning_settings_reach_the_metrics(preds):
-    result = compare_maps(preds, ["test-prior"], n_bins=7, scheme="frequency", folds=3)
+    result = compare_maps(preds, maps=["test-prior"], n_bins=7, scheme="frequency", folds=3)
     cal = result.calibrated["test-prior"].probs
     assert_row_matches(
         result.table, "test-prior", expected_metrics(cal, preds.labels, 7, "frequency")
@@ -354,7 +354,7 @@ def test_binning_settings_reach_the_metrics(preds):
 
 def test_map_instances_are_cloned_and_labelled(preds):
     template = PriorMap()
-    result = compare_maps(preds, [template, PriorMap(), IdentityMap()], folds=3)
+    result = compare_maps(preds, maps=[template, PriorMap(), IdentityMap()], folds=3)
     assert list(result.table.index) == [
         "uncalibrated",
         "test-prior",
@@ -364,7 +364,7 @@ def test_map_instances_are_cloned_and_labelled(preds):
     assert not hasattr(template, "classes_")  # the caller's instance stays unfitted
     fold_maps = result.fitted["test-prior"]
     assert len({id(m) for m in fold_maps}) == 3
-    custom = compare_maps(preds, {"mine": PriorMap(), "id": "test-identity"}, folds=3)
+    custom = compare_maps(preds, maps={"mine": PriorMap(), "id": "test-identity"}, folds=3)
     assert list(custom.table.index) == ["uncalibrated", "mine", "id"]
 
 
@@ -391,13 +391,13 @@ def test_bad_settings_raise_input_errors(preds, kwargs, message):
         compare_maps(preds, **kwargs)
 
 
-def test_needs_predictions():
-    with pytest.raises(CalibrationInputError, match="Predictions"):
-        compare_maps(np.eye(3), ["test-prior"])
+def test_arrays_need_labels():
+    with pytest.raises(CalibrationInputError, match="labels are missing in compare_maps"):
+        compare_maps(np.eye(3), maps=["test-prior"])
 
 
 def test_to_dict_is_strict_json(preds):
-    result = compare_maps(preds, ["test-prior", "test-fail"], folds=3)
+    result = compare_maps(preds, maps=["test-prior", "test-fail"], folds=3)
     data = result.to_dict(include_maps=True)
     text = json.dumps(data, allow_nan=False)  # NaN metrics of the failed map become null
     back = json.loads(text)
@@ -414,7 +414,7 @@ def test_all_means_every_available_map(preds, monkeypatch):
     import calibration_core.compare.run as compare_module
 
     monkeypatch.setattr(compare_module, "available_maps", lambda: ("test-prior", "test-identity"))
-    result = compare_maps(preds, "all", folds=2)
+    result = compare_maps(preds, maps="all", folds=2)
     assert list(result.table.index) == ["uncalibrated", "test-prior", "test-identity"]
 
 
@@ -431,7 +431,7 @@ def test_real_map_gives_valid_held_out_rows(name):
     if name not in real_maps():
         pytest.skip(f"map {name!r} is not registered yet")
     preds = overconfident(n=600, k=3, logits=name in {"temperature", "vector", "matrix"})
-    result = compare_maps(preds, [name], folds=3)
+    result = compare_maps(preds, maps=[name], folds=3)
     assert result.table.loc[name, "error"] is None, result.table.loc[name, "error"]
     p = result.calibrated[name].probs
     assert np.isfinite(p).all() and (p >= 0).all()
@@ -444,7 +444,7 @@ def test_real_temperature_scaling_fixes_overconfidence_keeping_accuracy():
     if "temperature" not in real_maps():
         pytest.skip("temperature scaling is not registered yet")
     preds = overconfident(n=3000, k=5, sharpen=2.5, logits=True)
-    table = compare_maps(preds, ["temperature"], folds=5).table
+    table = compare_maps(preds, maps=["temperature"], folds=5).table
     assert table.loc["temperature", "accuracy"] == table.loc["uncalibrated", "accuracy"]
     assert (
         table.loc["temperature", "confidence_ece"]
@@ -460,7 +460,7 @@ def test_densenet_cifar100_temperature_crossfit(realdata):
         preds = Predictions.from_probs(
             data["predictions"], data["ground_truth"], renormalize=True, name="densenet"
         )
-    result = compare_maps(preds, ["temperature"], folds=5, n_bins=15, scheme="width")
+    result = compare_maps(preds, maps=["temperature"], folds=5, n_bins=15, scheme="width")
     table = result.table
     assert table.loc["uncalibrated", "confidence_ece"] == pytest.approx(0.142, abs=0.01)
     assert table.loc["temperature", "confidence_ece"] < 0.02
@@ -480,7 +480,7 @@ def test_matrix_and_dirichlet_are_fitted_once_on_probabilities(preds, monkeypatc
         return real_fit(self, *args, **kwargs)
 
     monkeypatch.setattr(CalibrationMap, "fit", counting)
-    result = compare_maps(preds, ["matrix", "dirichlet"], folds=3)
+    result = compare_maps(preds, maps=["matrix", "dirichlet"], folds=3)
     assert fits == ["matrix"] * 3  # three folds of one model
     table = result.table
     for column in METRIC_COLUMNS:
@@ -494,7 +494,9 @@ def test_matrix_and_dirichlet_are_fitted_once_on_probabilities(preds, monkeypatc
         assert np.array_equal(reused.predict_proba(preds.probs), fitted.predict_proba(preds.probs))
     # Other parameters are another model: both are fitted.
     fits.clear()
-    compare_maps(preds, {"m": MatrixScaling(), "d": DirichletCalibration(reg_lambda=1.0)}, folds=2)
+    compare_maps(
+        preds, maps={"m": MatrixScaling(), "d": DirichletCalibration(reg_lambda=1.0)}, folds=2
+    )
     assert fits == ["matrix", "matrix", "dirichlet", "dirichlet"]
 
 
@@ -507,6 +509,6 @@ def test_matrix_and_dirichlet_are_both_fitted_on_logits(monkeypatch):
         return real_fit(self, *args, **kwargs)
 
     monkeypatch.setattr(CalibrationMap, "fit", counting)
-    result = compare_maps(overconfident(logits=True), ["matrix", "dirichlet"], folds=2)
+    result = compare_maps(overconfident(logits=True), maps=["matrix", "dirichlet"], folds=2)
     assert fits == ["matrix", "matrix", "dirichlet", "dirichlet"]
     assert not any("same model" in w for w in result.warnings)

@@ -78,7 +78,7 @@ def test_the_map_is_refitted_on_all_rows(logit_preds):
 
 
 def test_document_fields(logit_preds):
-    comparison = compare_maps(logit_preds, ["temperature", "histogram"], folds=3, seed=1)
+    comparison = compare_maps(logit_preds, maps=["temperature", "histogram"], folds=3, seed=1)
     doc = json.loads(deployable_map(logit_preds, "temperature", comparison).to_json())
     assert doc["format"] == DEPLOY_FORMAT == "calibration-dashboard/export/v2"
     assert doc["kind"] == "deployable-map"
@@ -96,7 +96,7 @@ def test_document_fields(logit_preds):
 
 
 def test_recommended_map_is_the_verdicts(logit_preds):
-    comparison = compare_maps(logit_preds, ["histogram", "temperature", "platt"], folds=3)
+    comparison = compare_maps(logit_preds, maps=["histogram", "temperature", "platt"], folds=3)
     verdict = comparison.verdict()
     assert recommended_map(comparison) == verdict.recommended
     eligible = [c for c in verdict.contenders if not c.clearly_worse]
@@ -104,7 +104,7 @@ def test_recommended_map_is_the_verdicts(logit_preds):
 
 
 def test_uncalibrated_deploys_the_identity_map(logit_preds):
-    comparison = compare_maps(logit_preds, [], folds=3)
+    comparison = compare_maps(logit_preds, maps=[], folds=3)
     assert recommended_map(comparison) == "uncalibrated"
     deployable = deployable_map(logit_preds, "uncalibrated", comparison)
     assert deployable.map.temperature_ == 1.0 and deployable.map.n_parameters_ == 1
@@ -117,7 +117,7 @@ def test_uncalibrated_deploys_the_identity_map(logit_preds):
 
 
 def test_a_map_missing_from_the_comparison_is_refused(logit_preds):
-    comparison = compare_maps(logit_preds, ["histogram"], folds=3)
+    comparison = compare_maps(logit_preds, maps=["histogram"], folds=3)
     with pytest.raises(CalibrationInputError, match="no held-out result for map 'temperature'"):
         deployable_map(logit_preds, "temperature", comparison)
 
@@ -135,7 +135,7 @@ def fold_export(comparison) -> dict:
 
 
 def test_fold_map_export_entries_still_load(logit_preds):
-    comparison = compare_maps(logit_preds, ["temperature", "isotonic"], folds=3)
+    comparison = compare_maps(logit_preds, maps=["temperature", "isotonic"], folds=3)
     export = json.loads(json.dumps(fold_export(comparison)))
     x = np.asarray(logit_preds.probs)
     for name in ("temperature", "isotonic"):
@@ -367,7 +367,9 @@ def test_best_map_still_answers_with_a_deprecation_warning():
     rng = np.random.default_rng(3)
     s = rng.beta(2, 3, 2000)
     y = (rng.random(2000) < s).astype(int)
-    comparison = compare_maps(Predictions.from_scores(s, y), ("temperature", "isotonic"), seed=0)
+    comparison = compare_maps(
+        Predictions.from_scores(s, y), maps=("temperature", "isotonic"), seed=0
+    )
     with pytest.warns(DeprecationWarning, match="use recommended_map"):
         old = best_map(comparison)
     table = comparison.table.drop(index="uncalibrated")

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from calibration_core import CalibrationInputError, Predictions, classwise_ece, confidence_ece
-from calibration_core.ece_variants import (
+from calibration_core.measures.ece_variants import (
     adaptive_classwise_ece,
     adaptive_ece,
     debiased_ece,
@@ -152,7 +152,7 @@ def _tace_loop(p, y, n_bins, threshold):
 
 
 def test_tace_equals_the_loop_without_ties():
-    from calibration_core.ece_variants import thresholded_adaptive_ece
+    from calibration_core.measures.ece_variants import thresholded_adaptive_ece
 
     p, y = _data(3000, 5, 11)
     for threshold in (0.0, 0.01, 0.2):
@@ -169,7 +169,7 @@ def test_tace_equals_the_loop_without_ties():
 
 @pytest.mark.realdata
 def test_cifar_tace_equals_the_loop(realdata):
-    from calibration_core.ece_variants import thresholded_adaptive_ece
+    from calibration_core.measures.ece_variants import thresholded_adaptive_ece
 
     with np.load(realdata["wideresnet-16-4-cifar-10"]) as d:
         p, g = d["predictions"].astype(np.float64), d["ground_truth"]

@@ -16,8 +16,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from calibration_core import BinStatistics, CalibrationInputError, Predictions, ReliabilityCurve
-from calibration_core.decomposition import PART_FIELDS
 from calibration_core.engines import CalibrationSummary, PredictionsSummary
+from calibration_core.measures.decomposition import PART_FIELDS
 
 #: The Dask engine's kernel (Numba) and scheduler: the ``dask`` tier.
 pytestmark = pytest.mark.usefixtures("dask_extra")

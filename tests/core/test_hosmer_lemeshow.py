@@ -11,7 +11,7 @@ from scipy import stats
 
 from calibration_core import CalibrationInputError, Predictions
 from calibration_core.errors import SmallSampleWarning
-from calibration_core.goodness_of_fit import hosmer_lemeshow
+from calibration_core.measures.goodness_of_fit import hosmer_lemeshow
 
 
 def test_hand_worked_binary_example():

@@ -10,7 +10,7 @@ import pytest
 from scipy.stats import entropy
 
 from calibration_core import CalibrationInputError, Predictions
-from calibration_core.human_uncertainty import (
+from calibration_core.measures.human_uncertainty import (
     distribution_calibration_error,
     entropy_calibration_error,
     human_uncertainty_calibration,

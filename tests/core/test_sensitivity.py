@@ -12,7 +12,7 @@ from calibration_core import (
     classwise_ece,
     confidence_ece,
 )
-from calibration_core.sensitivity import ece_sensitivity
+from calibration_core.measures.sensitivity import ece_sensitivity
 
 
 def test_hand_worked_example():

@@ -11,7 +11,7 @@ import pytest
 from scipy import stats
 
 from calibration_core import CalibrationInputError, Predictions, metrics
-from calibration_core.significance import (
+from calibration_core.measures.significance import (
     MEASURES,
     alias_tables,
     calibration_test,
@@ -143,7 +143,7 @@ def test_alias_tables_reproduce_the_rows_exactly():
 
 
 def test_blocks_do_not_change_the_distribution(monkeypatch):
-    import calibration_core.significance as sig
+    import calibration_core.measures.significance as sig
 
     p, y = _data(200, 3, seed=4)
     whole = calibration_test(p, y, measure="confidence_ece", n_resamples=300, seed=1).null

@@ -50,7 +50,7 @@ def test_two_identity_estimates_give_no_clear_winner_in_most_seeds():
     clear = []
     for seed in seeds:
         data = calibrated_data(seed, k=2)
-        comparison = compare_maps(data, ["temperature", "platt"], seed=seed)
+        comparison = compare_maps(data, maps=["temperature", "platt"], seed=seed)
         pair = {name: comparison.calibrated[name] for name in ("temperature", "platt")}
         verdict = choose_map(pair, comparison.fitted, design=comparison.design())
         assert {verdict.winner, verdict.runner_up} == {"temperature", "platt"}
@@ -60,7 +60,7 @@ def test_two_identity_estimates_give_no_clear_winner_in_most_seeds():
 
 
 def test_overconfident_model_gets_a_clear_winner_over_uncalibrated():
-    comparison = compare_maps(overconfident_data(), ["temperature"], seed=0)
+    comparison = compare_maps(overconfident_data(), maps=["temperature"], seed=0)
     verdict = comparison.verdict()
     assert verdict.winner == "temperature" and verdict.runner_up == "uncalibrated"
     assert verdict.clear and verdict.lower > 0
@@ -78,7 +78,7 @@ def test_overconfident_model_gets_a_clear_winner_over_uncalibrated():
 
 def test_uncalibrated_competes_and_can_win():
     """A map that throws information away loses to doing nothing, clearly."""
-    comparison = compare_maps(calibrated_data(1, n=4000), ["histogram"], seed=1)
+    comparison = compare_maps(calibrated_data(1, n=4000), maps=["histogram"], seed=1)
     verdict = comparison.verdict()
     assert verdict.winner == "uncalibrated" and verdict.runner_up == "histogram"
     assert verdict.clear
@@ -112,7 +112,7 @@ def _documented_interval(comparison, name, best, level):
 def test_interval_is_the_documented_rule():
     # 1,502 rows: folds of 301 and 300, so the optimism's reference to the uncalibrated
     # rows matters (with equal folds the rows' own noise cancels without it).
-    comparison = compare_maps(overconfident_data(2, n=1502), ["temperature", "platt"], seed=3)
+    comparison = compare_maps(overconfident_data(2, n=1502), maps=["temperature", "platt"], seed=3)
     losses = comparison.row_losses()
     for name, pred in comparison.calibrated.items():
         assert losses[name].mean() == pytest.approx(log_loss(pred.probs, pred.labels), rel=1e-12)
@@ -132,7 +132,7 @@ def test_interval_is_the_documented_rule():
 
 
 def test_the_interval_is_wider_than_the_rows_alone_and_fixed_fits_are_said():
-    comparison = compare_maps(overconfident_data(2), ["temperature", "platt"], seed=3)
+    comparison = compare_maps(overconfident_data(2), maps=["temperature", "platt"], seed=3)
     with_fits = comparison.verdict()
     fixed = choose_map(comparison.calibrated, comparison.fitted)
     assert fixed.interval == FITS_FIXED and "not included" in fixed.summary
@@ -150,7 +150,7 @@ def test_the_interval_is_wider_than_the_rows_alone_and_fixed_fits_are_said():
 
 def test_train_test_split_has_one_fit_and_its_own_factor():
     pred = overconfident_data(5, n=2000)
-    comparison = compare_maps(pred, ["temperature"], test_fraction=0.25, seed=5)
+    comparison = compare_maps(pred, maps=["temperature"], test_fraction=0.25, seed=5)
     design = comparison.design()
     assert design.n_fits == 1 and not design.cross_fitted
     assert design.n_train.tolist() == [1500] and np.all(design.fit_of_row == 0)
@@ -174,26 +174,26 @@ def test_effective_parameters_count_what_a_fit_spends():
     """About 1 for temperature (well specified), far below the count for a regularised map."""
     estimates = []
     for seed in range(12):
-        comparison = compare_maps(calibrated_data(seed, n=3000), ["temperature"], seed=seed)
+        comparison = compare_maps(calibrated_data(seed, n=3000), maps=["temperature"], seed=seed)
         verdict = comparison.verdict()
         estimates.append(verdict.contender("temperature").effective_parameters)
     assert 0.4 < np.mean(estimates) < 1.8  # measured: 0.96
     pred = overconfident_data(1, n=1500, k=10)
-    verdict = compare_maps(pred, ["matrix"], seed=0).verdict()
+    verdict = compare_maps(pred, maps=["matrix"], seed=0).verdict()
     matrix = verdict.contender("matrix")
     assert matrix.n_parameters == 110 and 0 < matrix.effective_parameters < 110
     assert verdict.contender("uncalibrated").effective_parameters == 0.0
 
 
 def test_old_resampling_arguments_are_ignored_with_a_warning():
-    comparison = compare_maps(overconfident_data(2, n=600), ["temperature"], seed=3)
+    comparison = compare_maps(overconfident_data(2, n=600), maps=["temperature"], seed=3)
     with pytest.warns(FutureWarning, match="n_resamples and seed are ignored"):
         old = comparison.verdict(n_resamples=400, seed=11)
     assert old == comparison.verdict()
 
 
 def test_a_design_of_other_rows_is_refused():
-    comparison = compare_maps(overconfident_data(2, n=600), ["temperature"], seed=3)
+    comparison = compare_maps(overconfident_data(2, n=600), maps=["temperature"], seed=3)
     design = comparison.design()
     short = FitDesign(design.fit_of_row[:-1], design.n_train, design.train_log_loss)
     with pytest.raises(CalibrationInputError, match="fit of 599 rows but the candidates hold 600"):
@@ -218,7 +218,7 @@ def test_resampled_means_draws_as_bootstrap_ci():
 
 
 def test_single_candidate_and_bad_candidates():
-    comparison = compare_maps(calibrated_data(0, n=300), [], seed=0)
+    comparison = compare_maps(calibrated_data(0, n=300), maps=[], seed=0)
     verdict = comparison.verdict()
     assert verdict.winner == "uncalibrated" and verdict.runner_up is None
     assert not verdict.clear and verdict.difference is None
@@ -239,7 +239,7 @@ def test_parameters_in_words():
     assert map_parameters([platt]) == f"w = {w:#.3g}, b = {b:#.3g}"
     beta = make_map("beta").fit(binary, binary.labels)
     assert map_parameters([beta]).startswith("a = ")
-    folds = compare_maps(binary, ["temperature"], seed=0).fitted["temperature"]
+    folds = compare_maps(binary, maps=["temperature"], seed=0).fitted["temperature"]
     values = sorted(m.temperature_ for m in folds)
     assert map_parameters(folds) == (f"T = {values[0]:#.3g} to {values[-1]:#.3g} over 5 folds")
     three = calibrated_data(3, n=600, k=3)
@@ -248,7 +248,7 @@ def test_parameters_in_words():
 
 
 def test_comparison_to_dict_has_the_verdict():
-    comparison = compare_maps(overconfident_data(), ["temperature", "platt"], seed=0)
+    comparison = compare_maps(overconfident_data(), maps=["temperature", "platt"], seed=0)
     doc = comparison.to_dict(level=0.8)
     verdict = doc["verdict"]
     assert verdict["winner"] in ("temperature", "platt") and verdict["criterion"] == "log_loss"
@@ -264,7 +264,7 @@ def test_densenet_temperature_clearly_beats_histogram_binning(realdata):
     """Power: on 10,000 real rows the better map is found and its win is clear."""
     with np.load(realdata["densenet-bc-100-cifar-100"], allow_pickle=False) as data:
         pred = Predictions.from_probs(data["predictions"].astype(np.float64), data["ground_truth"])
-    comparison = compare_maps(pred, ["temperature", "histogram"], seed=0)
+    comparison = compare_maps(pred, maps=["temperature", "histogram"], seed=0)
     pair = {name: comparison.calibrated[name] for name in ("temperature", "histogram")}
     verdict = choose_map(pair, comparison.fitted, design=comparison.design())
     assert verdict.winner == "temperature" and verdict.runner_up == "histogram"
@@ -284,7 +284,7 @@ def _copy(pred: Predictions, shift: float = 0.0) -> Predictions:
 
 
 def test_coinciding_candidates_are_one_contender_and_the_runner_up_differs():
-    comparison = compare_maps(overconfident_data(), ["temperature"], seed=0)
+    comparison = compare_maps(overconfident_data(), maps=["temperature"], seed=0)
     temp = comparison.calibrated["temperature"]
     candidates = {
         "uncalibrated": comparison.calibrated["uncalibrated"],
@@ -306,7 +306,7 @@ def test_coinciding_candidates_are_one_contender_and_the_runner_up_differs():
 
 def test_matrix_and_dirichlet_on_probabilities_are_one_contender_with_the_reason():
     pred = overconfident_data(n=900)
-    comparison = compare_maps(pred, ["temperature", "matrix", "dirichlet"], seed=0)
+    comparison = compare_maps(pred, maps=["temperature", "matrix", "dirichlet"], seed=0)
     verdict = comparison.verdict()
     merged = verdict.contender("dirichlet")
     assert merged.names == ("matrix", "dirichlet") and merged.label == "matrix = dirichlet"
@@ -324,7 +324,7 @@ def test_matrix_and_dirichlet_on_probabilities_are_one_contender_with_the_reason
 
 def test_parsimony_recommends_the_fewest_parameters_not_clearly_worse():
     """Calibrated data: no map is clearly better than doing nothing, which has 0 parameters."""
-    comparison = compare_maps(calibrated_data(2), ["temperature", "vector", "matrix"], seed=2)
+    comparison = compare_maps(calibrated_data(2), maps=["temperature", "vector", "matrix"], seed=2)
     verdict = comparison.verdict()
     counts = {c.name: c.n_parameters for c in verdict.contenders}
     assert counts["uncalibrated"] == 0 and counts["temperature"] == 1
@@ -337,7 +337,7 @@ def test_parsimony_recommends_the_fewest_parameters_not_clearly_worse():
 
 
 def test_parsimony_keeps_the_best_when_every_simpler_map_is_clearly_worse():
-    comparison = compare_maps(overconfident_data(), ["temperature"], seed=0)
+    comparison = compare_maps(overconfident_data(), maps=["temperature"], seed=0)
     verdict = comparison.verdict()
     assert verdict.recommended == verdict.winner == "temperature" and verdict.clear
     assert verdict.recommendation.startswith("Recommended: temperature (1 parameter), the best")
@@ -353,7 +353,7 @@ def test_differences_keep_their_sign_and_a_nonzero_digit(value, text):
 
 def test_summary_bounds_never_round_to_zero():
     pred = calibrated_data(4, n=4000)
-    comparison = compare_maps(pred, ["temperature"], seed=4)
+    comparison = compare_maps(pred, maps=["temperature"], seed=4)
     verdict = comparison.verdict()
     bounds = verdict.summary.split("interval ")[1].split(" on ")[0].split(" to ")
     assert [float(b) for b in bounds] == pytest.approx([verdict.lower, verdict.upper], rel=0.06)
@@ -367,7 +367,7 @@ def test_densenet_all_maps_never_compare_coinciding_maps(realdata):
     simplest map within noise of the best is recommended (measured: temperature, 1 parameter;
     the best by 0.0055 nats, vector, has 200 and matrix = dirichlet 10,100)."""
     pred = load_predictions(realdata["densenet-bc-100-cifar-100"])[0].subset(np.arange(5000))
-    comparison = compare_maps(pred, "all", seed=0)
+    comparison = compare_maps(pred, maps="all", seed=0)
     verdict = comparison.verdict()
     assert len(verdict.contenders) == 8  # 9 candidates, matrix and dirichlet one
     assert verdict.contender("dirichlet").names == ("matrix", "dirichlet")

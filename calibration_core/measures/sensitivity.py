@@ -18,10 +18,10 @@ from functools import lru_cache
 
 import numpy as np
 
-from .binning import MAX_BINS, SCHEMES, Scheme, SortedScores, width_thresholds
-from .errors import CalibrationInputError
-from .notions import check_ece_notion
-from .predictions import Predictions
+from ..binning import MAX_BINS, SCHEMES, Scheme, SortedScores, width_thresholds
+from ..errors import CalibrationInputError
+from ..notions import check_ece_notion
+from ..predictions import Predictions, measure_inputs
 
 
 @dataclass(frozen=True, eq=False)
@@ -124,7 +124,7 @@ def ece_sensitivity(
     probs,
     labels=None,
     *,
-    notion: str = "confidence",
+    notion: str | None = None,
     bins=range(2, 101),
     class_index: int | None = None,
 ) -> EceSensitivity:
@@ -137,7 +137,8 @@ def ece_sensitivity(
         sorted scores, so later sweeps and re-binnings are cheaper.
     labels : array-like, shape (N,), optional
         Taken from ``probs`` when it is a Predictions.
-    notion : {"confidence", "binary", "class", "classwise"}
+    notion : {"confidence", "binary", "class", "classwise"}, optional
+        None: ``"binary"`` for an (N,) vector, ``"confidence"`` for probability rows.
     bins : iterable of int
         Bin counts to evaluate (default 2..100).
     class_index : int, optional
@@ -148,17 +149,11 @@ def ece_sensitivity(
     EceSensitivity
         Arrays ready to plot: ``n_bins``, ``width``, ``frequency``.
     """
+    p, y, notion = measure_inputs(probs, labels, notion=notion, measure="ece_sensitivity")
+    # A Predictions with its own labels keeps its cache of sorted scores.
+    own = isinstance(probs, Predictions) and labels is None
+    pred = probs if own else Predictions.from_probs(p, y)
     check_ece_notion(notion)
-    if isinstance(probs, Predictions) and labels is None:
-        pred = probs
-    elif isinstance(probs, Predictions):
-        pred = Predictions.from_probs(probs.probs, labels)
-    else:
-        if labels is None:
-            raise CalibrationInputError(
-                "labels are missing: pass the true class of every row, or a Predictions."
-            )
-        pred = Predictions.from_probs(probs, labels)
     counts = _bin_counts(bins)
     index = None
     if notion == "class":

@@ -39,16 +39,18 @@ from __future__ import annotations
 
 import numpy as np
 
-from .binning import Binning, BinStatistics, Scheme, check_binning_args
-from .errors import CalibrationInputError
-from .notions import notion_columns
-from .predictions import probs_and_labels
-from .validation import check_non_negative, check_whole_number
+from ..binning import Binning, BinStatistics, Scheme, check_binning_args
+from ..errors import CalibrationInputError
+from ..notions import notion_columns
+from ..predictions import measure_inputs
+from ..validation import check_non_negative, check_whole_number
 
 
-def _statistics(probs, labels, notion, class_index, n_bins, scheme) -> list[BinStatistics]:
+def _statistics(
+    probs, labels, notion, class_index, n_bins, scheme, measure: str
+) -> list[BinStatistics]:
     """Bin statistics of each score column of a notion (one, or K for classwise)."""
-    p, y = probs_and_labels(probs, labels)
+    p, y, notion = measure_inputs(probs, labels, notion=notion, measure=measure)
     n_bins, scheme = check_binning_args(n_bins, scheme)
     binning = Binning(scheme, n_bins)
     return [binning.statistics(s, t) for s, t in notion_columns(p, y, notion, class_index)]
@@ -86,7 +88,7 @@ def plugin_calibration_error(
     labels=None,
     *,
     p: int = 2,
-    notion: str = "confidence",
+    notion: str | None = None,
     class_index: int | None = None,
     n_bins: int = 15,
     scheme: Scheme = "frequency",
@@ -100,7 +102,8 @@ def plugin_calibration_error(
     p : int
         1 gives the ECE, 2 the L2 calibration error (the biased estimate
         that :func:`debiased_ece` corrects).
-    notion : {"confidence", "binary", "class", "classwise"}
+    notion : {"confidence", "binary", "class", "classwise"}, optional
+        None: ``"binary"`` for an (N,) vector, ``"confidence"`` for probability rows.
         ``classwise`` averages the p-th powers over classes before the root.
     class_index : int, optional
         The class for ``notion="class"``.
@@ -112,7 +115,9 @@ def plugin_calibration_error(
     float
     """
     p = check_whole_number(p, "p")
-    stats = _statistics(probs, labels, notion, class_index, n_bins, scheme)
+    stats = _statistics(
+        probs, labels, notion, class_index, n_bins, scheme, "plugin_calibration_error"
+    )
     powers = [float(np.sum(s.count * np.nan_to_num(s.gap) ** p) / s.total) for s in stats]
     return float(np.mean(powers) ** (1.0 / p))
 
@@ -122,7 +127,7 @@ def debiased_ece(
     labels=None,
     *,
     p: int = 2,
-    notion: str = "confidence",
+    notion: str | None = None,
     class_index: int | None = None,
     n_bins: int = 15,
     scheme: Scheme = "frequency",
@@ -141,7 +146,8 @@ def debiased_ece(
     labels : array-like, shape (N,), optional
     p : int
         Must be 2: the variance correction is defined for the squared error only.
-    notion : {"confidence", "binary", "class", "classwise"}
+    notion : {"confidence", "binary", "class", "classwise"}, optional
+        None: ``"binary"`` for an (N,) vector, ``"confidence"`` for probability rows.
         ``classwise``: ``sqrt(mean_k max(0, estimate_k))``, as their "marginal" mode.
     class_index : int, optional
     n_bins, scheme
@@ -156,7 +162,7 @@ def debiased_ece(
             f"the debiased estimator exists for the L2 (p=2) calibration error only, got p={p!r}; "
             "use plugin_calibration_error(p=1) or confidence_ece for the usual (L1) ECE."
         )
-    stats = _statistics(probs, labels, notion, class_index, n_bins, scheme)
+    stats = _statistics(probs, labels, notion, class_index, n_bins, scheme, "debiased_ece")
     squares = [
         max(float(squared_error_terms(s.count, s.sum_score, s.sum_target, debias=True)), 0.0)
         for s in stats
@@ -169,7 +175,7 @@ def adaptive_ece(
     labels=None,
     *,
     n_bins: int = 15,
-    notion: str = "confidence",
+    notion: str | None = None,
     class_index: int | None = None,
 ) -> float:
     """Adaptive (equal-mass) ECE: the plug-in ECE with equal-frequency bins (Nixon et al. 2019).
@@ -179,7 +185,8 @@ def adaptive_ece(
     probs : array-like, shape (N, K) or (N,), or Predictions
     labels : array-like, shape (N,), optional
     n_bins : int
-    notion : {"confidence", "binary", "class", "classwise"}
+    notion : {"confidence", "binary", "class", "classwise"}, optional
+        None: ``"binary"`` for an (N,) vector, ``"confidence"`` for probability rows.
         ``classwise`` is the count-weighted mean over classes (the classwise
         ECE with equal-mass bins); see :func:`adaptive_classwise_ece` for ACE.
     class_index : int, optional
@@ -190,7 +197,7 @@ def adaptive_ece(
         Equals ``confidence_ece(probs, labels, n_bins=n_bins, scheme="frequency")``
         for the confidence notion.
     """
-    stats = _statistics(probs, labels, notion, class_index, n_bins, "frequency")
+    stats = _statistics(probs, labels, notion, class_index, n_bins, "frequency", "adaptive_ece")
     return float(np.mean([s.ece() for s in stats]))
 
 
@@ -210,7 +217,9 @@ def adaptive_classwise_ece(probs, labels=None, *, n_bins: int = 15) -> float:
     -------
     float
     """
-    stats = _statistics(probs, labels, "classwise", None, n_bins, "frequency")
+    stats = _statistics(
+        probs, labels, "classwise", None, n_bins, "frequency", "adaptive_classwise_ece"
+    )
     gaps = np.concatenate([s.gap[s.count > 0] for s in stats])
     return float(gaps.mean())
 
@@ -242,7 +251,7 @@ def thresholded_adaptive_ece(
     -------
     float
     """
-    p, y = probs_and_labels(probs, labels)
+    p, y, _ = measure_inputs(probs, labels, measure="thresholded_adaptive_ece")
     threshold = check_non_negative(threshold, "threshold")
     if threshold >= 1.0:
         raise CalibrationInputError(

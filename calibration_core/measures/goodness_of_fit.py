@@ -30,10 +30,10 @@ p-value (``p_value=``)
     probabilities of these rows, the situation of predictions evaluated on
     held-out rows. The groups depend on the scores only, so they stay fixed;
     R label sets are drawn from the predicted rows (the draws of
-    :func:`calibration_core.significance.calibration_test`), the statistic
+    :func:`calibration_core.measures.significance.calibration_test`), the statistic
     is recomputed on each, and the p-value is the package's Monte Carlo
     p-value with ties broken at random
-    (:func:`calibration_core.significance.monte_carlo_p_value`). Its size is
+    (:func:`calibration_core.measures.significance.monte_carlo_p_value`). Its size is
     alpha for any K, G and N (up to ``alpha (R + 1)`` being a whole number).
 
     ``"chi2"``: the chi-squared approximation. ``G - 2`` (``(G - 2)(K - 1)``)
@@ -69,11 +69,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .binning import Binning
-from .errors import CalibrationInputError, SmallSampleWarning
-from .predictions import probs_and_labels
+from ..binning import Binning
+from ..errors import CalibrationInputError, SmallSampleWarning
+from ..predictions import measure_inputs
+from ..validation import check_seed, check_whole_number
 from .significance import CategoricalSampler, monte_carlo_p_value
-from .validation import check_seed, check_whole_number
 
 
 def _chi2_sf(statistic: float, dof: int) -> float:
@@ -298,7 +298,7 @@ def hosmer_lemeshow(
     SmallSampleWarning
         With fewer than 400 rows.
     """
-    p, y = probs_and_labels(probs, labels)
+    p, y, _ = measure_inputs(probs, labels, measure="hosmer_lemeshow")
     n, k = p.shape
     g, r = _check_arguments(k, n_groups, p_value, n_resamples, reference)
     _warn_small_sample(n)

@@ -44,9 +44,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .errors import CalibrationInputError, describe_rows
-from .predictions import Predictions
-from .validation import check_prob_matrix
+from ..errors import CalibrationInputError, describe_rows
+from ..predictions import Predictions
+from ..validation import check_prob_matrix
 
 TIES = ("index", "weak")
 

@@ -65,12 +65,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .binning import Binning, Scheme, check_binning_args, ece_from_sums, mce_from_sums
-from .errors import CalibrationInputError
-from .metrics import LOG_LOSS_EPS
-from .notions import notion_scores
-from .predictions import probs_and_labels
-from .validation import check_seed, check_whole_number
+from ..binning import Binning, Scheme, check_binning_args, ece_from_sums, mce_from_sums
+from ..errors import CalibrationInputError
+from ..metrics import LOG_LOSS_EPS
+from ..notions import notion_scores
+from ..predictions import measure_inputs
+from ..validation import check_seed, check_whole_number
 
 #: Measure name -> (how labels are drawn, what is computed).
 MEASURES: dict[str, tuple[str, str]] = {
@@ -382,7 +382,7 @@ def calibration_test(
     *,
     measure: str = "confidence_ece",
     n_resamples: int = 1000,
-    seed: int | None = None,
+    seed: int | None = 0,
     n_bins: int = 15,
     scheme: Scheme = "width",
     eps: float = LOG_LOSS_EPS,
@@ -392,7 +392,8 @@ def calibration_test(
     Parameters
     ----------
     probs : array-like, shape (N, K) or (N,), or Predictions
-        Predicted probability rows (or binary positive-class scores).
+        Predicted probability rows, or P(class 1) of a binary problem (refused
+        by the top-label measures: see :func:`~calibration_core.confidence_ece`).
     labels : array-like, shape (N,), optional
         True class indices; taken from ``probs`` when it is a Predictions.
     measure : str
@@ -404,7 +405,8 @@ def calibration_test(
         R, the number of label sets drawn under the null (survey: 1,000).
     seed : None, int or numpy.random.Generator
         Source of randomness (:func:`~calibration_core.validation.check_seed`);
-        the same int gives the same null distribution.
+        the same int gives the same null distribution (0 by default, as every
+        seeded function of the core; None draws fresh entropy).
     n_bins, scheme
         Binning of the ECE/MCE measures (ignored by Brier and log-loss).
     eps : float
@@ -423,9 +425,10 @@ def calibration_test(
             f"unknown measure {measure!r} for the calibration test; choose one of "
             f"{', '.join(MEASURES)}."
         )
-    p, y = probs_and_labels(probs, labels)
-    r = check_whole_number(n_resamples, "n_resamples")
     family, stat = MEASURES[measure]
+    notion = family if family in ("confidence", "binary", "classwise") else None
+    p, y, _ = measure_inputs(probs, labels, notion=notion, measure=f"calibration_test of {measure}")
+    r = check_whole_number(n_resamples, "n_resamples")
     rng = check_seed(seed)
     sizes = list(_block_sizes(r, p.shape[0]))
     binned = family != "categorical"

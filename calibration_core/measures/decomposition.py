@@ -70,9 +70,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .binning import Binning, Scheme
-from .metrics import LOG_LOSS_EPS, brier_score, log_loss
-from .predictions import probs_and_labels
+from ..binning import Binning, Scheme
+from ..metrics import LOG_LOSS_EPS, brier_score, log_loss
+from ..predictions import measure_inputs
 
 
 @dataclass(frozen=True)
@@ -151,7 +151,7 @@ def brier_decomposition(
         ``refinement = mean ||c - y||^2``,
         ``residual = 2 mean (s - c) . (c - y)``.
     """
-    p, y = probs_and_labels(probs, labels)
+    p, y, _ = measure_inputs(probs, labels, measure="brier_decomposition")
     binning = Binning(scheme, n_bins)
     n = p.shape[0]
     calibration = refinement = residual = 0.0
@@ -197,7 +197,7 @@ def log_loss_decomposition(
         ``calibration = mean_i KL(c_i || max(s_i, eps))``,
         ``refinement = mean_i -ln c_{i, y_i}``, ``residual`` the rest.
     """
-    p, y = probs_and_labels(probs, labels)
+    p, y, _ = measure_inputs(probs, labels, measure="log_loss_decomposition")
     binning = Binning(scheme, n_bins)
     n = p.shape[0]
     # Per row: Z = sum_j c_j, A = sum_j c_j ln(c_j / s_j), c_true = c_{y}; then with the

@@ -384,3 +384,22 @@ def test_the_cycle_and_layer_checks_catch_what_they_should():
     assert layer_breaches({("app.a", "app.b"): "app.a:1"}, layers) == [
         "app.a (low) imports app.b (high) at app.a:1"
     ]
+
+
+def test_the_wheel_lists_every_package():
+    """``pyproject.toml`` names its packages one by one: a new package must be added there.
+
+    Left out, it is missing from the wheel, and the installed app (the image)
+    fails on import while the source tree works.
+    """
+    import tomllib
+
+    listed = set(
+        tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]
+    )
+    found = {
+        module_name(init.parent / "__init__.py")
+        for top in ("app", "calibration_core")
+        for init in (ROOT / top).rglob("__init__.py")
+    }
+    assert not found - listed, f"add to [tool.setuptools] packages: {sorted(found - listed)}"

@@ -149,7 +149,7 @@ def deployable_document(store: DataStore, result: ViewResult, choice: DeployChoi
         pred = store.predictions(choice.handle)
         comparison = compare_maps(
             pred,
-            [] if choice.map_name == UNCALIBRATED else [choice.map_name],
+            maps=[] if choice.map_name == UNCALIBRATED else [choice.map_name],
             n_bins=view.n_bins,
             scheme=view.scheme,
             **heldout.compare_kwargs(),

@@ -129,7 +129,7 @@ def _stored_design(store: DataStore, handle: str, heldout: HeldOut) -> HeldOutDe
         return found
     from calibration_core.compare import compare_maps
 
-    comparison = compare_maps(store.predictions(handle), [], **heldout.compare_kwargs())
+    comparison = compare_maps(store.predictions(handle), maps=[], **heldout.compare_kwargs())
     found = HeldOutDesign.of(comparison.design())
     try:
         store.put_design(handle, heldout, found)

@@ -132,7 +132,7 @@ def checked_metrics(model, args: argparse.Namespace) -> dict[str, float]:
     if args.after is None:
         return score_probs(model.probs, model.labels, n_bins=args.bins, scheme=args.scheme)
     result = compare_maps(
-        model, [args.after], folds=args.folds, n_bins=args.bins, scheme=args.scheme,
+        model, maps=[args.after], folds=args.folds, n_bins=args.bins, scheme=args.scheme,
         seed=args.seed,
     )  # fmt: skip
     label = next(name for name in result.table.index if name != "uncalibrated")
@@ -149,7 +149,7 @@ def checked_probs(model, args: argparse.Namespace):
     if args.after is None:
         return model.probs
     result = compare_maps(
-        model, [args.after], folds=args.folds, n_bins=args.bins, scheme=args.scheme,
+        model, maps=[args.after], folds=args.folds, n_bins=args.bins, scheme=args.scheme,
         seed=args.seed,
     )  # fmt: skip
     label = next(name for name in result.calibrated if name != "uncalibrated")

@@ -116,7 +116,7 @@ def fit_map(args: argparse.Namespace, out) -> int:
     models = load_models(path, args)
     model = one_model({m.name: m for m in models}, args.model, args.file)
     comparison = compare_maps(
-        model, maps, folds=args.folds, n_bins=args.bins, scheme=args.scheme, seed=args.seed
+        model, maps=maps, folds=args.folds, n_bins=args.bins, scheme=args.scheme, seed=args.seed
     )
     verdict = comparison.verdict()
     chosen = maps[0] if args.select is None else verdict.recommended

@@ -156,7 +156,7 @@ def model_result(model, maps: list[str], args: argparse.Namespace) -> ModelResul
     from calibration_core.engines import PredictionsSummary
 
     comparison = compare_maps(
-        model, maps, folds=args.folds, n_bins=args.bins, scheme=args.scheme, seed=args.seed
+        model, maps=maps, folds=args.folds, n_bins=args.bins, scheme=args.scheme, seed=args.seed
     )
     return ModelResult(
         PredictionsSummary(model),

@@ -239,7 +239,7 @@ def fit_map(ctx: AppContext, handle: str, pred, name: str, heldout: HeldOut, pro
     try:
         comparison = compare_maps(
             pred,
-            [] if name == UNCALIBRATED else [name],
+            maps=[] if name == UNCALIBRATED else [name],
             progress=progress,
             **heldout.compare_kwargs(),
         )

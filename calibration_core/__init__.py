@@ -31,7 +31,9 @@ Everything a user calls: every measure (each public function of
 arguments start ``(probs, labels=None`` or ``(probs, human``) and the result
 class it returns, :func:`bootstrap_ci`, every calibration map class of
 the registry with :func:`make_map` and :func:`available_maps`,
-:class:`Predictions` and the loaders, :func:`compare_maps`, the deployable
+:class:`Predictions` and the loaders, :func:`compare_maps`, the engine
+interface (:class:`CalibrationSummary`) and the in-memory engine
+(:class:`PredictionsSummary`), the deployable
 map, the decision functions, the bands and the reliability curve, and the
 errors and warnings. Helpers (functions of validated scores, per-bin sums,
 ``*_from_scores``) stay in their modules. ``tests/core/test_measure_api.py``
@@ -70,6 +72,7 @@ _LAZY: dict[str, str] = {
     ),
     **dict.fromkeys(("BootstrapResult", "bootstrap_ci"), "bootstrap"),
     **dict.fromkeys(("Comparison", "ComparisonCancelled", "compare_maps"), "compare"),
+    **dict.fromkeys(("CalibrationSummary", "PredictionsSummary"), "engines"),
     **dict.fromkeys(
         (
             "DecisionComparison",
@@ -188,6 +191,7 @@ __all__ = [
     "CalibrationHierarchy",
     "CalibrationInputError",
     "CalibrationMap",
+    "CalibrationSummary",
     "CalibrationTestResult",
     "Comparison",
     "ComparisonCancelled",
@@ -206,6 +210,7 @@ __all__ = [
     "MatrixScaling",
     "PlattScaling",
     "Predictions",
+    "PredictionsSummary",
     "ReliabilityCurve",
     "RenormalisedRowsWarning",
     "SkceResult",

@@ -453,7 +453,9 @@ def test_a_fit_out_of_memory_is_a_stated_error_and_not_stored(ctx, sid, monkeypa
 
     real = fit_module.compare_maps
     monkeypatch.setattr(
-        fit_module, "compare_maps", lambda pred, names, **kw: real(pred, {names[0]: Greedy()}, **kw)
+        fit_module,
+        "compare_maps",
+        lambda pred, maps, **kw: real(pred, maps={maps[0]: Greedy()}, **kw),
     )
     rf = _demo(ctx, "digits · random forest")
     state = run_fits(ctx, sid, [rf.handle], ["temperature"], "folds", 3, 0.5, lambda *_: None)
@@ -500,7 +502,7 @@ def _counting_fits(monkeypatch) -> list[list[str]]:
 
     def counting(pred, maps, **kwargs):
         calls.append(list(maps))
-        return real(pred, maps, **kwargs)
+        return real(pred, maps=maps, **kwargs)
 
     monkeypatch.setattr(fit_module, "compare_maps", counting)
     return calls

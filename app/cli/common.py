@@ -106,19 +106,33 @@ def add_data_arguments(parser: argparse.ArgumentParser, *, seed: bool = True) ->
     )
 
 
-def add_engine_arguments(parser: argparse.ArgumentParser, dask_help: str) -> None:
+def add_engine_arguments(
+    parser: argparse.ArgumentParser, dask_help: str, stream_help: str | None = None
+) -> None:
     """``--engine``, ``--scheduler`` and ``--workers`` (evaluate, fit, apply).
 
     ``dask_help`` says what ``--engine dask`` does for the command
-    (:mod:`app.cli.distributed`).
+    (:mod:`app.cli.distributed`); ``stream_help`` what ``--engine stream`` does, for a
+    command that has it (evaluate, :mod:`app.cli.stream`): its default is then
+    chosen from FILE (:func:`app.cli.stream.default_engine`).
     """
-    parser.add_argument(
-        "--engine",
-        choices=("memory", "dask"),
-        default="memory",
-        help=f"'memory' (default): load FILE in memory; 'dask': {dask_help} (needs the "
-        "'dask' extra)",
-    )
+    if stream_help is None:
+        parser.add_argument(
+            "--engine",
+            choices=("memory", "dask"),
+            default="memory",
+            help=f"'memory' (default): load FILE in memory; 'dask': {dask_help} (needs the "
+            "'dask' extra)",
+        )
+    else:
+        parser.add_argument(
+            "--engine",
+            choices=("memory", "stream", "dask"),
+            default=None,
+            help=f"'memory': load FILE in memory; 'stream': {stream_help}; 'dask': "
+            f"{dask_help}. Default: 'stream' for a folder or a glob of Parquet files, else "
+            "'memory' ('stream' and 'dask' need the 'dask' extra)",
+        )
     where = parser.add_mutually_exclusive_group()
     where.add_argument(
         "--scheduler",

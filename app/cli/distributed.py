@@ -95,12 +95,13 @@ def check_sample_option(args: argparse.Namespace) -> None:
 
 
 def check_bins(args: argparse.Namespace) -> None:
-    """Equal-width ``--bins`` up to the cells' limit (100)."""
+    """Equal-width ``--bins`` up to the cells' limit (100), of the Dask or streaming engine."""
     from calibration_core.distributed import MAX_CELL_BINS
 
     if args.scheme == "width" and args.bins > MAX_CELL_BINS:
+        engine = "streaming" if args.engine == "stream" else "Dask"
         raise CommandError(
-            f"--bins {args.bins}: the Dask engine answers equal-width bin counts up to "
+            f"--bins {args.bins}: the {engine} engine answers equal-width bin counts up to "
             f"{MAX_CELL_BINS} from one pass; use --bins {MAX_CELL_BINS} or fewer, or "
             "--scheme frequency."
         )
@@ -392,7 +393,8 @@ def write_dask_tables(models: list[dict[str, Any]], args: argparse.Namespace, ou
     done = "uncalibrated on every row"
     if any(len(m["rows"]) > 1 for m in models):
         done += f", maps held out ({args.folds}-fold cross-fitting) on a sample"
-    out.write(f"{args.file}: metrics on Dask, {args.bins} {kind} bins; {done}\n")
+    where = "streamed in this process" if args.engine == "stream" else "on Dask"
+    out.write(f"{args.file}: metrics {where}, {args.bins} {kind} bins; {done}\n")
     out.write("model  map  rows  " + "  ".join(METRIC_COLUMNS) + "\n")
     for m in models:
         for row in m["rows"]:

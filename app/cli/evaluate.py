@@ -4,8 +4,10 @@ Cross-fits the maps on a predictions file (:func:`calibration_core.compare_maps`
 and prints the table of every model in the file, as text, CSV or JSON (schema
 ``calibration-dashboard/evaluate/v1``, ``docs/evaluate-json-schema.md``), with
 ``--measures`` the binning-free measures, with ``--group-by``/``--window`` the
-groups (:mod:`app.cli.groups`). With ``--engine dask`` a Parquet dataset larger
-than memory (:mod:`app.cli.distributed`, ``docs/dask.md``).
+groups (:mod:`app.cli.groups`). With ``--engine stream`` (the default for a
+folder or glob of Parquet files) a Parquet dataset larger than memory streamed in
+this process (:mod:`app.cli.stream`); with ``--engine dask`` on a Dask cluster
+(:mod:`app.cli.distributed`, ``docs/dask.md``).
 """
 
 from __future__ import annotations
@@ -74,6 +76,8 @@ def add_parser(sub) -> None:
         ev,
         "the uncalibrated metrics of a Parquet file, folder or quoted glob larger than "
         "memory, on Dask, exactly on every row; --maps and --measures on a sample",
+        stream_help="the same uncalibrated metrics, exactly on every row, streamed batch by "
+        "batch in this process (no cluster; no --maps, --measures, --group-by, --window)",
     )
     add_sample_argument(
         ev,
@@ -132,10 +136,15 @@ def run(args: argparse.Namespace) -> int:
 def evaluate(args: argparse.Namespace, out) -> int:
     """Run ``evaluate`` and write the result to ``out``; returns the exit code."""
     from .distributed import check_dask_options, evaluate_on_dask
+    from .stream import default_engine, evaluate_on_stream
 
+    if args.engine is None:
+        args.engine = default_engine(args)
     check_dask_options(args)
     if args.engine == "dask":
         return evaluate_on_dask(args, out)
+    if args.engine == "stream":
+        return evaluate_on_stream(args, out)
     from calibration_core.maps import available_maps
 
     models = load_models(input_path(args.file), args)

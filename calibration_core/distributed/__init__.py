@@ -1,4 +1,4 @@
-"""Calibration of prediction logs larger than memory, on Dask (optional extra ``dask``).
+"""Calibration of prediction logs larger than memory, on Dask or streamed in one process.
 
 Install with ``pip install 'calibration-dashboard[dask]'`` (Dask, distributed and
 Numba). Nothing here imports Dask or Numba until a dataset is evaluated, and the
@@ -79,11 +79,17 @@ KS and Kuiper statistics, sigma and p-values come as ``(low, high)``.
 Not yet: equal-width bin counts above 100, the consistency band, and a smooth
 reliability curve from the cells (no bound in the cell width: docs/dask.md).
 
+On one machine the same summaries are streamed in this process
+(:func:`~.stream.stream_summaries`, :mod:`.stream`): the same per-batch code folded
+into running totals, equal-frequency bins by the same four passes run piece
+after piece, without importing Dask (Numba only).
+
 Entry points
 ------------
 :func:`dataset_summaries` (a Parquet file, folder, glob or list, or a
 dask.dataframe) and the CLI ``calibration-dashboard evaluate 'logs/*.parquet'
---engine dask`` (also ``fit`` and ``apply``).
+--engine dask`` (also ``fit`` and ``apply``); :func:`stream_summaries` and
+``evaluate 'logs/*.parquet' --engine stream`` on one machine.
 """
 
 from __future__ import annotations
@@ -121,6 +127,7 @@ _LAZY: dict[str, str] = {
     ),
     **dict.fromkeys(("ModelSummary", "merge_summaries", "summarize"), "summary"),
     "fit_temperature_on_dataset": "temperature",
+    "stream_summaries": "stream",
 }
 
 __all__ = [
@@ -150,6 +157,7 @@ __all__ = [
     "run_on_sample",
     "sample_predictions",
     "select_map_on_dataset",
+    "stream_summaries",
     "summarize",
     "summary_cumulative",
     "tree_merge",

@@ -18,8 +18,9 @@ sums what the Brier and log-loss decompositions need in the classwise bins
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -34,7 +35,10 @@ from .summary import Summaries
 __all__ = [
     "DIGIT_BITS",
     "FREQUENCY_NOTIONS",
+    "DaskPasses",
+    "InProcessPasses",
     "OrderStatistic",
+    "PiecePasses",
     "add_digit_counts",
     "edge_targets",
     "frequency_statistics",
@@ -220,12 +224,69 @@ def shared_value(value):
     return require_dask().delayed(value, traverse=False)
 
 
-def select_edges(client, pieces, count_pass, targets: dict, *args) -> dict[Any, np.ndarray]:
+class PiecePasses(Protocol):
+    """Where a pass over the pieces runs: on Dask (:class:`DaskPasses`) or in this
+    process, piece after piece (:class:`InProcessPasses`, the streaming engine)."""
+
+    def share(self, value):
+        """``value`` as the tasks of :meth:`run` take it (one graph node on Dask)."""
+        ...
+
+    def run(self, task: Callable, pieces: Sequence, args: tuple, merge: Callable[[list], Any]):
+        """``merge`` of ``task(piece, *args)`` over every piece."""
+        ...
+
+
+@dataclass(frozen=True)
+class DaskPasses:
+    """Passes as Dask graphs: one task per piece, merged in a tree (:func:`~.engine.tree_merge`).
+
+    Attributes
+    ----------
+    client : distributed.Client or None
+        Where to compute; None: Dask's current scheduler.
+    """
+
+    client: Any = None
+
+    def share(self, value):
+        """:func:`shared_value`: one node of the graph."""
+        return shared_value(value)
+
+    def run(self, task: Callable, pieces: Sequence, args: tuple, merge: Callable[[list], Any]):
+        """Compute the tree-merged tasks on the client."""
+        delayed = require_dask().delayed(task, pure=True)
+        parts = [delayed(p, *args) for p in pieces]
+        return run_graph(self.client, tree_merge(parts, merge=merge))
+
+
+class InProcessPasses:
+    """Passes in this process: each piece's result merged into the running total.
+
+    Imports neither Dask nor distributed.
+    """
+
+    def share(self, value):
+        """``value`` itself."""
+        return value
+
+    def run(self, task: Callable, pieces: Sequence, args: tuple, merge: Callable[[list], Any]):
+        """Fold ``merge`` over the pieces' results, one piece at a time."""
+        if not pieces:
+            raise CalibrationInputError("the dataset has no rows (no non-empty row group).")
+        total = merge([task(pieces[0], *args)])
+        for piece in pieces[1:]:
+            total = merge([total, task(piece, *args)])
+        return total
+
+
+def select_edges(passes: PiecePasses, pieces, count_pass, targets: dict, *args) -> dict:
     """The exact edges ``[0, e_1, ..., e_{M-1}, 1]`` of every key: three selection passes.
 
     Parameters
     ----------
-    client : distributed.Client or None
+    passes : PiecePasses
+        Where the passes run.
     pieces : list
         The dataset's pieces (:func:`~.pieces.find_pieces`).
     count_pass : callable
@@ -238,15 +299,12 @@ def select_edges(client, pieces, count_pass, targets: dict, *args) -> dict[Any, 
     *args
         Given to ``count_pass`` before ``requests`` and ``level``.
     """
-    dask = require_dask()
-    task = dask.delayed(count_pass, pure=True)
     for level, width in enumerate(DIGIT_BITS):
         requests = {
             key: np.unique([t.prefix for t in ts]).astype(np.uint64) for key, ts in targets.items()
         }
-        shared = shared_value(requests)
-        parts = [task(p, *args, shared, level) for p in pieces]
-        counts = run_graph(client, tree_merge(parts, merge=merge_counts))
+        shared = passes.share(requests)
+        counts = passes.run(count_pass, pieces, (*args, shared, level), merge_counts)
         for key, ts in targets.items():
             for t in ts:
                 t.step(counts[(key, t.prefix)], width)
@@ -262,6 +320,7 @@ def frequency_statistics(
     label_column: str | None = None,
     renormalize: bool = False,
     name: str | None = None,
+    passes: PiecePasses | None = None,
 ) -> dict[str, dict[str, BinStatistics]]:
     """Exact equal-frequency statistics of every model: four passes over the data.
 
@@ -275,6 +334,10 @@ def frequency_statistics(
     n_bins : int
         M.
     client : distributed.Client, optional
+        Where the passes run on Dask (None: Dask's current scheduler).
+    passes : PiecePasses, optional
+        Where the passes run instead (:class:`InProcessPasses`: in this process,
+        without Dask); default ``DaskPasses(client)``.
 
     Returns
     -------
@@ -285,7 +348,7 @@ def frequency_statistics(
         exactly, sums to float rounding); ``parts`` are the sums of
         :meth:`~.summary.ModelSummary.score_parts` in the classwise bins.
     """
-    dask = require_dask()
+    passes = DaskPasses(client) if passes is None else passes
     if hasattr(source, "to_delayed"):
         raise CalibrationInputError(
             "equal-frequency bins on Dask read Parquet files again; pass the files (a path, "
@@ -293,13 +356,12 @@ def frequency_statistics(
         )
     opts = ReadOptions(label_column, renormalize, name or dataset_name(source))
     pieces = find_pieces(source)
-    task = dask.delayed(pure=True)
-    found = select_edges(client, pieces, selection_pass, _targets(summaries, n_bins), opts)
+    found = select_edges(passes, pieces, selection_pass, _targets(summaries, n_bins), opts)
     edges: dict = {}
     for (model, notion, _), cuts in found.items():
         edges.setdefault((model, notion), []).append(cuts)
-    parts = [task(binning_pass)(p, opts, shared_value(edges)) for p in pieces]
-    merged = run_graph(client, tree_merge(parts, merge=merge_statistics))
+    args = (opts, passes.share(edges))
+    merged = passes.run(binning_pass, pieces, args, merge_statistics)
     out: dict[str, dict[str, BinStatistics]] = {}
     for (model, notion), stats in merged.items():
         combined = stats[0] if notion != "classwise" else stack_statistics(stats)

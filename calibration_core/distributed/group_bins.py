@@ -33,6 +33,7 @@ from ..predictions import Predictions
 from ..slices.groups import MIN_GROUP_ROWS
 from .engine import require_dask, summary_batch_rows, tree_merge
 from .frequency import (
+    DaskPasses,
     add_digit_counts,
     edge_targets,
     merge_counts,
@@ -169,7 +170,7 @@ def group_frequency_bins(
             {(p.path, p.row_group): f for p, f in zip(pieces, found, strict=True)}
         )
     args = (options, spec, owners, firsts)
-    edges = select_edges(client, pieces, selection_piece, targets, *args)
+    edges = select_edges(DaskPasses(client), pieces, selection_piece, targets, *args)
     task = require_dask().delayed(binning_piece, pure=True)
     edges = shared_value(edges)
     parts = [task(p, *args, edges) for p in pieces]

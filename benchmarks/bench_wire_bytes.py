@@ -116,7 +116,8 @@ def free_port() -> int:
 
 def start_server(tree: Path, port: int, cache_dir: Path) -> subprocess.Popen:
     """``python -m app.cli serve`` from ``tree`` with an empty ``CACHE_DIR``."""
-    env = dict(os.environ, CACHE_DIR=str(cache_dir), PYTHONPATH=str(tree))
+    path = os.pathsep.join([str(tree), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    env = dict(os.environ, CACHE_DIR=str(cache_dir), PYTHONPATH=path)
     return subprocess.Popen(
         [sys.executable, "-m", "app.cli", "serve", "--port", str(port)],
         cwd=tree,

@@ -149,9 +149,15 @@ def wait_settled(page, log: WireLog, timeout: float = 60.0) -> None:
     raise RuntimeError(f"the page did not settle within {timeout:.0f} s")
 
 
-def load_page(browser, url: str) -> tuple[list[Transfer], list[Transfer]]:
-    """The responses until the first diagram is drawn, and until the page settled."""
-    context = browser.new_context(viewport=VIEWPORT)
+def load_page(
+    browser, url: str, accept: str | None = None
+) -> tuple[list[Transfer], list[Transfer]]:
+    """The responses until the first diagram is drawn, and until the page settled.
+
+    ``accept``: the ``Accept-Encoding`` the page's requests send instead of Chromium's.
+    """
+    headers = {} if accept is None else {"Accept-Encoding": accept}
+    context = browser.new_context(viewport=VIEWPORT, extra_http_headers=headers)
     try:
         page = context.new_page()
         log = WireLog()
@@ -197,6 +203,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tree", type=Path, default=REPO, help="source tree to serve")
     parser.add_argument("--url", help="measure this running server instead of starting one")
     parser.add_argument("--repeat", type=int, default=1, help="page loads (fresh contexts)")
+    parser.add_argument(
+        "--accept-encoding", help="send this Accept-Encoding instead of Chromium's (e.g. gzip)"
+    )
     args = parser.parse_args(argv)
     from playwright.sync_api import sync_playwright
 
@@ -211,7 +220,7 @@ def main(argv: list[str] | None = None) -> int:
         with sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
             for run in range(1, args.repeat + 1):
-                first, settled = load_page(browser, url)
+                first, settled = load_page(browser, url, args.accept_encoding)
                 print(f"\n##### page load {run} of {url}/ (fresh browser context)")
                 report("until the first diagram is drawn", first)
                 report("until the page settled", settled)

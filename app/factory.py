@@ -24,6 +24,7 @@ from .callbacks.view import render
 from .config import MB, AppConfig, ConfigError
 from .context import AppContext
 from .datasets import Datasets
+from .delivery import Delivery
 from .groups.time import TimeSettings
 from .jobs import background_manager
 from .layout.page import build_layout, default_settings
@@ -147,14 +148,19 @@ def _datasets(config: AppConfig, cache_dir: Path) -> Datasets | None:
     )
 
 
-def _install_server(server, ctx: AppContext, secret_key: str, cache_dir: Path) -> SecurityHeaders:
+def _install_server(
+    app: Dash, ctx: AppContext, secret_key: str, cache_dir: Path
+) -> SecurityHeaders:
     """Request hooks and routes of the Flask server; the security headers (for the CSP).
 
     Order matters: request id, then credentials, then the same-origin check,
     then the session cookie (a refused cross-site request never gets or
-    replaces a session).
+    replaces a session). The compression's hook is registered first, so it
+    runs after every other ``after_request`` hook (Flask runs them in reverse).
     """
     config = ctx.config
+    server = app.server
+    Delivery(app).install(server)
     server.secret_key = secret_key
     server.request_class = make_request_class(cache_dir / "uploads")
     server.extensions["calibration_dashboard"] = ctx
@@ -286,7 +292,7 @@ def create_app(config: AppConfig | None = None, shared: list | None = None) -> D
         serve_locally=True,
         update_title=None,
     )
-    security_headers = _install_server(app.server, ctx, secret_key, cache_dir)
+    security_headers = _install_server(app, ctx, secret_key, cache_dir)
     # Dash calls a layout function once here, to check the callbacks' ids
     # against it. The page without diagrams has the same ids and is built
     # without drawing the demo's view.

@@ -11,11 +11,16 @@ measures time: the tests wait for conditions, with generous safety deadlines.
 from __future__ import annotations
 
 import base64
+import functools
+import gzip
+import http.server
 import importlib.util
 import re
 import socket
+import threading
 import time
 
+import brotli
 import pytest
 import requests
 
@@ -160,6 +165,63 @@ def test_the_same_origin_check_sees_the_address_the_browser_used(stack, make_csv
     other_port = proxy.url.rsplit(":", 1)[0] + ":1"
     status, body = _signed_in_tab(proxy.url, origin=other_port).upload("x.csv", b"label\n")
     assert status == 403 and "origin" in body["error"].lower()
+
+
+def _raw_get(url: str, encoding: str) -> requests.Response:
+    """GET asking for ``encoding``; the body as sent (``.content`` is not decoded)."""
+    r = requests.get(url, auth=(USER, PASSWORD), headers={"Accept-Encoding": encoding},
+                     stream=True, timeout=60)  # fmt: skip
+    r.raise_for_status()
+    r._content = r.raw.read(decode_content=False)
+    return r
+
+
+def test_the_apps_compressed_scripts_pass_nginx_compressed_once(stack):
+    server, proxy = stack
+    index = _raw_get(server.url + "/", "identity").content.decode()
+    scripts = re.findall(r'<script src="(/[^"]+)"', index)
+    bundle = next(s for s in scripts if "dash_renderer" in s)
+    plotly = next(s for s in scripts if "plotly-basic" in s)
+    for path in (bundle, plotly):
+        plain = _raw_get(server.url + path, "identity").content
+        for encoding, decompress in (("gzip", gzip.decompress), ("br", brotli.decompress)):
+            sent = _raw_get(proxy.url + path, encoding)
+            assert sent.headers["Content-Encoding"] == encoding, path
+            assert decompress(sent.content) == plain, path  # one layer: no double compression
+
+
+@pytest.fixture(scope="module")
+def plain_upstream(tmp_path_factory):
+    """A plain HTTP server (no compression) of a script and a CSV file."""
+    root = tmp_path_factory.mktemp("plain-upstream")
+    (root / "big.js").write_text("var a = 1;\n" * 2000)
+    (root / "export.csv").write_text("label,p\n" + "1,0.5\n" * 2000)
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(root))
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    httpd.shutdown()
+    thread.join()
+
+
+def test_nginx_gzips_plain_scripts_and_leaves_exports_alone(
+    plain_upstream, nginx_proxy, tmp_path_factory
+):
+    proxy = nginx_proxy(tmp_path_factory.mktemp("gzip-nginx"), plain_upstream)
+    try:
+        script = _raw_get(proxy.url + "/big.js", "gzip")
+        assert script.headers["Content-Encoding"] == "gzip"
+        assert "Accept-Encoding" in script.headers["Vary"]
+        assert gzip.decompress(script.content) == b"var a = 1;\n" * 2000
+        # A request that came through another proxy (Via) is compressed too.
+        via = requests.get(proxy.url + "/big.js", headers={"Via": "1.1 edge"}, timeout=60)
+        assert via.headers["Content-Encoding"] == "gzip"
+        export = _raw_get(proxy.url + "/export.csv", "gzip")
+        assert "Content-Encoding" not in export.headers
+        assert export.content.startswith(b"label,p\n1,0.5\n")
+    finally:
+        proxy.stop()
 
 
 def test_a_spoofed_x_forwarded_for_does_not_dodge_the_sign_in_limit(stack):

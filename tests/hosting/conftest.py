@@ -317,6 +317,7 @@ class Gunicorn:
         environ = {
             **os.environ,
             "APP_ENV": "production",
+            "ALLOWED_HOSTS": "127.0.0.1,localhost",
             "SECRET_KEY": SECRET,
             "SESSION_COOKIE_SECURE": "0",
             "CACHE_DIR": str(cache_dir),
@@ -632,6 +633,7 @@ class CeleryWorker:
         environ = {
             **os.environ,
             "APP_ENV": "production",
+            "ALLOWED_HOSTS": "127.0.0.1,localhost",
             "SECRET_KEY": SECRET,
             "CACHE_DIR": str(cache_dir),
             "PYTHONPATH": os.pathsep.join([str(REPO), str(Path(__file__).parent)]),

@@ -255,8 +255,11 @@ def split_list(raw: str | None) -> tuple[str, ...]:
     return tuple(filter(None, (e.strip() for e in (raw or "").split(","))))
 
 
-#: A frame ancestor: an origin whose port may be ``*`` (any port of that host).
-FRAME_ORIGIN = re.compile(r"^https?://[A-Za-z0-9.\-\[\]]+(:([0-9]+|\*))?/?$")
+#: A frame ancestor: an origin whose port may be ``*`` (any port of that host) and whose
+#: host may start with ``*.`` (any sub-domain); or VS Code's webviews, ``vscode-webview://*``.
+FRAME_ORIGIN = re.compile(
+    r"^(https?://(\*\.)?[A-Za-z0-9.\-\[\]]+(:([0-9]+|\*))?/?|vscode-webview://[A-Za-z0-9\-*]+)$"
+)
 
 
 def frame_ancestors(entries) -> tuple[str, ...]:
@@ -271,8 +274,9 @@ def frame_ancestors(entries) -> tuple[str, ...]:
     for entry in entries:
         if not isinstance(entry, str) or not FRAME_ORIGIN.match(entry):
             raise ConfigError(
-                "FRAME_ANCESTORS must be comma-separated origins like http://localhost:8888 "
-                f"or http://localhost:* (scheme, host, optional port or *; no path); got {entry!r}."
+                "FRAME_ANCESTORS must be comma-separated origins like http://localhost:8888, "
+                "http://localhost:* or https://*.vscode-cdn.net (scheme, host, optional port "
+                f"or *; no path), or vscode-webview://*; got {entry!r}."
             )
         origins.append(entry.lower().rstrip("/"))
     return tuple(origins)

@@ -507,6 +507,7 @@ class Nginx:
             **NGINX_DEFAULTS,
             "DASHBOARD_UPSTREAM": upstream,
             "PROXY_LISTEN": f"127.0.0.1:{self.port}",
+            "SERVER_NAME": "127.0.0.1 localhost",
             **overrides,
         }
         (self.dir / "dashboard.conf").write_text(render_nginx_template(settings))

@@ -1,6 +1,10 @@
 # calibration-dashboard: one instance for a whole team.
 #   docker build -t calibration-dashboard .
-#   docker run -p 8050:8050 -e SECRET_KEY=... calibration-dashboard
+#   docker run -p 8050:8050 -e SECRET_KEY=... -e ALLOWED_HOSTS=dash.example.org \
+#     calibration-dashboard
+# ALLOWED_HOSTS has no default here: in production the operator names the public host
+# names (the app refuses to start without them); the HEALTHCHECK below asks 127.0.0.1,
+# a loopback Host the app always answers on /healthz.
 # Run alone, the container starts gunicorn, a Celery job worker and a private Redis
 # (app.supervisor); compose.yaml runs them as three services instead (REDIS_URL set).
 # Configuration by environment variables: see README.md ("Hosting for a team").

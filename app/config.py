@@ -53,6 +53,11 @@ Variable                      Meaning                                       Defa
                               comma-separated) allowed to send POSTs, for
                               a proxy that rewrites the Host header; the
                               app's own origin is always allowed.
+``ALLOWED_HOSTS``             Host names the dashboard answers to (comma-    required in
+                              separated; ``.example.org``: it and its sub-  production; else
+                              domains; ``*``: any); other ``Host`` headers  the loopback names
+                              get HTTP 400 (DNS rebinding, app.host_check). and the bound
+                                                                            address
 ``FRAME_ANCESTORS``           Origins (comma-separated, a port may be       (none: no framing)
                               ``*``) whose pages may show the dashboard in
                               a frame, e.g. a notebook's
@@ -219,8 +224,42 @@ def _origins_env(env: Mapping[str, str]) -> tuple[str, ...]:
     return tuple(origins)
 
 
-#: A frame ancestor: an origin whose port may be ``*`` (any port of that host).
-FRAME_ORIGIN = re.compile(r"^https?://[A-Za-z0-9.\-\[\]]+(:([0-9]+|\*))?/?$")
+#: An ``ALLOWED_HOSTS`` entry: ``*``, a name (``.`` first: and its sub-domains), an IP address.
+HOST_ENTRY = re.compile(r"^(\*|\.?[a-z0-9\-_]+(\.[a-z0-9\-_]+)*\.?|\[?[a-f0-9:.]+\]?)$")
+
+
+def allowed_hosts(entries) -> tuple[str, ...]:
+    """Validated ``ALLOWED_HOSTS`` entries, lower-case, without brackets or final dot.
+
+    Raises
+    ------
+    ConfigError
+        An entry that is not a host name, ``.domain``, an IP address or ``*``
+        (a URL, a port, a path).
+    """
+    hosts = []
+    for entry in entries:
+        value = entry.strip().lower() if isinstance(entry, str) else ""
+        if not HOST_ENTRY.match(value):
+            raise ConfigError(
+                "ALLOWED_HOSTS must be comma-separated host names like dash.example.org, "
+                ".example.org (and its sub-domains), IP addresses or *, without scheme, "
+                f"port or path; got {str(entry)[:80]!r}."
+            )
+        hosts.append(value if value == "*" else value.strip("[]").rstrip("."))
+    return tuple(hosts)
+
+
+def split_list(raw: str | None) -> tuple[str, ...]:
+    """The non-blank entries of a comma-separated variable."""
+    return tuple(filter(None, (e.strip() for e in (raw or "").split(","))))
+
+
+#: A frame ancestor: an origin whose port may be ``*`` (any port of that host) and whose
+#: host may start with ``*.`` (any sub-domain); or VS Code's webviews, ``vscode-webview://*``.
+FRAME_ORIGIN = re.compile(
+    r"^(https?://(\*\.)?[A-Za-z0-9.\-\[\]]+(:([0-9]+|\*))?/?|vscode-webview://[A-Za-z0-9\-*]+)$"
+)
 
 
 def frame_ancestors(entries) -> tuple[str, ...]:
@@ -235,8 +274,9 @@ def frame_ancestors(entries) -> tuple[str, ...]:
     for entry in entries:
         if not isinstance(entry, str) or not FRAME_ORIGIN.match(entry):
             raise ConfigError(
-                "FRAME_ANCESTORS must be comma-separated origins like http://localhost:8888 "
-                f"or http://localhost:* (scheme, host, optional port or *; no path); got {entry!r}."
+                "FRAME_ANCESTORS must be comma-separated origins like http://localhost:8888, "
+                "http://localhost:* or https://*.vscode-cdn.net (scheme, host, optional port "
+                f"or *; no path), or vscode-webview://*; got {entry!r}."
             )
         origins.append(entry.lower().rstrip("/"))
     return tuple(origins)
@@ -376,9 +416,18 @@ def check_environment(app_env: str) -> None:
         raise ConfigError(f"APP_ENV must be one of {', '.join(ENVIRONMENTS)}, got {app_env!r}.")
 
 
-def production_problems(production: bool, secret_key: str | None, debug: bool) -> list[str]:
-    """What ``SECRET_KEY`` and ``DEBUG`` lack for ``APP_ENV`` (an empty list: nothing)."""
+def production_problems(
+    production: bool, secret_key: str | None, debug: bool, hosts: tuple[str, ...] = ("*",)
+) -> list[str]:
+    """What ``SECRET_KEY``, ``DEBUG`` and ``ALLOWED_HOSTS`` lack for ``APP_ENV`` (an
+    empty list: nothing)."""
     problems = []
+    if production and not hosts:
+        problems.append(
+            "ALLOWED_HOSTS is required when APP_ENV=production: set it to the dashboard's "
+            "public host name(s), comma-separated (e.g. ALLOWED_HOSTS=dash.example.org); "
+            "requests for any other Host get HTTP 400."
+        )
     if production and not secret_key:
         problems.append(
             "SECRET_KEY is required when APP_ENV=production: set it to a long random "
@@ -425,9 +474,8 @@ def _settings_from_env(env: Mapping[str, str], problems: list[str]) -> dict[str,
         "session_quota_mb": number("SESSION_QUOTA_MB", 1024),
         "idle_eviction_seconds": number("IDLE_EVICTION_SECONDS", 3600, minimum=60),
         "allowed_origins": parsed(_origins_env, ()),
-        "frame_ancestors": tuple(
-            filter(None, (e.strip() for e in env.get("FRAME_ANCESTORS", "").split(",")))
-        ),
+        "allowed_hosts": split_list(env.get("ALLOWED_HOSTS")),
+        "frame_ancestors": split_list(env.get("FRAME_ANCESTORS")),
         "session_cookie_secure": None
         if secure is None or not secure.strip()
         else flag("SESSION_COOKIE_SECURE"),
@@ -482,6 +530,9 @@ class AppConfig:
     idle_eviction_seconds: int = 3600
     #: Origins (``scheme://host[:port]``) besides the app's own that may send POSTs.
     allowed_origins: tuple[str, ...] = ()
+    #: Host names the app answers to (app.host_check); empty: loopback names only
+    #: (and the address ``serve`` binds); required in production.
+    allowed_hosts: tuple[str, ...] = ()
     #: Origins whose pages may frame the dashboard (a notebook's); empty: none may.
     frame_ancestors: tuple[str, ...] = ()
     session_cookie_secure: bool | None = None
@@ -512,7 +563,9 @@ class AppConfig:
         object.__setattr__(self, "cache_dir", Path(self.cache_dir))
         ancestors = collect_problem(problems, frame_ancestors, self.frame_ancestors, fallback=())
         object.__setattr__(self, "frame_ancestors", ancestors)
-        problems.extend(production_problems(self.production, self.secret_key, self.debug))
+        hosts = collect_problem(problems, allowed_hosts, self.allowed_hosts, fallback=("*",))
+        object.__setattr__(self, "allowed_hosts", hosts)
+        problems.extend(production_problems(self.production, self.secret_key, self.debug, hosts))
         if self.datasets_dir is not None:
             object.__setattr__(self, "datasets_dir", Path(self.datasets_dir))
         collect_problem(problems, check_datasets, self.datasets_dir, self.dask_scheduler_address)

@@ -26,6 +26,7 @@ from .context import AppContext
 from .datasets import Datasets
 from .delivery import Delivery
 from .groups.time import TimeSettings
+from .host_check import HostCheck
 from .jobs import background_manager
 from .layout.page import build_layout, default_settings
 from .origin_check import OriginCheck
@@ -153,8 +154,9 @@ def _install_server(
 ) -> SecurityHeaders:
     """Request hooks and routes of the Flask server; the security headers (for the CSP).
 
-    Order matters: request id, then credentials, then the same-origin check,
-    then the session cookie (a refused cross-site request never gets or
+    Order matters: the ``Host`` check wraps everything (a request for a foreign
+    host name gets 400 before any hook runs); then request id, credentials, the
+    same-origin check, then the session cookie (a refused cross-site request never gets or
     replaces a session). The compression's hook is registered first, so it
     runs after every other ``after_request`` hook (Flask runs them in reverse).
     """
@@ -168,6 +170,7 @@ def _install_server(
     security_headers = SecurityHeaders(config.frame_ancestors)
     security_headers.install(server)
     TrustedProxies(config.forwarded_allow_ips).install(server)
+    HostCheck(config.allowed_hosts).install(server)  # outermost WSGI wrapper: first to run
     BasicAuth(config.basic_auth, config.auth_failures_per_minute).install(server)
     OriginCheck(config.allowed_origins).install(server)
     ctx.sessions.install(server)

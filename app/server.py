@@ -6,13 +6,23 @@ For a team deployment use gunicorn instead: ``gunicorn app.wsgi:server``.
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 
 from .config import AppConfig, ConfigError, error_line
 from .factory import create_app, finish_setup
+from .host_check import LOOPBACK_HOSTS
 from .warmup import import_before_serving
 
 #: Seconds between the server's start and the warm-up of the fitting libraries.
 WARM_UP_DELAY = 2.0
+
+
+def with_bound_host(config: AppConfig, host: str) -> AppConfig:
+    """``config`` whose default ``ALLOWED_HOSTS`` (unset: the loopback names) also
+    holds the address ``serve`` binds, unless that is every interface."""
+    if config.allowed_hosts or host in ("0.0.0.0", "::", ""):
+        return config
+    return replace(config, allowed_hosts=(*LOOPBACK_HOSTS, host))
 
 
 def serve(host: str = "127.0.0.1", port: int = 8050, debug: bool = False) -> None:
@@ -24,7 +34,7 @@ def serve(host: str = "127.0.0.1", port: int = 8050, debug: bool = False) -> Non
         config = AppConfig.from_env()
     except ConfigError as exc:
         raise SystemExit(error_line(exc)) from None
-    app = create_app(config)
+    app = create_app(with_bound_host(config, host))
     ctx = app.server.extensions["calibration_dashboard"]
     import_before_serving()
     # scikit-learn & co. load once the first page is (most likely) drawn; the

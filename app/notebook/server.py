@@ -6,8 +6,13 @@ memory; its store and jobs live in a temporary folder removed when it stops.
 It serves the app with werkzeug's ``make_server`` on a thread of the kernel
 (one request at a time: jobs are forked from this process by the local
 diskcache manager, :class:`app.jobs.LocalJobManager`) and shows it in an
-IFrame. The page may be framed by the notebook's origin only
-(``FRAME_ANCESTORS``, :mod:`app.security`); every other response header is
+IFrame. It answers only requests for its own host names (``localhost``,
+``127.0.0.1``, ``::1``, the bound address and the IFrame's host,
+:mod:`app.host_check`), so a page that rebinds another name to this machine
+gets HTTP 400. The page may be framed only by the notebook front ends of
+:data:`LOCAL_NOTEBOOKS` (JupyterLab and Notebook on this machine, VS Code's
+webviews), or the origins given to :func:`show` or in ``FRAME_ANCESTORS``
+(``frame-ancestors``, :mod:`app.security`); every other response header is
 the hosted app's. :func:`stop` (or the kernel's exit) shuts the server down
 through werkzeug's own ``shutdown``, frees the port and removes the folder.
 """
@@ -16,6 +21,7 @@ from __future__ import annotations
 
 import atexit
 import html
+import os
 import secrets
 import tempfile
 import threading
@@ -24,17 +30,25 @@ from pathlib import Path
 
 from werkzeug.serving import BaseWSGIServer, WSGIRequestHandler, make_server
 
-from ..config import AppConfig
+from ..config import AppConfig, split_list
 from ..factory import create_app, finish_setup
+from ..host_check import LOOPBACK_HOSTS
 from ..warmup import import_before_serving
 from .inputs import as_models
 
-#: Frame ancestors by default: a notebook served from this machine, on any port.
+#: Frame ancestors by default: the notebook front ends that show the IFrame.
+#: JupyterLab, Jupyter Notebook and nbclassic served from this machine (any port,
+#: http or https), and VS Code's notebooks: their outputs are webviews, whose
+#: origin is ``vscode-webview://<id>`` in the desktop app and
+#: ``https://<id>.vscode-cdn.net`` in the browser (vscode.dev, Codespaces).
+#: Override with :func:`show`'s ``notebook_origin`` or ``FRAME_ANCESTORS``.
 LOCAL_NOTEBOOKS = (
     "http://localhost:*",
     "http://127.0.0.1:*",
     "https://localhost:*",
     "https://127.0.0.1:*",
+    "vscode-webview://*",
+    "https://*.vscode-cdn.net",
 )
 
 
@@ -96,6 +110,26 @@ class QuietRequestHandler(WSGIRequestHandler):
 RUNNING: list[NotebookDashboard] = []
 
 
+def notebook_config(
+    folder: Path, host: str, url_host: str, notebook_origin: str | tuple[str, ...] | None = None
+) -> AppConfig:
+    """The settings of a notebook's dashboard (see :func:`show` for the arguments).
+
+    Its host names are the loopback ones, ``host`` and ``url_host``; the
+    origins that may frame it ``notebook_origin``, else ``FRAME_ANCESTORS``
+    from the environment, else :data:`LOCAL_NOTEBOOKS`.
+    """
+    if isinstance(notebook_origin, str):
+        notebook_origin = (notebook_origin,)
+    origins = notebook_origin or split_list(os.environ.get("FRAME_ANCESTORS"))
+    return AppConfig(
+        cache_dir=folder,
+        secret_key=secrets.token_hex(32),
+        allowed_hosts=tuple(dict.fromkeys((*LOOPBACK_HOSTS, host, url_host))),
+        frame_ancestors=tuple(origins or LOCAL_NOTEBOOKS),
+    )
+
+
 def build_server(preds, config: AppConfig, host: str, port: int):
     """The WSGI server of a dashboard sharing ``preds`` (set up, not serving yet)."""
     app = create_app(config, shared=preds)
@@ -136,7 +170,8 @@ def show(
         name, so that the frame's session cookie is same-site.
     notebook_origin : str or tuple of str, optional
         The origin(s) of the notebook page, the only pages that may frame
-        it; default :data:`LOCAL_NOTEBOOKS`.
+        it; default ``FRAME_ANCESTORS`` from the environment, else
+        :data:`LOCAL_NOTEBOOKS` (JupyterLab, Notebook, VS Code).
     height : int
         Height of the IFrame in pixels.
     display : bool
@@ -153,14 +188,9 @@ def show(
         A model that cannot be read (nothing is started).
     """
     preds = as_models(models, data)
-    origins = (notebook_origin,) if isinstance(notebook_origin, str) else notebook_origin
     folder = tempfile.TemporaryDirectory(prefix="calibration-notebook-")
-    config = AppConfig(
-        cache_dir=Path(folder.name),
-        secret_key=secrets.token_hex(32),
-        frame_ancestors=tuple(origins or LOCAL_NOTEBOOKS),
-    )
     try:
+        config = notebook_config(Path(folder.name), host, url_host, notebook_origin)
         server = build_server(preds, config, host, port)
     except BaseException:
         folder.cleanup()

@@ -371,7 +371,9 @@ def test_serve_with_a_bad_configuration_in_a_subprocess(tmp_path):
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     env = {k: v for k, v in os.environ.items() if k != "SECRET_KEY"}
-    env.update(APP_ENV="production", MAX_UPLOAD_MB="lots", CACHE_DIR=str(tmp_path))
+    env.update(
+        APP_ENV="production", ALLOWED_HOSTS="*", MAX_UPLOAD_MB="lots", CACHE_DIR=str(tmp_path)
+    )
     started = time.monotonic()
     proc = subprocess.run(
         [sys.executable, "-m", "app.cli", "serve", "--port", str(port)],

@@ -21,8 +21,15 @@ def test_every_bad_setting_is_named_not_only_the_first():
     with pytest.raises(ConfigError) as caught:
         AppConfig.from_env(BAD_PRODUCTION)
     named = [problem.split()[0] for problem in caught.value.problems]
-    assert named == ["MAX_UPLOAD_MB", "ALLOWED_ORIGINS", "DEBUG", "FRAME_ANCESTORS", "SECRET_KEY"]
-    assert str(caught.value).startswith("5 problems: (1) MAX_UPLOAD_MB must be a whole number")
+    assert named == [
+        "MAX_UPLOAD_MB",
+        "ALLOWED_ORIGINS",
+        "DEBUG",
+        "FRAME_ANCESTORS",
+        "ALLOWED_HOSTS",
+        "SECRET_KEY",
+    ]
+    assert str(caught.value).startswith("6 problems: (1) MAX_UPLOAD_MB must be a whole number")
 
 
 def test_one_problem_keeps_its_own_message():
@@ -50,7 +57,11 @@ def test_the_supervisor_checks_the_app_and_gunicorn_together():
     with pytest.raises(ConfigError) as caught:
         check_configuration(env)
     # WEB_CONCURRENCY is read by the app (its memory share) and by gunicorn: named once.
-    assert sorted(p.split()[0] for p in caught.value.problems) == ["SECRET_KEY", "WEB_CONCURRENCY"]
+    assert sorted(p.split()[0] for p in caught.value.problems) == [
+        "ALLOWED_HOSTS",
+        "SECRET_KEY",
+        "WEB_CONCURRENCY",
+    ]
     # Without REDIS_URL the supervisor starts its own Redis: threads are allowed.
     check_configuration({"THREADS": "4"})
 

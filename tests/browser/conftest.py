@@ -178,6 +178,7 @@ def server(browser_available, tmp_path_factory) -> Iterator[Server]:
     env = {k: v for k, v in os.environ.items() if k not in APP_ENV_VARS}
     env.update(
         APP_ENV="production",
+        ALLOWED_HOSTS="127.0.0.1,localhost",
         SECRET_KEY=secrets.token_hex(32),
         # Plain http on 127.0.0.1: a Secure cookie would not be sent back.
         SESSION_COOKIE_SECURE="0",

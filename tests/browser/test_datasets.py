@@ -107,6 +107,7 @@ def dataset_server(browser_available, datasets_dir, cluster, tmp_path_factory):
     env = {k: v for k, v in os.environ.items() if k not in APP_ENV_VARS}
     env.update(
         APP_ENV="production",
+        ALLOWED_HOSTS="127.0.0.1,localhost",
         SECRET_KEY=secrets.token_hex(32),
         SESSION_COOKIE_SECURE="0",
         CACHE_DIR=str(tmp / "cache"),

@@ -317,6 +317,7 @@ class Gunicorn:
         environ = {
             **os.environ,
             "APP_ENV": "production",
+            "ALLOWED_HOSTS": "127.0.0.1,localhost",
             "SECRET_KEY": SECRET,
             "SESSION_COOKIE_SECURE": "0",
             "CACHE_DIR": str(cache_dir),
@@ -506,6 +507,7 @@ class Nginx:
             **NGINX_DEFAULTS,
             "DASHBOARD_UPSTREAM": upstream,
             "PROXY_LISTEN": f"127.0.0.1:{self.port}",
+            "SERVER_NAME": "127.0.0.1 localhost",
             **overrides,
         }
         (self.dir / "dashboard.conf").write_text(render_nginx_template(settings))
@@ -632,6 +634,7 @@ class CeleryWorker:
         environ = {
             **os.environ,
             "APP_ENV": "production",
+            "ALLOWED_HOSTS": "127.0.0.1,localhost",
             "SECRET_KEY": SECRET,
             "CACHE_DIR": str(cache_dir),
             "PYTHONPATH": os.pathsep.join([str(REPO), str(Path(__file__).parent)]),

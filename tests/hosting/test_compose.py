@@ -66,6 +66,7 @@ def test_web_and_worker_share_the_store_and_redis(compose):
         assert env["CACHE_DIR"] == cache_dir
         assert env["REDIS_URL"] == "redis://redis:6379/0"
         assert env["SECRET_KEY"].startswith("${SECRET_KEY:?")  # required, never a default
+        assert env["ALLOWED_HOSTS"].startswith("${ALLOWED_HOSTS:?")  # required too
         assert service["volumes"] == [f"cache:{cache_dir}"]
         assert service["depends_on"]["redis"]["condition"] == "service_healthy"
     assert "cache" in compose["volumes"]
@@ -84,6 +85,7 @@ def test_the_proxy_runs_the_deploy_template_in_front_of_web(compose):
     ]
     env = proxy["environment"]
     assert env["DASHBOARD_UPSTREAM"] == "web:8050" and env["PROXY_LISTEN"] == "8050"
+    assert env["SERVER_NAME"].startswith("${SERVER_NAME:?")  # the public names, required
     assert "web" in proxy["depends_on"]
     # The image substitutes only variables it has: every one the template uses.
     template = (REPO / "deploy" / "nginx.conf.template").read_text(encoding="utf-8")
@@ -139,7 +141,12 @@ def _podman_compose() -> str:
 def test_podman_compose_reads_it():
     done = subprocess.run(
         [_podman_compose(), "-f", str(COMPOSE), "config"],
-        env={"PATH": "/usr/bin:/bin", "SECRET_KEY": "compose-test-secret-0123456789"},
+        env={
+            "PATH": "/usr/bin:/bin",
+            "SECRET_KEY": "compose-test-secret-0123456789",
+            "ALLOWED_HOSTS": "dash.example.org",
+            "SERVER_NAME": "dash.example.org",
+        },
         capture_output=True,
         text=True,
         timeout=120,

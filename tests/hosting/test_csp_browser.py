@@ -126,6 +126,7 @@ def live_url(tmp_path_factory):
 
     config = AppConfig(
         app_env="production",
+        allowed_hosts=("127.0.0.1", "localhost"),
         cache_dir=tmp_path_factory.mktemp("csp"),
         secret_key="browser-secret-0123456789abcdef",
         session_cookie_secure=False,

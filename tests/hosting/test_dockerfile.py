@@ -269,6 +269,7 @@ def test_install_steps_replay_in_a_fresh_virtualenv(tmp_path):
     env = {
         **env,
         "APP_ENV": "production",
+        "ALLOWED_HOSTS": "127.0.0.1,localhost",
         "SECRET_KEY": "replay-test-secret-key-0123456789abcdef",
         "CACHE_DIR": str(tmp_path / "cache"),
     }

@@ -155,6 +155,21 @@ def test_body_and_header_timeouts_cut_slow_clients(stack, strict_proxy):
     assert " 408 " in strict_proxy.access_log.read_text()
 
 
+@pytest.mark.parametrize("host", ["evil.example", "evil.example:8050", "10.9.8.7", ""])
+def test_requests_for_other_host_names_are_dropped_unanswered(stack, host):
+    # A DNS-rebinding page's requests carry its own name: nginx closes them (444)
+    # and gunicorn never sees them; the names of SERVER_NAME are served.
+    server, proxy = stack
+    before = _gunicorn_saw(server, r"GET /_dash-layout")
+    head = f"HTTP/1.1\r\nHost: {host}" if host else "HTTP/1.0"  # 1.0: no Host needed
+    with socket.create_connection(("127.0.0.1", proxy.port)) as sock:
+        sock.sendall(f"GET /_dash-layout {head}\r\nConnection: close\r\n\r\n".encode())
+        assert _closed_by_server(sock) == b""
+    assert _gunicorn_saw(server, r"GET /_dash-layout") == before
+    assert " 444 " in proxy.access_log.read_text()
+    assert requests.get(proxy.url + "/healthz", timeout=10).status_code == 200
+
+
 def test_the_same_origin_check_sees_the_address_the_browser_used(stack, make_csv):
     # Through the proxy the app sees the browser's Host (nginx passes $http_host), so the
     # page's own uploads and callbacks pass the cross-site check and another origin does not.

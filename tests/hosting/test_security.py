@@ -373,6 +373,7 @@ def test_configuration_from_the_environment(tmp_path):
     config = AppConfig.from_env(
         {
             "APP_ENV": "production",
+            "ALLOWED_HOSTS": "dash.example.org",
             "SECRET_KEY": "k" * 40,
             "MAX_UPLOAD_MB": "50",
             "CACHE_DIR": str(tmp_path),
@@ -397,7 +398,10 @@ def test_configuration_from_the_environment(tmp_path):
     ("env", "needle"),
     [
         ({"APP_ENV": "production"}, "SECRET_KEY is required"),
-        ({"APP_ENV": "production", "SECRET_KEY": "k" * 40, "DEBUG": "1"}, "DEBUG must be off"),
+        (
+            {"APP_ENV": "production", "SECRET_KEY": "k" * 40, "DEBUG": "1", "ALLOWED_HOSTS": "*"},
+            "DEBUG must be off",
+        ),
         ({"SECRET_KEY": "short"}, "at least 16"),
         ({"MAX_UPLOAD_MB": "lots"}, "MAX_UPLOAD_MB must be a whole number"),
         ({"SESSION_TTL_SECONDS": "5"}, "SESSION_TTL_SECONDS must be at least 60"),
@@ -416,6 +420,7 @@ def test_the_wsgi_entry_point_refuses_to_start_without_a_secret_in_production(tm
         "PATH": os.environ.get("PATH", ""),
         "PYTHONPATH": REPO,
         "APP_ENV": "production",
+        "ALLOWED_HOSTS": "dash.example.org",
         "CACHE_DIR": str(tmp_path),
     }
     proc = subprocess.run(

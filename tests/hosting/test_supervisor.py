@@ -25,6 +25,7 @@ def _env(cache_dir, port, **extra) -> dict:
     env = {
         **os.environ,
         "APP_ENV": "production",
+        "ALLOWED_HOSTS": "127.0.0.1,localhost",
         "SECRET_KEY": SECRET,
         "SESSION_COOKIE_SECURE": "0",
         "CACHE_DIR": str(cache_dir),

@@ -4,11 +4,15 @@ The time column is ``timestamp``, ``time`` or ``date`` (any case) or one named
 explicitly; it holds ISO 8601 dates or times (text, or a date/time column of a
 Parquet file) or epoch seconds (numbers). Times with a zone are converted to
 UTC. Windows are calendar days, ISO weeks (from Monday) or months, in UTC, or
-every N rows when there is no time column.
+every N rows when there is no time column. More than :data:`MAX_WINDOWS`
+windows are refused as more than :data:`~.groups.MAX_GROUPS` groups are
+(:func:`check_window_count`): a chart of a million windows is not a trend, and
+computing it would outlast any job.
 """
 
 from __future__ import annotations
 
+import math
 import re
 
 import numpy as np
@@ -16,9 +20,11 @@ import pandas as pd
 
 from ..errors import CalibrationInputError, describe_rows
 from ..predictions import Predictions
-from .groups import GroupIndex
+from .groups import MAX_GROUPS, GroupIndex, too_many_groups
 
 TIME_CANDIDATES = ("timestamp", "time", "date")
+#: Most windows of one model: each is a group to compare and draw, as :data:`~.groups.MAX_GROUPS`.
+MAX_WINDOWS = MAX_GROUPS
 _WINDOW = re.compile(r"\s*(\d*)\s*(d|day|days|w|week|weeks|m|month|months|rows?)\s*", re.I)
 
 
@@ -127,6 +133,7 @@ def window_index(times: np.ndarray | None, window: str, n_rows: int) -> GroupInd
     if times is None:
         raise missing_time_column(window)
     codes, uniques = pd.factorize(window_starts(times, unit, count), sort=True)
+    check_window_count(len(uniques), window)
     labels = tuple(window_label(u) for u in uniques)
     return GroupIndex(codes.astype(np.intp), labels, ("time",), 0, times)
 
@@ -156,10 +163,35 @@ def row_windows(rows: np.ndarray, count: int, n_rows: int) -> GroupIndex:
     -------
     GroupIndex
         Labels ``rows 1-5000`` (1-based, both ends included), in row order.
+
+    Raises
+    ------
+    CalibrationInputError
+        More than :data:`MAX_WINDOWS` windows of ``n_rows`` rows.
     """
+    check_window_count(-(-n_rows // count), f"{count}rows", n_rows)
     codes, uniques = pd.factorize(np.asarray(rows, dtype=np.int64) // count, sort=True)
     labels = tuple(row_window_label(int(u), count, n_rows) for u in uniques)
     return GroupIndex(codes.astype(np.intp), labels, ("row",), 0)
+
+
+def check_window_count(count: int, window: str, n_rows: int | None = None) -> None:
+    """Refuse ``count`` windows of ``window`` when they are more than :data:`MAX_WINDOWS`.
+
+    ``n_rows``: with a window in rows, the model's rows (when known), to name
+    the shortest window that fits.
+    """
+    if count <= MAX_WINDOWS:
+        return
+    if parse_window(window)[0] != "rows":
+        remedy = "pick a longer window (1w or 1m instead of 1d)"
+    elif n_rows:
+        remedy = f"pick a window of at least {math.ceil(n_rows / MAX_WINDOWS)}rows"
+    else:
+        remedy = "pick a window of more rows"
+    raise too_many_groups(
+        f"a window of {window!r}", count, MAX_WINDOWS, kind="windows", remedy=remedy
+    )
 
 
 def row_window_label(window: int, count: int, n_rows: int) -> str:

@@ -405,3 +405,15 @@ def test_reference_period_empty_in_a_gap_and_dates_on_row_windows():
         drift_report(pred, rows, reference="2023-11-15:2023-11-16", n_resamples=0)
     report = drift_report(pred, rows, reference="2:3", n_resamples=0)
     assert report.in_reference.tolist() == [False, True, True, False]
+
+
+def test_too_many_windows_are_refused_as_groups_are():
+    rng = np.random.default_rng(0)
+    pred = planted(1_000_000, rng, days=1500)  # a million rows over four years
+    with pytest.raises(CalibrationInputError, match=r"a window of '1rows' gives 1,000,000 "
+                       r"windows, more than the 1,000.*at least 1000rows"):  # fmt: skip
+        time_windows(pred, "1rows", "timestamp")
+    with pytest.raises(CalibrationInputError, match=r"'1d' gives 1,500 windows.*1w or 1m"):
+        time_windows(pred, "1d")
+    assert time_windows(pred, "1000rows")[1].n_groups == 1000  # at the cap
+    assert time_windows(pred, "1w")[1].n_groups == 215

@@ -2,8 +2,9 @@
 
 Exit 0 when every bound holds for every model, 1 when one fails, 2 on bad input
 (unknown metric, malformed bound, a bound outside the metric's range, unreadable
-file); one ``PASS``/``FAIL`` line per bound and model, or JSON (schema ``calibration-dashboard/check/v1``); with
-``--per-group`` every bound on every group of ``--group-by`` too.
+file); one ``PASS``/``FAIL`` line per bound and model, or JSON (schema
+``calibration-dashboard/check/v1``); with ``--per-group`` every bound on every
+group of ``--group-by`` too.
 """
 
 from __future__ import annotations

@@ -25,6 +25,8 @@ from .groups import MAX_GROUPS, GroupIndex, too_many_groups
 TIME_CANDIDATES = ("timestamp", "time", "date")
 #: Most windows of one model: each is a group to compare and draw, as :data:`~.groups.MAX_GROUPS`.
 MAX_WINDOWS = MAX_GROUPS
+#: The zone at the end of an ISO 8601 time: ``Z``, ``+02:00``, ``-0500``, ``+02``.
+_ZONE = re.compile(r"\d(?:Z|[+-]\d\d(?::?\d\d)?)\s*$", re.I)
 _WINDOW = re.compile(r"\s*(\d*)\s*(d|day|days|w|week|weeks|m|month|months|rows?)\s*", re.I)
 
 
@@ -86,12 +88,29 @@ def parse_times(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def _parse_text(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     codes, uniques = pd.factorize(values, use_na_sentinel=True)
     text = pd.Series(uniques, dtype=object).astype(str)
+    check_one_kind_of_time(text)
     parsed = pd.to_datetime(text, format="ISO8601", errors="coerce", utc=True)
     distinct = parsed.dt.tz_convert(None).to_numpy().astype("datetime64[s]")
     ok = ~np.isnat(distinct)
     bad = (codes < 0) | ~np.append(ok, False)[codes]
     out = np.append(distinct, np.datetime64("NaT", "s"))[codes]
     return out, bad
+
+
+def check_one_kind_of_time(text: pd.Series) -> None:
+    """Refuse times with a zone mixed with times without one (which zone would those be in?).
+
+    Times with different zones (``Z``, ``+02:00``) are one kind: all convert to UTC.
+    """
+    timed = text.str.contains("T| \\d", regex=True) & text.str.match(r"\s*\d{4}-")
+    zoned = text.str.contains(_ZONE)
+    naive = timed & ~zoned
+    if zoned.any() and naive.any():
+        raise CalibrationInputError(
+            f"the time column mixes times with a zone ({text[zoned].iloc[0]!r}) and times "
+            f"without one ({text[naive].iloc[0]!r}), whose zone is unknown; write every time "
+            "with its zone (2024-03-01T12:30:00Z, 2024-03-01T14:30:00+02:00) or none with one."
+        )
 
 
 def parse_window(text: str) -> tuple[str, int]:

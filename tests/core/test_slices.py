@@ -417,3 +417,18 @@ def test_too_many_windows_are_refused_as_groups_are():
         time_windows(pred, "1d")
     assert time_windows(pred, "1000rows")[1].n_groups == 1000  # at the cap
     assert time_windows(pred, "1w")[1].n_groups == 215
+
+
+def test_times_of_different_zones_convert_and_naive_with_zoned_are_refused():
+    pred = planted(3, np.random.default_rng(0))
+    zones = ["2024-03-01T12:00:00Z", "2024-03-01T14:00:00+02:00", "2024-03-01T07:00:00-0500"]
+    times = time_values(with_extra(pred, {"time": np.array(zones, dtype=object)}), "time")
+    assert list(times) == [np.datetime64("2024-03-01T12:00:00")] * 3
+    mixed = ["2024-03-01T12:00:00Z", "2024-03-01 14:00:00", "2024-03-01T12:00:00Z"]
+    with pytest.raises(CalibrationInputError, match=r"mixes times with a zone \('2024-03-01T12"
+                       r":00:00Z'\) and times without one \('2024-03-01 14:00:00'\)"):  # fmt: skip
+        time_values(with_extra(pred, {"time": np.array(mixed, dtype=object)}), "time")
+    dates = ["2024-03-01", "2024-03-02T00:00:00Z", "2024-03-03"]  # a date has no time to zone
+    assert time_values(with_extra(pred, {"time": np.array(dates, dtype=object)}), "time")[1] == (
+        np.datetime64("2024-03-02T00:00:00")
+    )

@@ -9,13 +9,15 @@ job only:
   code which keeps going after an ordinary failure (the core fits the other
   maps when one map raises) lets it through: the job ends at once, and the
   callback that knows what it was doing words the message (the fit names the
-  map and the model). Team hosting also has Celery kill the process a little
-  later (``task_time_limit``), should the job be stuck in C code that never
-  returns to Python;
+  map and the model). Every job has it, a cluster job too (it waits on Dask:
+  the wait is interrupted and the job answers why), so that no job meets the
+  hard kill Team hosting has Celery deal a little later (``task_time_limit``)
+  to a job stuck in C code that never returns to Python;
 * memory: the address space the job may add to its process's own
   (``RLIMIT_AS``), so that an allocation beyond ``JOB_MEMORY_LIMIT_MB`` fails
   with ``MemoryError`` in the job instead of the machine swapping or the kernel
-  killing a random process.
+  killing a random process. A cluster job has none: its memory is the Dask
+  workers', bounded by theirs.
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ CLUSTER_JOB = "runs_on_cluster"
 
 
 def cluster_job(fn: Callable) -> Callable:
-    """Mark a background callback as a cluster job: no time or memory limit of its own."""
+    """Mark a background callback as a cluster job: the time limit, no memory limit of its own."""
     setattr(fn, CLUSTER_JOB, True)
     return fn
 
@@ -81,12 +83,14 @@ class JobLimits:
             "(JOB_MEMORY_LIMIT_MB)"
         )
 
-    def apply(self) -> Callable[[], None]:
+    def apply(self, memory: bool = True) -> Callable[[], None]:
         """Start the limits in this process (main thread); returns the function that lifts them.
 
         Outside the main thread (no signals there) only the memory limit applies.
+        ``memory=False``: the time limit only (a cluster job, whose memory is
+        the cluster workers').
         """
-        lift_memory = limit_address_space(self.memory_mb * MB)
+        lift_memory = limit_address_space(self.memory_mb * MB) if memory else _nothing
         if threading.current_thread() is not threading.main_thread():
             log.warning("job not in the main thread: no time limit inside it")
             return lift_memory
@@ -104,6 +108,10 @@ class JobLimits:
             lift_memory()
 
         return lift
+
+
+def _nothing() -> None:
+    """Nothing to lift."""
 
 
 def address_space() -> int:

@@ -24,9 +24,10 @@ jobs in ``CACHE_DIR/job-book`` that every process of the stack shares):
   (:class:`JobQueue`). The waiting list is bounded (as many again per
   session, ``MAX_JOBS`` in all): beyond it a job is refused with a message;
   a waiting job whose page stopped polling is dropped;
-* a job runs under :class:`~app.job_limits.JobLimits` (time and memory),
-  except a :func:`~app.job_limits.cluster_job` (it waits on a Dask cluster,
-  bounded by the cluster's worker limits): no limit, no deadline;
+* a job runs under :class:`~app.job_limits.JobLimits` (time and memory); a
+  :func:`~app.job_limits.cluster_job` (it waits on a Dask cluster, whose
+  workers bound its memory) under the time limit only, so that it too stops
+  by itself, saying why, before Celery's hard kill;
 * every job ends in its result or a stated error within a bounded time: a
   poll that finds no result and the job gone (killed, over a limit, refused,
   its process lost) or past its deadline (counted from its submission)
@@ -366,8 +367,6 @@ class JobRules:
         )
         self.session = session
         self.failures = failures
-        #: Registry names of the cluster jobs (no limits, no deadline).
-        self.cluster_jobs: set[str] = set()
 
     # ------------------------------------------------------------ jobs
     def build_cache_key(self, fn, args, cache_args_to_ignore, triggered) -> str:
@@ -391,8 +390,6 @@ class JobRules:
             return REFUSED
         if refusal is not None:
             log.warning("job refused: %s", refusal)
-        if name in self.cluster_jobs:
-            self.book.update(key, cluster=True)
         self.start(ready)
         return job
 
@@ -433,14 +430,12 @@ class JobRules:
         reached, the job answers the callback's ``stopped`` reply (Dash's
         callback context is the request's, so the reply is found there).
         """
-        if is_cluster_job(fn):
-            self.cluster_jobs.add(key)
-            return super().make_job_fn(fn, progress, key)
+        cluster = is_cluster_job(fn)
         limits, failures = self.limits, self.failures
 
         @functools.wraps(fn)
         def limited(*args, **kwargs):
-            lift = limits.apply()
+            lift = limits.apply(memory=not cluster)
             try:
                 return fn(*args, **kwargs)
             except JobStopped as exc:
@@ -466,10 +461,7 @@ class JobRules:
         """When the job of ``record`` is late: its time limit after its start, plus grace.
 
         A job waiting in the book has none: its time counts from its submission.
-        A cluster job has none either (the cluster bounds it).
         """
-        if record.get("cluster"):
-            return math.inf
         started = record.get("started")
         if started is None and record.get("submitted") is None:
             return math.inf

@@ -16,6 +16,9 @@ fresh page that follows shows :data:`SESSION_LOST_MESSAGE` once. The browser
 keeps the session cookie for twice the TTL, so that an expired cookie still
 reaches the server and can be told apart from a first visit; the server
 accepts it only within the TTL.
+
+Requests to :data:`SESSIONLESS_PATHS` (the health check) neither read nor
+issue a session: a probe every few seconds leaves no cookie and no session.
 """
 
 from __future__ import annotations
@@ -39,6 +42,8 @@ SESSION_LOST_MESSAGE = (
 SALT = "calibration-dashboard/session-id/v1"
 #: ``secrets.token_urlsafe(24)``: 32 characters of [A-Za-z0-9_-].
 SESSION_ID_PATTERN = re.compile(r"^[A-Za-z0-9_-]{32}$")
+#: Paths answered without a session (no cookie read, none issued).
+SESSIONLESS_PATHS = frozenset({"/healthz"})
 
 
 def new_session_id() -> str:
@@ -93,10 +98,15 @@ class SessionManager:
 
     # ------------------------------------------------------------- Flask
     def install(self, server: Flask) -> None:
-        """Resolve the session before each request and (re)issue the cookie after it."""
+        """Resolve the session before each request and (re)issue the cookie after it.
+
+        Requests to :data:`SESSIONLESS_PATHS` get neither.
+        """
 
         @server.before_request
         def _resolve_session() -> None:
+            if request.path in SESSIONLESS_PATHS:
+                return
             cookie = request.cookies.get(COOKIE_NAME)
             sid, signed_at = self.verify(cookie)
             if sid is None:

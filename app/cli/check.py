@@ -1,9 +1,10 @@
 """``calibration-dashboard check FILE --max METRIC=VALUE ... [--after MAP]``: a CI gate.
 
 Exit 0 when every bound holds for every model, 1 when one fails, 2 on bad input
-(unknown metric, malformed bound, unreadable file); one ``PASS``/``FAIL`` line
-per bound and model, or JSON (schema ``calibration-dashboard/check/v1``); with
-``--per-group`` every bound on every group of ``--group-by`` too.
+(unknown metric, malformed bound, a bound outside the metric's range, unreadable
+file); one ``PASS``/``FAIL`` line per bound and model, or JSON (schema
+``calibration-dashboard/check/v1``); with ``--per-group`` every bound on every
+group of ``--group-by`` too.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from calibration_core.compare import METRIC_COLUMNS
+from calibration_core.compare import METRIC_COLUMNS, METRIC_RANGES
 
 from .common import (
     EXIT_INPUT,
@@ -120,8 +121,24 @@ def parse_bounds(texts: Sequence[str]) -> list[Bound]:
             raise CommandError(
                 f"malformed bound {text!r}: the value must be a finite number, e.g. {metric}=0.05"
             )
+        check_range(metric, limit, text)
         bounds.append(Bound(metric, limit))
     return bounds
+
+
+def check_range(metric: str, limit: float, text: str) -> None:
+    """Refuse a bound that can never hold (below the metric's least value) or never fail."""
+    least, greatest = METRIC_RANGES[metric]
+    if limit < least:
+        raise CommandError(
+            f"impossible bound --max {text}: {metric} is never below {least:g}, so the check "
+            f"would always fail; give a bound from {least:g} to {greatest:g}, e.g. {metric}=0.05"
+        )
+    if limit > greatest:
+        raise CommandError(
+            f"bound --max {text} can never fail: {metric} is at most {greatest:g}; give a "
+            f"bound from {least:g} to {greatest:g} (a fraction: 0.05, not 5, for 5 %)"
+        )
 
 
 def checked_metrics(model, args: argparse.Namespace) -> dict[str, float]:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import importlib
 
-from .columns import METRIC_COLUMNS, TABLE_COLUMNS
+from .columns import METRIC_COLUMNS, METRIC_RANGES, TABLE_COLUMNS
 
 #: Public name -> the module defining it, loaded on first use.
 _LAZY: dict[str, str] = {
@@ -42,6 +42,7 @@ _LAZY: dict[str, str] = {
 
 __all__ = [
     "METRIC_COLUMNS",
+    "METRIC_RANGES",
     "TABLE_COLUMNS",
     "UNCALIBRATED",
     "CancelCallback",

@@ -22,7 +22,9 @@ Groups are numbered and labelled at the end, from the distinct combinations of
 all pieces, by the in-memory rules
 (:func:`~calibration_core.slices.value_groups`: sorted by value, missing values
 one group, more than 1,000 groups refused); a single batch with more than
-1,000 is refused at once, naming its rows.
+1,000 is refused at once, naming its rows. Windows are capped the same way
+(:func:`~calibration_core.slices.times.check_window_count`): at the end, and
+at once for a batch spanning more.
 
 Windows of N rows number each model's rows from 0 in the order of the pieces
 (files sorted by path, row groups in file order), as the in-memory engine
@@ -54,6 +56,7 @@ from ..slices.grouped import ROW_MEANS, metrics_from_sums
 from ..slices.groups import MIN_GROUP_ROWS, GroupIndex, group_index, value_groups
 from ..slices.reference import ReferencePeriod, parse_reference, reference_rows
 from ..slices.times import (
+    check_window_count,
     find_time_column,
     missing_time_column,
     parse_times,
@@ -270,6 +273,7 @@ def window_keys(pred: Predictions, spec: GroupSpec, table: pa.Table, ctx: Contex
     inside = in_period(times, spec.reference)
     combined = window_starts(times, unit, count) * 2 + inside
     codes, uniques = pd.factorize(combined, sort=True)
+    check_window_count(len(np.unique(uniques // 2)), spec.time_window)  # a batch's, at once
     keys = [(int(u) // 2, bool(u % 2)) for u in uniques]
     seen = ModelGroups({}, column, times.min(), times.max(),
                        times[inside][0] if inside.any() else None)  # fmt: skip
@@ -291,6 +295,7 @@ def row_keys(pred: Predictions, spec: GroupSpec, table: pa.Table, ctx: Context,
     next_rows[pred.name] = first + pred.n_samples
     count = parse_window(spec.time_window)[1]
     windows = (first + np.arange(pred.n_samples)) // count
+    check_window_count(int(windows[-1] - windows[0]) + 1, spec.time_window)
     keys = [(int(w), False) for w in range(windows[0], windows[-1] + 1)]
     return windows - windows[0], keys, ModelGroups({}, column)
 
@@ -519,8 +524,10 @@ def _window_layout(groups: ModelGroups, keys: list, spec: GroupSpec) -> GroupLay
     from ..slices.drift import check_windows_left
 
     starts = sorted({k[0] for k in keys})
+    n_rows = sum(groups.totals[k].rows for k in keys)
+    check_window_count(len(starts), spec.time_window, n_rows if spec.rows_window else None)
     blocks = [tuple(k for k in keys if k[0] == s) for s in starts]
-    labels = _window_labels(starts, spec, sum(groups.totals[k].rows for k in keys))
+    labels = _window_labels(starts, spec, n_rows)
     period = spec.reference or parse_reference(1)
     if period.kind == "windows":
         where = GroupIndex(np.arange(len(starts)), labels, ("time",), 0)

@@ -24,6 +24,7 @@ from .maps import DEFAULT_GROUP_MAPS, GroupMaps, group_maps
 from .reference import ReferencePeriod, parse_reference, reference_rows
 from .report import SliceReport, slice_report, worst_group
 from .times import (
+    MAX_WINDOWS,
     TIME_CANDIDATES,
     find_time_column,
     parse_window,
@@ -36,6 +37,7 @@ __all__ = [
     "DEFAULT_GROUP_MAPS",
     "GROUP_METRICS",
     "MAX_GROUPS",
+    "MAX_WINDOWS",
     "MIN_GROUP_ROWS",
     "TIME_CANDIDATES",
     "DriftReport",

@@ -2,7 +2,8 @@
 
 A group is one combination of values of the chosen columns (``Predictions.extra``);
 a missing value (empty cell, NaN) is its own group, shown as ``(missing)``. Groups are sorted by
-their values. More than :data:`MAX_GROUPS` groups are refused: a column with that
+their values. More than :data:`MAX_GROUPS` groups are refused
+(:func:`too_many_groups`, which time windows share): a column with that
 many values (an id, a free-text field) is not a slice to draw, and a coarser
 column is needed. Groups with fewer than ``min_rows`` rows are kept and flagged
 (``GroupIndex.small``): their metrics are shown, but not judged.
@@ -167,12 +168,12 @@ def value_groups(
     for name in columns:
         codes, names = _codes(values[name])
         if len(names) > max_groups:
-            raise too_many_groups(name, len(names), max_groups)
+            raise too_many_groups(f"grouping by {name}", len(names), max_groups)
         combined = combined * len(names) + codes
         parts.append((name, names, len(names)))
     codes, uniques = pd.factorize(combined, sort=True)
     if len(uniques) > max_groups:
-        raise too_many_groups(", ".join(columns), len(uniques), max_groups)
+        raise too_many_groups(f"grouping by {', '.join(columns)}", len(uniques), max_groups)
     labels = tuple(_label(int(u), parts) for u in uniques)
     return GroupIndex(codes.astype(np.intp), labels, columns, int(min_rows))
 
@@ -185,10 +186,28 @@ def _label(code: int, parts) -> str:
     return ", ".join(reversed(words))
 
 
-def too_many_groups(what: str, count: int, limit: int) -> CalibrationInputError:
-    """The error of more than ``limit`` groups (``count``) from ``what`` (a column or columns)."""
+#: How to get fewer groups of a column (:func:`too_many_groups`).
+COARSER_COLUMN = (
+    "pick a coarser column (e.g. a region instead of a city, a category instead of an id)"
+)
+
+
+def too_many_groups(
+    what: str, count: int, limit: int, *, kind: str = "groups", remedy: str = COARSER_COLUMN
+) -> CalibrationInputError:
+    """The error of more than ``limit`` groups (``count``), for groups and time windows alike.
+
+    Parameters
+    ----------
+    what : str
+        What gives them: ``"grouping by site"``, ``"a window of '1rows'"``.
+    count, limit : int
+    kind : str
+        ``"groups"`` or ``"windows"``.
+    remedy : str
+        How to get fewer.
+    """
     return CalibrationInputError(
-        f"grouping by {what} gives {count:,} groups, more than the {limit:,} that can be "
-        "compared and drawn; pick a coarser column (e.g. a region instead of a city, a "
-        "category instead of an id)."
+        f"{what} gives {count:,} {kind}, more than the {limit:,} that can be "
+        f"compared and drawn; {remedy}."
     )

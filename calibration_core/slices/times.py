@@ -4,11 +4,15 @@ The time column is ``timestamp``, ``time`` or ``date`` (any case) or one named
 explicitly; it holds ISO 8601 dates or times (text, or a date/time column of a
 Parquet file) or epoch seconds (numbers). Times with a zone are converted to
 UTC. Windows are calendar days, ISO weeks (from Monday) or months, in UTC, or
-every N rows when there is no time column.
+every N rows when there is no time column. More than :data:`MAX_WINDOWS`
+windows are refused as more than :data:`~.groups.MAX_GROUPS` groups are
+(:func:`check_window_count`): a chart of a million windows is not a trend, and
+computing it would outlast any job.
 """
 
 from __future__ import annotations
 
+import math
 import re
 
 import numpy as np
@@ -16,9 +20,13 @@ import pandas as pd
 
 from ..errors import CalibrationInputError, describe_rows
 from ..predictions import Predictions
-from .groups import GroupIndex
+from .groups import MAX_GROUPS, GroupIndex, too_many_groups
 
 TIME_CANDIDATES = ("timestamp", "time", "date")
+#: Most windows of one model: each is a group to compare and draw, as :data:`~.groups.MAX_GROUPS`.
+MAX_WINDOWS = MAX_GROUPS
+#: The zone at the end of an ISO 8601 time: ``Z``, ``+02:00``, ``-0500``, ``+02``.
+_ZONE = re.compile(r"\d(?:Z|[+-]\d\d(?::?\d\d)?)\s*$", re.I)
 _WINDOW = re.compile(r"\s*(\d*)\s*(d|day|days|w|week|weeks|m|month|months|rows?)\s*", re.I)
 
 
@@ -80,12 +88,29 @@ def parse_times(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def _parse_text(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     codes, uniques = pd.factorize(values, use_na_sentinel=True)
     text = pd.Series(uniques, dtype=object).astype(str)
+    check_one_kind_of_time(text)
     parsed = pd.to_datetime(text, format="ISO8601", errors="coerce", utc=True)
     distinct = parsed.dt.tz_convert(None).to_numpy().astype("datetime64[s]")
     ok = ~np.isnat(distinct)
     bad = (codes < 0) | ~np.append(ok, False)[codes]
     out = np.append(distinct, np.datetime64("NaT", "s"))[codes]
     return out, bad
+
+
+def check_one_kind_of_time(text: pd.Series) -> None:
+    """Refuse times with a zone mixed with times without one (which zone would those be in?).
+
+    Times with different zones (``Z``, ``+02:00``) are one kind: all convert to UTC.
+    """
+    timed = text.str.contains("T| \\d", regex=True) & text.str.match(r"\s*\d{4}-")
+    zoned = text.str.contains(_ZONE)
+    naive = timed & ~zoned
+    if zoned.any() and naive.any():
+        raise CalibrationInputError(
+            f"the time column mixes times with a zone ({text[zoned].iloc[0]!r}) and times "
+            f"without one ({text[naive].iloc[0]!r}), whose zone is unknown; write every time "
+            "with its zone (2024-03-01T12:30:00Z, 2024-03-01T14:30:00+02:00) or none with one."
+        )
 
 
 def parse_window(text: str) -> tuple[str, int]:
@@ -127,6 +152,7 @@ def window_index(times: np.ndarray | None, window: str, n_rows: int) -> GroupInd
     if times is None:
         raise missing_time_column(window)
     codes, uniques = pd.factorize(window_starts(times, unit, count), sort=True)
+    check_window_count(len(uniques), window)
     labels = tuple(window_label(u) for u in uniques)
     return GroupIndex(codes.astype(np.intp), labels, ("time",), 0, times)
 
@@ -156,10 +182,35 @@ def row_windows(rows: np.ndarray, count: int, n_rows: int) -> GroupIndex:
     -------
     GroupIndex
         Labels ``rows 1-5000`` (1-based, both ends included), in row order.
+
+    Raises
+    ------
+    CalibrationInputError
+        More than :data:`MAX_WINDOWS` windows of ``n_rows`` rows.
     """
+    check_window_count(-(-n_rows // count), f"{count}rows", n_rows)
     codes, uniques = pd.factorize(np.asarray(rows, dtype=np.int64) // count, sort=True)
     labels = tuple(row_window_label(int(u), count, n_rows) for u in uniques)
     return GroupIndex(codes.astype(np.intp), labels, ("row",), 0)
+
+
+def check_window_count(count: int, window: str, n_rows: int | None = None) -> None:
+    """Refuse ``count`` windows of ``window`` when they are more than :data:`MAX_WINDOWS`.
+
+    ``n_rows``: with a window in rows, the model's rows (when known), to name
+    the shortest window that fits.
+    """
+    if count <= MAX_WINDOWS:
+        return
+    if parse_window(window)[0] != "rows":
+        remedy = "pick a longer window (1w or 1m instead of 1d)"
+    elif n_rows:
+        remedy = f"pick a window of at least {math.ceil(n_rows / MAX_WINDOWS)}rows"
+    else:
+        remedy = "pick a window of more rows"
+    raise too_many_groups(
+        f"a window of {window!r}", count, MAX_WINDOWS, kind="windows", remedy=remedy
+    )
 
 
 def row_window_label(window: int, count: int, n_rows: int) -> str:

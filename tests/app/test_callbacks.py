@@ -363,8 +363,8 @@ def test_calibrated_csv_is_streamed_to_its_session_only(tmp_path):
     dash_app = create_app(make_config(tmp_path))
     ctx = dash_app.server.extensions["calibration_dashboard"]
     owner, stranger = dash_app.server.test_client(), dash_app.server.test_client()
-    owner.get("/healthz")
-    stranger.get("/healthz")
+    owner.get("/_dash-dependencies")
+    stranger.get("/_dash-dependencies")
     sid = ctx.sessions.verify(owner.get_cookie(COOKIE_NAME).value)[0]
     data = {"file": [(io.BytesIO(prediction_csv(n=120, k=2, class_names=["no", "=yes"])), "m.csv")]}
     handle = owner.post("/api/upload", data=data, content_type="multipart/form-data").json[

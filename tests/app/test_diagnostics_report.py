@@ -46,7 +46,7 @@ def _upload(client, name, content):
 
 def test_uploaded_soft_labels_give_human_uncertainty(dash_app):
     client = dash_app.server.test_client()
-    client.get("/healthz")
+    client.get("/_dash-dependencies")
     body = _upload(client, "votes.csv", soft_csv())
     assert body["errors"] == []
     (model,) = body["models"]
@@ -89,7 +89,7 @@ def test_uploaded_soft_labels_give_human_uncertainty(dash_app):
 
 def test_bad_soft_labels_reject_the_file(dash_app):
     client = dash_app.server.test_client()
-    client.get("/healthz")
+    client.get("/_dash-dependencies")
     body = _upload(client, "bad.csv", soft_csv(bad=True))
     assert body["models"] == []
     assert "negative" in body["errors"][0]["error"] and "data row 4" in body["errors"][0]["error"]
@@ -97,7 +97,7 @@ def test_bad_soft_labels_reject_the_file(dash_app):
 
 def test_report_has_every_diagnostic_escaped(dash_app):
     client = dash_app.server.test_client()
-    client.get("/healthz")
+    client.get("/_dash-dependencies")
     content = soft_csv().replace(b"p_no", b"p_no").replace(b"label", b"label")
     frame = pd.read_csv(io.BytesIO(content))
     frame.insert(0, "model", "<script>alert(1)</script>")

@@ -298,33 +298,40 @@ def test_the_waiting_list_is_bounded_and_forgets_pages_that_stopped_polling():
     assert dropped == ["e1"] and records["e1"]["outcome"].startswith("its page stopped")
 
 
-def test_a_cluster_job_runs_without_the_web_side_limits_and_deadline(tmp_path, monkeypatch):
-    """The page's dataset job only waits on a Dask cluster: no limit, no deadline of its own."""
+def test_a_cluster_job_stops_at_its_own_time_limit_with_the_reason(tmp_path, monkeypatch):
+    """The page's dataset job waits on a Dask cluster: the time limit (not the memory limit)
+    stops the wait and the job answers why, before Celery's hard kill (limit + grace)."""
+    from concurrent.futures import Future
+
     from dash import DiskcacheManager
 
     from app.job_limits import JobLimits, cluster_job
     from app.jobs import JobRules
 
-    applied = []
-    monkeypatch.setattr(JobLimits, "apply", lambda self: applied.append(self) or (lambda: None))
     # Dash's own job wrapper (fork, cache, progress) is not what is tested here.
     monkeypatch.setattr(DiskcacheManager, "make_job_fn", lambda self, fn, progress, key=None: fn)
+    # nor is the page's wording of the reason (it needs the callback's context)
+    monkeypatch.setattr(CallbackFailures, "stopped", lambda self, reason: f"stopped: {reason}")
     manager = local_manager(tmp_path, WarmUp())
-    # Dash registers with every new manager the background callbacks of every app built
-    # in this process before (a class-level list): the page's own cluster jobs among them.
-    registered_before = set(manager.cluster_jobs)
+    manager.limits = JobLimits(seconds=1, memory_mb=64)
 
     def waits_on_the_cluster():
-        return "summaries"
+        started = time.monotonic()
+        Future().result(timeout=30)  # what client.compute(...).result() does: a long wait
+        return f"waited {time.monotonic() - started:.0f} s"
 
-    def fits_a_map():
-        return "fitted"
+    def allocates(job):
+        def run() -> str:
+            import numpy as np
 
-    cluster = JobRules.make_job_fn(manager, cluster_job(waits_on_the_cluster), False, "c-key")
-    fit = JobRules.make_job_fn(manager, fits_a_map, False, "fit-key")
-    assert manager.cluster_jobs - registered_before == {"c-key"}
-    assert cluster() == "summaries" and applied == []
-    assert fit() == "fitted" and applied == [manager.limits]
+            np.ones(256 * 1024 * 1024 // 8)  # 256 MB: over 64 MB, the cluster's to bound
+            return job()
+
+        return run
+
+    cluster = JobRules.make_job_fn(manager, cluster_job(allocates(waits_on_the_cluster)), False)
+    assert in_child(cluster) == (
+        "stopped: it ran longer than this server's limit of 1 s per job (JOB_TIME_LIMIT_SECONDS)"
+    )
     started = {"submitted": 0.0, "started": 0.0}
-    assert manager.deadline({**started, "cluster": True}) == float("inf")
-    assert manager.deadline(started) == manager.limits.seconds + 30
+    assert manager.deadline({**started, "cluster": True}) == manager.limits.seconds + 30

@@ -120,3 +120,14 @@ def test_old_cookie_is_renewed_after_half_its_lifetime(manager, monkeypatch):
 
 def test_no_session_outside_requests_and_callbacks(manager):
     assert manager.current() is None
+
+
+def test_the_health_check_gets_no_session_cookie(tmp_path):
+    from app.factory import create_app
+
+    from .conftest import make_config
+
+    client = create_app(make_config(tmp_path)).server.test_client()
+    health = client.get("/healthz")
+    assert health.status_code == 200 and health.headers.getlist("Set-Cookie") == []
+    assert _set_cookie_header(client.get("/_dash-dependencies")) is not None  # any other path

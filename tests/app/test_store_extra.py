@@ -43,7 +43,7 @@ def dash_app(tmp_path_factory):
 
 def _post(dash_app, name: str, content: bytes) -> dict:
     client = dash_app.server.test_client()
-    client.get("/healthz")
+    client.get("/_dash-dependencies")
     data = {"file": [(io.BytesIO(content), name)]}
     response = client.post(UPLOAD_PATH, data=data, content_type="multipart/form-data")
     assert response.status_code == 200

@@ -22,7 +22,7 @@ def dash_app(tmp_path_factory):
 @pytest.fixture
 def client(dash_app):
     client = dash_app.server.test_client()
-    client.get("/healthz")  # gets a session cookie
+    client.get("/_dash-dependencies")  # gets a session cookie
     return client
 
 
@@ -155,7 +155,7 @@ def _npz_classes(k: int, n: int = 120) -> bytes:
 def test_models_with_more_classes_than_max_classes_are_refused(tmp_path):
     app = create_app(make_config(tmp_path, max_classes=50))
     client = app.server.test_client()
-    client.get("/healthz")
+    client.get("/_dash-dependencies")
     body = _post(client, ("fifty.npz", _npz_classes(50))).json
     assert not body["errors"] and body["models"][0]["n_classes"] == 50
     body = _post(client, ("wide.npz", _npz_classes(51))).json

@@ -494,3 +494,27 @@ def test_cli_refusals(dataset, tmp_path, capsys):
                  "when", "--workers", "1"])  # fmt: skip
     assert code == 1
     assert "there is no time column 'when'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("window", "row_group", "message"),
+    [
+        ("1rows", 1200, r"rows 1-1,200 \(row group 0\): a window of '1rows' gives 1,200 windows"),
+        ("2rows", 600, r"a window of '2rows' gives 1,200 windows.*at least 3rows"),
+        ("1d", 600, r"a window of '1d' gives 1,200 windows.*1w or 1m"),
+    ],
+)
+def test_too_many_windows_are_refused_as_in_memory(dask_client, tmp_path, window, row_group,
+                                                    message):  # fmt: skip
+    table = _table(2400, 2, 1).drop_columns(["timestamp"])
+    days = np.datetime64("2024-01-01T00:00:00") + (np.arange(2400) // 2).astype("timedelta64[D]")
+    table = table.append_column("timestamp", pa.array(days))  # 1,200 days, 600 per row group
+    pq.write_table(table, tmp_path / "w.parquet", row_group_size=row_group)
+    spec = GroupSpec(window=window)
+    with pytest.raises(CalibrationInputError, match=message):
+        found = dataset_groups(str(tmp_path / "w.parquet"), spec, client=dask_client)
+        exact_groups(found["w"], spec)
+    memory = load_predictions(tmp_path / "w.parquet")[0]
+    rows = "2,400" if window == "1rows" else "1,200"
+    with pytest.raises(CalibrationInputError, match=f"a window of '{window}' gives {rows} windows"):
+        time_windows(memory, window)

@@ -405,3 +405,30 @@ def test_reference_period_empty_in_a_gap_and_dates_on_row_windows():
         drift_report(pred, rows, reference="2023-11-15:2023-11-16", n_resamples=0)
     report = drift_report(pred, rows, reference="2:3", n_resamples=0)
     assert report.in_reference.tolist() == [False, True, True, False]
+
+
+def test_too_many_windows_are_refused_as_groups_are():
+    rng = np.random.default_rng(0)
+    pred = planted(1_000_000, rng, days=1500)  # a million rows over four years
+    with pytest.raises(CalibrationInputError, match=r"a window of '1rows' gives 1,000,000 "
+                       r"windows, more than the 1,000.*at least 1000rows"):  # fmt: skip
+        time_windows(pred, "1rows", "timestamp")
+    with pytest.raises(CalibrationInputError, match=r"'1d' gives 1,500 windows.*1w or 1m"):
+        time_windows(pred, "1d")
+    assert time_windows(pred, "1000rows")[1].n_groups == 1000  # at the cap
+    assert time_windows(pred, "1w")[1].n_groups == 215
+
+
+def test_times_of_different_zones_convert_and_naive_with_zoned_are_refused():
+    pred = planted(3, np.random.default_rng(0))
+    zones = ["2024-03-01T12:00:00Z", "2024-03-01T14:00:00+02:00", "2024-03-01T07:00:00-0500"]
+    times = time_values(with_extra(pred, {"time": np.array(zones, dtype=object)}), "time")
+    assert list(times) == [np.datetime64("2024-03-01T12:00:00")] * 3
+    mixed = ["2024-03-01T12:00:00Z", "2024-03-01 14:00:00", "2024-03-01T12:00:00Z"]
+    with pytest.raises(CalibrationInputError, match=r"mixes times with a zone \('2024-03-01T12"
+                       r":00:00Z'\) and times without one \('2024-03-01 14:00:00'\)"):  # fmt: skip
+        time_values(with_extra(pred, {"time": np.array(mixed, dtype=object)}), "time")
+    dates = ["2024-03-01", "2024-03-02T00:00:00Z", "2024-03-03"]  # a date has no time to zone
+    assert time_values(with_extra(pred, {"time": np.array(dates, dtype=object)}), "time")[1] == (
+        np.datetime64("2024-03-02T00:00:00")
+    )

@@ -223,7 +223,7 @@ def test_a_threaded_gunicorn_worker_parses_in_children_and_stays_small(
         rss = worker.memory_info().rss
         tabs = [dash_tab(base_url=srv.url) for _ in range(4)]
         for tab in tabs:
-            tab.get("/healthz")
+            tab.get("/_dash-dependencies")  # gets a session cookie
         files = [("big.npz", _big_npz())] + [(f"good{i}.csv", GOOD) for i in range(3)]
         with ThreadPoolExecutor(4) as pool:
             answers = list(pool.map(lambda tab, f: tab.upload(*f), tabs, files))

@@ -166,6 +166,8 @@ def container(image):
                 f"SECRET_KEY={secrets.token_hex(32)}",
                 "-e",
                 "WEB_CONCURRENCY=2",
+                "-e",
+                "ALLOWED_HOSTS=127.0.0.1,localhost",  # required in production (docs/hosting.md)
                 image,
             ],
             timeout=120,
@@ -263,9 +265,10 @@ def test_image_runs_the_installed_wheel_without_a_source_tree(container):
 
 
 def test_image_refuses_to_start_without_secret_key(image):
-    """Without SECRET_KEY (and with another bad setting): one line naming both, exit 2,
-    within 10 s, and nothing started. ``--no-healthcheck``: without systemd, podman
-    itself prints two lines about the HEALTHCHECK timer it cannot set up."""
+    """Without SECRET_KEY and ALLOWED_HOSTS (and with another bad setting): one line
+    naming the three, exit 2, within 10 s, and nothing started. ``--no-healthcheck``:
+    without systemd, podman itself prints two lines about the HEALTHCHECK timer it
+    cannot set up."""
     name = f"calibration-e2e-nokey-{secrets.token_hex(4)}"
     command = [*PODMAN, "run", "--name", name, "--no-healthcheck", *ulimits()]
     try:
@@ -276,8 +279,9 @@ def test_image_refuses_to_start_without_secret_key(image):
         assert result.returncode == 2, f"exit status {result.returncode}:\n{_tail(output)}"
         assert seconds < 10, f"took {seconds:.1f} s:\n{_tail(output)}"
         assert len(output.splitlines()) == 1, output
-        assert output.startswith("calibration-dashboard: configuration error: 2 problems: ")
+        assert output.startswith("calibration-dashboard: configuration error: 3 problems: ")
         assert "SECRET_KEY is required" in output and "MAX_UPLOAD_MB" in output, output
+        assert "ALLOWED_HOSTS" in output, output
     finally:
         run([*PODMAN, "rm", "--force", name], check=False, timeout=90)
 

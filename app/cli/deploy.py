@@ -12,6 +12,7 @@ dataset (:mod:`app.cli.distributed`).
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from .common import (
@@ -147,6 +148,23 @@ def fit_map(args: argparse.Namespace, out) -> int:
     )
 
 
+def map_limits(env) -> dict[str, int]:
+    """``load_deployable``'s limits from ``MAX_CLASSES`` (the dashboard's setting, 1000 by default).
+
+    The byte limit is :func:`calibration_core.deploy.map_byte_limit` of that many
+    classes, so that a map the dashboard can fit is always read back.
+    """
+    from app.config import AppConfig, ConfigError, int_env
+    from calibration_core.deploy import map_byte_limit
+
+    try:
+        max_classes = int_env(env, "MAX_CLASSES", AppConfig.max_classes, minimum=2)
+    except ConfigError as exc:
+        raise UsageError(str(exc)) from None
+    max_classes = max_classes or AppConfig.max_classes  # int_env returns the default when unset
+    return {"max_classes": max_classes, "max_bytes": map_byte_limit(max_classes)}
+
+
 def apply_map(args: argparse.Namespace, out) -> int:
     """Run ``apply``: stream a predictions file through a deployable map."""
     from calibration_core.deploy import apply_map_to_file, load_deployable
@@ -154,7 +172,7 @@ def apply_map(args: argparse.Namespace, out) -> int:
     from .distributed import apply_on_dask, check_cluster_options
 
     check_cluster_options(args)
-    deployable = load_deployable(args.map_file)
+    deployable = load_deployable(args.map_file, **map_limits(os.environ))
     if args.engine == "dask":
         return apply_on_dask(args, deployable, out)
     input_path(args.file)

@@ -257,7 +257,7 @@ def map_from_entry(entry: Any, where: str, max_classes: int = MAX_CLASSES) -> Ca
             f"{where} cannot be loaded: {_cut(exc, 300)} If the file was edited or truncated, "
             "export the map again."
         ) from None
-    except (KeyError, TypeError, ValueError, IndexError) as exc:
+    except (KeyError, TypeError, ValueError, IndexError, OverflowError) as exc:
         raise CalibrationInputError(
             f"{where} is damaged: the fitted state of its {entry['map']} map cannot be "
             f"restored ({type(exc).__name__}: {_cut(exc)}); export the map again."

@@ -76,4 +76,7 @@ def state_array(state: Any, key: str, shape: tuple[int | None, ...], dtype=np.fl
         if not isinstance(leaf, wanted) or (wanted is Real and isinstance(leaf, bool)):
             kind = "true or false" if dtype is bool else "a number"
             raise _refuse(key, f"must hold {kind} in every cell, found {excerpt(leaf)}")
-    return np.asarray(state[key], dtype=dtype)
+    try:
+        return np.asarray(state[key], dtype=dtype)
+    except (OverflowError, ValueError):  # e.g. a whole number too large for int64 or float64
+        raise _refuse(key, "holds a number out of range") from None

@@ -12,6 +12,8 @@ import time
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from calibration_core import CalibrationInputError, Predictions, stable_softmax
 from calibration_core.deploy import deployable_map, load_map, map_byte_limit
@@ -158,3 +160,81 @@ def test_messages_quote_only_an_excerpt(documents):
 
 def test_a_file_that_is_not_a_regular_file_is_refused(tmp_path):
     assert "folder" in refusal(tmp_path)
+
+
+# ------------------------------------------------------- property: any mutation
+def nested(depth: int) -> list:
+    """``[[[...]]]``, ``depth`` lists deep."""
+    value: list = []
+    for _ in range(depth - 1):
+        value = [value]
+    return value
+
+
+HOSTILE_VALUES = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(10**30), max_value=10**30),
+    st.sampled_from([10**9, 10**12, -5, 0, 1, 2, 10_001]),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.text(max_size=20),
+    st.lists(st.floats(allow_nan=True, allow_infinity=True), max_size=50),
+    st.lists(st.lists(st.integers(-3, 3), max_size=5), max_size=5),
+    st.integers(0, 2_000).map(lambda n: [0.5] * n),
+    st.integers(1, 200).map(lambda d: nested(d)),
+    st.dictionaries(st.text(max_size=5), st.integers(), max_size=3),
+)
+
+
+def locations(node, path=()):
+    """Every (path, key) of a document's objects and arrays, the document itself included."""
+    items = node.items() if isinstance(node, dict) else enumerate(node)
+    for key, value in items:
+        yield path, key
+        if isinstance(value, (dict, list)) and len(value) < 50:
+            yield from locations(value, (*path, key))
+
+
+def mutated(doc: dict, data) -> dict:
+    doc = copy.deepcopy(doc)
+    for _ in range(data.draw(st.integers(1, 3))):
+        path, key = data.draw(st.sampled_from(list(locations(doc))))
+        parent = doc
+        for step in path:
+            parent = parent[step]
+        if isinstance(parent, dict) and data.draw(st.booleans()):
+            del parent[key]
+        else:
+            parent[key] = data.draw(HOSTILE_VALUES)
+        if not doc:
+            break
+    return doc
+
+
+@settings(max_examples=150, deadline=2_000, suppress_health_check=[HealthCheck.too_slow])
+@given(name=st.sampled_from(sorted(available_maps())), data=st.data())
+def test_a_mutated_document_loads_or_is_refused_as_bad_input(documents, name, data):
+    doc = mutated(documents[name], data)
+    try:
+        fitted = load_map(doc)
+    except CalibrationInputError as exc:
+        assert len(str(exc)) < 1_000
+        return
+    k = fitted.n_classes_
+    rows = np.tile(np.linspace(-1.0, 1.0, k), (2, 1)) if fitted.input == "logits" else None
+    out = fitted.predict_proba(np.full((2, k), 1 / k) if rows is None else rows)
+    assert out.shape == (2, k) and np.isfinite(out).all()
+
+
+@settings(max_examples=60, deadline=2_000, suppress_health_check=[HealthCheck.too_slow])
+@given(name=st.sampled_from(sorted(available_maps())), data=st.data())
+def test_a_mutated_file_loads_or_is_refused_as_bad_input(tmp_path_factory, documents, name, data):
+    text = json.dumps(mutated(documents[name], data))
+    cut = data.draw(st.integers(0, len(text)))
+    text = data.draw(st.sampled_from([text, text[:cut], text[:cut] + "[" * 2_000 + text[cut:]]))
+    path = tmp_path_factory.mktemp("hostile") / "map.json"
+    path.write_text(text, encoding="utf-8")
+    try:
+        load_map(path)
+    except CalibrationInputError as exc:
+        assert len(str(exc)) < 1_000

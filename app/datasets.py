@@ -9,6 +9,14 @@ restart. The browser only ever sends a dataset *name*: :meth:`Datasets.resolve`
 looks it up in that list and never joins it to a path, so no name reaches a
 file outside it.
 
+Links are resolved before anything is offered: an entry (or a ``*.parquet``
+file of a dataset folder) whose real path is not inside the real
+``DATASETS_DIR`` (a link to ``/etc/passwd``, to a folder or a mounted volume
+outside, a loop, a link back to ``DATASETS_DIR`` itself) is not a dataset, nor
+is anything but a regular file or a folder (FIFOs, devices, sockets). A
+volume is offered by mounting it *inside* ``DATASETS_DIR``. The listed paths
+are the resolved ones, so a link changed after the listing is not followed.
+
 The first view of a dataset is a background job (:func:`app.job_limits.cluster_job`:
 no limit of the web side, the cluster bounds it) that connects to the
 scheduler, summarises every row group on the cluster
@@ -24,6 +32,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import stat
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -45,22 +54,67 @@ RESULTS_LIMIT_MB = 1024
 MAPS_SAMPLE_ROWS = 100_000
 
 
+def contained(entry: Path, base: Path) -> tuple[Path, str] | tuple[None, str]:
+    """``(real path, "dir" or "file")`` of ``entry`` when it resolves strictly inside ``base``.
+
+    Otherwise ``(None, why)``: a broken link or a loop, a real path outside
+    ``base`` (or ``base`` itself), or a file that is neither regular nor a folder.
+    """
+    try:
+        real = entry.resolve(strict=True)
+        mode = real.stat().st_mode
+    except (OSError, RuntimeError):  # missing target, or a symlink loop
+        return None, "is a broken link or a link loop"
+    if real == base or not real.is_relative_to(base):
+        return None, "is a link leading outside DATASETS_DIR"
+    if stat.S_ISDIR(mode):
+        return real, "dir"
+    if stat.S_ISREG(mode):
+        return real, "file"
+    return None, "is not a regular file or folder (a FIFO, device or socket)"
+
+
+def _dataset_folder(real: Path, base: Path) -> bool:
+    """A folder holding ``*.parquet`` files, each a regular file inside ``base``."""
+    files = [f for f in real.glob("*.parquet") if not f.name.startswith(".")]
+    return bool(files) and all(contained(f, base)[1] == "file" for f in files)
+
+
 def scan_datasets(root: Path) -> dict[str, Path]:
-    """``{name: path}`` of the datasets in ``root`` (see the module docstring), by name."""
+    """``{name: real path}`` of the datasets in ``root`` (see the module docstring), by name."""
     found: dict[str, Path] = {}
     try:
-        entries = sorted(root.iterdir())
-    except OSError:
+        base = root.resolve(strict=True)
+        entries = sorted(e for e in root.iterdir() if not e.name.startswith("."))
+    except (OSError, RuntimeError):
         return found
+    files = []
     for entry in entries:
-        if entry.name.startswith("."):
-            continue
-        if entry.is_dir() and any(entry.glob("*.parquet")):
-            found[entry.name] = entry
-    for entry in entries:
-        if entry.is_file() and entry.suffix == ".parquet" and not entry.name.startswith("."):
-            found.setdefault(entry.stem, entry)
+        real, kind = contained(entry, base)
+        if real is not None and kind == "dir" and _dataset_folder(real, base):
+            found[entry.name] = real
+        elif real is not None and kind == "file" and entry.suffix == ".parquet":
+            files.append((entry.stem, real))
+    for stem, real in files:
+        found.setdefault(stem, real)
     return dict(sorted(found.items()))
+
+
+def refusal_reason(root: Path, name: str) -> str | None:
+    """Why an entry of ``root`` called ``name`` (or ``name.parquet``) is not offered, if one is.
+
+    Looked up among the folder's entries (the name is never joined to a path).
+    """
+    try:
+        base = root.resolve(strict=True)
+        entries = [e for e in root.iterdir() if name in (e.name, e.stem)]
+    except (OSError, RuntimeError):
+        return None
+    for entry in entries:
+        real, why = contained(entry, base)
+        if real is None:
+            return why
+    return None
 
 
 class Datasets:
@@ -97,13 +151,19 @@ class Datasets:
             Any other value (a path, ``..``, a name that is not listed).
         """
         known = scan_datasets(self.root)
-        if not isinstance(name, str) or name not in known:
-            shown = repr(name)[:80]
+        if isinstance(name, str) and name in known:
+            return known[name]
+        why = refusal_reason(self.root, name) if isinstance(name, str) else None
+        if why is not None:
             raise CalibrationInputError(
-                f"this server has no dataset named {shown}; pick one from the list "
-                f"({', '.join(known) or 'none configured'})."
+                f"the dataset {name[:80]!r} {why}, so this server does not offer it; the "
+                "operator can move the data (or mount its volume) inside DATASETS_DIR."
             )
-        return known[name]
+        shown = repr(name)[:80]
+        raise CalibrationInputError(
+            f"this server has no dataset named {shown}; pick one from the list "
+            f"({', '.join(known) or 'none configured'})."
+        )
 
     # ------------------------------------------------------------ cache
     def cached(self, sid: str | None, name: object) -> dict | None:
@@ -313,7 +373,11 @@ class Datasets:
 
     def relative(self, message: str) -> str:
         """``message`` with file paths shown relative to ``DATASETS_DIR``."""
-        return message.replace(str(self.root) + os.sep, "")
+        message = message.replace(str(self.root) + os.sep, "")
+        try:  # the listed paths are resolved: a DATASETS_DIR behind a link shows as its target
+            return message.replace(str(self.root.resolve(strict=True)) + os.sep, "")
+        except (OSError, RuntimeError):
+            return message
 
 
 def killed_error(exc) -> CalibrationInputError:

@@ -7,6 +7,7 @@ unreliable.
 
 from __future__ import annotations
 
+import reprlib
 from collections.abc import Mapping
 
 #: How a Python caller applies each remedy (the default phrasing of ``str(exc)``).
@@ -92,3 +93,23 @@ def describe_rows(rows, limit: int = 5) -> str:
     more = f" (and {len(rows) - limit} more)" if len(rows) > limit else ""
     word = "row" if len(rows) == 1 else "rows"
     return f"{word} {shown}{more}"
+
+
+#: Most characters of an offending value quoted in a message.
+EXCERPT_CHARS = 80
+_REPR = reprlib.Repr()
+_REPR.maxlevel, _REPR.maxlist, _REPR.maxtuple, _REPR.maxdict = 2, 4, 4, 3
+_REPR.maxstring, _REPR.maxother = 40, 40
+
+
+def excerpt(value, limit: int = EXCERPT_CHARS) -> str:
+    """A short ``repr`` of ``value`` for an error message: at most ``limit`` characters.
+
+    Long lists, strings and nested objects are cut without building their whole
+    ``repr`` first, so that quoting a hostile value costs little whatever its size.
+    """
+    try:
+        text = _REPR.repr(value)
+    except ValueError:  # an int too long to print (sys.get_int_max_str_digits)
+        text = f"<a {type(value).__name__} too long to print>"
+    return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -20,7 +20,7 @@ from .document import (
     recommended_map,
 )
 from .files import apply_map_to_file, output_arrays, output_names, text_writer
-from .loader import load_deployable, load_map
+from .loader import load_deployable, load_map, map_byte_limit
 
 __all__ = [
     "DEPLOY_FORMAT",
@@ -32,6 +32,7 @@ __all__ = [
     "deployable_map",
     "load_deployable",
     "load_map",
+    "map_byte_limit",
     "output_arrays",
     "output_names",
     "recommended_map",

@@ -44,7 +44,7 @@ from scipy.special import log_softmax
 from sklearn.base import BaseEstimator, ClassifierMixin, TransformerMixin
 from sklearn.utils.validation import check_array, check_is_fitted
 
-from ..errors import CalibrationInputError
+from ..errors import CalibrationInputError, excerpt
 from ..predictions import Predictions, stable_softmax
 from ..validation import ROW_SUM_TOLERANCE, check_prob_matrix
 from .fit_inputs import check_sample_weight, drop_unweighted_rows, encode_labels
@@ -80,11 +80,12 @@ def _classes_from_export(classes, n_classes: int) -> np.ndarray:
     """``classes_`` of an export: its ``classes`` list, or ``0..K-1`` when absent."""
     if classes is None:
         return np.arange(n_classes)
-    arr = np.asarray(classes)
-    if arr.ndim != 1 or arr.shape[0] != n_classes or arr.dtype == object:
+    wrong = not isinstance(classes, list) or len(classes) != n_classes
+    arr = None if wrong else np.asarray(classes)
+    if arr is None or arr.ndim != 1 or arr.dtype == object:
         raise CalibrationInputError(
-            f"the map export lists classes {classes!r}; expected {n_classes} labels of one "
-            "type (numbers or strings)."
+            f"the map export lists classes {excerpt(classes)}; expected {n_classes} labels "
+            "of one type (numbers or strings), as a list."
         )
     return arr
 

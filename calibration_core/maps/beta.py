@@ -54,6 +54,7 @@ from .counts import one_vs_rest_parameters
 from .logistic_columns import LogisticColumnsFit, fit_logistic_columns
 from .onevsrest import OneVsRestMap
 from .registry import register
+from .state import score_columns, state_array
 
 __all__ = ["BetaCalibration"]
 
@@ -229,6 +230,7 @@ class BetaCalibration(OneVsRestMap):
         }
 
     def _load_fitted_state(self, state: dict[str, Any]) -> None:
-        self.coef_ = np.asarray(state["coef"], dtype=np.float64).reshape(-1, 3)
-        self.constrained_ = np.asarray(state["constrained"], dtype=bool).reshape(-1, 2)
+        columns = score_columns(self.n_classes_)
+        self.coef_ = state_array(state, "coef", (columns, 3))
+        self.constrained_ = state_array(state, "constrained", (columns, 2), dtype=bool)
         self.n_iter_ = int(state.get("n_iter", 0))

@@ -44,6 +44,7 @@ from .binary_columns import BinaryColumns, warn_few_rows
 from .counts import one_vs_rest_parameters
 from .onevsrest import OneVsRestMap, check_eps
 from .registry import register
+from .state import score_columns, state_array
 
 __all__ = ["HistogramBinning"]
 
@@ -236,7 +237,8 @@ class HistogramBinning(OneVsRestMap):
         }
 
     def _load_fitted_state(self, state: dict[str, Any]) -> None:
-        self.edges_ = np.asarray(state["edges"], dtype=np.float64)
-        self.values_ = np.asarray(state["values"], dtype=np.float64)
-        counts = np.asarray(state["counts"])
+        columns = score_columns(self.n_classes_)
+        self.edges_ = state_array(state, "edges", (None, None))
+        self.values_ = state_array(state, "values", (columns, None))
+        counts = np.asarray(state_array(state, "counts", (columns, None), dtype=None))
         self.counts_ = counts.astype(np.int64 if counts.dtype.kind in "iu" else np.float64)

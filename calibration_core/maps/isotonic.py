@@ -30,6 +30,7 @@ from .binary_columns import BinaryColumns
 from .isotonic_columns import IsotonicColumns, fit_isotonic_columns
 from .onevsrest import OneVsRestMap, check_eps
 from .registry import register
+from .state import score_columns, state_array
 
 __all__ = ["IsotonicCalibration"]
 
@@ -93,6 +94,7 @@ class IsotonicCalibration(OneVsRestMap):
         }
 
     def _load_fitted_state(self, state: dict[str, Any]) -> None:
-        self.x_thresholds_ = np.asarray(state["x_thresholds"], dtype=np.float64)
-        self.y_thresholds_ = np.asarray(state["y_thresholds"], dtype=np.float64)
-        self.offsets_ = np.asarray(state["offsets"], dtype=np.intp)
+        columns = score_columns(self.n_classes_)
+        self.x_thresholds_ = state_array(state, "x_thresholds", (None,))
+        self.y_thresholds_ = state_array(state, "y_thresholds", (None,))
+        self.offsets_ = state_array(state, "offsets", (columns + 1,), dtype=np.intp)

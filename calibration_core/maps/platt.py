@@ -37,6 +37,7 @@ from .counts import one_vs_rest_parameters
 from .logistic_columns import fit_logistic_columns
 from .onevsrest import OneVsRestMap
 from .registry import register
+from .state import score_columns, state_array
 
 __all__ = ["PlattScaling"]
 
@@ -136,5 +137,5 @@ class PlattScaling(OneVsRestMap):
         return {"coef": self.coef_.tolist(), "n_iter": int(self.n_iter_)}
 
     def _load_fitted_state(self, state: dict[str, Any]) -> None:
-        self.coef_ = np.asarray(state["coef"], dtype=np.float64).reshape(-1, 2)
+        self.coef_ = state_array(state, "coef", (score_columns(self.n_classes_), 2))
         self.n_iter_ = int(state.get("n_iter", 0))

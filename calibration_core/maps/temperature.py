@@ -27,7 +27,7 @@ from typing import Any, Protocol
 import numpy as np
 from scipy.special import log_softmax
 
-from ..errors import CalibrationFitWarning, CalibrationInputError
+from ..errors import CalibrationFitWarning, CalibrationInputError, excerpt
 from .base import JSON_FORMAT, CalibrationMap, log_inputs
 from .registry import register
 
@@ -350,7 +350,8 @@ class TemperatureScaling(CalibrationMap):
         t = state.get("temperature")
         if not isinstance(t, (int, float)) or not (math.isfinite(t) and t > 0):
             raise CalibrationInputError(
-                f"the temperature export holds temperature={t!r}; expected a positive number."
+                f"the temperature export holds temperature={excerpt(t)}; expected a positive "
+                "number."
             )
         self.temperature_ = float(t)
         self.n_iter_ = int(state.get("n_iter", 0))

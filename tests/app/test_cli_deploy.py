@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -11,7 +13,7 @@ import pandas as pd
 import pytest
 
 from app import cli
-from app.cli.common import EXIT_OK
+from app.cli.common import EXIT_INPUT, EXIT_OK
 from app.exports import params_json
 from calibration_core import compare_maps, load_map, load_predictions, stable_softmax
 
@@ -196,3 +198,68 @@ def test_densenet_cifar100_fit_select_best_and_apply(realdata, tmp_path, capsys)
         expected = fitted.predict_proba(raw["predictions"].astype(np.float64))
         np.testing.assert_allclose(got["probs"], expected, rtol=0, atol=1e-12)
         assert np.array_equal(got["ground_truth"], raw["ground_truth"])
+
+
+# ------------------------------------------------------- hostile map documents
+def hostile_documents(root: Path) -> dict[str, Path]:
+    """Issue 31's map files: deep nesting, bad n_classes, and a 1e8-element array."""
+    texts = {
+        "deep": "[" * 100_000,
+        "negative": '{"format": "calibration-dashboard/map/v1", "map": "temperature", '
+        '"params": {}, "n_classes": -5, "state": {"temperature": 1.0}}',
+        "huge_k": '{"format": "calibration-dashboard/map/v1", "map": "temperature", '
+        '"params": {}, "n_classes": 1000000000, "state": {"temperature": 1.0}}',
+        "float_k": '{"format": "calibration-dashboard/map/v1", "map": "temperature", '
+        '"params": {}, "n_classes": 1e12, "state": {"temperature": 1.0}}',
+        "digits": '{"format": "calibration-dashboard/map/v1", "n_classes": ' + "9" * 5001 + "}",
+    }
+    paths = {}
+    for name, text in texts.items():
+        paths[name] = root / f"{name}.json"
+        paths[name].write_text(text)
+    return paths
+
+
+@pytest.mark.parametrize("case", ["deep", "negative", "huge_k", "float_k", "digits"])
+def test_apply_refuses_a_hostile_map_in_one_line(capsys, files, tmp_path, case):
+    path = hostile_documents(tmp_path)[case]
+    code, out, err = run(capsys, "apply", path, files / "probs.parquet", "-o", tmp_path / "o.csv")
+    assert code == EXIT_INPUT and out == ""
+    assert err.count("\n") == 1 and len(err) < 600 and "Traceback" not in err
+    assert "--traceback" not in err  # a CalibrationInputError, not an unexpected error
+
+
+def test_apply_reads_max_classes_from_the_environment(capsys, files, tmp_path, monkeypatch):
+    fitted = tmp_path / "map.json"
+    run(capsys, "fit", files / "probs.parquet", "--map", "temperature", "-o", fitted)
+    monkeypatch.setenv("MAX_CLASSES", "2")
+    code, _, err = run(capsys, "apply", fitted, files / "probs.parquet", "-o", tmp_path / "o.csv")
+    assert code == EXIT_INPUT and "max_classes" in err and "2" in err
+
+
+@pytest.mark.slow
+def test_apply_refuses_a_1e8_element_map_fast_in_one_line(files, tmp_path):
+    path = tmp_path / "huge.json"
+    path.write_text(
+        '{"format": "calibration-dashboard/map/v1", "extra": [' + "0," * (10**8 - 1) + "0]}"
+    )
+    start = time.perf_counter()
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "app.cli",
+            "apply",
+            str(path),
+            str(files / "probs.parquet"),
+            "-o",
+            str(tmp_path / "o.csv"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert time.perf_counter() - start < 20  # the import of the CLI, not the parse
+    assert proc.returncode == EXIT_INPUT and proc.stdout == ""
+    assert proc.stderr.count("\n") == 1 and "bytes" in proc.stderr and len(proc.stderr) < 600

@@ -210,7 +210,7 @@ def test_bad_json_names_the_file_and_the_line(tmp_path, doc):
         (lambda d: d.update(class_names=["a", "b"]), "'class_names' .* disagree"),
         (lambda d: d["map"].pop("state"), "field 'state' .* is missing"),
         (lambda d: d["map"].update(map="nonsense"), "unknown calibration map 'nonsense'"),
-        (lambda d: d["map"]["state"].clear(), "fitted state of its vector map cannot be"),
+        (lambda d: d["map"]["state"].clear(), "fitted state.s .coef. is missing"),
         (lambda d: d.update(format="something/else"), "not a calibration map document"),
         (lambda d: d.update(kind="metrics"), "holds no fitted map"),
     ],

@@ -15,6 +15,7 @@ from threadpoolctl import threadpool_limits
 from ...errors import CalibrationFitWarning, CalibrationInputError
 from ..base import CalibrationMap
 from ..counts import linear_parameters
+from ..state import state_array
 from .fit import LinearFit, check_strength, fit_linear_map
 from .objective import linear_logits, map_features, unpack
 
@@ -167,14 +168,9 @@ class LinearCalibrationMap(CalibrationMap):
 
     def _load_fitted_state(self, state: dict[str, Any]) -> None:
         k = self.n_classes_
-        coef = np.asarray(state["coef"], dtype=np.float64)
-        intercept = np.asarray(state["intercept"], dtype=np.float64)
         shape = (k,) if self.kind == "vector" else (k, k)
-        if coef.shape != shape or intercept.shape != (k,):
-            raise CalibrationInputError(
-                f"the {type(self).__name__} export holds coefficients of shape {coef.shape} "
-                f"and intercepts of shape {intercept.shape}; expected {shape} and ({k},)."
-            )
+        coef = state_array(state, "coef", shape)
+        intercept = state_array(state, "intercept", (k,))
         if not (np.isfinite(coef).all() and np.isfinite(intercept).all()):
             raise CalibrationInputError("the map export holds non-finite coefficients.")
         self.coef_ = coef

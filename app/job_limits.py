@@ -38,7 +38,13 @@ CLUSTER_JOB = "runs_on_cluster"
 
 
 def cluster_job(fn: Callable) -> Callable:
-    """Mark a background callback as a cluster job: no time or memory limit of its own."""
+    """Mark a background callback as a cluster job: no time or memory limit of its own.
+
+    Only for a job that waits on a Dask cluster, whose workers' limits bound the
+    work; a job that computes in its own process (a server dataset streamed
+    without ``DASK_SCHEDULER_ADDRESS``, :meth:`app.datasets.Datasets.engine`) is an
+    ordinary job, under the limits of :class:`JobLimits`.
+    """
     setattr(fn, CLUSTER_JOB, True)
     return fn
 

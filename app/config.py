@@ -99,14 +99,18 @@ Variable                      Meaning                                       Defa
                               refused up front, with a suggestion.
 ``DATASETS_DIR``              Server-side Parquet datasets users may pick   (off)
                               instead of uploading (needs the ``dask``
-                              extra and ``DASK_SCHEDULER_ADDRESS``): each
-                              sub-folder holding ``*.parquet`` files is a
-                              dataset named after the folder, each
-                              ``*.parquet`` file directly in it one named
-                              after the file's stem (app.datasets).
-``DASK_SCHEDULER_ADDRESS``    The Dask scheduler that computes a picked     (none: required
-                              dataset (``tcp://host:8786``); its workers'   with
-                              own limits bound the run.                     ``DATASETS_DIR``)
+                              extra): each sub-folder holding
+                              ``*.parquet`` files is a dataset named after
+                              the folder, each ``*.parquet`` file directly
+                              in it one named after the file's stem
+                              (app.datasets).
+``DASK_SCHEDULER_ADDRESS``    The Dask scheduler that computes a picked     (none: the
+                              dataset (``tcp://host:8786``); its workers'   datasets are
+                              own limits bound the run. Without it, a       streamed in the
+                              dataset is streamed in the job's process      job's process)
+                              (the streaming engine, no Dask), under
+                              ``JOB_TIME_LIMIT_SECONDS`` and
+                              ``JOB_MEMORY_LIMIT_MB``.
 ============================  ============================================  ===================
 """
 
@@ -336,7 +340,7 @@ SCHEDULER_ADDRESS = re.compile(r"^(tcp|tls)://[A-Za-z0-9.\-\[\]:]+:[0-9]+$")
 
 
 def _datasets_env(env: Mapping[str, str]) -> tuple[Path | None, str | None]:
-    """``(DATASETS_DIR, DASK_SCHEDULER_ADDRESS)``, both None when datasets are off."""
+    """``(DATASETS_DIR, DASK_SCHEDULER_ADDRESS)``, each None when not set."""
     raw_dir = env.get("DATASETS_DIR", "").strip()
     address = env.get("DASK_SCHEDULER_ADDRESS", "").strip() or None
     return (Path(raw_dir) if raw_dir else None), address
@@ -349,18 +353,10 @@ def check_datasets(datasets_dir: Path | None, address: str | None) -> None:
             "DASK_SCHEDULER_ADDRESS must be a Dask scheduler address like tcp://10.0.0.5:8786 "
             f"(tcp:// or tls://, host, port), got {address[:80]!r}."
         )
-    if datasets_dir is None:
-        return
-    if not datasets_dir.is_dir():
+    if datasets_dir is not None and not datasets_dir.is_dir():
         raise ConfigError(
             f"DATASETS_DIR {str(datasets_dir)!r} is not a directory; point it at the folder "
             "holding the server's Parquet datasets (one sub-folder or .parquet file each)."
-        )
-    if address is None:
-        raise ConfigError(
-            "DATASETS_DIR needs DASK_SCHEDULER_ADDRESS: the datasets are computed on a Dask "
-            "cluster (start one with `dask scheduler` and `dask worker tcp://host:8786`, then "
-            "set DASK_SCHEDULER_ADDRESS=tcp://host:8786)."
         )
 
 
@@ -554,7 +550,7 @@ class AppConfig:
     max_map_parameters: int = 50_000
     #: Server-side Parquet datasets (app.datasets); None: the page offers none.
     datasets_dir: Path | None = None
-    #: The Dask scheduler computing them (``tcp://host:port``).
+    #: The Dask scheduler computing them (``tcp://host:port``); None: they are streamed.
     dask_scheduler_address: str | None = None
 
     def __post_init__(self) -> None:

@@ -1,6 +1,7 @@
-"""Server-side Parquet datasets: the operator's list, the cluster job, the cached statistics.
+"""Server-side Parquet datasets: the operator's list, the jobs, the cached statistics.
 
-An operator sets ``DATASETS_DIR`` and ``DASK_SCHEDULER_ADDRESS`` (:mod:`app.config`).
+An operator sets ``DATASETS_DIR``, and ``DASK_SCHEDULER_ADDRESS`` for a cluster
+(:mod:`app.config`).
 Every sub-folder of ``DATASETS_DIR`` holding ``*.parquet`` files is one dataset,
 named after the folder; every ``*.parquet`` file directly in it is one, named
 after the file's stem (a folder wins over a file of the same name). The list
@@ -17,11 +18,25 @@ is anything but a regular file or a folder (FIFOs, devices, sockets). A
 volume is offered by mounting it *inside* ``DATASETS_DIR``. The listed paths
 are the resolved ones, so a link changed after the listing is not followed.
 
-The first view of a dataset is a background job (:func:`app.job_limits.cluster_job`:
-no limit of the web side, the cluster bounds it) that connects to the
-scheduler, summarises every row group on the cluster
-(:func:`calibration_core.distributed.dataset_summaries`: one pass, exact
-mergeable statistics of 3,098 cells per score column) and keeps the result,
+The first view of a dataset is a background job that summarises every row
+group (one pass, exact mergeable statistics of 3,098 cells per score column)
+on one of two engines (:meth:`Datasets.engine`):
+
+* with ``DASK_SCHEDULER_ADDRESS``, on the cluster
+  (:func:`calibration_core.distributed.dataset_summaries`); the job is a
+  :func:`app.job_limits.cluster_job` (the job time limit, no memory limit of
+  the web side: the cluster bounds it, the job only waits on it);
+* without it, streamed in the job's own process
+  (:func:`calibration_core.distributed.stream.stream_summaries`: the same
+  summaries from the same per-batch code, no Dask); the job then runs under the
+  web side's job limits (``JOB_TIME_LIMIT_SECONDS``, ``JOB_MEMORY_LIMIT_MB``) like
+  every job on uploads, and memory follows the batch, not the dataset.
+
+Equal-frequency bins, the maps' sample and the groups and windows take the
+same per-piece passes on either engine (Dask tasks, or
+:class:`~calibration_core.distributed.frequency.InProcessPasses` piece after
+piece), so the numbers, and the sample drawn for a seed, are the same. The
+job keeps the result,
 one :class:`~calibration_core.distributed.ModelSummary` per model, in
 ``CACHE_DIR/datasets`` keyed by session and dataset. Every later view of any
 equal-width bin count 1..100, notion or band is read from it in milliseconds
@@ -30,12 +45,14 @@ equal-width bin count 1..100, notion or band is read from it in milliseconds
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 import stat
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import diskcache
 
@@ -118,21 +135,22 @@ def refusal_reason(root: Path, name: str) -> str | None:
 
 
 class Datasets:
-    """The datasets of ``DATASETS_DIR``, computed on ``DASK_SCHEDULER_ADDRESS``, cached per session.
+    """The datasets of ``DATASETS_DIR``, computed on a cluster or streamed, cached per session.
 
     Parameters
     ----------
     root : Path
         ``DATASETS_DIR``.
-    address : str
-        ``DASK_SCHEDULER_ADDRESS``.
+    address : str or None
+        ``DASK_SCHEDULER_ADDRESS``; None: the jobs stream the files in their own
+        process (the streaming engine).
     cache_dir : Path
         Where the statistics are kept (``CACHE_DIR/datasets``).
     ttl_seconds : int
         How long they are kept (``SESSION_TTL_SECONDS``).
     """
 
-    def __init__(self, root: Path, address: str, cache_dir: Path, ttl_seconds: int) -> None:
+    def __init__(self, root: Path, address: str | None, cache_dir: Path, ttl_seconds: int) -> None:
         self.root = Path(root)
         self.address = address
         self.ttl_seconds = ttl_seconds
@@ -204,18 +222,16 @@ class Datasets:
         self.keep(sid, str(name), summaries, time.perf_counter() - start)
 
     def summarise(self, path: Path, progress: Progress) -> dict:
-        """The per-model summaries of the files at ``path``, computed on the scheduler."""
-        client = self.client()
-        from distributed import KilledWorker
+        """The per-model summaries of the files at ``path``, on the scheduler or streamed."""
+        report = rows_progress(progress, self.where)
+        if not self.on_cluster:
+            from calibration_core.distributed.stream import stream_summaries
 
+            return stream_summaries(str(path), progress=report)
         from calibration_core.distributed import dataset_summaries
 
-        report = rows_progress(progress)
-        with client:
-            try:
-                return dataset_summaries(str(path), client=client, progress=report)
-            except KilledWorker as exc:
-                raise killed_error(exc) from None
+        with self.engine() as where:
+            return dataset_summaries(str(path), client=where["client"], progress=report)
 
     # ------------------------------------------------------------ equal-frequency bins
     def cached_frequency(self, sid: str | None, name: object, n_bins: int) -> dict | None:
@@ -230,24 +246,20 @@ class Datasets:
     def compute_frequency(
         self, sid: str | None, name: object, n_bins: int, progress: Progress
     ) -> None:
-        """Exact equal-frequency bins of ``name`` at ``n_bins`` on the cluster (four passes).
+        """Exact equal-frequency bins of ``name`` at ``n_bins`` (four passes over the data).
 
         The dataset's statistics must be kept (their row counts fix the ranks).
         """
         entry = self.cached(sid, name)
         if entry is None or self.cached_frequency(sid, name, n_bins) is not None:
             return
-        from distributed import KilledWorker
-
         from calibration_core.distributed import frequency_statistics
 
         path = self.resolve(name)
-        progress(0, 1, f"{n_bins} equal-frequency bins: four passes over the data on the cluster")
-        with self.client() as client:
+        progress(0, 1, f"{n_bins} equal-frequency bins: four passes over the data {self.where}")
+        with self.engine() as where:
             try:
-                found = frequency_statistics(str(path), entry["summaries"], n_bins, client=client)
-            except KilledWorker as exc:
-                raise killed_error(exc) from None
+                found = frequency_statistics(str(path), entry["summaries"], n_bins, **where)
             except CalibrationInputError as exc:
                 raise CalibrationInputError(self.relative(str(exc))) from None
         progress(1, 1, f"{n_bins} equal-frequency bins computed")
@@ -273,7 +285,7 @@ class Datasets:
     def fit_maps(
         self, sid: str | None, name: object, maps: tuple, heldout, progress: Progress
     ) -> None:
-        """Cross-fit ``maps`` on a sample of every model of ``name`` on the cluster (a job).
+        """Cross-fit ``maps`` on a sample of every model of ``name`` (a job).
 
         The dataset's statistics are computed first when they are not kept.
         ``heldout``: the page's :class:`~app.settings.HeldOut` (folds or a split).
@@ -307,42 +319,38 @@ class Datasets:
 
         The maps are cross-fitted on each model's sample and the binning-free
         measures of its uncalibrated rows computed (seeded by the sample's
-        seed), each as one task on the cluster, as ``evaluate --engine dask
+        seed), each as one task on the cluster (in the job's process on the
+        streaming engine, on the same sample), as ``evaluate --engine dask
         --maps --measures``; then the comparison's verdict (here in the job,
         once), as that command computes it, and the uploads' Hosmer-Lemeshow card of
         every calibrator (:func:`app.dataset_diagnostics.sample_hosmer_lemeshow`).
         """
-        from distributed import KilledWorker
-
         from calibration_core.distributed import compare_maps_on_sample, run_on_sample
         from calibration_core.measures import measures_summary
 
         from .dataset_diagnostics import sample_hosmer_lemeshow
 
         done = {}
-        with self.client() as client:
+        with self.engine() as where:
             for i, model in enumerate(models):
                 progress(
                     i,
                     len(models),
                     f"{model}: sampling up to {MAPS_SAMPLE_ROWS:,} rows and cross-fitting "
-                    f"{', '.join(maps)} on the cluster, then its measures, verdict and "
+                    f"{', '.join(maps)} {self.where}, then its measures, verdict and "
                     "Hosmer-Lemeshow test",
                 )
-                try:
-                    found = compare_maps_on_sample(
-                        str(path),
-                        list(maps),
-                        size=MAPS_SAMPLE_ROWS,
-                        model=model,
-                        client=client,
-                        **heldout.compare_kwargs(),
-                    )
-                    measures = run_on_sample(
-                        measures_summary, found.sample, client, seed=found.info.seed
-                    )
-                except KilledWorker as exc:
-                    raise killed_error(exc) from None
+                found = compare_maps_on_sample(
+                    str(path),
+                    list(maps),
+                    size=MAPS_SAMPLE_ROWS,
+                    model=model,
+                    **where,
+                    **heldout.compare_kwargs(),
+                )
+                measures = run_on_sample(
+                    measures_summary, found.sample, where.get("client"), seed=found.info.seed
+                )
                 done[model] = {
                     "comparison": found.comparison,
                     "info": found.info,
@@ -352,6 +360,44 @@ class Datasets:
                 }
         progress(len(models), len(models), "maps fitted")
         return done
+
+    @property
+    def on_cluster(self) -> bool:
+        """Whether the jobs run on a Dask scheduler (else they stream in their own process)."""
+        return self.address is not None
+
+    @property
+    def where(self) -> str:
+        """Where the jobs compute, in words for their progress."""
+        return "on the cluster" if self.on_cluster else "in this server"
+
+    @property
+    def place(self) -> str:
+        """Where the datasets are computed, in words for the page's captions."""
+        return "on the Dask cluster" if self.on_cluster else "streamed in this server"
+
+    @contextlib.contextmanager
+    def engine(self) -> Iterator[dict[str, Any]]:
+        """Where the passes run, as keywords of the core's dataset functions.
+
+        ``{"client": Client}`` on the scheduler (closed on exit; workers that
+        kept dying are the page's :func:`killed_error`), or ``{"passes":
+        InProcessPasses()}`` without one (the streaming engine: in this process,
+        no Dask imported).
+        """
+        if not self.on_cluster:
+            from calibration_core.distributed.frequency import InProcessPasses
+
+            yield {"passes": InProcessPasses()}
+            return
+        client = self.client()
+        from distributed import KilledWorker
+
+        with client:
+            try:
+                yield {"client": client}
+            except KilledWorker as exc:
+                raise killed_error(exc) from None
 
     def client(self):
         """A ``distributed.Client`` of the scheduler (the page is told when it is out of reach)."""
@@ -389,8 +435,11 @@ def killed_error(exc) -> CalibrationInputError:
     )
 
 
-def rows_progress(progress: Progress) -> Callable[[int, int], None]:
-    """``progress(done, total)`` in rows, reported at most once per whole percent."""
+def rows_progress(progress: Progress, where: str = "on the cluster") -> Callable[[int, int], None]:
+    """``progress(done, total)`` in rows, reported at most once per whole percent.
+
+    ``where``: where the rows are summarised, in words (:attr:`Datasets.where`).
+    """
     last = [-1]
 
     def report(done: int, total: int) -> None:
@@ -398,6 +447,6 @@ def rows_progress(progress: Progress) -> Callable[[int, int], None]:
         if percent == last[0] and done < total:
             return
         last[0] = percent
-        progress(done, total, f"{done:,} of {total:,} rows summarised on the cluster")
+        progress(done, total, f"{done:,} of {total:,} rows summarised {where}")
 
     return report

@@ -139,7 +139,7 @@ def _build_context(config: AppConfig, secret_key: str, cache_dir: Path, shared) 
 
 def _datasets(config: AppConfig, cache_dir: Path) -> Datasets | None:
     """The server-side datasets of ``DATASETS_DIR`` (None when it is not set)."""
-    if config.datasets_dir is None or config.dask_scheduler_address is None:
+    if config.datasets_dir is None:
         return None
     return Datasets(
         config.datasets_dir,

@@ -40,7 +40,13 @@ CLUSTER_JOB = "runs_on_cluster"
 
 
 def cluster_job(fn: Callable) -> Callable:
-    """Mark a background callback as a cluster job: the time limit, no memory limit of its own."""
+    """Mark a background callback as a cluster job: the time limit, no memory limit of its own.
+
+    Only for a job that waits on a Dask cluster, whose workers' limits bound its
+    memory; a job that computes in its own process (a server dataset streamed
+    without ``DASK_SCHEDULER_ADDRESS``, :meth:`app.datasets.Datasets.engine`) is an
+    ordinary job, under every limit of :class:`JobLimits`.
+    """
     setattr(fn, CLUSTER_JOB, True)
     return fn
 

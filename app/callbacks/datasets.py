@@ -1,15 +1,16 @@
-"""The server-side datasets (``DATASETS_DIR``): the cluster job of a picked dataset and its view.
+"""The server-side datasets (``DATASETS_DIR``): the job of a picked dataset and its view.
 
-* The job (:func:`run_dataset_job`, a :func:`~app.job_limits.cluster_job`
-  registered with the Diagnostics section's job wiring: progress bar, cancel
-  button) starts when a dataset is picked or "Compute" is pressed; it
-  summarises the dataset on the Dask cluster once per session and keeps the
-  statistics (:class:`app.datasets.Datasets`).
+* The job (:func:`run_dataset_job`, registered with the Diagnostics section's job
+  wiring: progress bar, cancel button) starts when a dataset is picked or
+  "Compute" is pressed; it summarises the dataset once per session and keeps the
+  statistics (:class:`app.datasets.Datasets`): on the Dask cluster as a
+  :func:`~app.job_limits.cluster_job` (no limit of the web side), or without a
+  scheduler streamed in the job's process under the job limits of uploads.
 * The view (:func:`dataset_panel`) follows the picked dataset, the job's
   record and the view's settings, and draws from the kept statistics only
   (:mod:`app.dataset_view`): a change of bin count, notion or band never
   touches the data.
-* "Fit maps on a sample" (:func:`run_maps_job`, another cluster job) cross-fits
+* "Fit maps on a sample" (:func:`run_maps_job`, another job of the same kind) cross-fits
   the page's calibration maps on a reproducible sample of each model; its view
   (:func:`maps_panel`) draws the kept held-out predictions for the page's
   binning (either scheme), notion, band and diagram kind, and the verdict
@@ -55,15 +56,15 @@ DATASET_FIELDS = (
     "score_parts",
 )
 NOT_COMPUTED = (
-    "Dataset {name}: not computed yet. Picking it starts the computation on the cluster (see "
-    "the progress bar under the picker); after a cancel or an error, press Compute."
+    "Dataset {name}: not computed yet. Picking it starts the computation (see the progress "
+    "bar under the picker); after a cancel or an error, press Compute."
 )
 
 
 def run_dataset_job(
     ctx: AppContext, sid: str | None, _handle, raw, name: Any, set_progress
 ) -> dict:
-    """Summarise the picked dataset on the cluster, once per session (the job's body).
+    """Summarise the picked dataset, once per session (the job's body).
 
     With equal-frequency bins picked, their exact statistics at the page's bin
     count are computed too (four more passes, once per bin count).
@@ -82,7 +83,7 @@ def run_dataset_job(
 
 NO_MAPS = (
     "Dataset {name}: no maps fitted yet. Pick maps under Calibration maps and press Fit maps "
-    "on a sample: they are cross-fitted on a reproducible sample of each model on the cluster."
+    "on a sample: they are cross-fitted on a reproducible sample of each model."
 )
 
 
@@ -209,7 +210,7 @@ def cards_section(cards: list[DatasetCard], title: str) -> html.Div:
     )
 
 
-def maps_heading(name: str, entry: dict, shown: list) -> html.Div:
+def maps_heading(name: str, entry: dict, shown: list, place: str) -> html.Div:
     """What was fitted on which sample, how long it took, and how stale it is."""
     samples = ", ".join(
         f"{model}: {found['info'].rows:,} of {found['info'].dataset_rows:,} rows"
@@ -220,7 +221,7 @@ def maps_heading(name: str, entry: dict, shown: list) -> html.Div:
             html.H2(f"Dataset {name}: calibration maps on a sample", className="section-title"),
             html.P(
                 f"{', '.join(entry['maps'])} fitted with {entry['heldout']} on a reproducible "
-                f"uniform sample (seed 0; {samples}) on the Dask cluster in "
+                f"uniform sample (seed 0; {samples}) {place} in "
                 f"{entry['seconds']:.1f} s; every row is scored by maps fitted without it. The "
                 "table, verdict and diagrams follow the page's bins, notion, band and kind.",
                 className="caption",
@@ -263,7 +264,7 @@ def maps_panel(ctx: AppContext, sid: str | None, name: Any, done: Any, raw: RawS
         for i, fig in enumerate(shown.figures)
     ]
     return [
-        maps_heading(name, entry, stale),
+        maps_heading(name, entry, stale, ctx.datasets.place),
         *errors,
         *(note(n) for n in shown.notes),
         maps_table(shown.rows, shown.columns),
@@ -304,13 +305,14 @@ def metrics_table(rows: list[dict], columns: dict[str, str]) -> html.Table:
     return html.Table([html.Thead(head), html.Tbody(body)], className="dataset-metrics")
 
 
-def heading(name: str, entry: dict, models: int, seconds: float) -> html.Div:
-    """What was computed, where, and how long each step took."""
+def heading(name: str, entry: dict, models: int, seconds: float, place: str) -> html.Div:
+    """What was computed, where (``place``, :attr:`~app.datasets.Datasets.place`), and how
+    long each step took."""
     return html.Div(
         [
             html.H2(f"Dataset {name}", className="section-title"),
             html.P(
-                f"{entry['rows']:,} rows, {models} model(s): summarised on the Dask cluster "
+                f"{entry['rows']:,} rows, {models} model(s): summarised {place} "
                 f"in {entry['seconds']:.1f} s; this view drawn from the cached statistics in "
                 f"{seconds * 1000:.0f} ms without reading the data.",
                 className="caption",
@@ -343,7 +345,7 @@ def dataset_panel(ctx: AppContext, sid: str | None, name: Any, done: Any, raw: R
         for i, fig in enumerate(shown.figures)
     ]
     return [
-        heading(name, entry, len(shown.figures), seconds),
+        heading(name, entry, len(shown.figures), seconds, ctx.datasets.place),
         *errors,
         *(note(n) for n in shown.notes),
         html.Div(graphs, className="reliability-grid"),
@@ -364,7 +366,7 @@ def register(app, ctx: AppContext) -> None:
         {},
         "dataset computation",
         run_dataset_job,
-        cluster=True,
+        cluster=ctx.datasets.on_cluster,
     )
     output = Output(ids.DATASET_VIEW, "children")
     inputs = {
@@ -390,7 +392,7 @@ SHOW_MAPS = "function (name) { return !name; }"
 
 
 def register_maps(app, ctx: AppContext) -> None:
-    """The maps' cluster job of a picked dataset, its controls' visibility and its view."""
+    """The maps' job of a picked dataset, its controls' visibility and its view."""
     app.clientside_callback(
         SHOW_MAPS,
         Output(ids.DATASET_MAPS, "hidden"),
@@ -404,7 +406,7 @@ def register_maps(app, ctx: AppContext) -> None:
         {"name": State(ids.DATASET_SELECT, "value")},
         "maps of a dataset",
         run_maps_job,
-        cluster=True,
+        cluster=ctx.datasets.on_cluster,
     )
     output = Output(ids.DATASET_MAPS_VIEW, "children")
     inputs = {

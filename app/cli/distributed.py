@@ -85,11 +85,15 @@ def check_dask_options(args: argparse.Namespace) -> None:
 
 
 def check_sample_option(args: argparse.Namespace) -> None:
-    """``--sample-rows`` (evaluate, fit) only with ``--engine dask``, and at least 1."""
+    """``--sample-rows`` (evaluate, fit) only with ``--engine dask`` (or ``--engine stream``
+    with ``--group-by``/``--window``), and at least 1."""
     if args.sample_rows is None:
         return
-    if args.engine != "dask":
-        raise CommandError("--sample-rows needs --engine dask.")
+    sliced = bool(getattr(args, "group_by", None) or getattr(args, "window", None))
+    if args.engine != "dask" and not (args.engine == "stream" and sliced):
+        raise CommandError(
+            "--sample-rows needs --engine dask (or --engine stream with --group-by or --window)."
+        )
     if args.sample_rows < 1:
         raise CommandError(f"--sample-rows must be at least 1, got {args.sample_rows}.")
 
@@ -175,19 +179,19 @@ def evaluate_on_dask(args: argparse.Namespace, out) -> int:
                 on_sample(args, maps, client, s) if maps or args.measures else ModelResult(s)
                 for s in summaries.values()
             ]
-            slices = dask_slices(args, client) if args.group_by or args.window else {}
+            slices = dataset_slices(args, client) if args.group_by or args.window else {}
         except KilledWorker as exc:
             raise killed_error(exc) from None
     for result in found:
         result.slices = slices.get(result.summary.name, {})
-    write_dask_result(args, evaluate_document(args, maps, found, dask_settings(args, maps)), out)
+    write_dask_result(args, evaluate_document(args, maps, found, engine_settings(args, maps)), out)
     return EXIT_OK
 
 
-def dask_settings(args: argparse.Namespace, maps) -> dict[str, Any]:
-    """The settings only the Dask engine writes: ``engine`` and ``sample_rows``."""
+def engine_settings(args: argparse.Namespace, maps=()) -> dict[str, Any]:
+    """The settings only the Dask and streaming engines write: ``engine`` and ``sample_rows``."""
     sampled = bool(maps or args.measures or args.group_by or args.window)
-    return {"engine": "dask", "sample_rows": sample_rows(args) if sampled else None}
+    return {"engine": args.engine, "sample_rows": sample_rows(args) if sampled else None}
 
 
 def write_dask_result(args: argparse.Namespace, doc: dict[str, Any], out) -> None:
@@ -223,7 +227,7 @@ def group_map_names(args: argparse.Namespace) -> tuple[str, ...]:
     return names
 
 
-def dask_slices(args: argparse.Namespace, client) -> dict[str, dict[str, Any]]:
+def dataset_slices(args: argparse.Namespace, client, passes=None) -> dict[str, dict[str, Any]]:
     """Per model, its ``slices``, ``group_maps`` and ``time`` objects.
 
     Point estimates are exact, from one pass over the dataset per option
@@ -233,6 +237,11 @@ def dask_slices(args: argparse.Namespace, client) -> dict[str, dict[str, Any]]:
     intervals, the homogeneity test, the drift flags and the group maps are the
     in-memory reports' on the model's reproducible sample (``--sample-rows``,
     ``--seed``), drawn once with the group and time columns.
+
+    The passes run on ``client`` (Dask), or with ``passes``
+    (:class:`~calibration_core.distributed.frequency.InProcessPasses`, the
+    streaming engine; ``client`` None) in this process, the same tasks piece
+    after piece; the reports on the sample then run here too.
     """
     from calibration_core.distributed.slices import GroupSpec, dataset_groups
 
@@ -242,15 +251,16 @@ def dask_slices(args: argparse.Namespace, client) -> dict[str, dict[str, Any]]:
         specs["slices"] = GroupSpec(columns=tuple(group_columns(args.group_by)), n_bins=args.bins)
     if args.window:
         specs["time"] = time_spec(args)
-    found = {key: dataset_groups(args.file, spec, client=client, **read)
+    where = {"client": client, "passes": passes}
+    found = {key: dataset_groups(args.file, spec, **where, **read)
              for key, spec in specs.items()}  # fmt: skip
-    bins = {key: frequency_bins(args, client, spec, found[key]) for key, spec in specs.items()}
+    bins = {key: frequency_bins(args, where, spec, found[key]) for key, spec in specs.items()}
     names = list(next(iter(found.values())))
     out = {}
     for name in names:
         groups = {k: f[name] for k, f in found.items()}
-        out[name] = model_dask_slices(args, client, name, specs, groups,
-                                      {k: b.get(name) for k, b in bins.items()})  # fmt: skip
+        out[name] = model_slices_of(args, where, name, specs, groups,
+                                    {k: b.get(name) for k, b in bins.items()})  # fmt: skip
     return out
 
 
@@ -281,23 +291,27 @@ def time_spec(args: argparse.Namespace):
     return spec
 
 
-def frequency_bins(args: argparse.Namespace, client, spec, groups: dict) -> dict[str, Any]:
-    """Per model, every group's own equal-frequency bins (``--scheme frequency``), else {}."""
+def frequency_bins(args: argparse.Namespace, where: dict, spec, groups: dict) -> dict[str, Any]:
+    """Per model, every group's own equal-frequency bins (``--scheme frequency``), else {}.
+
+    ``where``: the ``client`` and ``passes`` of the passes (:func:`dataset_slices`).
+    """
     from calibration_core.distributed.group_bins import group_frequency_bins
 
     if args.scheme != "frequency":
         return {}
     return group_frequency_bins(
-        args.file, spec, groups, min_rows=args.min_group_rows, client=client,
+        args.file, spec, groups, min_rows=args.min_group_rows, **where,
         label_column=args.label_column, renormalize=args.renormalize,
     )  # fmt: skip
 
 
-def model_dask_slices(
-    args, client, name: str, specs: dict, groups: dict, bins: dict
+def model_slices_of(
+    args, where: dict, name: str, specs: dict, groups: dict, bins: dict
 ) -> dict[str, Any]:
     """One model's ``slices``/``group_maps``/``time`` objects: exact totals, then its
-    sample's (:func:`~calibration_core.distributed.slices.model_slices`)."""
+    sample's (:func:`~calibration_core.distributed.slices.model_slices`; ``where``: the
+    ``client`` and ``passes`` of :func:`dataset_slices`)."""
     from calibration_core.distributed.slices import SliceSample, exact_groups, model_slices
 
     exact = {key: exact_groups(g, specs[key], args.min_group_rows, bins[key])
@@ -306,7 +320,7 @@ def model_dask_slices(
     drawn = SliceSample(sample_rows(args), args.seed, args.slice_resamples, args.level,
                         args.min_group_rows, args.scheme, group_map_names(args),
                         args.folds)  # fmt: skip
-    return model_slices(args.file, name, specs, exact, time_column, drawn, client=client,
+    return model_slices(args.file, name, specs, exact, time_column, drawn, **where,
                         label_column=args.label_column, renormalize=args.renormalize)  # fmt: skip
 
 

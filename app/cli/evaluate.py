@@ -76,12 +76,13 @@ def add_parser(sub) -> None:
         ev,
         "the uncalibrated metrics of a Parquet file, folder or quoted glob larger than "
         "memory, on Dask, exactly on every row; --maps and --measures on a sample",
-        stream_help="the same uncalibrated metrics, exactly on every row, streamed batch by "
-        "batch in this process (no cluster; no --maps, --measures, --group-by, --window)",
+        stream_help="the same uncalibrated metrics, groups and windows, exactly on every "
+        "row, streamed batch by batch in this process (no cluster; no --maps, --measures)",
     )
     add_sample_argument(
         ev,
-        "maps (--maps) are cross-fitted and measures (--measures) computed on a "
+        "maps (--maps) are cross-fitted, measures (--measures) computed and the intervals "
+        "of --group-by/--window estimated (these also with --engine stream) on a "
         "reproducible uniform sample of at most N rows per model",
     )
     ev.set_defaults(run=run)

@@ -8,13 +8,19 @@ row, equal-frequency bins by the same passes), without a cluster and without
 importing Dask. The document is the Dask engine's (``evaluate_document``), with
 ``settings.engine`` ``"stream"``.
 
+With ``--group-by``/``--window`` the ``slices``/``group_maps``/``time`` objects are
+the Dask engine's too: the same per-piece passes (exact point estimates of every
+group and window, every group's own equal-frequency edges) run here piece after
+piece (:class:`~calibration_core.distributed.frequency.InProcessPasses`), and the
+bounds, test, flags and group maps come from the in-memory reports on the same
+reproducible sample (``--sample-rows``, ``--seed``: the same rows as on Dask).
+
 It is the default engine of ``evaluate`` for a folder or a glob (which the
 in-memory engine cannot read); a single file stays on the in-memory engine by
 default, which cross-fits every map and computes the measures on all rows.
-What needs rows in memory (``--maps``, ``--measures``, ``--group-by``,
-``--window``) is refused here, naming the engines that do it: ``--engine dask``
-(on a sample; a LocalCluster without ``--scheduler``) or ``--engine memory``
-(one file).
+``--maps`` and ``--measures`` are refused here, naming the engines that do them:
+``--engine dask`` (on a sample; a LocalCluster without ``--scheduler``) or
+``--engine memory`` (one file).
 """
 
 from __future__ import annotations
@@ -25,15 +31,20 @@ import sys
 from pathlib import Path
 
 from .common import EXIT_OK, CommandError, ProgressBar
-from .distributed import check_bins, write_dask_result
+from .distributed import (
+    check_bins,
+    dataset_slices,
+    engine_settings,
+    group_map_names,
+    time_spec,
+    write_dask_result,
+)
 from .outputs import ModelResult, evaluate_document
 
-#: The options of ``evaluate`` that need rows in memory, by their flags.
+#: The options of ``evaluate`` the streaming engine does not compute, by their flags.
 IN_MEMORY_OPTIONS = {
     "--maps": "maps",
     "--measures": "measures",
-    "--group-by": "group_by",
-    "--window": "window",
 }
 
 
@@ -55,17 +66,21 @@ def check_stream_options(args: argparse.Namespace) -> None:
     if given:
         raise CommandError(
             f"{', '.join(given)}: the streaming engine computes the uncalibrated metrics of "
-            "every row only; use --engine dask (maps, measures and group intervals on a "
-            "sample; a local cluster without --scheduler), or --engine memory for one file."
+            "every row and its groups and windows only; use --engine dask (maps and measures "
+            "on a sample; a local cluster without --scheduler), or --engine memory for one "
+            "file."
         )
     check_bins(args)
 
 
 def evaluate_on_stream(args: argparse.Namespace, out) -> int:
     """Run ``evaluate --engine stream`` and write the result to ``out``; returns the exit code."""
+    from calibration_core.distributed.frequency import InProcessPasses
     from calibration_core.distributed.stream import stream_summaries
 
     check_stream_options(args)
+    time_spec(args)  # refused windows before any pass
+    group_map_names(args)  # an unknown map fails before any pass
     bar = ProgressBar(sys.stderr, "summarising") if sys.stderr.isatty() else None
     try:
         summaries = stream_summaries(
@@ -79,6 +94,9 @@ def evaluate_on_stream(args: argparse.Namespace, out) -> int:
         if bar is not None:
             bar.close()
     found = [ModelResult(s) for s in summaries.values()]
-    settings = {"engine": "stream", "sample_rows": None}
-    write_dask_result(args, evaluate_document(args, (), found, settings), out)
+    if args.group_by or args.window:
+        slices = dataset_slices(args, None, InProcessPasses())
+        for result in found:
+            result.slices = slices.get(result.summary.name, {})
+    write_dask_result(args, evaluate_document(args, (), found, engine_settings(args)), out)
     return EXIT_OK

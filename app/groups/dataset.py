@@ -1,7 +1,8 @@
-"""Per group and over time on a server-side dataset: settings, the cluster job, the views.
+"""Per group and over time on a server-side dataset: settings, the job, the views.
 
 The uploads' "Per group" section and "Over time" card read a model's rows in
-memory; a dataset's rows stay on the cluster. Here:
+memory; a dataset's rows are never all in memory (on the cluster, or streamed
+piece by piece: :meth:`~app.datasets.Datasets.engine`). Here:
 
 * the settings (:class:`SliceSettings`, :func:`parse_slices`): a column to group
   by and the minimum group size; a time column (default the one the core finds),
@@ -38,7 +39,7 @@ import numpy as np
 from calibration_core import Binning, CalibrationInputError
 
 from ..dataset_view import model_info
-from ..datasets import MAPS_SAMPLE_ROWS, Datasets, Progress, killed_error
+from ..datasets import MAPS_SAMPLE_ROWS, Datasets, Progress
 from ..settings import SCHEME_LABELS, SettingsError, ViewSettings
 from .columns import (
     INTERVAL_LEVEL,
@@ -57,7 +58,7 @@ DATASET_WINDOWS = WINDOW_CHOICES
 CALENDAR_WORDS = {"1d": "a day", "1w": "a week", "1m": "a month"}
 CONFIDENCE_NOTE = (
     "on a dataset the groups and windows are compared on the top-label confidence (its "
-    "per-group sums are what the cluster keeps), whatever the view's notion"
+    "per-group sums are what the job keeps), whatever the view's notion"
 )
 
 
@@ -156,8 +157,8 @@ def slice_bins(view: ViewSettings) -> int:
     """The bin count of the groups and windows: equal-width bins only (else a message)."""
     if view.scheme != "width":
         raise CalibrationInputError(
-            f"per group and over time, the page bins a dataset in equal-width bins (the cluster "
-            f"sums each group's rows per bin in one pass); {SCHEME_LABELS[view.scheme]} bins "
+            f"per group and over time, the page bins a dataset in equal-width bins (one pass "
+            f"sums each group's rows per bin); {SCHEME_LABELS[view.scheme]} bins "
             "of every group take four more passes: ask the command line for them (evaluate "
             "--engine dask --scheme frequency --group-by/--window), or choose equal-width bins "
             "here."
@@ -248,10 +249,8 @@ class Steps:
 
 def run_slices(datasets: Datasets, path: Path, kind: str, spec, s: SliceSettings,
                steps: Steps) -> dict:  # fmt: skip
-    """``{model: {"exact": ExactGroups, "doc": dict}}`` of one kind, computed on the cluster:
-    one pass over the dataset, then each model's sample."""
-    from distributed import KilledWorker
-
+    """``{model: {"exact": ExactGroups, "doc": dict}}`` of one kind: one pass over the
+    dataset, then each model's sample, on the cluster or streamed (:meth:`Datasets.engine`)."""
     from calibration_core.distributed.slices import (
         SliceSample,
         dataset_groups,
@@ -263,19 +262,16 @@ def run_slices(datasets: Datasets, path: Path, kind: str, spec, s: SliceSettings
                         s.min_rows)  # fmt: skip
     what = f"groups of {s.group}" if kind == "slices" else f"windows of {window_words(s.window)}"
     out: dict[str, dict] = {}
-    with datasets.client() as client:
-        try:
-            steps(0, f"{what}: exact sums of every row on the cluster")
-            found = dataset_groups(str(path), spec, client=client)
-            for j, (model, groups) in enumerate(found.items()):
-                steps(1, f"{what}, {model}: intervals on a sample of up to "
-                      f"{MAPS_SAMPLE_ROWS:,} rows ({j + 1} of {len(found)})")  # fmt: skip
-                exact = exact_groups(groups, spec, s.min_rows)
-                docs = model_slices(str(path), model, {kind: spec}, {kind: exact},
-                                    groups.time_column, drawn, client=client)  # fmt: skip
-                out[model] = {"exact": exact, "doc": docs[kind]}
-        except KilledWorker as exc:
-            raise killed_error(exc) from None
+    with datasets.engine() as where:
+        steps(0, f"{what}: exact sums of every row {datasets.where}")
+        found = dataset_groups(str(path), spec, **where)
+        for j, (model, groups) in enumerate(found.items()):
+            steps(1, f"{what}, {model}: intervals on a sample of up to "
+                  f"{MAPS_SAMPLE_ROWS:,} rows ({j + 1} of {len(found)})")  # fmt: skip
+            exact = exact_groups(groups, spec, s.min_rows)
+            docs = model_slices(str(path), model, {kind: spec}, {kind: exact},
+                                groups.time_column, drawn, **where)  # fmt: skip
+            out[model] = {"exact": exact, "doc": docs[kind]}
     return out
 
 
@@ -312,14 +308,15 @@ def group_view_of(info, exact, doc: dict, column: str, view: ViewSettings) -> Gr
                      exact.small, sample_intervals(doc))  # fmt: skip
 
 
-def evaluated_line(doc: dict, what: str) -> str:
-    """Which numbers are exact on every row and which come from the sample (and its size)."""
+def evaluated_line(doc: dict, what: str, where: str) -> str:
+    """Which numbers are exact on every row (summed ``where``: :attr:`Datasets.where`) and
+    which come from the sample (and its size)."""
     on = doc["intervals_evaluated_on"]
     found = (
         "the windows flagged above the reference" if "windows" in doc else "the homogeneity test"
     )
     return (
-        f"Exact on all {on['of']:,} rows (summed on the cluster): rows, {what}. On a "
+        f"Exact on all {on['of']:,} rows (summed {where}): rows, {what}. On a "
         f"reproducible uniform sample of {on['rows']:,} rows (seed {on['seed']}): the "
         f"intervals in brackets (bounds of the sample's estimates) and {found}."
     )
@@ -348,7 +345,8 @@ def dataset_group_views(
         info = model_info(name, stats["summaries"][model])
         doc = found["doc"]
         gv = group_view_of(info, found["exact"], doc, s.group, view)
-        line = evaluated_line(doc, "accuracy, ECE, MCE, Brier score, log-loss, the worst group")
+        what = "accuracy, ECE, MCE, Brier score, log-loss, the worst group"
+        line = evaluated_line(doc, what, datasets.where)
         out.append(DatasetSlice(model, [line], group=gv))
     return out
 
@@ -363,8 +361,8 @@ def dataset_time_views(
     out = []
     for model, found in entry["models"].items():
         doc = found["doc"]
-        lines = [evaluated_line(doc, "ECE, accuracy and mean confidence of every window and of "
-                                "the reference period")]  # fmt: skip
+        what = "ECE, accuracy and mean confidence of every window and of the reference period"
+        lines = [evaluated_line(doc, what, datasets.where)]
         if doc.get("intervals_error"):
             lines.append(f"No intervals: {doc['intervals_error']}")
         if view.notion != "confidence":

@@ -42,6 +42,8 @@ __all__ = [
     "add_digit_counts",
     "edge_targets",
     "frequency_statistics",
+    "merge_lists",
+    "piece_passes",
     "select_edges",
     "shared_value",
 ]
@@ -280,6 +282,16 @@ class InProcessPasses:
         return total
 
 
+def piece_passes(client: Any = None, passes: PiecePasses | None = None) -> PiecePasses:
+    """``passes``, or by default the Dask passes on ``client`` (None: Dask's current scheduler)."""
+    return DaskPasses(client) if passes is None else passes
+
+
+def merge_lists(parts: Sequence[list]) -> list:
+    """Concatenate the pieces' lists, in the order of the pieces."""
+    return [item for part in parts for item in part]
+
+
 def select_edges(passes: PiecePasses, pieces, count_pass, targets: dict, *args) -> dict:
     """The exact edges ``[0, e_1, ..., e_{M-1}, 1]`` of every key: three selection passes.
 
@@ -348,7 +360,7 @@ def frequency_statistics(
         exactly, sums to float rounding); ``parts`` are the sums of
         :meth:`~.summary.ModelSummary.score_parts` in the classwise bins.
     """
-    passes = DaskPasses(client) if passes is None else passes
+    passes = piece_passes(client, passes)
     if hasattr(source, "to_delayed"):
         raise CalibrationInputError(
             "equal-frequency bins on Dask read Parquet files again; pass the files (a path, "

@@ -31,15 +31,14 @@ from ..binning import ScoreBinCounter
 from ..notions import top_label
 from ..predictions import Predictions
 from ..slices.groups import MIN_GROUP_ROWS
-from .engine import require_dask, summary_batch_rows, tree_merge
+from .engine import summary_batch_rows
 from .frequency import (
-    DaskPasses,
+    PiecePasses,
     add_digit_counts,
     edge_targets,
     merge_counts,
-    run_graph,
+    piece_passes,
     select_edges,
-    shared_value,
 )
 from .pieces import (
     ReadOptions,
@@ -129,6 +128,7 @@ def group_frequency_bins(
     *,
     min_rows: int = MIN_GROUP_ROWS,
     client: Any = None,
+    passes: PiecePasses | None = None,
     label_column: str | None = None,
     renormalize: bool = False,
     name: str | None = None,
@@ -145,6 +145,9 @@ def group_frequency_bins(
         :func:`~.slices.dataset_groups` of the same files and spec (rows per key).
     min_rows : int
     client : distributed.Client, optional
+    passes : PiecePasses, optional
+        Where the passes run (:class:`~.frequency.InProcessPasses`: in this
+        process, without Dask); default ``DaskPasses(client)``.
 
     Returns
     -------
@@ -153,11 +156,11 @@ def group_frequency_bins(
         score sum and hits per bin (3, M), each block binned with its own
         exact edges; give them to :func:`~.slices.exact_groups` as ``bins``.
     """
-    require_dask()
+    passes = piece_passes(client, passes)
     options = ReadOptions(label_column, renormalize, name or dataset_name(source))
     pieces = find_pieces(source)
     layouts = {model: group_layout(g, spec, min_rows) for model, g in groups.items()}
-    owners = shared_value({model: layout.owners() for model, layout in layouts.items()})
+    owners = passes.share({model: layout.owners() for model, layout in layouts.items()})
     targets = {
         (model, b): edge_targets(n, spec.n_bins)
         for model, layout in layouts.items()
@@ -166,15 +169,12 @@ def group_frequency_bins(
     firsts = None
     if spec.rows_window:  # each piece's first row of each model, from the footers
         found = model_first_rows(pieces, options)
-        firsts = shared_value(
+        firsts = passes.share(
             {(p.path, p.row_group): f for p, f in zip(pieces, found, strict=True)}
         )
     args = (options, spec, owners, firsts)
-    edges = select_edges(DaskPasses(client), pieces, selection_piece, targets, *args)
-    task = require_dask().delayed(binning_piece, pure=True)
-    edges = shared_value(edges)
-    parts = [task(p, *args, edges) for p in pieces]
-    merged = run_graph(client, tree_merge(parts, merge=merge_bins))
+    edges = select_edges(passes, pieces, selection_piece, targets, *args)
+    merged = passes.run(binning_piece, pieces, (*args, passes.share(edges)), merge_bins)
     empty = np.zeros((3, spec.n_bins))  # a block without rows (none is expected)
     return {
         model: [merged.get((model, b), empty) for b in range(len(layout.blocks))]

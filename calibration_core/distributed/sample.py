@@ -20,7 +20,7 @@ from ..errors import CalibrationInputError
 from ..maps.registry import make_map
 from ..predictions import Predictions, with_extra
 from . import DEFAULT_SAMPLE_ROWS
-from .engine import require_dask
+from .frequency import PiecePasses, merge_lists, piece_passes
 from .pieces import (
     ReadOptions,
     dataset_name,
@@ -62,23 +62,23 @@ class SampleInfo:
 
 
 def sample_piece(
-    piece,
-    index: int,
+    item: tuple,
     options: ReadOptions,
     model: str,
     q: float,
     seed: int,
     columns: tuple[str, ...] = (),
-    first_rows: dict[str, int] | None = None,
-):
-    """Task: the sampled rows of ``model`` in one piece.
+) -> list:
+    """Task: the sampled rows of ``model`` in one piece, as a list of at most one.
 
-    Returns ``(probs, logits or None, labels, class names, other columns, row
-    numbers or None)``; the other columns are those of ``columns`` the piece has
-    (``Predictions.extra``); the row numbers, with ``first_rows``
-    (:func:`~.pieces.model_first_rows` of the piece), number the sampled rows
-    among the model's rows.
+    ``item`` is ``(piece, index, first_rows)``: the piece, its index among the
+    dataset's pieces (which seeds its draw) and, to number the sampled rows among
+    the model's rows, the piece's first row of each model
+    (:func:`~.pieces.model_first_rows`; else None). The one result is ``(probs,
+    logits or None, labels, class names, other columns, row numbers or None)``;
+    the other columns are those of ``columns`` the piece has (``Predictions.extra``).
     """
+    piece, index, first_rows = item
     for pred in read_piece(piece, options):
         if pred.name != model:
             continue
@@ -93,8 +93,8 @@ def sample_piece(
             except CalibrationInputError as exc:
                 raise CalibrationInputError(f"{piece.where}: {exc}") from None
         found = pred.probs[rows], logits, pred.labels[rows], tuple(pred.class_names), extra
-        return *found, numbers
-    return None
+        return [(*found, numbers)]
+    return []
 
 
 def sample_predictions(source, **options) -> tuple[Predictions, SampleInfo]:
@@ -114,6 +114,7 @@ def draw_sample(
     seed: int = 0,
     model: str | None = None,
     client: Any = None,
+    passes: PiecePasses | None = None,
     label_column: str | None = None,
     renormalize: bool = False,
     name: str | None = None,
@@ -132,6 +133,9 @@ def draw_sample(
     model : str, optional
         Default the dataset's name (files without a model column).
     client : distributed.Client, optional
+    passes : PiecePasses, optional
+        Where the pieces are read instead (:class:`~.frequency.InProcessPasses`:
+        in this process, without Dask); the same rows are drawn either way.
     columns : tuple of str
         Other columns of the files kept with the sampled rows
         (``Predictions.extra``: group or time columns); the same rows are drawn
@@ -147,7 +151,6 @@ def draw_sample(
         The sample, how it was drawn, and (with ``row_numbers``) the 0-based
         numbers of its rows, shape (rows,), increasing.
     """
-    dask = require_dask()
     if int(size) < 1:
         raise CalibrationInputError(f"the sample size must be at least 1, got {size!r}.")
     options = ReadOptions(label_column, renormalize, name or dataset_name(source))
@@ -156,12 +159,9 @@ def draw_sample(
     total = sum(p.n_rows for p in pieces)
     q = min(1.0, int(size) / total)
     firsts = model_first_rows(pieces, options) if row_numbers else [None] * len(pieces)
-    task = dask.delayed(sample_piece, pure=True)
-    columns = tuple(columns)
-    parts = [task(p, i, options, model, q, int(seed), columns, f)
-             for i, (p, f) in enumerate(zip(pieces, firsts, strict=True))]  # fmt: skip
-    results = dask.compute(*parts) if client is None else client.gather(client.compute(parts))
-    found = [r for r in results if r is not None]
+    items = [(p, i, f) for i, (p, f) in enumerate(zip(pieces, firsts, strict=True))]
+    args = (options, model, q, int(seed), tuple(columns))
+    found = piece_passes(client, passes).run(sample_piece, items, args, merge_lists)
     if not found:
         raise CalibrationInputError(f"the dataset has no rows of model {model!r}.")
     pred, numbers = _gathered(found, model, int(size), int(seed))

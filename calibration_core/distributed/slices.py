@@ -69,7 +69,8 @@ from ..slices.times import (
     window_starts,
 )
 from . import DEFAULT_SAMPLE_ROWS
-from .engine import require_dask, summary_batch_rows, tree_merge
+from .engine import summary_batch_rows
+from .frequency import PiecePasses, piece_passes
 from .pieces import (
     ReadOptions,
     dataset_name,
@@ -346,14 +347,14 @@ def batch_groups(table: pa.Table, ctx: Context, options: ReadOptions, spec: Grou
     return out
 
 
-def groups_piece(
-    piece, options: ReadOptions, spec: GroupSpec, first_rows: dict[str, int] | None = None
-) -> dict[str, ModelGroups]:
+def groups_piece(item: tuple, options: ReadOptions, spec: GroupSpec) -> dict[str, ModelGroups]:
     """Task: the groups of one row group of one file, batch by batch.
 
-    ``first_rows``: for windows of rows, the number of the piece's first row of
-    each model (:func:`~.pieces.model_first_rows`).
+    ``item`` is ``(piece, first_rows)``; ``first_rows``: for windows of rows, the
+    number of the piece's first row of each model (:func:`~.pieces.model_first_rows`),
+    else None.
     """
+    piece, first_rows = item
     rows = summary_batch_rows(piece)
     next_rows = None if first_rows is None else dict(first_rows)
     use = lambda table, ctx, opts: batch_groups(table, ctx, opts, spec, next_rows)  # noqa: E731
@@ -365,6 +366,7 @@ def dataset_groups(
     spec: GroupSpec,
     *,
     client: Any = None,
+    passes: PiecePasses | None = None,
     label_column: str | None = None,
     renormalize: bool = False,
     name: str | None = None,
@@ -377,19 +379,19 @@ def dataset_groups(
         As in :func:`~calibration_core.distributed.dataset_summaries` (Parquet).
     spec : GroupSpec
     client : distributed.Client, optional
+    passes : PiecePasses, optional
+        Where the pass runs (:class:`~.frequency.InProcessPasses`: in this
+        process, without Dask); default ``DaskPasses(client)``.
 
     Returns
     -------
     dict of str to ModelGroups
     """
-    dask = require_dask()
     options = ReadOptions(label_column, renormalize, name or dataset_name(source))
-    task = dask.delayed(groups_piece, pure=True)
     pieces = find_pieces(source)
     firsts = model_first_rows(pieces, options) if spec.rows_window else [None] * len(pieces)
-    parts = [task(p, options, spec, f) for p, f in zip(pieces, firsts, strict=True)]
-    total = tree_merge(parts, merge=merge_groups)
-    result = total.compute() if client is None else client.compute(total).result()
+    items = list(zip(pieces, firsts, strict=True))
+    result = piece_passes(client, passes).run(groups_piece, items, (options, spec), merge_groups)
     if not result:
         raise CalibrationInputError("the dataset has no rows.")
     return result
@@ -768,6 +770,7 @@ def model_slices(
     drawn: SliceSample,
     *,
     client: Any = None,
+    passes: PiecePasses | None = None,
     label_column: str | None = None,
     renormalize: bool = False,
 ) -> dict[str, Any]:
@@ -792,14 +795,18 @@ def model_slices(
         The time column the windows were computed on (:attr:`ModelGroups.time_column`).
     drawn : SliceSample
     client : distributed.Client, optional
+        Where the sample is drawn and its reports run (None: the reports run here).
+    passes : PiecePasses, optional
+        Where the sample is drawn instead (:class:`~.frequency.InProcessPasses`:
+        in this process, the same rows as on Dask).
     """
     from .sample import draw_sample
 
     columns = (*specs["slices"].columns,) if "slices" in specs else ()
     columns += (time_column,) if time_column else ()
     sample, info, numbers = draw_sample(
-        source, size=drawn.rows, seed=drawn.seed, client=client, model=name, columns=columns,
-        label_column=label_column, renormalize=renormalize,
+        source, size=drawn.rows, seed=drawn.seed, client=client, passes=passes, model=name,
+        columns=columns, label_column=label_column, renormalize=renormalize,
         row_numbers="time" in specs and specs["time"].rows_window,
     )  # fmt: skip
     on = {"rows": info.rows, "seed": info.seed, "of": int(next(iter(exact.values())).sizes.sum())}

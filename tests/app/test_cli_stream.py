@@ -90,7 +90,7 @@ def test_stream_is_the_default_for_a_folder_or_a_glob_only(logs, capsys):
 
 
 def test_stream_refuses_what_needs_rows_in_memory(logs, capsys):
-    for option in (["--maps", "temperature"], ["--measures"], ["--group-by", "model"]):
+    for option in (["--maps", "temperature"], ["--measures"]):
         assert main(["evaluate", str(logs), *option]) == 1
         err = capsys.readouterr().err
         assert f"{option[0]}: the streaming engine computes" in err and "--engine dask" in err
@@ -100,6 +100,8 @@ def test_stream_refuses_what_needs_rows_in_memory(logs, capsys):
     )
     assert main(["evaluate", str(logs), "--workers", "2"]) == 1
     assert "need --engine dask" in capsys.readouterr().err
+    assert main(["evaluate", str(logs), "--sample-rows", "100"]) == 1
+    assert "--sample-rows needs --engine dask (or --engine stream with" in (capsys.readouterr().err)
 
 
 def test_evaluate_on_the_stream_engine_does_not_import_dask(logs):
@@ -114,3 +116,58 @@ def test_evaluate_on_the_stream_engine_does_not_import_dask(logs):
                            check=True)  # fmt: skip
     assert found.stderr.strip().splitlines()[-1] == "[]"
     assert json.loads(found.stdout)["settings"]["engine"] == "stream"
+
+
+@pytest.fixture
+def timed_logs(logs):
+    """The files of :func:`logs` with a ``region`` and a ``time`` column, row groups of 300."""
+    rng = np.random.default_rng(31)
+    for path in sorted(logs.glob("*.parquet")):
+        table = pq.read_table(path)
+        n = table.num_rows
+        region = rng.choice(["north", "south", "east"], n)
+        days = rng.integers(0, 4, n).astype("timedelta64[D]") + np.datetime64("2024-03-01")
+        table = table.append_column("region", pa.array(region))
+        table = table.append_column("time", pa.array(days.astype("datetime64[s]")))
+        pq.write_table(table, path, row_group_size=300)  # one model per row group
+    return logs
+
+
+@pytest.mark.parametrize(
+    "option",
+    [
+        ["--group-by", "region", "--group-maps", "temperature"],
+        ["--group-by", "region", "--scheme", "frequency"],
+        ["--window", "1d"],
+        ["--window", "500rows", "--scheme", "frequency"],
+    ],
+)
+def test_stream_groups_and_windows_equal_the_dask_ones(dask_client, timed_logs, capsys, option):
+    options = [str(timed_logs), "--bins", "8", "--sample-rows", "900", *option]
+    streamed = _evaluate(capsys, *options, "--engine", "stream")
+    address = dask_client.scheduler.address
+    on_dask = _evaluate(capsys, *options, "--engine", "dask", "--scheduler", address)
+    assert streamed["settings"].pop("engine") == "stream"
+    assert on_dask["settings"].pop("engine") == "dask"
+    _assert_equal_documents(streamed, on_dask)
+    key = "slices" if option[0] == "--group-by" else "time"
+    assert all(key in m for m in streamed["models"])
+    assert streamed["settings"]["sample_rows"] == 900
+
+
+def test_stream_groups_do_not_import_dask(timed_logs):
+    code = (
+        "import sys\n"
+        "from app.cli import main\n"
+        f"args = [{str(timed_logs)!r}, '--group-by', 'region', '--scheme', 'frequency', "
+        "'--format', 'json']\n"
+        "assert main(['evaluate', *args]) == 0\n"
+        "print(sorted(m for m in ('dask', 'distributed') if m in sys.modules), file=sys.stderr)\n"
+    )
+    found = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                           check=True)  # fmt: skip
+    assert found.stderr.strip().splitlines()[-1] == "[]"
+    doc = json.loads(found.stdout)
+    assert doc["settings"]["engine"] == "stream"
+    groups = [g["group"] for g in doc["models"][0]["slices"]["groups"]]
+    assert groups == ["region=east", "region=north", "region=south"]

@@ -311,3 +311,45 @@ def test_windows_of_n_rows_pass_through_to_the_engine(ctx, datasets_dir):
     for mine, theirs in zip(got["windows"], want["windows"], strict=True):
         assert abs(mine["ece"] - theirs["ece"]) <= TOL
     assert "5 windows of 120 rows (row order)" in time_subtitle(got, view)
+
+
+def _assert_same_documents(a, b) -> None:
+    """Equal documents, floats within 1e-12 relative (NaN equal to NaN)."""
+    if isinstance(a, dict):
+        assert list(a) == list(b)
+        for key in a:
+            _assert_same_documents(a[key], b[key])
+    elif isinstance(a, (list, tuple)):
+        assert len(a) == len(b)
+        for x, y in zip(a, b, strict=True):
+            _assert_same_documents(x, y)
+    elif isinstance(a, float):
+        assert a == pytest.approx(b, rel=1e-12, abs=1e-15, nan_ok=True), (a, b)
+    else:
+        assert a == b
+
+
+def test_without_a_scheduler_groups_and_windows_are_the_cluster_ones(ctx, tmp_path, datasets_dir):
+    """Streamed in the job's process (no DASK_SCHEDULER_ADDRESS): the same exact groups and
+    windows, the same sample and so the same intervals, test and flags as on the cluster."""
+    streamed = _context(tmp_path / "streamed", datasets_dir, None)
+    sid = new_session_id()
+    slices = _controls(group="region", window="1w", reference="2")
+    for context in (streamed, ctx):
+        assert _job(context, sid, "events", slices)["error"] is None
+    view = parse_view("confidence", None, "width", 10, "wilson", 0.95)
+    s = parse_slices(**slices)
+    for views in (dataset_group_views, dataset_time_views):
+        here, there = (views(c.datasets, sid, "events", s, view) for c in (streamed, ctx))
+        assert [g.model for g in here] == [g.model for g in there] == ["a", "b"]
+        for mine, theirs in zip(here, there, strict=True):
+            if views is dataset_time_views:
+                _assert_same_documents(mine.time, theirs.time)
+                continue
+            assert mine.group.report.groups.labels == theirs.group.report.groups.labels
+            for name, values in theirs.group.report.metrics.items():
+                np.testing.assert_allclose(mine.group.report.metrics[name], values, rtol=1e-12)
+            _assert_same_documents(mine.group.intervals, theirs.group.intervals)
+    shown = _text(slices_panel(streamed, sid, "events", None, slices, RawSettings(n_bins=10)))
+    assert "(summed in this server)" in shown and "reproducible uniform sample of" in shown
+    streamed.store.close()

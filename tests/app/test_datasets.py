@@ -120,9 +120,9 @@ def _run(ctx, sid, name):
 
 
 # ---------------------------------------------------------------- settings
-def test_datasets_dir_needs_a_scheduler_address_and_a_directory(tmp_path):
-    with pytest.raises(ConfigError, match="DASK_SCHEDULER_ADDRESS"):
-        AppConfig.from_env({"DATASETS_DIR": str(tmp_path)})
+def test_datasets_dir_needs_a_directory_and_a_scheduler_is_optional(tmp_path):
+    streamed = AppConfig.from_env({"DATASETS_DIR": str(tmp_path)})  # the streaming engine
+    assert streamed.datasets_dir == tmp_path and streamed.dask_scheduler_address is None
     with pytest.raises(ConfigError, match="not a directory"):
         AppConfig.from_env(
             {"DATASETS_DIR": str(tmp_path / "no"), "DASK_SCHEDULER_ADDRESS": "tcp://h:8786"}
@@ -729,3 +729,96 @@ def test_the_dataset_view_follows_the_parts_box(tmp_path, datasets_dir):
     callbacks = create_app(config).callback_map
     (view,) = [c for key, c in callbacks.items() if f"{ids.DATASET_VIEW}.children" in key]
     assert f"{ids.SCORE_PARTS}.value" in {f"{i['id']}.{i['property']}" for i in view["inputs"]}
+
+
+# ------------------------------------------------------------ without a scheduler
+@pytest.fixture
+def streamed(tmp_path, datasets_dir) -> AppContext:
+    """The page's datasets without ``DASK_SCHEDULER_ADDRESS``: the streaming engine."""
+    base = make_context(tmp_path / "streamed")
+    datasets = Datasets(datasets_dir, None, tmp_path / "streamed" / "datasets", 3600)
+    context = AppContext(config=base.config, store=base.store, sessions=base.sessions,
+                         datasets=datasets)  # fmt: skip
+    yield context
+    context.store.close()
+
+
+def _assert_rows_equal(mine: list[dict], theirs: list[dict], tol: float) -> None:
+    assert [(r["model"], r.get("map")) for r in mine] == [
+        (r["model"], r.get("map")) for r in theirs
+    ]
+    for a, b in zip(mine, theirs, strict=True):
+        assert a.keys() == b.keys()
+        for key, value in a.items():
+            if isinstance(value, float):
+                assert abs(value - b[key]) <= tol * max(1.0, abs(value)), (a["model"], key)
+
+
+def test_without_a_scheduler_a_dataset_is_streamed_to_the_dask_numbers(ctx, streamed):
+    """The same view, equal-frequency bins and maps on the sample as on the cluster, computed
+    in the job's own process; the page says where."""
+    assert not streamed.datasets.on_cluster and ctx.datasets.on_cluster
+    sid = new_session_id()
+    raw = RawSettings(scheme="frequency", n_bins=7, handles=[])
+    said = {}
+    for context in (streamed, ctx):
+        state, progress = _run_with(context, sid, "logs", raw)
+        assert state["error"] is None, state
+        said[context.datasets.on_cluster] = " ".join(p[2] for p in progress)
+    assert "3,600 of 3,600 rows summarised in this server" in said[False]
+    assert "four passes over the data in this server" in said[False]
+    shown = str(dataset_panel(streamed, sid, "logs", state, RawSettings(n_bins=15)))
+    assert "summarised streamed in this server" in shown
+    here, there = (c.datasets.cached(sid, "logs")["summaries"] for c in (streamed, ctx))
+    assert list(here) == list(there) == ["logs", "main", "other"]
+    frequency = [c.datasets.cached_frequency(sid, "logs", 7) for c in (streamed, ctx)]
+    for notion, value in (("confidence", None), ("class", "2")):
+        for scheme, m in (("width", 15), ("width", 100), ("frequency", 7)):
+            view = parse_view(notion, value, scheme, m, "wilson", 0.95)
+            mine = dataset_view("logs", here, view, frequency[0]).rows
+            _assert_rows_equal(mine, dataset_view("logs", there, view, frequency[1]).rows, TOL)
+    for name in here:
+        got, want = frequency[0][name]["classwise"], frequency[1][name]["classwise"]
+        np.testing.assert_array_equal(got.edges, want.edges)
+        np.testing.assert_array_equal(got.count, want.count)
+    fit = RawSettings(maps=["temperature", "isotonic"], folds=3, handles=[])
+    for context in (streamed, ctx):
+        state, progress = _fit_maps(context, sid, "logs", fit)
+        assert state["error"] is None, state
+        if context is streamed:
+            assert "cross-fitting isotonic, temperature in this server" in progress[-2][2]
+    entries = [c.datasets.cached_maps(sid, "logs") for c in (streamed, ctx)]
+    for model, found in entries[0]["models"].items():
+        assert found["info"] == entries[1]["models"][model]["info"]  # the same sample
+    shown_maps = str(maps_panel(streamed, sid, "logs", state, fit))
+    assert "(seed 0; logs: 2,100 of 3,600 rows" in shown_maps and "streamed in this server" in (
+        shown_maps
+    )
+    view_raw = RawSettings(maps=["temperature", "isotonic"], n_bins=10, handles=[])
+    mine = maps_view_of(entries[0], here, view_raw).rows
+    _assert_rows_equal(mine, maps_view_of(entries[1], there, view_raw).rows, 1e-9)
+
+
+def test_without_a_scheduler_the_jobs_run_under_the_job_limits(streamed, ctx, monkeypatch):
+    """On a cluster the page's dataset jobs only wait (no limit of the web side); streamed,
+    they do the work in the job's process, so they run under the limits of every job."""
+    from dash import Dash
+
+    from app.callbacks import datasets as wiring
+    from app.callbacks.groups import dataset as group_wiring
+
+    kinds: list[tuple[str, bool]] = []
+
+    def register_job(app, _ctx, _ids, _triggers, _states, what, _runner, cluster=False):
+        kinds.append((what, cluster))
+
+    monkeypatch.setattr(wiring, "register_job", register_job)
+    monkeypatch.setattr(group_wiring, "register_job", register_job)
+    for context, on_cluster in ((streamed, False), (ctx, True)):
+        kinds.clear()
+        wiring.register(Dash(__name__), context)
+        assert kinds == [
+            ("dataset computation", on_cluster),
+            ("maps of a dataset", on_cluster),
+            ("per group and over time of a dataset", on_cluster),
+        ]

@@ -124,3 +124,30 @@ def test_bad_rows_name_their_file_and_rows(tmp_path):
         stream_summaries(path)
     with pytest.raises(CalibrationInputError, match="no Parquet file matches"):
         stream_summaries(str(tmp_path / "none" / "*.parquet"))
+
+
+def test_the_sample_drawn_in_process_is_the_dask_sample(tmp_path):
+    """The same seed draws the same rows, in the same order, with their columns and row
+    numbers: each piece's draw is seeded by its index, wherever the piece is read."""
+    from calibration_core.distributed.frequency import InProcessPasses
+    from calibration_core.distributed.sample import draw_sample
+
+    path, _ = _dataset(tmp_path / "logs", 3)
+    for file in sorted((tmp_path / "logs").glob("*.parquet")):
+        table = pq.read_table(file)
+        region = np.array(["north", "south"])[np.arange(table.num_rows) % 2]
+        pq.write_table(table.append_column("region", pa.array(region)), file,
+                       row_group_size=700)  # fmt: skip
+    drawn = {}
+    for size, seed in ((500, 0), (500, 3), (10_000, 1)):  # 10,000 > 7,500 rows: every row
+        common = {"size": size, "seed": seed, "columns": ("region",), "row_numbers": True}
+        here, here_info, here_rows = draw_sample(path, passes=InProcessPasses(), **common)
+        there, there_info, there_rows = draw_sample(path, **common)  # Dask's local scheduler
+        assert here_info == there_info and here.n_samples == here_info.rows <= size
+        np.testing.assert_array_equal(here.probs, there.probs)
+        np.testing.assert_array_equal(here.labels, there.labels)
+        np.testing.assert_array_equal(here.extra["region"], there.extra["region"])
+        np.testing.assert_array_equal(here_rows, there_rows)
+        drawn[seed] = here_rows
+    assert drawn[1].shape == (7500,)
+    assert not np.array_equal(drawn[0][:400], drawn[3][:400])  # another seed, other rows

@@ -1,11 +1,11 @@
-"""A picked dataset's "Per group" and "Over time": its cluster job and its view (thin).
+"""A picked dataset's "Per group" and "Over time": its job and its view (thin).
 
 * The controls' columns (:func:`slice_options`) are the picked dataset's Parquet
   schema's other columns; a value the new dataset does not have is cleared.
-* The job (:func:`run_slices_job`, a :func:`~app.job_limits.cluster_job`
-  registered with the Diagnostics section's job wiring: progress bar, cancel
-  button) computes what the settings ask for and is not kept
-  (:func:`app.groups.dataset.compute_slices`). It starts on Compute, or on a
+* The job (:func:`run_slices_job`, registered with the Diagnostics section's job
+  wiring: progress bar, cancel button; a :func:`~app.job_limits.cluster_job` on a
+  Dask scheduler, else under the job limits of uploads) computes what the settings
+  ask for and is not kept (:func:`app.groups.dataset.compute_slices`). It starts on Compute, or on a
   request (:func:`slices_request`) written when a control, the dataset or the
   bin count changes to settings that are not kept: kept ones are drawn at once,
   without a job (Dash would hold the view until a started job ends).
@@ -65,7 +65,7 @@ SLICE_PROPS = {
 VIEW_FIELDS = ("notion", "class_value", "scheme", "n_bins", "band", "level")
 PICK = (
     "Pick a column under Group by for calibration per group, or a window for calibration over "
-    "time: the job starts on the cluster at once."
+    "time: the job starts at once."
 )
 NOT_COMPUTED = (
     "{what} of dataset {name}: not computed for these settings yet. The job starts when a "
@@ -226,7 +226,7 @@ def slices_panel(
 
 
 def register(app, ctx: AppContext) -> None:
-    """The block's columns, its cluster job and its view (called with the datasets')."""
+    """The block's columns, its job and its view (called with the datasets')."""
     options_output = [
         Output(ids.DATASET_SLICES, "hidden"),
         Output(ids.DATASET_GROUP_SELECT, "options"),
@@ -261,7 +261,7 @@ def register(app, ctx: AppContext) -> None:
         },
         "per group and over time of a dataset",
         run_slices_job,
-        cluster=True,
+        cluster=ctx.datasets.on_cluster,
     )
     output = Output(ids.DATASET_SLICES_VIEW, "children")
     inputs = {

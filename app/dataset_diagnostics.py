@@ -61,7 +61,7 @@ WHOLE_ESTIMATORS_NOTE = (
 #: Why a dataset's estimators are on the sample, when its equal-frequency bins are missing.
 SAMPLE_ESTIMATORS_NOTE = (
     "On the sample: the adaptive and L2 estimators need equal-mass bins. Pick equal-frequency "
-    "bins of this count and press Compute for the all-rows values (four passes on the cluster)."
+    "bins of this count and press Compute for the all-rows values (four passes over the data)."
 )
 
 

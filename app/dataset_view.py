@@ -12,8 +12,8 @@ With the page's parts box ticked the row adds the Brier and log-loss parts
 parts of a model with more than two classes are not mergeable, and a note says so).
 
 Equal-frequency bins are computed on demand (their edges are order statistics
-of the whole dataset: four more passes over the data on the cluster, per bin
-count; :func:`~calibration_core.distributed.frequency_statistics`, exact) and
+of the whole dataset: four more passes over the data, on the cluster or
+streamed, per bin count; :func:`~calibration_core.distributed.frequency_statistics`, exact) and
 kept per bin count. The cumulative diagram is drawn from the cells too
 (:func:`app.curves.summary_curve_view`: exact at every cell edge, the curve's
 range between edges shaded, KS and Kuiper bracketed). What needs the rows is
@@ -87,8 +87,8 @@ DATASET_CLASSES_SHOWN = ALL_CLASSES_SHOWN
 FREQUENCY_NOTE = (
     "Equal-frequency bins of a dataset are not in its cached statistics: their edges are "
     "order statistics of the whole dataset, found exactly in four more passes over the data "
-    "on the cluster, for each bin count. Press Compute to compute {n_bins} equal-frequency "
-    "bins, or choose equal-width bins (any count 1..100), drawn at once."
+    "(on the cluster or streamed), for each bin count. Press Compute to compute {n_bins} "
+    "equal-frequency bins, or choose equal-width bins (any count 1..100), drawn at once."
 )
 KIND_NOTES = {
     "smooth": "The whole dataset shows its binned reliability diagram instead; the maps' "

@@ -211,7 +211,7 @@ def _dataset_picker(datasets: list[str] | None) -> list:
                 dcc.Dropdown(
                     id=ids.DATASET_SELECT,
                     options=[{"label": name, "value": name} for name in datasets],
-                    placeholder="Server dataset (computed on the cluster)"
+                    placeholder="Server dataset (computed on the server)"
                     if datasets
                     else "No dataset on this server yet",
                     className="dataset-select",

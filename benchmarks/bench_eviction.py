@@ -80,6 +80,7 @@ def start(tree: Path, cache_dir: Path, port: int, bound_mb: int, quota_mb: int):
     env = {
         **os.environ,
         "APP_ENV": "production",
+        "ALLOWED_HOSTS": "127.0.0.1,localhost",
         "SECRET_KEY": secrets.token_hex(32),
         "SESSION_COOKIE_SECURE": "0",
         "CACHE_DIR": str(cache_dir),

@@ -98,6 +98,7 @@ def start_server(
         THREADS=str(threads),
         CACHE_DIR=str(cache_dir),
         APP_ENV="production",
+        ALLOWED_HOSTS="127.0.0.1,localhost",
         SECRET_KEY=secrets.token_hex(32),
         PYTHONPATH=str(REPO),
     )

@@ -276,8 +276,11 @@ def test_a_killed_local_job_is_reported(local_app, dash_tab, make_csv):
     status, answer = fit.result(timeout=60)
     assert status == 200
     error = fit_state(answer)["error"]
-    assert error == (
-        "The fitting job stopped: its process ended without an answer (killed by signal 9)."
+    # The exit status is known when this process reaps the child; another job's start
+    # (Dash's multiprocess.Process.start reaps finished children) may reap it first.
+    assert error in (
+        "The fitting job stopped: its process ended without an answer (killed by signal 9).",
+        "The fitting job stopped: its process ended without an answer.",
     )
 
 

@@ -108,3 +108,46 @@ def test_one_signed_in_user_with_many_sessions_cannot_fail_another_users_upload(
     ).get_json()
     assert not body["errors"], body
     assert len(body["models"]) == 1
+
+
+def _model(seed: int):
+    from app.store.records import warm
+    from calibration_core import Predictions
+
+    rng = np.random.default_rng(seed)
+    p = rng.dirichlet(np.ones(3), size=20_000)
+    return warm(Predictions.from_probs(p, rng.integers(0, 3, 20_000), name=f"m{seed}"))
+
+
+def test_a_client_over_its_share_loses_its_oldest_session_to_a_new_client(tmp_path):
+    from app.session import new_session_id
+    from app.store.budget import StoreFull
+    from app.store.data_store import SHARE_EVICTED_MESSAGE, DataStore
+
+    # No quota per client and no reserve: one client can fill the store, as before the fix;
+    # a newcomer within its fair share then takes the room of the largest client's oldest
+    # session (none of them idle), and the one evicted is told why.
+    store = DataStore(tmp_path, size_limit_bytes=24 * MB, store_reserve=0.0)
+    greedy = []
+    with pytest.raises(StoreFull, match="server is full"):
+        for seed in range(40):
+            sid = new_session_id()
+            store.add_models(sid, [_model(seed)], "a.csv", client="addr:203.0.113.66")
+            greedy.append(sid)
+    [info] = store.add_models(new_session_id(), [_model(99)], "b.csv", client="addr:198.51.100.7")
+    assert info.name == "m99"
+    assert store.uploaded_models(greedy[0]) == []
+    assert store.lost_data_message(greedy[0]) == SHARE_EVICTED_MESSAGE
+    assert store.uploaded_models(greedy[-1]), "more was evicted than needed"
+    # The greedy client, over its share, cannot evict the newcomer in turn.
+    with pytest.raises(StoreFull, match="server is full"):
+        store.add_models(new_session_id(), [_model(7)], "a.csv", client="addr:203.0.113.66")
+
+
+def test_the_quota_per_client_is_capped_by_the_reserve(tmp_path):
+    from app.store.data_store import DataStore
+
+    store = DataStore(tmp_path, size_limit_bytes=100 * MB, max_client_bytes=90 * MB)
+    assert store.budget.client_limit() == int(80 * MB * 0.75)
+    store = DataStore(tmp_path, size_limit_bytes=100 * MB, max_client_bytes=10 * MB)
+    assert store.budget.client_limit() == 10 * MB

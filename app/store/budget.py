@@ -256,15 +256,16 @@ class StoreBudget:
     def _evict_over_share(self, client: str, need: int, limit: int) -> bool:
         """Evict sessions of clients over their fair share for ``client``; whether it now fits.
 
-        The fair share is ``limit`` divided by the clients storing data (``client``
+        The fair share is ``limit`` divided by the clients storing data files (``client``
         included); nothing is evicted unless ``client`` stays within it. The largest
         client loses its least recently used sessions first, each client only while
         it is over the share.
         """
         groups = self.clients()
         groups.setdefault(client, [])
-        share = limit // len(groups)
         used = {c: sum(size for _, size, _ in sessions) for c, sessions in groups.items()}
+        storing = sum(1 for c, n in used.items() if n > 0 or c == client)
+        share = limit // storing
         if used[client] + need > share:
             return False
         for victim in sorted(groups, key=used.__getitem__, reverse=True):

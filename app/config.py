@@ -46,6 +46,17 @@ Variable                      Meaning                                       Defa
 ``SESSION_QUOTA_MB``          Data one session may keep in the disk store:  1024
                               parsed uploads (arrays, sorted scores, soft
                               labels) and fitted maps.
+``CLIENT_QUOTA_MB``           Data one client may keep over all its         2 x
+                              sessions: the signed-in user with basic       ``SESSION_QUOTA_MB``
+                              auth, else the client address (from a proxy
+                              of ``FORWARDED_ALLOW_IPS``); never more than
+                              the uploads' share less the reserve below.
+``STORE_RESERVE_PERCENT``     Share of the uploads' room no single client   25
+                              may take (kept for other users); when the
+                              store is full, a client over its fair share
+                              (the room divided by the clients storing
+                              data) loses its least recently used
+                              sessions to make room for one under it.
 ``IDLE_EVICTION_SECONDS``     Idle time after which a session's data may    3600
                               be evicted when the store is full (its page
                               then says so).
@@ -129,6 +140,8 @@ from typing import TypeVar
 
 ENVIRONMENTS = ("development", "production")
 MB = 1024 * 1024
+#: Most of the uploads' room ``STORE_RESERVE_PERCENT`` may keep from any one client.
+MAX_RESERVE_PERCENT = 90
 T = TypeVar("T")
 
 
@@ -468,6 +481,8 @@ def _settings_from_env(env: Mapping[str, str], problems: list[str]) -> dict[str,
         "session_ttl_seconds": number("SESSION_TTL_SECONDS", 86_400, minimum=60),
         "max_models_per_session": number("MAX_MODELS_PER_SESSION", 20),
         "session_quota_mb": number("SESSION_QUOTA_MB", 1024),
+        "client_quota_mb": number("CLIENT_QUOTA_MB", None),
+        "store_reserve_percent": number("STORE_RESERVE_PERCENT", 25, minimum=0),
         "idle_eviction_seconds": number("IDLE_EVICTION_SECONDS", 3600, minimum=60),
         "allowed_origins": parsed(_origins_env, ()),
         "allowed_hosts": split_list(env.get("ALLOWED_HOSTS")),
@@ -522,6 +537,10 @@ class AppConfig:
     session_ttl_seconds: int = 86_400
     max_models_per_session: int = 20
     session_quota_mb: int = 1024
+    #: Data one client (signed-in user, else address) may keep; None: 2 x ``session_quota_mb``.
+    client_quota_mb: int | None = None
+    #: Percent of the uploads' room no single client may take (app.store.budget).
+    store_reserve_percent: int = 25
     # Store admission and cross-site request checks (app.store.budget, app.origin_check).
     idle_eviction_seconds: int = 3600
     #: Origins (``scheme://host[:port]``) besides the app's own that may send POSTs.
@@ -566,8 +585,19 @@ class AppConfig:
             object.__setattr__(self, "datasets_dir", Path(self.datasets_dir))
         collect_problem(problems, check_datasets, self.datasets_dir, self.dask_scheduler_address)
         collect_problem(problems, check_job_queue, self.redis_url)
+        if not 0 <= self.store_reserve_percent <= MAX_RESERVE_PERCENT:
+            problems.append(
+                f"STORE_RESERVE_PERCENT must be between 0 and {MAX_RESERVE_PERCENT}, got "
+                f"{self.store_reserve_percent}."
+            )
         if problems:
             raise ConfigError(*problems)
+
+    @property
+    def client_quota_bytes(self) -> int:
+        """``CLIENT_QUOTA_MB`` in bytes (2 x ``SESSION_QUOTA_MB`` when unset)."""
+        quota = self.client_quota_mb or 2 * self.session_quota_mb
+        return quota * MB
 
     @property
     def memory_processes(self) -> int:

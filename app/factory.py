@@ -111,6 +111,8 @@ def _open_store(config: AppConfig, cache_dir: Path, shared=None) -> DataStore:
             memory_bytes=config.memory_cache_bytes,
             max_models_per_session=config.max_models_per_session,
             max_session_bytes=config.session_quota_mb * MB,
+            max_client_bytes=config.client_quota_bytes,
+            store_reserve=config.store_reserve_percent / 100,
             shared=shared,
         )
     except Exception as exc:  # sqlite3 / OS errors of an unusable directory
@@ -180,6 +182,7 @@ def _install_server(
         sessions=ctx.sessions,
         parser=ctx.upload_parser,
         max_upload_mb=config.max_upload_mb,
+        per_user=bool(config.basic_auth),
     )
     register_export_route(server, ctx)
     register_statistics_route(server)

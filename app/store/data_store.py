@@ -39,8 +39,11 @@ Keys
     :mod:`app.verdict`), computed once for all workers
     (:meth:`DataStore.shared_result`), and the claim of whoever computes it.
 ``evicted:<sid>``
-    Tombstone of a session whose data was removed to make room
+    Tombstone of a session whose data was removed to make room, and why
     (:mod:`app.store.budget`), until it uploads again.
+``client:<sid>``
+    The client the session belongs to (``user:<name>`` or ``addr:<address>``,
+    under its tag), for the quota per client (:mod:`app.store.budget`).
 ``used:<sid>``
     When the session was last used (epoch seconds, under its tag): written
     by the sweeper at most once a minute (:mod:`app.store.upkeep`), read by
@@ -59,10 +62,13 @@ in memory and written by each process's sweeper thread at most once a minute
 and drops the memory of data that expired or was evicted. Everything a session
 stores (its record, uploads, soft labels, fitted maps) carries its id as
 diskcache tag; one session may keep at most ``max_models_per_session``
-models and ``max_session_bytes`` of data, fitted maps included. The whole
-store has a hard size bound (:mod:`app.store.budget`): large writes are
-admitted first, only idle sessions' data is ever evicted to make room (their
-page then says so), and otherwise the write is refused as "server full".
+models and ``max_session_bytes`` of data, fitted maps included, and all the
+sessions of one client (signed-in user or address) at most
+``max_client_bytes`` together. The whole store has a hard size bound
+(:mod:`app.store.budget`): large writes are admitted first, only idle
+sessions' data, or that of a client over its fair share, is ever evicted to
+make room (their page then says so), and otherwise the write is refused as
+"server full".
 
 Storage faults: when the disk is full or read-only, writes raise
 :class:`StorageUnavailable` (a readable message, shown as a banner until a
@@ -95,7 +101,7 @@ from calibration_core import Predictions
 from calibration_core.demo import demo_predictions
 
 from ..settings import HeldOut
-from .budget import StoreBudget, StoreFull, mb
+from .budget import CLIENT_PREFIX, OVER_SHARE, StoreBudget, StoreFull, mb
 from .disk import (
     BUSY_MESSAGE,
     DISK_ERRORS,
@@ -143,6 +149,11 @@ EVICTED_MESSAGE = (
     "Your uploaded models were removed to make room for other users' uploads: the server's "
     "storage was full and this session had been idle. Upload your files again."
 )
+SHARE_EVICTED_MESSAGE = (
+    "Your uploaded models were removed to make room for other users' uploads: the server's "
+    "storage was full and your sessions held more than an equal share of it. Upload your "
+    "files again when you need them."
+)
 
 
 log = logging.getLogger("calibration_dashboard.store")
@@ -178,6 +189,11 @@ class DataStore:
     max_session_bytes : int
         Bound of the data one session may store: uploaded arrays (with their
         sorted scores), soft labels and fitted maps' calibrated copies.
+    max_client_bytes : int, optional
+        Bound of the data all sessions of one client may store together
+        (``CLIENT_QUOTA_MB``); None: only the reserve bounds it.
+    store_reserve : float
+        Share of the uploads' room no single client may take (``STORE_RESERVE_PERCENT`` / 100).
     demo_seed : int
     shared : sequence of Predictions, optional
         The models every session sees in place of the built-in demo (the
@@ -197,6 +213,8 @@ class DataStore:
         memory_bytes: int = 1 << 30,
         max_models_per_session: int = 20,
         max_session_bytes: int = 1 << 30,
+        max_client_bytes: int | None = None,
+        store_reserve: float = 0.25,
         demo_seed: int = 0,
         shared: Sequence[Predictions] | None = None,
         sweep_seconds: float = SWEEP_SECONDS,
@@ -211,7 +229,12 @@ class DataStore:
         )
         self.ttl = int(ttl_seconds)
         self.budget = StoreBudget(
-            self.cache, int(size_limit_bytes), int(idle_eviction_seconds), self.ttl
+            self.cache,
+            int(size_limit_bytes),
+            int(idle_eviction_seconds),
+            self.ttl,
+            client_bytes=max_client_bytes,
+            reserve=store_reserve,
         )
         self.max_models = int(max_models_per_session)
         self.max_session_bytes = int(max_session_bytes)
@@ -298,8 +321,12 @@ class DataStore:
         return None
 
     def lost_data_message(self, sid: str | None) -> str:
-        """Why a session's models are gone: removed to make room, or expired."""
-        return EVICTED_MESSAGE if self.budget.was_evicted(sid) else EXPIRED_MESSAGE
+        """Why a session's models are gone: removed to make room (idle, or its client over
+        its share), or expired."""
+        why = self.budget.eviction_reason(sid)
+        if why is None:
+            return EXPIRED_MESSAGE
+        return SHARE_EVICTED_MESSAGE if why == OVER_SHARE else EVICTED_MESSAGE
 
     def was_evicted(self, sid: str | None) -> bool:
         """Whether the session's uploads were removed to make room (it has not uploaded since)."""
@@ -319,6 +346,7 @@ class DataStore:
         preds: list[Predictions],
         source: str,
         soft: dict[str, np.ndarray] | None = None,
+        client: str | None = None,
     ) -> list[ModelInfo]:
         """Store parsed predictions (and their soft labels) for a session; returns their infos.
 
@@ -332,14 +360,19 @@ class DataStore:
             The file name shown with the models.
         soft : dict, optional
             Soft labels by model name, each of shape (N, K).
+        client : str, optional
+            Who uploads (``user:<name>`` or ``addr:<address>``): the session is
+            recorded as this client's, and its quota applies; None: the
+            client recorded with the session, if any.
 
         Raises
         ------
         DataUnavailable
             When the session would hold more than ``max_models_per_session`` models.
         StoreFull
-            When the session's data would exceed ``max_session_bytes``, or the
-            store's bound could only be kept by evicting data in active use.
+            When the session's data would exceed ``max_session_bytes``, its
+            client's ``max_client_bytes``, or the store's bound could only be
+            kept by evicting data in active use.
         StorageUnavailable
             When the disk refuses the write (nothing of this upload is kept);
             :class:`~app.store.disk.StorageBusy` when other writers kept the
@@ -354,9 +387,12 @@ class DataStore:
         try:
             with self.budget.locked():
                 records = list(self.cache.get(self._session_key(sid), default=[]))
-                self._admit_upload(sid, records, len(preds), sum(sizes))
+                client = client or self.budget.client_of(sid)
+                self._admit_upload(sid, records, len(preds), sum(sizes), client)
                 with self.cache.transact():
                     infos = self._write_models(sid, records, preds, sizes, source, soft)
+                    if client is not None:
+                        self.budget.record_client(sid, client)
                 self.budget.forget_eviction(sid)
                 return infos
         except DISK_ERRORS as exc:  # e.g. the transaction itself cannot start
@@ -365,8 +401,13 @@ class DataStore:
         except diskcache.Timeout:  # other writers held the database past its timeout
             raise StorageBusy(BUSY_MESSAGE) from None
 
-    def _admit_upload(self, sid: str, records: list, count: int, need: int) -> None:
-        """Check the session's model count and quota, then make room in the store."""
+    def _admit_upload(
+        self, sid: str, records: list, count: int, need: int, client: str | None
+    ) -> None:
+        """Check the session's model count and quota, its client's quota, then make room.
+
+        ``need`` is the decoded size (arrays, sorted scores, soft labels), not the file's.
+        """
         if len(records) + count > self.max_models:
             raise DataUnavailable(
                 f"this session already holds {len(records)} uploaded models and at most "
@@ -374,7 +415,8 @@ class DataStore:
                 "MAX_MODELS_PER_SESSION if you need more."
             )
         self._check_quota(sid, need, "this upload", "upload a smaller file")
-        self.budget.make_room(sid, need, upload=True)
+        self.budget.check_client(client, need, "this upload", "upload a smaller file")
+        self.budget.make_room(sid, need, upload=True, client=client)
 
     def _write_models(self, sid, records, preds, sizes, source, soft) -> list[ModelInfo]:
         used = {r["name"] for r in records} | {m.name for m in self.demo_models()}
@@ -529,9 +571,12 @@ class DataStore:
         ------
         StoreFull
         """
+        client = self.budget.client_of(owner)
         if owner is not None:
-            self._check_quota(owner, need, "this fitted map", "fit fewer maps or held-out settings")
-        self.budget.make_room(owner, need, upload=False)
+            advice = "fit fewer maps or held-out settings"
+            self._check_quota(owner, need, "this fitted map", advice)
+            self.budget.check_client(client, need, "this fitted map", advice)
+        self.budget.make_room(owner, need, upload=False, client=client)
 
     def put_fit(self, handle: str, record: FitRecord, calibrated: Predictions | None) -> None:
         """Store a fit and its calibrated predictions (counted against the model's session).
@@ -708,6 +753,7 @@ class DataStore:
             return
         if not self.cache.touch(self._session_key(sid), expire=self.ttl):
             return  # expired or evicted meanwhile, or the disk refused the write
+        self.cache.touch(CLIENT_PREFIX + sid, expire=self.ttl)
         try:
             self.cache.set(use_key(sid), now, expire=self.ttl, tag=sid)
         except (StorageUnavailable, diskcache.Timeout):

@@ -136,6 +136,15 @@ class ResilientCache(diskcache.Cache):
         ).fetchall()
         return int(total)
 
+    def tag_usage(self) -> dict[str, tuple[int, float]]:
+        """``{tag: (bytes of its unexpired files, last store time)}`` of every tag."""
+        rows = self._sql(
+            "SELECT tag, COALESCE(SUM(size), 0), MAX(store_time) FROM Cache"
+            " WHERE tag IS NOT NULL AND (expire_time IS NULL OR expire_time > ?) GROUP BY tag",
+            (time.time(),),
+        ).fetchall()
+        return {tag: (int(size), float(last)) for tag, size, last in rows}
+
     def idle_tags(self, before: float) -> list[str]:
         """Tags whose entries were all last written before ``before`` (epoch seconds), oldest first.
 

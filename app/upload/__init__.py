@@ -30,6 +30,10 @@ Response (JSON)
     than ``PARSE_MEMORY_LIMIT_MB`` of memory or ``PARSE_TIME_LIMIT_SECONDS``
     of CPU time (files are parsed in a child process, :mod:`app.upload.parser`).
     A file that fails never removes models already loaded.
+Storage
+    Each file's decoded data counts against the session's quota and its
+    client's (:func:`client_key`: the signed-in user with basic auth, else the
+    client address), see :mod:`app.store.budget`.
 """
 
 from __future__ import annotations
@@ -183,7 +187,29 @@ class UploadAnswer:
         return body
 
 
-def load_files(files: list, sid, *, store: DataStore, parser: UploadParser, max_upload_mb: int):
+def client_key(per_user: bool) -> str:
+    """Who sends the running request, for the quota per client.
+
+    ``user:<name>`` when basic auth is on (``per_user``: the header was
+    verified before the route ran), else ``addr:<address>``: ``remote_addr``,
+    which is the ``X-Forwarded-For`` client only from a trusted proxy
+    (:class:`app.security.TrustedProxies`).
+    """
+    auth = request.authorization
+    if per_user and auth is not None and auth.username:
+        return f"user:{auth.username}"
+    return f"addr:{request.remote_addr or 'unknown'}"
+
+
+def load_files(
+    files: list,
+    sid,
+    *,
+    store: DataStore,
+    parser: UploadParser,
+    max_upload_mb: int,
+    client: str | None = None,
+):
     """Parse and store each received file; the route's response.
 
     A file the loader rejects (or that fails unexpectedly) is listed in
@@ -199,7 +225,9 @@ def load_files(files: list, sid, *, store: DataStore, parser: UploadParser, max_
             if _file_size(part.stream) > limit:
                 return _too_large(max_upload_mb, f"{name}")
             parsed = parser.parse(part.stream, name, options)
-            infos = store.add_models(sid, parsed.predictions, source=name, soft=parsed.soft_labels)
+            infos = store.add_models(
+                sid, parsed.predictions, source=name, soft=parsed.soft_labels, client=client
+            )
         except CalibrationInputError as exc:
             answer.errors.append(refusal(name, exc))
             continue
@@ -220,10 +248,13 @@ def register_upload_route(
     sessions: SessionManager,
     parser: UploadParser,
     max_upload_mb: int,
+    per_user: bool = False,
 ) -> None:
     """Add ``POST /api/upload`` (and a JSON 413 handler for ``/api/``) to the Flask server.
 
     Each received file is parsed by ``parser``, in a child process (:mod:`app.upload.parser`).
+    ``per_user``: basic auth is on, so the quota per client is per signed-in user
+    (:func:`client_key`).
     """
     limit = max_upload_mb * 1024 * 1024
     server.config["MAX_CONTENT_LENGTH"] = limit + MULTIPART_SLACK
@@ -250,4 +281,11 @@ def register_upload_route(
         problem = file_count_problem(files)
         if problem is not None:
             return error_reply(problem, 400)
-        return load_files(files, sid, store=store, parser=parser, max_upload_mb=max_upload_mb)
+        return load_files(
+            files,
+            sid,
+            store=store,
+            parser=parser,
+            max_upload_mb=max_upload_mb,
+            client=client_key(per_user),
+        )

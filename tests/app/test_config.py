@@ -75,3 +75,11 @@ def test_the_memory_cache_bound_is_shared_by_every_process_of_the_instance():
     team = {"MEMORY_CACHE_MB": "1200", "WEB_CONCURRENCY": "4", "JOB_WORKERS": "2"}
     with_jobs = AppConfig.from_env({**team, "REDIS_URL": "redis://redis:6379/0"})
     assert with_jobs.memory_processes == 6 and with_jobs.memory_cache_bytes == 200 * mb
+
+
+def test_client_quota_defaults_to_twice_the_session_quota_and_the_reserve_is_bounded():
+    assert AppConfig.from_env({"SESSION_QUOTA_MB": "100"}).client_quota_bytes == 200 << 20
+    assert AppConfig.from_env({"CLIENT_QUOTA_MB": "300"}).client_quota_bytes == 300 << 20
+    assert AppConfig.from_env({"STORE_RESERVE_PERCENT": "0"}).store_reserve_percent == 0
+    with pytest.raises(ConfigError, match="STORE_RESERVE_PERCENT must be between 0 and 90"):
+        AppConfig.from_env({"STORE_RESERVE_PERCENT": "95"})

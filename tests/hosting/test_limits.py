@@ -8,6 +8,7 @@ data in use.
 
 from __future__ import annotations
 
+import itertools
 import json
 
 import pytest
@@ -23,8 +24,15 @@ def _store(dash_app):
     return dash_app.server.extensions["calibration_dashboard"].store
 
 
+#: A distinct client address for each tab: the store's quota per client applies per address.
+_ADDRESSES = (f"192.0.2.{i}" for i in itertools.count(1))
+
+
 def _tab(dash_app, dash_tab):
-    return dash_tab(flask_client=dash_app.server.test_client()).load()
+    """A fresh session of a new client (its own address)."""
+    client = dash_app.server.test_client()
+    client.environ_base["REMOTE_ADDR"] = next(_ADDRESSES)
+    return dash_tab(flask_client=client).load()
 
 
 def _view(tab, handle):
@@ -76,8 +84,9 @@ def _page_messages(tab) -> str:
 def test_a_full_store_refuses_newcomers_and_keeps_active_users_data(
     hosting_config, dash_tab, make_csv
 ):
-    # Five users upload, then fresh sessions (a client dropping its cookie each time)
-    # upload until the store is full: they are refused, nobody active is evicted, and
+    # Five users upload, then fresh sessions (of new clients: one client alone is bounded
+    # by its own quota, tests/app/test_fair_storage.py) upload until the store is full:
+    # they are refused, nobody active is evicted (nobody is over its fair share), and
     # the store stays under its bound on disk after every upload.
     limit_mb = 24
     dash_app = create_app(

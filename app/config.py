@@ -550,6 +550,8 @@ class AppConfig:
     allowed_hosts: tuple[str, ...] = ()
     #: Origins whose pages may frame the dashboard (a notebook's); empty: none may.
     frame_ancestors: tuple[str, ...] = ()
+    #: A token every request must carry (app.token_check; a notebook's); None: none.
+    access_token: str | None = field(default=None, repr=False)
     session_cookie_secure: bool | None = None
     debug: bool = False
     #: ``(user, password or werkzeug hash)`` pairs; empty: no basic auth.

@@ -39,6 +39,7 @@ from .statistics_page import register_statistics_route
 from .store.data_store import DataStore
 from .store.disk import StorageBusy
 from .store.records import ModelInfo
+from .token_check import TokenCheck, token_prefix
 from .upload import make_request_class, register_upload_route
 from .upload.parser import ParseLimits, UploadParser, default_memory_limit_mb
 from .view_url import decode_time, decode_view, page_query
@@ -157,7 +158,8 @@ def _install_server(
     """Request hooks and routes of the Flask server; the security headers (for the CSP).
 
     Order matters: the ``Host`` check wraps everything (a request for a foreign
-    host name gets 400 before any hook runs); then request id, credentials, the
+    host name gets 400 before any hook runs); then, in a notebook, the token
+    check (403 without the token, :mod:`app.token_check`); then request id, credentials, the
     same-origin check, then the session cookie (a refused cross-site request never gets or
     replaces a session). The compression's hook is registered first, so it
     runs after every other ``after_request`` hook (Flask runs them in reverse).
@@ -172,6 +174,8 @@ def _install_server(
     security_headers = SecurityHeaders(config.frame_ancestors)
     security_headers.install(server)
     TrustedProxies(config.forwarded_allow_ips).install(server)
+    if config.access_token is not None:
+        TokenCheck(config.access_token).install(server)
     HostCheck(config.allowed_hosts).install(server)  # outermost WSGI wrapper: first to run
     BasicAuth(config.basic_auth, config.auth_failures_per_minute).install(server)
     OriginCheck(config.allowed_origins).install(server)
@@ -297,6 +301,8 @@ def create_app(config: AppConfig | None = None, shared: list | None = None) -> D
         suppress_callback_exceptions=False,
         serve_locally=True,
         update_title=None,
+        requests_pathname_prefix=token_prefix(config.access_token),
+        routes_pathname_prefix="/",
     )
     security_headers = _install_server(app, ctx, secret_key, cache_dir)
     # Dash calls a layout function once here, to check the callbacks' ids

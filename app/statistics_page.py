@@ -114,6 +114,17 @@ def statistics_page() -> str:
     )
 
 
+def statistics_link(section: str | None = None) -> str:
+    """The page's link to :data:`STATISTICS_PATH` (at ``section``), relative to the page, so
+    that it keeps a path prefix the page has (a notebook's token, :mod:`app.token_check`).
+
+    >>> statistics_link("bootstrap-intervals"), statistics_link()
+    ('statistics#bootstrap-intervals', 'statistics')
+    """
+    relative = STATISTICS_PATH.lstrip("/")
+    return f"{relative}#{section}" if section else relative
+
+
 def register_statistics_route(server) -> None:
     """Serve :func:`statistics_page` at :data:`STATISTICS_PATH` (a Flask GET route)."""
 

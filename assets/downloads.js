@@ -1,9 +1,10 @@
 /* Clientside callbacks of the calibration dashboard (namespace "calibration"). */
 window.dash_clientside = Object.assign({}, window.dash_clientside, {
   calibration: {
-    /* Open a streamed export (a same-origin /api/export/<token> URL) as a download. */
+    /* Open a streamed export (api/export/<token>, relative to the page, so under the
+       page's path prefix, app/token_check.py) as a download. */
     openDownload: function (data) {
-      if (data && typeof data.url === "string" && data.url.indexOf("/api/export/") === 0) {
+      if (data && typeof data.url === "string" && /^api\/export\/[A-Za-z0-9_-]+$/.test(data.url)) {
         var link = document.createElement("a");
         link.href = data.url;
         link.download = "";

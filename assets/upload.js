@@ -4,7 +4,9 @@
  * Files dropped on #upload-zone (or picked with the hidden #upload-input,
  * opened by clicking the zone or pressing Enter/Space on it) are posted one
  * by one to POST /api/upload as multipart/form-data (field "file"), with the
- * session cookie. Progress goes to #upload-status; when all files are done,
+ * session cookie. The address is under the page's path prefix (Dash's
+ * requests_pathname_prefix, read from its _dash-config: a notebook's
+ * /t/<token>/, app/token_check.py). Progress goes to #upload-status; when all files are done,
  * the JSON answers are written to the dcc.Store #upload-result with
  * dash_clientside.set_props, which triggers the Dash callback that refreshes
  * the model list and shows the messages. Files are never base64-encoded or
@@ -17,7 +19,7 @@
   var INPUT = "upload-input";
   var STATUS = "upload-status";
   var RESULT = "upload-result";
-  var URL = "/api/upload";
+  var UPLOAD_PATH = "api/upload";
   var RENORMALIZE = "upload-renormalize";
   var LABEL_COLUMN = "upload-label-column";
   var busy = false;
@@ -31,6 +33,17 @@
   function setProps(id, props) {
     if (window.dash_clientside && window.dash_clientside.set_props) {
       window.dash_clientside.set_props(id, props);
+    }
+  }
+
+  /* Dash's requests_pathname_prefix ("/" unless the app is served under a prefix). */
+  function pathPrefix() {
+    var config = document.getElementById("_dash-config");
+    try {
+      var prefix = config && JSON.parse(config.textContent).requests_pathname_prefix;
+      return typeof prefix === "string" && prefix.charAt(0) === "/" ? prefix : "/";
+    } catch (e) {
+      return "/";
     }
   }
 
@@ -72,7 +85,7 @@
       form.append("renormalize", renormalize());
       if (labelColumn) form.append("label_column", labelColumn);
       var xhr = new XMLHttpRequest();
-      xhr.open("POST", URL);
+      xhr.open("POST", pathPrefix() + UPLOAD_PATH);
       xhr.withCredentials = true;
       xhr.responseType = "text";
       xhr.upload.onprogress = function (event) {

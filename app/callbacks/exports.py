@@ -55,7 +55,13 @@ def create_calibrated_export(ctx: AppContext, sid, raw: RawSettings) -> str:
     token = secrets.token_urlsafe(24)
     record = {"sid": sid, "items": items, "heldout": result.heldout}
     ctx.store.cache.set(f"export:{token}", record, expire=EXPORT_TTL_SECONDS)
-    return EXPORT_PATH + token
+    return export_url(token)
+
+
+def export_url(token: str) -> str:
+    """The address of an export, relative to the page: it keeps a path prefix the page has
+    (a notebook's token, :mod:`app.token_check`)."""
+    return EXPORT_PATH.lstrip("/") + token
 
 
 def export_stream(ctx: AppContext, sid, token: str):

@@ -27,7 +27,7 @@ from ..diagnostics.target import (
 from ..figures.common import MODEBAR_CONFIG
 from ..groups.time import MAX_REFERENCE_CHARS, WINDOW_CHOICES, TimeSettings
 from ..options import model_picker, selected_infos
-from ..statistics_page import STATISTICS_PATH
+from ..statistics_page import statistics_link
 from ..store.records import ModelInfo
 from .jobs import job_controls
 
@@ -59,7 +59,7 @@ def _card(title: str, *children, card_id: str | None = None, doc: str = "") -> h
     props = {"id": card_id} if card_id else {}
     link = html.A(
         "What these numbers promise",
-        href=f"{STATISTICS_PATH}#{doc}" if doc else STATISTICS_PATH,
+        href=statistics_link(doc),
         target="_blank",
         rel="noopener",
         className="diag-doc-link",

@@ -9,7 +9,10 @@ diskcache manager, :class:`app.jobs.LocalJobManager`) and shows it in an
 IFrame. It answers only requests for its own host names (``localhost``,
 ``127.0.0.1``, ``::1``, the bound address and the IFrame's host,
 :mod:`app.host_check`), so a page that rebinds another name to this machine
-gets HTTP 400. The page may be framed only by the notebook front ends of
+gets HTTP 400, and only requests that carry its random token (in the path
+``/t/<token>/`` the IFrame opens, in ``?token=`` once, then in a cookie;
+:mod:`app.token_check`), so another page or user of this machine gets
+403. The page may be framed only by the notebook front ends of
 :data:`LOCAL_NOTEBOOKS` (JupyterLab and Notebook on this machine, VS Code's
 webviews), or the origins given to :func:`show` or in ``FRAME_ANCESTORS``
 (``frame-ancestors``, :mod:`app.security`); every other response header is
@@ -33,6 +36,7 @@ from werkzeug.serving import BaseWSGIServer, WSGIRequestHandler, make_server
 from ..config import AppConfig, split_list
 from ..factory import create_app, finish_setup
 from ..host_check import LOOPBACK_HOSTS
+from ..token_check import token_prefix
 from ..warmup import import_before_serving
 from .inputs import as_models
 
@@ -127,6 +131,7 @@ def notebook_config(
         secret_key=secrets.token_hex(32),
         allowed_hosts=tuple(dict.fromkeys((*LOOPBACK_HOSTS, host, url_host))),
         frame_ancestors=tuple(origins or LOCAL_NOTEBOOKS),
+        access_token=secrets.token_urlsafe(32),
     )
 
 
@@ -180,7 +185,8 @@ def show(
     Returns
     -------
     NotebookDashboard
-        ``.url``, ``.port`` and ``.stop()``.
+        ``.url`` (with the token: ``http://HOST:PORT/t/<token>/``), ``.port``
+        and ``.stop()``.
 
     Raises
     ------
@@ -196,7 +202,10 @@ def show(
         folder.cleanup()
         raise
     dashboard = NotebookDashboard(
-        f"http://{url_host}:{server.server_port}/", server, folder, height=height
+        f"http://{url_host}:{server.server_port}{token_prefix(config.access_token)}",
+        server,
+        folder,
+        height=height,
     )
     dashboard.serve()
     RUNNING.append(dashboard)

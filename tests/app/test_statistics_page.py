@@ -6,7 +6,12 @@ import re
 
 from app.factory import create_app
 from app.layout.diagnostics import diagnostics_section
-from app.statistics_page import STATISTICS_PATH, markdown_html, statistics_source
+from app.statistics_page import (
+    STATISTICS_PATH,
+    markdown_html,
+    statistics_link,
+    statistics_source,
+)
 
 from .conftest import make_config
 
@@ -51,7 +56,7 @@ def test_route_serves_the_doc_and_every_card_link_has_its_anchor(tmp_path):
     assert statistics_source().name == "statistics.md"
     assert "What the statistics promise" in page and "<table>" in page
     anchors = set(re.findall(r'id="([^"]+)"', page))
-    links = [h for h in _links(diagnostics_section([], [])) if h.startswith(STATISTICS_PATH)]
+    links = [h for h in _links(diagnostics_section([], [])) if h.startswith(statistics_link())]
     assert len(links) >= 7  # one per diagnostic card
     for href in links:
         anchor = href.partition("#")[2]

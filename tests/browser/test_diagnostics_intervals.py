@@ -37,7 +37,7 @@ def test_one_control_computes_intervals_that_hold_their_estimates(page, ui, watc
         assert 0.0 <= lower <= estimate <= upper, text  # never entirely below its estimate
     # Every card links to what its numbers promise, served by the app.
     link = page.locator("#diag-boot-card a.diag-doc-link")
-    expect(link).to_have_attribute("href", "/statistics#bootstrap-intervals")
+    expect(link).to_have_attribute("href", "statistics#bootstrap-intervals")
     card.scroll_into_view_if_needed()
     screenshot("diagnostics-bootstrap-intervals")
     watch.assert_clean()

@@ -9,6 +9,7 @@ import pytest
 
 from app.factory import create_app
 from app.notebook.server import LOCAL_NOTEBOOKS, notebook_config
+from app.token_check import token_prefix
 
 #: Each front end: the origin of the page that holds the IFrame.
 FRONT_ENDS = {
@@ -38,6 +39,12 @@ def notebook_app(tmp_path_factory):
     return create_app(config)
 
 
+@pytest.fixture(scope="module")
+def prefix(notebook_app) -> str:
+    """The path every request carries: the notebook's token (app.token_check)."""
+    return token_prefix(notebook_app.server.extensions["calibration_dashboard"].config.access_token)
+
+
 def _frame_ancestors(response) -> list[str]:
     csp = response.headers["Content-Security-Policy"]
     directive = [d.split()[1:] for d in csp.split(";") if d.split()[:1] == ["frame-ancestors"]]
@@ -45,10 +52,10 @@ def _frame_ancestors(response) -> list[str]:
 
 
 @pytest.mark.parametrize("front_end", sorted(FRONT_ENDS))
-def test_each_notebook_front_end_may_frame_the_page(notebook_app, front_end):
+def test_each_notebook_front_end_may_frame_the_page(notebook_app, prefix, front_end):
     origin = FRONT_ENDS[front_end]
     response = notebook_app.server.test_client().get(
-        "/", base_url="http://localhost:8050", headers={"Referer": origin + "/lab"}
+        prefix, base_url="http://localhost:8050", headers={"Referer": origin + "/lab"}
     )
     assert response.status_code == 200 and b"_dash-config" in response.data
     assert "X-Frame-Options" not in response.headers
@@ -56,8 +63,8 @@ def test_each_notebook_front_end_may_frame_the_page(notebook_app, front_end):
     assert any(source_matches(s, origin) for s in sources), (origin, sources)
 
 
-def test_other_sites_may_not_frame_the_page(notebook_app):
-    sources = _frame_ancestors(notebook_app.server.test_client().get("/healthz"))
+def test_other_sites_may_not_frame_the_page(notebook_app, prefix):
+    sources = _frame_ancestors(notebook_app.server.test_client().get(prefix + "healthz"))
     assert sources == list(LOCAL_NOTEBOOKS)
     for origin in (
         "https://evil.example",
@@ -76,23 +83,25 @@ def test_the_framing_list_is_overridden_by_the_argument_then_the_environment(tmp
 
 
 @pytest.mark.parametrize("host", ["evil.example:8050", "evil.example", "10.0.0.7:8050"])
-def test_a_rebinding_page_gets_400_and_no_models_or_numbers(notebook_app, host):
+def test_a_rebinding_page_gets_400_and_no_models_or_numbers(notebook_app, prefix, host):
     client = notebook_app.server.test_client()
     origin = f"http://{host}"
-    for path in ("/", "/_dash-layout", "/_dash-dependencies"):
-        response = client.get(path, base_url=origin, headers={"Origin": origin})
+    for path in ("", "_dash-layout", "_dash-dependencies"):  # even with the token
+        response = client.get(prefix + path, base_url=origin, headers={"Origin": origin})
         assert response.status_code == 400, path
         assert "Set-Cookie" not in response.headers
         assert b"demo" not in response.data and b"props" not in response.data
     response = client.post(
-        "/_dash-update-component", base_url=origin, headers={"Origin": origin}, json={}
+        prefix + "_dash-update-component", base_url=origin, headers={"Origin": origin}, json={}
     )
     assert response.status_code == 400
 
 
 @pytest.mark.parametrize("host", ["localhost:8050", "127.0.0.1:8050", "[::1]:8050"])
-def test_its_own_host_names_are_served(notebook_app, host):
-    response = notebook_app.server.test_client().get("/_dash-layout", base_url=f"http://{host}")
+def test_its_own_host_names_are_served(notebook_app, prefix, host):
+    response = notebook_app.server.test_client().get(
+        prefix + "_dash-layout", base_url=f"http://{host}"
+    )
     assert response.status_code == 200
 
 

@@ -61,6 +61,7 @@ SERVER_START_SECONDS = 120
 #: Variables of the app and of gunicorn that the server must not inherit.
 APP_ENV_VARS = (
     "APP_ENV",
+    "ALLOWED_HOSTS",
     "SECRET_KEY",
     "MAX_UPLOAD_MB",
     "CACHE_DIR",
@@ -68,6 +69,9 @@ APP_ENV_VARS = (
     "MEMORY_CACHE_MB",
     "SESSION_TTL_SECONDS",
     "MAX_MODELS_PER_SESSION",
+    "SESSION_QUOTA_MB",
+    "CLIENT_QUOTA_MB",
+    "STORE_RESERVE_PERCENT",
     "SESSION_COOKIE_SECURE",
     "DEBUG",
     "PORT",

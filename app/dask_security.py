@@ -55,8 +55,9 @@ def dask_security(address: str, environ: Mapping[str, str] | None = None) -> Any
     if missing:
         raise CalibrationInputError(
             f"the Dask scheduler address {address} is tls:// but {', '.join(missing)} "
-            "is not set: set DASK_TLS_CA_FILE, DASK_TLS_CERT and DASK_TLS_KEY to the CA and "
-            "this client's certificate and key (PEM files)."
+            f"{'is' if len(missing) == 1 else 'are'} not set: set DASK_TLS_CA_FILE, "
+            "DASK_TLS_CERT and DASK_TLS_KEY to the CA and this client's certificate and key "
+            "(PEM files)."
         )
     absent = [f"{name}={value}" for name, value in files.items() if not os.path.isfile(value)]
     if absent:

@@ -43,7 +43,7 @@ def certificates(tmp_path_factory) -> dict[str, str]:
 
 
 def test_tls_address_without_certificates_is_refused_by_name():
-    with pytest.raises(CalibrationInputError, match="DASK_TLS_CERT, DASK_TLS_KEY is not set"):
+    with pytest.raises(CalibrationInputError, match="DASK_TLS_CERT, DASK_TLS_KEY are not set"):
         dask_security("tls://10.0.0.5:8786", {"DASK_TLS_CA_FILE": "/ca.pem"})
 
 
@@ -84,3 +84,20 @@ def test_client_computes_on_a_tls_scheduler_that_refuses_plain_clients(certifica
             assert c.submit(sum, [1, 2, 3]).result(timeout=30) == 6
         with pytest.raises((OSError, TypeError, ValueError)):
             distributed.Client(address.replace("tls://", "tcp://"), timeout="3s")
+
+
+def test_cli_refuses_a_tls_scheduler_without_certificates(tmp_path, monkeypatch, capsys):
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from app.cli import main
+
+    for name in TLS_SETTINGS:
+        monkeypatch.delenv(name, raising=False)
+    path = tmp_path / "logs.parquet"
+    p = np.full(10, 0.7)
+    pq.write_table(pa.table({"p_a": p, "p_b": 1 - p, "label": np.arange(10) % 2}), path)
+    args = ["evaluate", str(path), "--engine", "dask", "--scheduler", "tls://127.0.0.1:9"]
+    assert main(args) == 1  # bad input, as an unreachable scheduler
+    assert "DASK_TLS_CA_FILE, DASK_TLS_CERT, DASK_TLS_KEY are not set" in capsys.readouterr().err

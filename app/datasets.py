@@ -59,6 +59,7 @@ import diskcache
 from calibration_core import CalibrationInputError
 
 from .config import MB
+from .dask_security import dask_security
 
 #: ``progress(done, total, text)`` of a background job (see ``run_job`` of the job wiring).
 Progress = Callable[[int, int, str], None]
@@ -409,8 +410,9 @@ class Datasets:
             raise CalibrationInputError(f"this server cannot compute datasets: {exc}") from None
         from distributed import Client
 
+        security = dask_security(self.address)
         try:
-            return Client(self.address, timeout=f"{CONNECT_SECONDS}s")
+            return Client(self.address, timeout=f"{CONNECT_SECONDS}s", security=security)
         except OSError as exc:
             raise CalibrationInputError(
                 f"the Dask scheduler at {self.address} cannot be reached ({exc}); try again "

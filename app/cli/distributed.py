@@ -42,6 +42,7 @@ import sys
 from collections.abc import Iterator
 from typing import Any
 
+from ..dask_security import dask_security
 from .common import EXIT_OK, CommandError, ProgressBar, one_model, parse_maps
 from .groups import group_columns, reference_argument, slice_lines
 from .outputs import (
@@ -124,8 +125,9 @@ def dask_client(args: argparse.Namespace) -> Iterator[Any]:
     from distributed import Client
 
     if args.scheduler is not None:
+        security = dask_security(args.scheduler)  # refused as bad input (exit 2)
         try:
-            client = Client(args.scheduler, timeout="20s")
+            client = Client(args.scheduler, timeout="20s", security=security)
         except OSError as exc:
             raise CommandError(
                 f"cannot reach the Dask scheduler at {args.scheduler} ({exc}); check the "

@@ -22,6 +22,7 @@ import pyarrow.parquet as pq
 from ..errors import CalibrationInputError
 from ..io.checks import Context
 from ..io.columns import MODEL_COLUMN, find_label_column
+from ..io.readers import row_group_decoded_bytes, text_columns
 from ..io.tables import table_to_predictions
 from ..predictions import Predictions
 
@@ -29,6 +30,7 @@ T = TypeVar("T")
 
 __all__ = [
     "BATCH_ROWS",
+    "MAX_PIECE_BYTES",
     "READ_BUFFER_BYTES",
     "Piece",
     "ReadOptions",
@@ -115,11 +117,20 @@ def dataset_columns(source, label_column: str | None = None) -> list[str]:
     return [] if schema is None else other_column_names(schema, label_column)
 
 
-def find_pieces(source) -> list[Piece]:
+#: Most bytes one piece's columns may decode to, as its file's footer declares them
+#: (:func:`~calibration_core.io.readers.row_group_decoded_bytes`), by default.
+MAX_PIECE_BYTES = 2 << 30
+
+
+def find_pieces(source, max_piece_bytes: int | None = MAX_PIECE_BYTES) -> list[Piece]:
     """Every row group of the files of ``source`` (path, folder, glob or list of paths).
 
     Only the footers are read. Raises a :class:`CalibrationInputError` when no file
-    matches or a footer cannot be read.
+    matches, a footer cannot be read, or a row group's columns decode to more than
+    ``max_piece_bytes`` (None: no bound) as the footer declares them: refused by
+    file and row group before any task reads a page (text columns are read
+    dictionary-encoded, so a string repeated on every row counts once; see
+    :func:`piece_batches`).
     """
     paths = _paths(source)
     if not paths:
@@ -141,10 +152,26 @@ def find_pieces(source) -> list[Piece]:
         first = 0
         for i in range(meta.num_row_groups):
             n = meta.row_group(i).num_rows
+            _check_piece_size(path, i, meta.row_group(i), max_piece_bytes)
             if n:
                 pieces.append(Piece(path, i, first, n, meta.num_columns))
             first += n
     return pieces
+
+
+def _check_piece_size(
+    path: str, row_group: int, group: pq.RowGroupMetaData, limit: int | None
+) -> None:
+    """Refuse a row group whose columns decode to more than ``limit`` bytes (footer only)."""
+    size = row_group_decoded_bytes(group)
+    if limit is not None and size > limit:
+        raise CalibrationInputError(
+            f"{path!r} row group {row_group}: its columns decode to {size / (1 << 20):,.1f} MB "
+            f"({group.num_rows:,} rows, as its footer declares them), more than the "
+            f"{limit / (1 << 20):,g} MB one piece may take here (max_piece_bytes). Write it "
+            "again with smaller row groups (e.g. pyarrow's row_group_size=65536) and only the "
+            "prediction, label, model, group and time columns."
+        )
 
 
 def model_first_rows(pieces: list[Piece], options: ReadOptions) -> list[dict[str, int]]:
@@ -278,12 +305,20 @@ READ_BUFFER_BYTES = 1 << 18
 def piece_batches(piece: Piece, batch_rows: int) -> Iterator[pa.RecordBatch]:
     """The record batches of one piece as decoded, ``batch_rows`` rows each (the last fewer).
 
-    Memory follows the batch, not the row group: column chunks are read
+    Memory follows the batch, not the row group: text columns stay
+    dictionary-encoded (a string on every row is decoded once, and the loader
+    checks names on the distinct values), column chunks are read
     :data:`READ_BUFFER_BYTES` at a time and decoded in this thread (a worker's
     thread is its share of the machine; Arrow's own threads only add CPU for the
     same work). Arrow errors are the caller's to locate.
     """
-    file = pq.ParquetFile(piece.path, pre_buffer=False, buffer_size=READ_BUFFER_BYTES)
+    schema = pq.read_schema(piece.path)
+    file = pq.ParquetFile(
+        piece.path,
+        pre_buffer=False,
+        buffer_size=READ_BUFFER_BYTES,
+        read_dictionary=text_columns(schema),  # a repeated string is decoded once
+    )
     return file.iter_batches(batch_size=batch_rows, row_groups=[piece.row_group], use_threads=False)
 
 
@@ -338,7 +373,8 @@ def read_piece_batches(
 def read_piece(piece: Piece, options: ReadOptions) -> list[Predictions]:
     """The predictions of one piece (one per model), validated as the loader does."""
     try:
-        table = pq.ParquetFile(piece.path).read_row_group(piece.row_group)
+        file = pq.ParquetFile(piece.path, read_dictionary=text_columns(pq.read_schema(piece.path)))
+        table = file.read_row_group(piece.row_group)
     except (pa.ArrowException, OSError):
         raise CalibrationInputError(
             f"{piece.where} cannot be read: its data pages are damaged; export the file again."

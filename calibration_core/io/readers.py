@@ -276,8 +276,8 @@ def _loader_columns(names: list[str], label_column: str | None) -> set[str]:
     }
 
 
-def _parquet_estimate(meta, wanted: set[str]) -> int:
-    """Decoded bytes of the ``wanted`` columns from the footer, before reading any page.
+def row_group_decoded_bytes(group: pq.RowGroupMetaData, wanted: set[str] | None = None) -> int:
+    """Decoded bytes of one row group's ``wanted`` columns (None: all), from the footer.
 
     Per column chunk the larger of its uncompressed size and 8 bytes per value
     (dictionary and run-length encodings make numbers smaller on disk than in
@@ -285,13 +285,24 @@ def _parquet_estimate(meta, wanted: set[str]) -> int:
     pages' (the name length rules bound what they expand to later).
     """
     total = 0
-    for g in range(meta.num_row_groups):
-        group = meta.row_group(g)
-        for j in range(group.num_columns):
-            chunk = group.column(j)
-            if chunk.path_in_schema.split(".")[0] in wanted:
-                total += max(chunk.total_uncompressed_size, 8 * group.num_rows)
+    for j in range(group.num_columns):
+        chunk = group.column(j)
+        if wanted is None or chunk.path_in_schema.split(".")[0] in wanted:
+            total += max(chunk.total_uncompressed_size, 8 * group.num_rows)
     return total
+
+
+def _parquet_estimate(meta, wanted: set[str]) -> int:
+    """Decoded bytes of the ``wanted`` columns from the footer, before reading any page."""
+    return sum(
+        row_group_decoded_bytes(meta.row_group(g), wanted) for g in range(meta.num_row_groups)
+    )
+
+
+def text_columns(schema: pa.Schema) -> list[str]:
+    """The text and binary columns of ``schema``: read dictionary-encoded
+    (``read_dictionary``), so a value repeated on every row is decoded once."""
+    return [n for n, t in zip(schema.names, schema.types, strict=True) if _is_text_or_bytes(t)]
 
 
 def _check_text_sizes(src: Source, meta, text: list[str]) -> None:
@@ -366,8 +377,7 @@ def read_parquet_table(
     else:
         wanted = scalar_columns(schema, _loader_columns(names, label_column))
     keep = set(wanted)
-    types = zip(names, schema.types, strict=True)
-    text = list(dict.fromkeys(n for n, t in types if n in keep and _is_text_or_bytes(t)))
+    text = [n for n in dict.fromkeys(text_columns(schema)) if n in keep]
     checked = _loader_columns(names, label_column)
     _check_text_sizes(src, pf.metadata, [n for n in text if n in checked])
     if budget is not None:

@@ -151,3 +151,61 @@ def test_the_sample_drawn_in_process_is_the_dask_sample(tmp_path):
         drawn[seed] = here_rows
     assert drawn[1].shape == (7500,)
     assert not np.array_equal(drawn[0][:400], drawn[3][:400])  # another seed, other rows
+
+
+def _string_bomb(path, column: str) -> str:
+    """2,000 rows whose ``column`` holds one 100 KB string on every row: a few KB on disk
+    (dictionary-encoded), 200 MB if its values were decoded one per row."""
+    n, long = 2000, "x" * 100_000
+    p = np.full(n, 0.7)
+    cols = {"p_a": p, "p_b": 1 - p, "label": np.array(["a", "b"])[np.arange(n) % 2]}
+    cols[column] = pa.array([long] * n)
+    pq.write_table(pa.table(cols), path)
+    return str(path)
+
+
+def test_piece_reads_a_repeated_string_once(tmp_path):
+    """Text columns are read dictionary-encoded: the batch holds the string once."""
+    from calibration_core.distributed.pieces import find_pieces, piece_batches
+
+    path = _string_bomb(tmp_path / "note.parquet", "note")
+    assert pq.ParquetFile(path).metadata.serialized_size < 10_000
+    (piece,) = find_pieces(path)
+    batches = list(piece_batches(piece, 1 << 16))
+    assert sum(b.nbytes for b in batches) < 1 << 20  # not 200 MB
+
+
+@pytest.mark.parametrize("column", ["label", "model"])
+@pytest.mark.parametrize("engine", ["stream", "dask"])
+def test_string_bomb_is_refused_by_file_on_both_engines(tmp_path, column, engine):
+    from calibration_core.distributed import dataset_summaries
+    from calibration_core.distributed.stream import stream_summaries
+
+    path = _string_bomb(tmp_path / "bomb.parquet", column)
+    summarize = stream_summaries if engine == "stream" else dataset_summaries
+    with pytest.raises(CalibrationInputError, match="at most 200 characters") as info:
+        summarize(path)
+    assert f"{path!r} rows 1-2,000 (row group 0)" in str(info.value)
+
+
+def test_extra_text_column_travels_without_expanding(tmp_path):
+    from calibration_core.distributed.stream import stream_summaries
+
+    path = _string_bomb(tmp_path / "note.parquet", "note")
+    assert stream_summaries(path)["note"].n_samples == 2000
+
+
+def test_piece_too_large_for_its_bound_is_refused_from_the_footer(tmp_path):
+    from calibration_core.distributed.pieces import find_pieces
+
+    n = 2000
+    p = np.full(n, 0.7)
+    notes = [f"{i:06d}" + "y" * 1000 for i in range(n)]  # distinct: 2 MB of text pages
+    table = pa.table({"p_a": p, "p_b": 1 - p, "label": np.arange(n) % 2, "note": notes})
+    path = str(tmp_path / "wide.parquet")
+    pq.write_table(table, path, row_group_size=1000)
+    with pytest.raises(CalibrationInputError, match="max_piece_bytes") as info:
+        find_pieces(path, max_piece_bytes=512 << 10)
+    assert f"{path!r} row group 0: its columns decode to 1.0 MB" in str(info.value)
+    assert len(find_pieces(path, max_piece_bytes=4 << 20)) == 2
+    assert len(find_pieces(path)) == 2  # the default bound

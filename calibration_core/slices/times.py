@@ -30,7 +30,9 @@ TIME_CANDIDATES = ("timestamp", "time", "date")
 #: Most windows of one model: each is a group to compare and draw, as :data:`~.groups.MAX_GROUPS`.
 MAX_WINDOWS = MAX_GROUPS
 #: The zone at the end of an ISO 8601 time: ``Z``, ``+02:00``, ``-0500``, ``+02``.
-_ZONE = re.compile(r"\d(Z|[+-]\d\d(?::?\d\d)?)\s*$", re.I)
+#: The same as a pattern for Python and pyarrow (RE2), the zone in group ``zone``.
+ZONE_PATTERN = r"(?i)\d(?P<zone>Z|[+-]\d\d(?::?\d\d)?)\s*$"
+_ZONE = re.compile(ZONE_PATTERN)
 #: How :func:`time_zones` names the zone of times written without one.
 NO_ZONE = ""
 _WINDOW = re.compile(r"\s*(\d*)\s*(d|day|days|w|week|weeks|m|month|months|rows?)\s*", re.I)
@@ -120,7 +122,7 @@ def time_zones(values: np.ndarray) -> dict[str, str]:
     if values.dtype.kind != "O":
         return {}
     text = pd.Series(pd.unique(values[pd.notna(values)]), dtype=object).astype(str)
-    zone = text.str.extract(_ZONE, expand=False).map(_zone_name, na_action="ignore")
+    zone = text.str.extract(_ZONE, expand=False).map(zone_name, na_action="ignore")
     naive = zone.isna() & _times_of_day(text)
     found = pd.concat([zone.dropna(), pd.Series(NO_ZONE, index=zone.index[naive])])
     first = text[found.index].groupby(found.to_numpy(), sort=True).first()
@@ -131,7 +133,7 @@ def _times_of_day(text: pd.Series) -> pd.Series:
     return text.str.contains("T| \\d", regex=True) & text.str.match(r"\s*\d{4}-")
 
 
-def _zone_name(zone: str) -> str:
+def zone_name(zone: str) -> str:
     """``z``, ``+00:00`` -> ``Z``; ``+0200``, ``+02`` -> ``+02:00``."""
     digits = zone[1:].replace(":", "").ljust(4, "0")
     if zone.upper() == "Z" or int(digits) == 0:

@@ -537,8 +537,16 @@ def _clock(n: int) -> np.ndarray:
 
 
 @pytest.mark.parametrize("kind", ["text", "parquet"])
-def test_zoned_and_naive_time_files_of_one_dataset_are_refused(tmp_path, kind):
-    """Each file alone is fine; together they mix known and unknown zones: refused, both named."""
+@pytest.mark.parametrize("engine", ["stream", "dask"])
+def test_zoned_and_naive_time_files_of_one_dataset_are_refused(tmp_path, request, kind, engine):
+    """Each file alone is fine; together they mix known and unknown zones: refused, both named.
+
+    In this process (the stream engine) and on the cluster."""
+    where = (
+        {"passes": InProcessPasses()}
+        if engine == "stream"
+        else {"client": request.getfixturevalue("dask_client")}
+    )
     naive, zoned = _clock(300), _clock(300) + np.timedelta64(300, "h")
     if kind == "text":
         naive_col = pa.array(np.datetime_as_string(naive))
@@ -550,10 +558,10 @@ def test_zoned_and_naive_time_files_of_one_dataset_are_refused(tmp_path, kind):
     _timed_file(tmp_path / "b.parquet", zoned_col, 2)
     spec = GroupSpec(window="1d")
     for alone in ("a", "b"):  # one file alone is accepted
-        dataset_groups(str(tmp_path / f"{alone}.parquet"), spec, passes=InProcessPasses())
+        dataset_groups(str(tmp_path / f"{alone}.parquet"), spec, **where)
     refusal = r"'timestamp' has times with a zone in .*b\.parquet.* and times without one in .*a\."
     with pytest.raises(CalibrationInputError, match=refusal):
-        dataset_groups(str(tmp_path / "*.parquet"), spec, passes=InProcessPasses())
+        dataset_groups(str(tmp_path / "*.parquet"), spec, **where)
 
 
 def test_times_of_several_zones_in_a_dataset_give_a_notice(tmp_path):

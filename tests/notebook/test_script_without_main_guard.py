@@ -12,8 +12,6 @@ import sys
 import textwrap
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "assets" / "example_predictions.csv"
 
@@ -37,7 +35,6 @@ stop()
 """
 
 
-@pytest.mark.slow  # a fresh interpreter imports the app (a few seconds)
 def test_an_upload_from_a_script_without_a_main_guard_loads(tmp_path):
     script = tmp_path / "unguarded.py"
     script.write_text(f"EXAMPLE = {str(EXAMPLE)!r}\n" + textwrap.dedent(SCRIPT))

@@ -41,6 +41,13 @@ Cost
     up), plus 0.3 s per 100 MB of arrays sent back (BENCHMARKS.md, "Hostile
     uploads"). The forkserver itself keeps about 110 MB of memory per web
     worker.
+The notebook
+    :func:`app.notebook.show` parses in the kernel (``in_process``): a
+    forkserver and its children import the ``__main__`` script again
+    (multiprocessing's spawn preparation), so a script calling ``show()``
+    without an ``if __name__ == "__main__":`` guard would run it again there.
+    The notebook serves one local user their own files; the size, expansion,
+    decoded-bytes and class checks hold, the child's rlimits do not.
 """
 
 from __future__ import annotations

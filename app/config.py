@@ -528,6 +528,9 @@ class AppConfig:
     parse_time_limit_seconds: int = 60
     #: Parses one web worker runs at once (more wait for a slot).
     parse_concurrency: int = 2
+    #: Parse uploads in this process, not in a forkserver's child (the notebook's
+    #: dashboard: a child would import the notebook's script again, app.upload.parser).
+    parse_in_process: bool = False
     cache_dir: Path = field(default_factory=default_cache_dir)
     cache_size_limit_mb: int = 4096
     #: The instance's bound of parsed predictions in memory (shared by its processes).

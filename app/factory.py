@@ -95,7 +95,7 @@ def _upload_parser(config: AppConfig) -> UploadParser:
         cpu_seconds=config.parse_time_limit_seconds,
         concurrency=config.parse_concurrency,
     )
-    return UploadParser(limits)
+    return UploadParser(limits, in_process=config.parse_in_process)
 
 
 def _open_store(config: AppConfig, cache_dir: Path, shared=None) -> DataStore:

@@ -65,6 +65,10 @@ class RenormalisedRowsWarning(UserWarning):
     """Probability rows whose sums were off 1 (e.g. rounded when saved) and were renormalised."""
 
 
+class TimeZonesWarning(UserWarning):
+    """Times written in several zones (``Z``, ``+02:00``) that were converted to UTC."""
+
+
 class CalibrationFitWarning(UserWarning):
     """A fit that ran but may be unreliable (too few rows, separable classes)."""
 

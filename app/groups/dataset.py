@@ -30,6 +30,7 @@ slices import pandas and are imported when used.
 from __future__ import annotations
 
 import time
+import warnings
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -37,6 +38,7 @@ from typing import Any
 import numpy as np
 
 from calibration_core import Binning, CalibrationInputError
+from calibration_core.errors import TimeZonesWarning
 
 from ..dataset_view import model_info
 from ..datasets import MAPS_SAMPLE_ROWS, Datasets, Progress
@@ -257,6 +259,7 @@ def run_slices(datasets: Datasets, path: Path, kind: str, spec, s: SliceSettings
         exact_groups,
         model_slices,
     )
+    from calibration_core.slices.times import zone_notice
 
     drawn = SliceSample(MAPS_SAMPLE_ROWS, INTERVAL_SEED, INTERVAL_RESAMPLES, INTERVAL_LEVEL,
                         s.min_rows)  # fmt: skip
@@ -264,14 +267,18 @@ def run_slices(datasets: Datasets, path: Path, kind: str, spec, s: SliceSettings
     out: dict[str, dict] = {}
     with datasets.engine() as where:
         steps(0, f"{what}: exact sums of every row {datasets.where}")
-        found = dataset_groups(str(path), spec, **where)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", TimeZonesWarning)  # the page notes it per model
+            found = dataset_groups(str(path), spec, **where)
         for j, (model, groups) in enumerate(found.items()):
             steps(1, f"{what}, {model}: intervals on a sample of up to "
                   f"{MAPS_SAMPLE_ROWS:,} rows ({j + 1} of {len(found)})")  # fmt: skip
             exact = exact_groups(groups, spec, s.min_rows)
             docs = model_slices(str(path), model, {kind: spec}, {kind: exact},
                                 groups.time_column, drawn, **where)  # fmt: skip
-            out[model] = {"exact": exact, "doc": docs[kind]}
+            notice = zone_notice(str(groups.time_column), groups.zones)
+            doc = docs[kind] if notice is None else {**docs[kind], "notices": [notice]}
+            out[model] = {"exact": exact, "doc": doc}
     return out
 
 

@@ -128,9 +128,10 @@ def drift_table(doc: dict, n_resamples: int) -> TextTable:
 
 
 def drift_notes(doc: dict, n_resamples: int) -> list[str]:
-    """What is flagged, and how the intervals are made."""
+    """Notices on the times (zones converted), what is flagged, how the intervals are made."""
     flagged = sum(bool(r["flagged"]) for r in doc["windows"])
     return [
+        *doc.get("notices", ()),
         f"{flagged} window{'' if flagged == 1 else 's'} whose ECE interval lies entirely above "
         f"the reference period's upper bound ({number(doc['reference']['ece_upper'])}): "
         "calibration got worse there.",

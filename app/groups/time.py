@@ -24,12 +24,14 @@ Core calls only (no Dash, no Plotly), like :mod:`app.analysis`.
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from calibration_core import Binning, BinStatistics, CalibrationInputError, Predictions
+from calibration_core.errors import TimeZonesWarning
 
 from ..diagnostics.resampling import SEED
 from ..diagnostics.target import DiagTarget, notion_spec, parse_resamples
@@ -176,7 +178,8 @@ def time_target(store: DataStore, target: DiagTarget, settings: TimeSettings) ->
     """The windows of ``target``'s model (raises CalibrationInputError with what is wrong).
 
     Values of the time column that are not times are reported with their
-    rows (:func:`calibration_core.slices.time_values`).
+    rows (:func:`calibration_core.slices.time_values`); times of several zones,
+    converted to UTC, are noted.
     """
     from calibration_core.slices import find_time_column, time_values, window_index
 
@@ -201,7 +204,11 @@ def time_target(store: DataStore, target: DiagTarget, settings: TimeSettings) ->
         windows = window_index(None, window, n)
     else:
         window = settings.window
-        windows = window_index(time_values(pred, column), window, n)
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always", TimeZonesWarning)
+            times = time_values(pred, column)
+        notes.extend(str(w.message) for w in seen if issubclass(w.category, TimeZonesWarning))
+        windows = window_index(times, window, n)
     return TimeTarget(info, view, pred, spec.kind, spec.class_index, spec.label, column, window,
                       windows, settings, notes)  # fmt: skip
 

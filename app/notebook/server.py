@@ -132,6 +132,7 @@ def notebook_config(
         allowed_hosts=tuple(dict.fromkeys((*LOOPBACK_HOSTS, host, url_host))),
         frame_ancestors=tuple(origins or LOCAL_NOTEBOOKS),
         access_token=secrets.token_urlsafe(32),
+        parse_in_process=True,
     )
 
 

@@ -41,6 +41,13 @@ Cost
     up), plus 0.3 s per 100 MB of arrays sent back (BENCHMARKS.md, "Hostile
     uploads"). The forkserver itself keeps about 110 MB of memory per web
     worker.
+The notebook
+    :func:`app.notebook.show` parses in the kernel (``in_process``): a
+    forkserver and its children import the ``__main__`` script again
+    (multiprocessing's spawn preparation), so a script calling ``show()``
+    without an ``if __name__ == "__main__":`` guard would run it again there.
+    The notebook serves one local user their own files; the size, expansion,
+    decoded-bytes and class checks hold, the child's rlimits do not.
 """
 
 from __future__ import annotations
@@ -426,10 +433,20 @@ class UploadParser:
     Parameters
     ----------
     limits : ParseLimits
+    in_process : bool
+        Parse in this process instead (the notebook's dashboard, one local user
+        uploading their own files): a forkserver child imports the ``__main__``
+        script again (multiprocessing's spawn preparation), so a script calling
+        :func:`app.notebook.show` without an ``if __name__ == "__main__":`` guard
+        would run ``show()`` again in it. The size, expansion, decoded-bytes and
+        class checks still hold; lost are the child's memory and CPU limits
+        (``PARSE_MEMORY_LIMIT_MB``, ``PARSE_TIME_LIMIT_SECONDS``) and its isolation
+        (a parse that exhausts memory takes the kernel with it).
     """
 
-    def __init__(self, limits: ParseLimits) -> None:
+    def __init__(self, limits: ParseLimits, in_process: bool = False) -> None:
         self.limits = limits
+        self.in_process = in_process
         self._slots = threading.BoundedSemaphore(limits.concurrency)
         self._mp = multiprocessing.get_context("forkserver")
         self._mp.set_forkserver_preload(list(PRELOAD))
@@ -440,8 +457,10 @@ class UploadParser:
         Safe from a threaded process (the forkserver is a fresh interpreter,
         started with ``posix_spawn``-like fork and exec); servers call it when
         they warm up so that the first upload does not wait for the imports.
+        Nothing to start when parsing in process.
         """
-        forkserver.ensure_running()
+        if not self.in_process:
+            forkserver.ensure_running()
 
     def memory_message(self) -> str:
         """What the user reads when a parse runs out of memory."""
@@ -470,7 +489,8 @@ class UploadParser:
         )
 
     def parse(self, stream, name: str, options: LoadOptions = LoadOptions()) -> ParsedUpload:
-        """Parse one received file (a real file: it needs a descriptor) in a fresh child.
+        """Parse one received file (a real file: it needs a descriptor) in a fresh child
+        (or in this process: ``in_process``).
 
         ``options`` are the user's loading options (:class:`LoadOptions`).
 
@@ -488,6 +508,8 @@ class UploadParser:
             log.warning("upload parser: no free slot after %s s", self.limits.cpu_seconds)
             raise ParserBusy(self.busy_message())
         try:
+            if self.in_process:
+                return parse_upload(stream, name, self.limits, options)
             return self._parse_in_child(stream, name, options)
         finally:
             self._slots.release()

@@ -38,6 +38,7 @@ group holding several models is refused, naming it.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -48,7 +49,7 @@ import pyarrow as pa
 
 from ..binning import BinStatistics, Scheme
 from ..binning.width import width_edges
-from ..errors import CalibrationInputError
+from ..errors import CalibrationInputError, TimeZonesWarning
 from ..io.checks import Context
 from ..io.tables import other_column_values
 from ..predictions import Predictions
@@ -56,6 +57,7 @@ from ..slices.grouped import ROW_MEANS, metrics_from_sums
 from ..slices.groups import MIN_GROUP_ROWS, GroupIndex, group_index, value_groups
 from ..slices.reference import ReferencePeriod, parse_reference, reference_rows
 from ..slices.times import (
+    NO_ZONE,
     check_window_count,
     find_time_column,
     missing_time_column,
@@ -64,9 +66,11 @@ from ..slices.times import (
     row_window_label,
     row_windows,
     time_values,
+    time_zones,
     window_index,
     window_label,
     window_starts,
+    zone_notice,
 )
 from . import DEFAULT_SAMPLE_ROWS
 from .engine import summary_batch_rows
@@ -183,6 +187,9 @@ class ModelGroups:
         Earliest and latest time.
     in_period : numpy.datetime64 or None
         A time of a row of the reference period in dates, if any.
+    zones : dict of str to str
+        The zones the times are written in (:func:`~calibration_core.slices.times.time_zones`,
+        or a Parquet timestamp column's), each with the first file seen holding one.
     """
 
     totals: dict = field(default_factory=dict)
@@ -190,6 +197,7 @@ class ModelGroups:
     first: Any = None
     last: Any = None
     in_period: Any = None
+    zones: dict = field(default_factory=dict)
 
     def __add__(self, other: ModelGroups) -> ModelGroups:
         totals = dict(self.totals)
@@ -201,7 +209,41 @@ class ModelGroups:
             _extreme(min, self.first, other.first),
             _extreme(max, self.last, other.last),
             self.in_period if self.in_period is not None else other.in_period,
+            {**other.zones, **self.zones},
         )
+
+
+def check_zones(name: str, groups: ModelGroups) -> None:
+    """Refuse times with a zone and times without one in a model's files; notice several zones.
+
+    Each file may be of one kind; the dataset is refused as a file mixing them
+    is in memory (:func:`~calibration_core.slices.times.check_one_kind_of_time`),
+    naming a file of each kind. Times of several zones give a
+    :class:`~calibration_core.errors.TimeZonesWarning`.
+    """
+    zones, column = groups.zones, groups.time_column
+    zoned = [z for z in zones if z != NO_ZONE]
+    if NO_ZONE in zones and zoned:
+        raise CalibrationInputError(
+            f"time column {column!r} has times with a zone in {zones[zoned[0]]} and times "
+            f"without one in {zones[NO_ZONE]}, whose zone is unknown (model {name!r}); write "
+            "every time with its zone (2024-03-01T12:30:00Z, a timestamp column with a "
+            "time zone) or none with one, in every file."
+        )
+    if (notice := zone_notice(str(column), zones)) is not None:
+        warnings.warn(notice, TimeZonesWarning, stacklevel=3)
+
+
+def column_zones(values: np.ndarray, column: pa.ChunkedArray, display: str) -> dict[str, str]:
+    """The zones of a batch's time column, each to ``display`` (the file).
+
+    A Parquet timestamp column's zone is its type's (:data:`NO_ZONE` without
+    one); text times have the zones they are written in.
+    """
+    if pa.types.is_timestamp(column.type):
+        tz = column.type.tz
+        return {NO_ZONE if tz is None else ("Z" if tz in ("UTC", "+00:00") else tz): display}
+    return dict.fromkeys(time_zones(values), display)
 
 
 def _extreme(pick: Callable, a, b):
@@ -276,8 +318,9 @@ def window_keys(pred: Predictions, spec: GroupSpec, table: pa.Table, ctx: Contex
     codes, uniques = pd.factorize(combined, sort=True)
     check_window_count(len(np.unique(uniques // 2)), spec.time_window)  # a batch's, at once
     keys = [(int(u) // 2, bool(u % 2)) for u in uniques]
+    zones = column_zones(pred.extra[column], table.column(column), ctx.display)
     seen = ModelGroups({}, column, times.min(), times.max(),
-                       times[inside][0] if inside.any() else None)  # fmt: skip
+                       times[inside][0] if inside.any() else None, zones)  # fmt: skip
     return codes, keys, seen
 
 
@@ -394,6 +437,8 @@ def dataset_groups(
     result = piece_passes(client, passes).run(groups_piece, items, (options, spec), merge_groups)
     if not result:
         raise CalibrationInputError("the dataset has no rows.")
+    for model, groups in result.items():
+        check_zones(model, groups)
     return result
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import warnings
 
-from ..errors import RenormalisedRowsWarning
+from ..errors import RenormalisedRowsWarning, TimeZonesWarning
 from ..predictions import Predictions
 from .budget import DecodedBudget
 from .checks import Context
@@ -104,6 +104,10 @@ def load_predictions(
     )  # fmt: skip
 
 
+#: The warnings :func:`load_with_notices` returns as notices for the user.
+NOTICES = (RenormalisedRowsWarning, TimeZonesWarning)
+
+
 def load_with_notices(source, **options) -> tuple[list[Predictions], list[str]]:
     """:func:`load_predictions`, returning its notices instead of warning them.
 
@@ -113,15 +117,17 @@ def load_with_notices(source, **options) -> tuple[list[Predictions], list[str]]:
     Returns
     -------
     (list of Predictions, list of str)
-        The models, and the :class:`~calibration_core.RenormalisedRowsWarning` messages.
+        The models, and the messages of :data:`NOTICES` (rows renormalised,
+        times of several zones converted to UTC).
     """
     with warnings.catch_warnings(record=True) as seen:
-        warnings.simplefilter("always", RenormalisedRowsWarning)
+        for category in NOTICES:
+            warnings.simplefilter("always", category)
         preds = load_predictions(source, **options)
     notices: list[warnings.WarningMessage] = []
     others: list[warnings.WarningMessage] = []
     for w in seen:
-        (notices if issubclass(w.category, RenormalisedRowsWarning) else others).append(w)
+        (notices if issubclass(w.category, NOTICES) else others).append(w)
     for w in others:  # not ours to show: hand them on unchanged
         warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     return preds, [str(w.message) for w in notices]

@@ -19,13 +19,16 @@ probability, logit, score, label and model columns.
 from __future__ import annotations
 
 import codecs
+import warnings
 import zlib
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
-from ..errors import CalibrationInputError
+from ..errors import CalibrationInputError, TimeZonesWarning
+from ..slices.times import ZONE_PATTERN, zone_name, zone_notice
 from .budget import MAX_NAME_LENGTH, MAX_NUMBER_LENGTH, DecodedBudget
 from .columns import (
     LABEL_CANDIDATES,
@@ -205,7 +208,32 @@ def read_text_table(
         raise arrow_error(src, exc, read_options, parse_options) from None
     if budget is not None:
         budget.add(table.nbytes, f"{table.num_rows:,} rows x {table.num_columns:,} columns read")
+    warn_converted_zones(src, table, read_options, parse_options)
     return table.rename_columns(column_names(table, src))
+
+
+def warn_converted_zones(src: Source, table: pa.Table, read_options, parse_options) -> None:
+    """A :class:`~calibration_core.errors.TimeZonesWarning` per column of times in several zones.
+
+    pyarrow reads ISO 8601 times with zones as UTC timestamps, so their zones
+    are read again from those columns' text: a second pass over the file, only
+    when it has such a column (a zone-less time column costs nothing).
+    """
+    names = table.column_names
+    zoned = [n for n, t in zip(names, table.schema.types, strict=True)
+             if pa.types.is_timestamp(t) and t.tz is not None and names.count(n) == 1]  # fmt: skip
+    if not zoned:
+        return
+    convert = pacsv.ConvertOptions(
+        include_columns=zoned, column_types=dict.fromkeys(zoned, pa.string())
+    )
+    text = pacsv.read_csv(open_stream(src), read_options=read_options,
+                          parse_options=parse_options, convert_options=convert)  # fmt: skip
+    for name in zoned:
+        written = pc.extract_regex(pc.unique(text.column(name)), ZONE_PATTERN)
+        zones = {zone_name(z) for z in written.field("zone").to_pylist() if z is not None}
+        if (notice := zone_notice(str(name).strip(), zones)) is not None:
+            warnings.warn(notice, TimeZonesWarning, stacklevel=2)
 
 
 def column_names(table, src: Source) -> list[str]:

@@ -3,9 +3,12 @@
 The time column is ``timestamp``, ``time`` or ``date`` (any case) or one named
 explicitly; it holds ISO 8601 dates or times (text, or a date/time column of a
 Parquet file) or epoch seconds (numbers). Times with a zone are converted to
-UTC. Windows are calendar days, ISO weeks (from Monday) or months, in UTC, or
-every N rows when there is no time column. More than :data:`MAX_WINDOWS`
-windows are refused as more than :data:`~.groups.MAX_GROUPS` groups are
+UTC, with a :class:`~calibration_core.errors.TimeZonesWarning` when they were
+written in several zones (:func:`zone_notice`); times with a zone mixed with
+times without one are refused (:func:`check_one_kind_of_time`). Windows are
+calendar days, ISO weeks (from Monday) or months, in UTC, or every N rows
+when there is no time column. More than :data:`MAX_WINDOWS` windows are
+refused as more than :data:`~.groups.MAX_GROUPS` groups are
 (:func:`check_window_count`): a chart of a million windows is not a trend, and
 computing it would outlast any job.
 """
@@ -14,11 +17,12 @@ from __future__ import annotations
 
 import math
 import re
+import warnings
 
 import numpy as np
 import pandas as pd
 
-from ..errors import CalibrationInputError, describe_rows
+from ..errors import CalibrationInputError, TimeZonesWarning, describe_rows
 from ..predictions import Predictions
 from .groups import MAX_GROUPS, GroupIndex, too_many_groups
 
@@ -26,7 +30,11 @@ TIME_CANDIDATES = ("timestamp", "time", "date")
 #: Most windows of one model: each is a group to compare and draw, as :data:`~.groups.MAX_GROUPS`.
 MAX_WINDOWS = MAX_GROUPS
 #: The zone at the end of an ISO 8601 time: ``Z``, ``+02:00``, ``-0500``, ``+02``.
-_ZONE = re.compile(r"\d(?:Z|[+-]\d\d(?::?\d\d)?)\s*$", re.I)
+#: The same as a pattern for Python and pyarrow (RE2), the zone in group ``zone``.
+ZONE_PATTERN = r"(?i)\d(?P<zone>Z|[+-]\d\d(?::?\d\d)?)\s*$"
+_ZONE = re.compile(ZONE_PATTERN)
+#: How :func:`time_zones` names the zone of times written without one.
+NO_ZONE = ""
 _WINDOW = re.compile(r"\s*(\d*)\s*(d|day|days|w|week|weeks|m|month|months|rows?)\s*", re.I)
 
 
@@ -55,6 +63,8 @@ def time_values(pred: Predictions, column: str) -> np.ndarray:
     """
     values = pred.extra[column]
     out, bad = parse_times(values)
+    if (notice := zone_notice(column, time_zones(values), pred.name)) is not None:
+        warnings.warn(notice, TimeZonesWarning, stacklevel=2)
     rows = np.flatnonzero(bad)
     if rows.size:
         shown = ", ".join(repr(v) for v in values[rows[:3]])
@@ -97,14 +107,62 @@ def _parse_text(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return out, bad
 
 
+def time_zones(values: np.ndarray) -> dict[str, str]:
+    """The zones a column's text times are written in, each with a time written so.
+
+    Zones as ``Z`` (also for ``+00:00``) or ``+HH:MM``; :data:`NO_ZONE` for
+    times of day without a zone. Dates, numbers and date/time values (whose
+    zone, if any, is the file's column type's) have none: ``{}``.
+
+    Returns
+    -------
+    dict of str to str
+        Zone to the first value written in it, zones sorted.
+    """
+    if values.dtype.kind != "O":
+        return {}
+    text = pd.Series(pd.unique(values[pd.notna(values)]), dtype=object).astype(str)
+    zone = text.str.extract(_ZONE, expand=False).map(zone_name, na_action="ignore")
+    naive = zone.isna() & _times_of_day(text)
+    found = pd.concat([zone.dropna(), pd.Series(NO_ZONE, index=zone.index[naive])])
+    first = text[found.index].groupby(found.to_numpy(), sort=True).first()
+    return {str(k): str(v) for k, v in first.items()}
+
+
+def _times_of_day(text: pd.Series) -> pd.Series:
+    return text.str.contains("T| \\d", regex=True) & text.str.match(r"\s*\d{4}-")
+
+
+def zone_name(zone: str) -> str:
+    """``z``, ``+00:00`` -> ``Z``; ``+0200``, ``+02`` -> ``+02:00``."""
+    digits = zone[1:].replace(":", "").ljust(4, "0")
+    if zone.upper() == "Z" or int(digits) == 0:
+        return "Z"
+    return f"{zone[0]}{digits[:2]}:{digits[2:]}"
+
+
+def zone_notice(column: str, zones, model: str | None = None) -> str | None:
+    """The notice of times in several zones converted to UTC; None for one zone or none.
+
+    ``zones``: the zones seen (:func:`time_zones`' keys; :data:`NO_ZONE` not counted).
+    """
+    named = sorted(z for z in zones if z != NO_ZONE)
+    if len(named) < 2:
+        return None
+    of = f" of {model!r}" if model is not None else ""
+    return (
+        f"time column {column!r}{of}: times in {len(named)} time zones ({', '.join(named)}) "
+        "were converted to UTC."
+    )
+
+
 def check_one_kind_of_time(text: pd.Series) -> None:
     """Refuse times with a zone mixed with times without one (which zone would those be in?).
 
     Times with different zones (``Z``, ``+02:00``) are one kind: all convert to UTC.
     """
-    timed = text.str.contains("T| \\d", regex=True) & text.str.match(r"\s*\d{4}-")
-    zoned = text.str.contains(_ZONE)
-    naive = timed & ~zoned
+    zoned = text.str.extract(_ZONE, expand=False).notna()
+    naive = _times_of_day(text) & ~zoned
     if zoned.any() and naive.any():
         raise CalibrationInputError(
             f"the time column mixes times with a zone ({text[zoned].iloc[0]!r}) and times "

@@ -353,3 +353,34 @@ def test_without_a_scheduler_groups_and_windows_are_the_cluster_ones(ctx, tmp_pa
     shown = _text(slices_panel(streamed, sid, "events", None, slices, RawSettings(n_bins=10)))
     assert "(summed in this server)" in shown and "reproducible uniform sample of" in shown
     streamed.store.close()
+
+
+def _zoned_dataset(folder: Path, zones: tuple[str, str]) -> None:
+    """Two files of one model whose text times are written with ``zones`` ("" for none)."""
+    folder.mkdir()
+    for i, zone in enumerate(zones):
+        rng = np.random.default_rng(i)
+        p = rng.dirichlet(np.ones(2), size=400)
+        start = np.datetime64("2024-01-01T00:00:00") + np.timedelta64(14 * i, "D")
+        stamps = start + (np.arange(400) * 3600).astype("timedelta64[s]")
+        text = [f"{t}{zone}" for t in np.datetime_as_string(stamps)]
+        table = {"p_0": p[:, 0], "p_1": p[:, 1], "label": rng.integers(0, 2, 400), "time": text}
+        pq.write_table(pa.table(table), folder / f"part-{i}.parquet")
+
+
+def test_times_of_several_zones_are_noted_and_zoned_with_naive_files_refused(tmp_path):
+    root = tmp_path / "zones"
+    root.mkdir()
+    _zoned_dataset(root / "zoned", ("Z", "+02:00"))
+    _zoned_dataset(root / "mixed", ("", "-05:00"))
+    context = _context(tmp_path, root, None)  # streamed in this process
+    sid = new_session_id()
+    slices = _controls(window="1w", reference="1")
+    state = _job(context, sid, "zoned", slices)
+    assert state["error"] is None, state
+    shown = _text(slices_panel(context, sid, "zoned", state, slices, RawSettings(n_bins=10)))
+    assert "times in 2 time zones (+02:00, Z) were converted to UTC" in shown
+    state = _job(context, sid, "mixed", slices)
+    assert "times with a zone in" in str(state["error"]), state
+    assert "part-1.parquet" in str(state["error"]) and "part-0.parquet" in str(state["error"])
+    context.store.close()

@@ -211,3 +211,21 @@ def test_the_windows_bootstrap_is_capped_whatever_the_section_asks():
     assert [time_resamples(r) for r in (200, 1000, 5000)] == [200, 200, 200]
     with pytest.raises(SettingsError):
         time_resamples(7)
+
+
+def test_times_of_several_zones_are_noted_on_the_card(ctx, sid, tmp_path):
+    """Text times of a Parquet file in several zones: converted to UTC, and the card says so."""
+    frame = drift_frame(400)
+    frame.loc[::2, "timestamp"] = frame.loc[::2, "timestamp"].str.replace("Z", "+00:00")
+    frame.loc[1::4, "timestamp"] = (
+        pd.to_datetime(frame.loc[1::4, "timestamp"]) + pd.Timedelta(hours=2)
+    ).dt.strftime("%Y-%m-%dT%H:%M:%S+02:00")
+    path = tmp_path / "zones.parquet"
+    frame.to_parquet(path, index=False)
+    (pred,) = load_predictions(path)
+    (info,) = ctx.store.add_models(sid, [pred], source=path.name)
+    _, messages, fig, _, _ = panel(ctx, sid, info.handle)
+    texts = " ".join(m.children for m in messages)
+    notice = "times in 2 time zones (+02:00, Z) were converted to UTC."
+    assert f"time column 'timestamp' of 'zones': {notice}" in texts, texts
+    assert fig["data"]

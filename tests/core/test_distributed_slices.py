@@ -29,6 +29,7 @@ from app.cli import main  # noqa: E402
 from calibration_core import CalibrationInputError, load_predictions  # noqa: E402
 from calibration_core.binning import Binning  # noqa: E402
 from calibration_core.distributed import draw_sample, sample_predictions  # noqa: E402
+from calibration_core.distributed.frequency import InProcessPasses  # noqa: E402
 from calibration_core.distributed.group_bins import group_frequency_bins  # noqa: E402
 from calibration_core.distributed.pieces import (  # noqa: E402
     ReadOptions,
@@ -41,6 +42,7 @@ from calibration_core.distributed.slices import (  # noqa: E402
     exact_groups,
     sample_windows,
 )
+from calibration_core.errors import TimeZonesWarning  # noqa: E402
 from calibration_core.slices import (  # noqa: E402
     GROUP_METRICS,
     drift_report,
@@ -523,3 +525,51 @@ def test_too_many_windows_are_refused_as_in_memory(dask_client, tmp_path, window
     rows = "2,400" if window == "1rows" else "1,200"
     with pytest.raises(CalibrationInputError, match=f"a window of '{window}' gives {rows} windows"):
         time_windows(memory, window)
+
+
+def _timed_file(path: Path, stamps, seed: int) -> None:
+    table = _table(len(stamps), 2, seed).drop_columns(["timestamp"])
+    pq.write_table(table.append_column("timestamp", stamps), path)
+
+
+def _clock(n: int) -> np.ndarray:
+    return np.datetime64("2024-01-01T00:00:00") + (np.arange(n) * 3600).astype("timedelta64[s]")
+
+
+@pytest.mark.parametrize("kind", ["text", "parquet"])
+@pytest.mark.parametrize("engine", ["stream", "dask"])
+def test_zoned_and_naive_time_files_of_one_dataset_are_refused(tmp_path, request, kind, engine):
+    """Each file alone is fine; together they mix known and unknown zones: refused, both named.
+
+    In this process (the stream engine) and on the cluster."""
+    where = (
+        {"passes": InProcessPasses()}
+        if engine == "stream"
+        else {"client": request.getfixturevalue("dask_client")}
+    )
+    naive, zoned = _clock(300), _clock(300) + np.timedelta64(300, "h")
+    if kind == "text":
+        naive_col = pa.array(np.datetime_as_string(naive))
+        zoned_col = pa.array([f"{t}+02:00" for t in np.datetime_as_string(zoned)])
+    else:
+        naive_col = pa.array(naive, type=pa.timestamp("s"))
+        zoned_col = pa.array(zoned, type=pa.timestamp("s", tz="UTC"))
+    _timed_file(tmp_path / "a.parquet", naive_col, 1)
+    _timed_file(tmp_path / "b.parquet", zoned_col, 2)
+    spec = GroupSpec(window="1d")
+    for alone in ("a", "b"):  # one file alone is accepted
+        dataset_groups(str(tmp_path / f"{alone}.parquet"), spec, **where)
+    refusal = r"'timestamp' has times with a zone in .*b\.parquet.* and times without one in .*a\."
+    with pytest.raises(CalibrationInputError, match=refusal):
+        dataset_groups(str(tmp_path / "*.parquet"), spec, **where)
+
+
+def test_times_of_several_zones_in_a_dataset_give_a_notice(tmp_path):
+    stamps = np.datetime_as_string(_clock(300))
+    _timed_file(tmp_path / "a.parquet", pa.array([f"{t}Z" for t in stamps]), 1)
+    _timed_file(tmp_path / "b.parquet", pa.array([f"{t}-05:00" for t in stamps]), 2)
+    with pytest.warns(TimeZonesWarning, match=r"time column 'timestamp': times in 2 time zones "
+                      r"\(-05:00, Z\) were converted to UTC"):  # fmt: skip
+        dataset_groups(
+            str(tmp_path / "*.parquet"), GroupSpec(window="1d"), passes=InProcessPasses()
+        )

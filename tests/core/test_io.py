@@ -354,3 +354,17 @@ def test_chunks_with_a_named_label_column_and_npz(tmp_path):
     np.savez(tmp_path / "a.npz", probs=p, labels=y)
     [[whole]] = list(iter_prediction_chunks(tmp_path / "a.npz", chunk_rows=7))
     np.testing.assert_array_equal(whole.labels, y)
+
+
+def test_csv_times_of_several_zones_load_with_a_notice():
+    """The CSV reader converts zoned times to UTC as it reads: the zones it saw are noticed."""
+    zones = ["Z", "+02:00", "-0500"]
+    rows = [f"0.{3 + i % 5},{i % 2},2024-03-0{1 + i % 3}T12:00:00{zones[i % 3]}" for i in range(9)]
+    text = "score,label,ts\n" + "\n".join(rows) + "\n"
+    preds, notices = calibration_core.load_with_notices(text.encode(), file_name="z.csv")
+    assert notices == [
+        "time column 'ts': times in 3 time zones (+02:00, -05:00, Z) were converted to UTC."
+    ]
+    assert preds[0].extra["ts"][1] == np.datetime64("2024-03-02T10:00:00")
+    one = text.replace("+02:00", "Z").replace("-0500", "Z")
+    assert calibration_core.load_with_notices(one.encode(), file_name="z.csv")[1] == []

@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import pickle
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -13,6 +14,7 @@ from scipy import stats
 
 from calibration_core import CalibrationInputError, Predictions, load_predictions
 from calibration_core.binning import Binning
+from calibration_core.errors import TimeZonesWarning
 from calibration_core.metrics import brier_score, confidence_ece, confidence_mce, log_loss
 from calibration_core.predictions import with_extra
 from calibration_core.slices import (
@@ -422,8 +424,14 @@ def test_too_many_windows_are_refused_as_groups_are():
 def test_times_of_different_zones_convert_and_naive_with_zoned_are_refused():
     pred = planted(3, np.random.default_rng(0))
     zones = ["2024-03-01T12:00:00Z", "2024-03-01T14:00:00+02:00", "2024-03-01T07:00:00-0500"]
-    times = time_values(with_extra(pred, {"time": np.array(zones, dtype=object)}), "time")
+    with pytest.warns(TimeZonesWarning, match=r"time column 'time' of '.*': times in 3 time "
+                      r"zones \(\+02:00, -05:00, Z\) were converted to UTC"):  # fmt: skip
+        times = time_values(with_extra(pred, {"time": np.array(zones, dtype=object)}), "time")
     assert list(times) == [np.datetime64("2024-03-01T12:00:00")] * 3
+    one_zone = np.array(["2024-03-01T12:00:00+02:00", "2024-03-02T12:00:00+0200", ""], dtype=object)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # one zone: no notice
+        time_values(with_extra(pred, {"time": one_zone[:2].repeat(2)[:3]}), "time")
     mixed = ["2024-03-01T12:00:00Z", "2024-03-01 14:00:00", "2024-03-01T12:00:00Z"]
     with pytest.raises(CalibrationInputError, match=r"mixes times with a zone \('2024-03-01T12"
                        r":00:00Z'\) and times without one \('2024-03-01 14:00:00'\)"):  # fmt: skip

@@ -20,7 +20,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from urllib.parse import quote
+from urllib.parse import quote, urljoin
 
 import numpy as np
 import pandas as pd
@@ -115,7 +115,12 @@ class DashTab:
 
     # ------------------------------------------------------------ transport
     def request(self, method: str, path: str, **kwargs):
-        """``(status, headers, body bytes)`` of one request with this tab's cookies."""
+        """``(status, headers, body bytes)`` of one request with this tab's cookies.
+
+        A relative ``path`` (the page's export links are relative to it) is
+        resolved against the page at ``/``, as a browser does.
+        """
+        path = urljoin("/", path)
         if self.http is not None:
             if "files" in kwargs:
                 kwargs["files"] = [("file", (n, c)) for n, c in kwargs["files"]]

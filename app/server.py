@@ -5,6 +5,7 @@ For a team deployment use gunicorn instead: ``gunicorn app.wsgi:server``.
 
 from __future__ import annotations
 
+import gc
 import logging
 from dataclasses import replace
 
@@ -43,6 +44,10 @@ def serve(host: str = "127.0.0.1", port: int = 8050, debug: bool = False) -> Non
     ctx.warm_up.start(delay=WARM_UP_DELAY, then=ctx.upload_parser.start)
     # Before the server listens (plotly/dash#3971); it also draws the demo's view once.
     finish_setup(app)
+    # What start-up made lives as long as the server: out of the collector's sight
+    # (also in the jobs forked from here), and the collector back on for requests.
+    gc.freeze()
+    gc.enable()
     # One request at a time: background jobs are forked from this process
     # (app.jobs.LocalJobManager), and a fork while another request thread is
     # inside SQLite hangs the job.

@@ -7,6 +7,7 @@ defaults. The configuration from the environment is checked before dash loads.
 from __future__ import annotations
 
 import argparse
+import gc
 import sys
 
 from .common import EXIT_OK, EXIT_USAGE, CommandError, whole_number
@@ -46,6 +47,9 @@ def run(args: argparse.Namespace) -> int:
         print(error_line(exc), file=sys.stderr, flush=True)
         return EXIT_USAGE
     without_ipython()
+    # Start-up creates many objects that live as long as the server: no collection
+    # until it listens (app.server.serve freezes them and turns the collector back on).
+    gc.disable()
     try:
         from app.server import serve as run_server
     except ModuleNotFoundError as exc:

@@ -42,6 +42,7 @@ checks the rule.
 
 from .binning import Binning, BinStatistics, SortedScores
 from .errors import CalibrationInputError, RenormalisedRowsWarning, SmallSampleWarning
+from .lazy import lazy_attributes
 from .metrics import (
     accuracy,
     binary_ece,
@@ -167,19 +168,7 @@ _LAZY: dict[str, str] = {
 }
 
 
-def __getattr__(name: str):
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(f".{module}", __name__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+__getattr__, __dir__ = lazy_attributes(__name__, _LAZY, globals())
 
 
 __all__ = [

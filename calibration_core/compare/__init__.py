@@ -16,8 +16,7 @@ use, so that naming the metrics stays cheap.
 
 from __future__ import annotations
 
-import importlib
-
+from ..lazy import lazy_attributes
 from .columns import METRIC_COLUMNS, METRIC_RANGES, TABLE_COLUMNS
 
 #: Public name -> the module defining it, loaded on first use.
@@ -60,14 +59,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str):
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_attributes(__name__, _LAZY, globals())

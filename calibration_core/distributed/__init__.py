@@ -94,7 +94,7 @@ dask.dataframe) and the CLI ``calibration-dashboard evaluate 'logs/*.parquet'
 
 from __future__ import annotations
 
-import importlib
+from ..lazy import lazy_attributes
 
 #: Rows of the reproducible sample by default (:mod:`.sample`).
 DEFAULT_SAMPLE_ROWS = 1_000_000
@@ -164,14 +164,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str):
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_attributes(__name__, _LAZY, globals())

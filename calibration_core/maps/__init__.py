@@ -11,8 +11,7 @@ functions load the family a name needs.
 
 from __future__ import annotations
 
-import importlib
-
+from ..lazy import lazy_attributes
 from .registry import (
     MAP_NAMES,
     available_maps,
@@ -47,17 +46,6 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str):
-    if name in _BASE:
-        module = importlib.import_module(f"{__name__}.base")
-    elif name in _CLASSES:
-        module = importlib.import_module(f"{__name__}.{_CLASSES[name]}")
-    else:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(module, name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_attributes(
+    __name__, {**dict.fromkeys(_BASE, "base"), **_CLASSES}, globals()
+)

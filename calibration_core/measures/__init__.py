@@ -53,7 +53,7 @@ of them does not import the others.
 
 from __future__ import annotations
 
-import importlib
+from ..lazy import lazy_attributes
 
 #: Public name -> the module of this package defining it.
 _MODULES: dict[str, str] = {
@@ -118,17 +118,7 @@ _MODULES: dict[str, str] = {
 }
 
 
-def __getattr__(name: str):
-    module = _MODULES.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_MODULES))
+__getattr__, __dir__ = lazy_attributes(__name__, _MODULES, globals())
 
 
 __all__ = [
